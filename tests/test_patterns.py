@@ -1,0 +1,59 @@
+"""Every pattern file loads, carries the required fields, and passes its own examples."""
+import os
+
+import pytest
+
+from triage.engine import Engine
+from triage.patterns import PatternError, builtin_dir, load_dir, load_file, parse_pattern
+from triage.selftest import check_examples, fired
+from triage.taxonomy import IDS
+
+PATTERN_DIR = builtin_dir()
+FILES = sorted(f for f in os.listdir(PATTERN_DIR) if f.endswith(".yaml"))
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_pattern_file_valid_and_examples_pass(name):
+    p = load_file(os.path.join(PATTERN_DIR, name), IDS)
+    assert name == f"{p.id}.yaml"
+    assert check_examples([p]) == []
+
+
+def test_every_taxonomy_id_has_a_pattern():
+    ids = {p.id for p in load_dir(PATTERN_DIR, IDS)}
+    missing = sorted(set(IDS) - ids)
+    assert not missing, f"taxonomy ids without a pattern file: {missing}"
+
+
+def test_examples_do_not_fire_other_patterns_as_primary_when_unrelated():
+    """A no_match example of one pattern that is a healthy line must not be read as any pitfall."""
+    pats = load_dir(PATTERN_DIR, IDS)
+    eng = Engine(pats)
+    healthy = [
+        "  cuda_graph_scope ................................ ['attn']",
+        "  cuda_graph_impl ................................. transformer_engine",
+        "INFO:megatron.core.transformer.cuda_graphs:> built 24 cuda graph(s) in 3.21 sec, with total memory usage: allocated 1.2 GB, reserved 2.0 GB.",
+        "Start CUDA Graphs capture...",
+        "host-1:1234:1234 [0] NCCL INFO NCCL_GRAPH_REGISTER set by environment to 0.",
+    ]
+    for line in healthy:
+        assert fired(eng, line) == set(), line
+
+
+def test_bad_pattern_is_a_clear_error(tmp_path):
+    with pytest.raises(PatternError, match="missing required field 'title'"):
+        parse_pattern({"id": "x", "severity": "error", "kind": "config"}, "x.yaml")
+    with pytest.raises(PatternError, match="bad regex"):
+        parse_pattern({"id": "x", "title": "t", "severity": "error", "kind": "runtime", "explanation": "e",
+                       "fix": "f", "references": [{"source": "s"}],
+                       "match": [{"regex": "(", "literal": "x"}],
+                       "examples": {"match": ["x"], "no_match": ["y"]}}, "x.yaml")
+    with pytest.raises(PatternError, match="literal"):
+        parse_pattern({"id": "x", "title": "t", "severity": "error", "kind": "runtime", "explanation": "e",
+                       "fix": "f", "references": [{"source": "s"}], "match": [{"regex": "x"}],
+                       "examples": {"match": ["x"], "no_match": ["y"]}}, "x.yaml")
+    (tmp_path / "bad.yaml").write_text("id: [unclosed\n")
+    with pytest.raises(PatternError, match="invalid YAML"):
+        load_dir(str(tmp_path))
+    with pytest.raises(PatternError, match="not in the taxonomy"):
+        parse_pattern({"id": "made-up"}, "m.yaml", IDS)

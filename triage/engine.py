@@ -1,0 +1,246 @@
+"""Scan stage: compiled patterns -> matches, plus the error blocks no pattern explained.
+
+One pass over the lines.  A combined literal prefilter rejects most lines with a
+single C-level search; only lines that contain a rule's literal meet its regex.
+Rules with `context` requirements look back through a small per-stream ring buffer
+and keep pending matches to look ahead.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, Iterable, List, Optional, Tuple
+
+import regex
+
+from .patterns import MatchRule, Pattern
+from .rx import TIMEOUT, search
+from .sources import Line
+
+StreamKey = Tuple[str, Optional[int]]
+
+# A Python traceback frame line; the next line is source code, not a message.
+_FRAME = regex.compile(r'^\s*File "[^"]*", line \d+')
+# Source-code echo lines and caret markers never carry a message.
+_CODE = regex.compile(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
+# Error block detection (for `unmatched`)
+_TB_START = "Traceback (most recent call last):"
+_EXC_LINE = regex.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|$)"
+)
+_ERROR_LINE = regex.compile(
+    r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
+)
+_WRAPPER = regex.compile(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
+_ROOT_RANK = regex.compile(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
+BLOCK_MAX_LINES = 40
+
+
+@dataclass
+class Match:
+    pattern: Pattern
+    rule: MatchRule
+    line: Line
+    seq: int                      # order of the line in the whole scan
+    order_ts: Optional[float]     # the line's time, or the last time seen before it in its stream
+    context: List[Line] = field(default_factory=list)   # lines around it (evidence)
+    group: int = 0                # the attempt (restart segment) it belongs to
+
+    @property
+    def role(self) -> str:
+        return self.rule.role
+
+
+@dataclass
+class ErrorBlock:
+    source: str
+    rank: Optional[int]
+    start: int
+    end: int
+    lines: List[str]
+    seq: int
+    order_ts: Optional[float]
+    explained: bool = False
+    group: int = 0
+
+
+@dataclass
+class ScanResult:
+    matches: List[Match]
+    blocks: List[ErrorBlock]
+    lines: int
+    sources: List[str]
+    launcher_root_rank: Optional[int] = None
+
+
+@dataclass
+class _Pending:
+    match: Match
+    needs: List[int]              # indexes of context requirements still unmet
+    deadline: int                 # last line number that can still satisfy them
+
+
+@dataclass
+class _Stream:
+    recent: Deque[Line]
+    after_frame: bool = False
+    last_ts: Optional[float] = None
+    pending: List[_Pending] = field(default_factory=list)
+    block: Optional[ErrorBlock] = None
+    block_matched: bool = False
+    in_tb: bool = False
+
+
+class Engine:
+    def __init__(self, patterns: List[Pattern]):
+        self.patterns = patterns
+        self.rules: List[Tuple[Pattern, MatchRule]] = [(p, r) for p in patterns for r in p.match]
+        lits = sorted({lit for _, r in self.rules for lit in r.literals}, key=len, reverse=True)
+        self._gate = regex.compile("|".join(regex.escape(lit) for lit in lits), regex.IGNORECASE) if lits else None
+        self._lower_rules = any(r.ignore_case for _, r in self.rules)
+        self.window = max([c.window for _, r in self.rules for c in r.context] + [1])
+
+    # --- single-rule evaluation -------------------------------------------------
+    @staticmethod
+    def _literal_hit(rule: MatchRule, text: str, lower: str) -> bool:
+        if rule.ignore_case:
+            return any(lit.lower() in lower for lit in rule.literals)
+        return any(lit in text for lit in rule.literals)
+
+    def _rule_hits(self, rule: MatchRule, text: str, lower: str) -> bool:
+        if not self._literal_hit(rule, text, lower):
+            return False
+        if search(rule.rx, text) is None:
+            return False
+        return not any(search(n, text) for n in rule.negative)
+
+    @staticmethod
+    def _ctx_hit(ctx, line: Line) -> bool:
+        return any(lit in line.text for lit in ctx.literals) and search(ctx.rx, line.text) is not None
+
+    # --- the scan -------------------------------------------------------------------
+    def scan(self, lines: Iterable[Line], blocks_limit: int = 500) -> ScanResult:
+        matches: List[Match] = []
+        blocks: List[ErrorBlock] = []
+        streams: Dict[StreamKey, _Stream] = {}
+        sources: List[str] = []
+        root_rank: Optional[int] = None
+        seq = 0
+
+        def close_block(st: _Stream) -> None:
+            b = st.block
+            if b is None:
+                return
+            b.explained = st.block_matched
+            if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines[-3:] + b.lines[:1]):
+                if len(blocks) < blocks_limit:
+                    blocks.append(b)
+            st.block = None
+            st.block_matched = False
+            st.in_tb = False
+
+        for line in lines:
+            seq += 1
+            if not sources or sources[-1] != line.source:
+                if line.source not in sources:
+                    sources.append(line.source)
+            key = (line.source, line.rank)
+            st = streams.get(key)
+            if st is None:
+                st = streams[key] = _Stream(recent=deque(maxlen=self.window))
+            if line.ts is not None:
+                st.last_ts = line.ts
+            text = line.text
+
+            # launcher's own root-cause summary
+            if "local_rank" in text:
+                m = _ROOT_RANK.match(text)
+                if m and root_rank is None:
+                    root_rank = int(m.group(1))
+
+            is_code = st.after_frame or bool(_CODE.match(text))
+            st.after_frame = bool(_FRAME.match(text)) if "File" in text else False
+
+            # pending look-ahead context
+            if st.pending:
+                keep = []
+                for pd in st.pending:
+                    pd.needs = [i for i in pd.needs if not self._ctx_hit(pd.match.rule.context[i], line)]
+                    if not pd.needs:
+                        pd.match.context.append(line)
+                        matches.append(pd.match)
+                        st.block_matched = True
+                    elif line.lineno <= pd.deadline:
+                        keep.append(pd)
+                st.pending = keep
+
+            # error-block tracking (for unmatched)
+            self._track_block(st, line, seq, close_block)
+
+            hit_any = False
+            if not is_code and self._gate is not None and self._gate.search(text, timeout=TIMEOUT) is not None:
+                lower = text.lower() if self._lower_rules else text
+                for pat, rule in self.rules:
+                    if not self._rule_hits(rule, text, lower):
+                        continue
+                    m = Match(pat, rule, line, seq, st.last_ts)
+                    if rule.context:
+                        needs = []
+                        for i, c in enumerate(rule.context):
+                            found = [x for x in list(st.recent)[-c.window:] if self._ctx_hit(c, x)]
+                            if found:
+                                m.context.append(found[-1])
+                            else:
+                                needs.append(i)
+                        if needs:
+                            st.pending.append(_Pending(m, needs, line.lineno + max(rule.context[i].window for i in needs)))
+                            continue
+                    matches.append(m)
+                    hit_any = True
+            if hit_any:
+                st.block_matched = True
+            st.recent.append(line)
+
+        for st in streams.values():
+            close_block(st)
+        matches.sort(key=lambda m: m.seq)
+        return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources, launcher_root_rank=root_rank)
+
+    @staticmethod
+    def _track_block(st: _Stream, line: Line, seq: int, close_block) -> None:
+        text = line.text
+        if text.startswith(_TB_START) or (text.strip() == _TB_START):
+            if st.block is not None and not st.in_tb:
+                close_block(st)
+            if st.block is None:
+                st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [], seq, st.last_ts)
+            st.in_tb = True
+            st.block.lines.append(text)
+            st.block.end = line.lineno
+            return
+        b = st.block
+        if b is not None:
+            if st.in_tb:
+                if len(b.lines) < BLOCK_MAX_LINES:
+                    b.lines.append(text)
+                b.end = line.lineno
+                if _EXC_LINE.match(text):
+                    st.in_tb = False  # exception line reached; keep following message lines briefly
+                return
+            # after the exception line: continuation lines (indented / non-empty) up to a few
+            if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+                if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
+                    b.lines.append(text)
+                    b.end = line.lineno
+                    return
+            close_block(st)
+        if _EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+            st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], seq, st.last_ts)
+            st.in_tb = False
+
+
+_RECORD = regex.compile(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
+
+
+def _looks_like_new_record(text: str) -> bool:
+    return bool(_RECORD.match(text))

@@ -1,0 +1,216 @@
+"""Findings stage: dedup matches across ranks, decide root cause vs cascade, fingerprint.
+
+A finding is one (pitfall, masked message) pair: the same failure on 1024 ranks is
+one finding with count 1024 and a rank list.  Roles:
+- a rule's own role (`cascade` / `info`) is kept;
+- a `generic` pattern (watchdog timeout, NCCL error) is a cascade when any specific
+  root-cause finding exists, and otherwise only its earliest finding is the root cause;
+- the primary is the root-cause finding of highest priority, earliest first.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import regex
+
+from .engine import ErrorBlock, Match, ScanResult
+from .rx import TIMEOUT
+
+_MASKS = [
+    (regex.compile(r"(?:/[\w.\-+@]+)+/?|[A-Za-z]:\\[\w\\.\-]+"), "<path>"),
+    (regex.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b"), "<hex>"),
+    (regex.compile(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
+    (regex.compile(r"\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+"), "<time>"),
+    (regex.compile(r"\b(?:rank|Rank|RANK)\s*[:=]?\s*\d+"), "rank <n>"),
+    (regex.compile(r"\d+(?:\.\d+)?"), "<n>"),
+    (regex.compile(r"\s+"), " "),
+]
+
+
+def mask(text: str) -> str:
+    """Mask the parts of a message that vary between ranks and jobs."""
+    for rx, rep in _MASKS:
+        text = rx.sub(rep, text, timeout=TIMEOUT)
+    return text.strip()
+
+
+def fingerprint(pitfall: str, text: str) -> str:
+    return hashlib.sha1(f"{pitfall}\x00{mask(text)}".encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def rank_ranges(ranks: Sequence[int]) -> str:
+    """[0,1,2,3,4,6,7] -> '0-4,6-7'."""
+    rs = sorted(set(ranks))
+    out: List[str] = []
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        out.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+@dataclass
+class Evidence:
+    source: str
+    line: int
+    rank: Optional[int]
+    text: str
+
+
+@dataclass
+class Finding:
+    pitfall: str
+    title: str
+    severity: str
+    kind: str
+    role: str
+    rank: Optional[int]
+    source: str
+    line: int
+    count: int
+    ranks: List[int]
+    evidence: List[Evidence]
+    fingerprint: str
+    priority: int
+    generic: bool
+    order: Tuple[float, int]
+    pattern_path: str
+    implicates: List[str]
+    explanation: str
+    fix: str
+    references: List[Dict[str, str]]
+    rule: str
+
+    @property
+    def ranks_text(self) -> str:
+        return rank_ranges(self.ranks)
+
+
+@dataclass
+class Unmatched:
+    source: str
+    line: int
+    rank: Optional[int]
+    ranks: List[int]
+    count: int
+    lines: List[str]
+    fingerprint: str
+
+
+@dataclass
+class Analysis:
+    primary: Optional[Finding]
+    findings: List[Finding]
+    unmatched: List[Unmatched]
+    first_rank: Optional[int]
+    summary: str
+    lines: int
+    sources: List[str]
+    attempts: int = 1
+    launcher_root_rank: Optional[int] = None
+    extra: Dict[str, object] = field(default_factory=dict)
+
+
+def _order(m: Match) -> Tuple[float, int]:
+    return (m.order_ts if m.order_ts is not None else float("inf"), m.seq)
+
+
+def _group(matches: List[Match]) -> List[Finding]:
+    groups: Dict[str, List[Match]] = {}
+    for m in matches:
+        fp = fingerprint(m.pattern.id, m.line.text)
+        groups.setdefault(fp, []).append(m)
+    out = []
+    for fp, ms in groups.items():
+        ms.sort(key=_order)
+        first = ms[0]
+        p = first.pattern
+        ev: List[Evidence] = []
+        seen = set()
+        for m in ms:
+            for ln in [m.line] + m.context:
+                k = (ln.source, ln.lineno)
+                if k not in seen and len(ev) < 6:
+                    seen.add(k)
+                    ev.append(Evidence(ln.source, ln.lineno, ln.rank, ln.text))
+            if len(ev) >= 6:
+                break
+        ranks = sorted({m.line.rank for m in ms if m.line.rank is not None})
+        out.append(Finding(
+            pitfall=p.id, title=p.title, severity=p.severity, kind=p.kind, role=first.role,
+            rank=first.line.rank, source=first.line.source, line=first.line.lineno, count=len(ms),
+            ranks=ranks, evidence=ev, fingerprint=fp, priority=p.priority, generic=p.generic,
+            order=_order(first), pattern_path=p.path, implicates=p.implicates,
+            explanation=p.explanation, fix=p.fix, references=p.references, rule=first.rule.source_text,
+        ))
+    return out
+
+
+def assign_roles(findings: List[Finding]) -> Optional[Finding]:
+    """Set cascade roles and return the primary finding."""
+    specific = [f for f in findings if f.role == "root-cause" and not f.generic]
+    generic = [f for f in findings if f.role == "root-cause" and f.generic]
+    if specific:
+        for f in generic:
+            f.role = "cascade"
+        candidates = specific
+    elif generic:
+        generic.sort(key=lambda f: f.order)
+        for f in generic[1:]:
+            f.role = "cascade"
+        candidates = generic[:1]
+    else:
+        return None
+    return sorted(candidates, key=lambda f: (-f.priority, f.order))[0]
+
+
+def _unmatched(blocks: List[ErrorBlock]) -> List[Unmatched]:
+    by_fp: Dict[str, Unmatched] = {}
+    first_per_rank = set()
+    for b in sorted(blocks, key=lambda b: ((b.order_ts if b.order_ts is not None else float("inf")), b.seq)):
+        rk = (b.source if b.rank is None else None, b.rank)
+        if rk in first_per_rank:
+            continue
+        first_per_rank.add(rk)
+        masked = [mask(x) for x in b.lines]
+        fp = hashlib.sha1("\n".join(masked).encode("utf-8", "replace")).hexdigest()[:12]
+        u = by_fp.get(fp)
+        if u is None:
+            by_fp[fp] = Unmatched(b.source, b.start, b.rank, [b.rank] if b.rank is not None else [], 1, list(b.lines), fp)
+        else:
+            u.count += 1
+            if b.rank is not None:
+                u.ranks.append(b.rank)
+    return list(by_fp.values())[:20]
+
+
+def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
+    if primary is None:
+        return "no known pitfall found"
+    where = f"rank {primary.rank}" if primary.rank is not None else f"{primary.source}:{primary.line}"
+    s = f"{where} failed first with {primary.pitfall}: {primary.title}"
+    casc = [f for f in findings if f.role == "cascade"]
+    if casc:
+        cranks = sorted({r for f in casc for r in f.ranks if r != primary.rank})
+        kinds = sorted({f.pitfall for f in casc})
+        if cranks:
+            s += f"; {len(cranks)} rank(s) ({rank_ranges(cranks)}) then failed as a cascade ({', '.join(kinds)})"
+        else:
+            s += f"; followed by {sum(f.count for f in casc)} cascade error(s) ({', '.join(kinds)})"
+    return s
+
+
+def analyse(scan: ScanResult) -> Analysis:
+    findings = _group(scan.matches)
+    primary = assign_roles(findings)
+    role_rank = {"root-cause": 0, "cascade": 1, "info": 2}
+    findings.sort(key=lambda f: (f is not primary, role_rank[f.role], -f.priority, f.order))
+    first_rank = primary.rank if primary else None
+    return Analysis(primary=primary, findings=findings, unmatched=_unmatched(scan.blocks),
+                    first_rank=first_rank, summary=_summary(primary, findings), lines=scan.lines,
+                    sources=scan.sources, launcher_root_rank=scan.launcher_root_rank)

@@ -1,0 +1,264 @@
+"""Pattern catalog: one YAML file per pitfall id, validated on load.
+
+The schema is documented in PATTERNS.md.  Loading never executes anything from a
+pattern file: regexes are compiled with the `regex` package and config rules are
+declarative (see config.py for the operators).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Dict, List, Optional, Sequence
+
+import regex
+import yaml
+
+from .rx import compile_rx
+
+SEVERITIES = ("critical", "error", "warning", "info")
+KINDS = ("config", "capture", "runtime", "perf")
+ROLES = ("root-cause", "cascade", "info")
+DEFAULT_PRIORITY = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
+RULE_OPS = (
+    "eq", "ne", "in", "not_in", "contains", "contains_any", "not_contains", "truthy", "falsy",
+    "set", "unset", "gt", "lt", "version_lt", "version_ge",
+)
+
+
+class PatternError(Exception):
+    """A pattern file is malformed; the message names the file and the problem."""
+
+
+@dataclass
+class ContextReq:
+    rx: Any
+    literals: List[str]
+    window: int
+
+
+@dataclass
+class MatchRule:
+    rx: Any
+    literals: List[str]
+    ignore_case: bool
+    role: str
+    context: List[ContextReq]
+    negative: List[Any]
+    source_text: str
+
+
+@dataclass
+class ConfigRule:
+    when: List[Dict[str, Any]]
+    message: str
+    keys: List[str]
+    fix: str
+
+
+@dataclass
+class Pattern:
+    id: str
+    title: str
+    severity: str
+    kind: str
+    generic: bool
+    priority: int
+    match: List[MatchRule]
+    implicates: List[str]
+    explanation: str
+    fix: str
+    references: List[Dict[str, str]]
+    examples_match: List[str]
+    examples_no_match: List[str]
+    config_rules: List[ConfigRule] = field(default_factory=list)
+    path: str = ""
+
+
+def _req(d: Dict[str, Any], key: str, typ: Any, where: str) -> Any:
+    if key not in d:
+        raise PatternError(f"{where}: missing required field '{key}'")
+    v = d[key]
+    if not isinstance(v, typ):
+        tn = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise PatternError(f"{where}: field '{key}' must be {tn}")
+    return v
+
+
+def _str_list(v: Any, where: str, key: str) -> List[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return list(v)
+    raise PatternError(f"{where}: '{key}' must be a string or a list of strings")
+
+
+def _compile(src: str, where: str, ignore_case: bool = False) -> Any:
+    try:
+        return compile_rx(src, ignore_case)
+    except regex.error as e:
+        raise PatternError(f"{where}: bad regex {src!r}: {e}") from None
+
+
+def _literals(d: Dict[str, Any], where: str) -> List[str]:
+    lits = _str_list(d.get("literal"), where, "literal")
+    if not lits or any(not lit.strip() for lit in lits):
+        raise PatternError(f"{where}: each match needs a non-empty 'literal' prefilter (a plain substring every matching line contains)")
+    return lits
+
+
+def _parse_match(m: Any, where: str) -> MatchRule:
+    if isinstance(m, str):
+        raise PatternError(f"{where}: a match entry must be a mapping with 'regex' and 'literal'")
+    if not isinstance(m, dict):
+        raise PatternError(f"{where}: a match entry must be a mapping")
+    unknown = set(m) - {"regex", "literal", "ignore_case", "role", "context", "not"}
+    if unknown:
+        raise PatternError(f"{where}: unknown match field(s) {sorted(unknown)}")
+    src = _req(m, "regex", str, where)
+    ic = bool(m.get("ignore_case", False))
+    role = m.get("role", "root-cause")
+    if role not in ROLES:
+        raise PatternError(f"{where}: role must be one of {ROLES}")
+    ctx = []
+    for i, c in enumerate(m.get("context") or []):
+        cw = f"{where} context[{i}]"
+        if not isinstance(c, dict):
+            raise PatternError(f"{cw}: must be a mapping")
+        window = c.get("window", 50)
+        if not isinstance(window, int) or window < 1 or window > 1000:
+            raise PatternError(f"{cw}: window must be an integer 1..1000")
+        ctx.append(ContextReq(_compile(_req(c, "regex", str, cw), cw, ic), _literals(c, cw), window))
+    neg = [_compile(n, where, ic) for n in _str_list(m.get("not"), where, "not")]
+    return MatchRule(_compile(src, where, ic), _literals(m, where), ic, role, ctx, neg, src)
+
+
+def _parse_rule(r: Any, where: str) -> ConfigRule:
+    if not isinstance(r, dict):
+        raise PatternError(f"{where}: a config rule must be a mapping")
+    when = _req(r, "when", list, where)
+    if not when:
+        raise PatternError(f"{where}: 'when' must not be empty")
+    keys: List[str] = []
+    for i, cond in enumerate(when):
+        cw = f"{where} when[{i}]"
+        if not isinstance(cond, dict) or "key" not in cond:
+            raise PatternError(f"{cw}: a condition is a mapping with 'key' and one operator")
+        ops = set(cond) - {"key"}
+        if len(ops) != 1 or not ops <= set(RULE_OPS):
+            raise PatternError(f"{cw}: exactly one operator of {RULE_OPS} is required")
+        if not isinstance(cond["key"], str):
+            raise PatternError(f"{cw}: 'key' must be a string")
+        keys.append(cond["key"])
+    message = _req(r, "message", str, where)
+    return ConfigRule(when=when, message=message, keys=_str_list(r.get("keys"), where, "keys") or keys,
+                      fix=str(r.get("fix", "")))
+
+
+def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:
+    where = os.path.basename(path)
+    if not isinstance(data, dict):
+        raise PatternError(f"{where}: top level must be a mapping")
+    allowed = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
+               "fix", "references", "examples", "config_rules", "note"}
+    unknown = set(data) - allowed
+    if unknown:
+        raise PatternError(f"{where}: unknown field(s) {sorted(unknown)}")
+    pid = _req(data, "id", str, where)
+    if not regex.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", pid):
+        raise PatternError(f"{where}: id {pid!r} must be lower-case-with-dashes")
+    if known_ids is not None and pid not in known_ids:
+        raise PatternError(f"{where}: id {pid!r} is not in the taxonomy")
+    sev = _req(data, "severity", str, where)
+    if sev not in SEVERITIES:
+        raise PatternError(f"{where}: severity must be one of {SEVERITIES}")
+    kind = _req(data, "kind", str, where)
+    if kind not in KINDS:
+        raise PatternError(f"{where}: kind must be one of {KINDS}")
+    prio = data.get("priority", DEFAULT_PRIORITY[kind])
+    if not isinstance(prio, int):
+        raise PatternError(f"{where}: priority must be an integer")
+    matches = data.get("match") or []
+    if not isinstance(matches, list):
+        raise PatternError(f"{where}: 'match' must be a list")
+    rules = data.get("config_rules") or []
+    if not isinstance(rules, list):
+        raise PatternError(f"{where}: 'config_rules' must be a list")
+    if not matches and not rules:
+        raise PatternError(f"{where}: needs at least one 'match' entry or 'config_rules' entry")
+    refs = data.get("references") or []
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, dict) and "source" in r for r in refs):
+        raise PatternError(f"{where}: 'references' must be a non-empty list of mappings with 'source' (and 'version')")
+    ex = data.get("examples") or {}
+    if not isinstance(ex, dict):
+        raise PatternError(f"{where}: 'examples' must be a mapping with 'match' and 'no_match'")
+    ex_m = _str_list(ex.get("match"), where, "examples.match")
+    ex_n = _str_list(ex.get("no_match"), where, "examples.no_match")
+    if matches and (not ex_m or not ex_n):
+        raise PatternError(f"{where}: log patterns need examples.match and examples.no_match")
+    return Pattern(
+        id=pid,
+        title=_req(data, "title", str, where),
+        severity=sev,
+        kind=kind,
+        generic=bool(data.get("generic", False)),
+        priority=prio,
+        match=[_parse_match(m, f"{where} match[{i}]") for i, m in enumerate(matches)],
+        implicates=_str_list(data.get("implicates"), where, "implicates"),
+        explanation=_req(data, "explanation", str, where).strip(),
+        fix=_req(data, "fix", str, where).strip(),
+        references=[{k: str(v) for k, v in r.items()} for r in refs],
+        examples_match=ex_m,
+        examples_no_match=ex_n,
+        config_rules=[_parse_rule(r, f"{where} config_rules[{i}]") for i, r in enumerate(rules)],
+        path=path,
+    )
+
+
+def builtin_dir() -> str:
+    """Directory of the bundled pattern files (installed package or source checkout)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.join(os.path.dirname(here), "patterns")
+    try:
+        pkg = resources.files("triage.patterns")
+        p = str(pkg)
+        if os.path.isdir(p) and any(f.endswith(".yaml") for f in os.listdir(p)):
+            return p
+    except (ModuleNotFoundError, TypeError):
+        pass
+    return repo
+
+
+def load_file(path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except OSError as e:
+        raise PatternError(f"{path}: cannot read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise PatternError(f"{os.path.basename(path)}: invalid YAML: {str(e).splitlines()[0]}") from None
+    return parse_pattern(data, path, known_ids)
+
+
+def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None) -> List[Pattern]:
+    if not os.path.isdir(directory):
+        raise PatternError(f"pattern directory {directory!r} does not exist")
+    files = sorted(f for f in os.listdir(directory) if f.endswith((".yaml", ".yml")))
+    if not files:
+        raise PatternError(f"pattern directory {directory!r} holds no .yaml files")
+    return [load_file(os.path.join(directory, f), known_ids) for f in files]
+
+
+def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:
+    """Built-in patterns plus user directories; a user pattern with a built-in id adds to it."""
+    pats = load_dir(builtin_dir())
+    for d in extra_dirs:
+        pats.extend(load_dir(d))
+    seen: Dict[str, str] = {}
+    for p in pats:
+        if p.id in seen and os.path.dirname(seen[p.id]) == os.path.dirname(p.path):
+            raise PatternError(f"{os.path.basename(p.path)}: duplicate id {p.id!r} (also in {os.path.basename(seen[p.id])})")
+        seen.setdefault(p.id, p.path)
+    return pats

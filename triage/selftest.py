@@ -1,0 +1,34 @@
+"""Run each pattern file's own examples (used by `triage patterns check` and the tests)."""
+from __future__ import annotations
+
+from typing import List
+
+from .engine import Engine
+from .patterns import Pattern
+from .sources import Line, normalise, split_prefix
+
+
+def lines_of(example: str, source: str = "<example>") -> List[Line]:
+    out = []
+    for i, raw in enumerate(example.splitlines(), 1):
+        text, rank = split_prefix(normalise(raw))
+        out.append(Line(text=text, source=source, lineno=i, rank=rank, ts=None, raw=raw))
+    return out
+
+
+def fired(engine: Engine, example: str) -> set:
+    return {m.pattern.id for m in engine.scan(lines_of(example)).matches}
+
+
+def check_examples(patterns: List[Pattern], engine: Engine = None) -> List[str]:
+    """Each match example must fire its pattern; each no_match example must not."""
+    problems = []
+    for p in patterns:
+        own = Engine([p])
+        for ex in p.examples_match:
+            if p.id not in fired(own, ex):
+                problems.append(f"{p.path}: example should match but does not: {ex[:160]!r}")
+        for ex in p.examples_no_match:
+            if p.id in fired(own, ex):
+                problems.append(f"{p.path}: example should not match but does: {ex[:160]!r}")
+    return problems

@@ -1,0 +1,237 @@
+"""Input stage: files, directories, stdin and .gz files -> normalised, tagged lines.
+
+Everything here streams: a file is never read into memory as a whole.  Bytes are
+decoded leniently, ANSI colour codes and carriage-return progress bars are
+removed, over-long lines are clipped, and each line is tagged with the rank that
+printed it (from a launcher prefix or the file name) and a timestamp when the
+line carries one.
+"""
+from __future__ import annotations
+
+import calendar
+import gzip
+import io
+import os
+import sys
+from dataclasses import dataclass
+from typing import IO, Iterable, Iterator, List, Optional, Tuple
+
+import regex
+
+from .rx import TIMEOUT
+
+MAX_LINE = 4000  # characters kept of one line; the rest is clipped
+CLIP_MARK = " …[clipped]"
+
+
+class InputError(Exception):
+    """A user-facing input problem (missing file, unreadable archive, ...)."""
+
+
+@dataclass
+class Line:
+    text: str                 # normalised text, launcher prefix removed
+    source: str               # file name as given ("<stdin>" for stdin)
+    lineno: int               # 1-based line number in that source
+    rank: Optional[int]       # global rank if known
+    ts: Optional[float]       # seconds since the epoch (UTC) if the line carries a time
+    raw: str = ""             # normalised text with its prefix (for evidence)
+
+
+# --- normalisation -----------------------------------------------------------
+_ANSI = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CTRL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def normalise(text: str) -> str:
+    """Strip ANSI codes, keep the last carriage-return segment, drop control chars, clip."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text, timeout=TIMEOUT)
+    if "\r" in text:
+        parts = [p for p in text.split("\r") if p.strip()]
+        text = parts[-1] if parts else ""
+    if len(text) > MAX_LINE:
+        text = text[:MAX_LINE] + CLIP_MARK
+    text = _CTRL.sub("", text, timeout=TIMEOUT)
+    return text
+
+
+# --- rank prefixes -------------------------------------------------------------
+# Each entry: (compiled regex, group holding the rank, strip the prefix?)
+_PREFIXES = [
+    # torchrun: "[rank3]:" (PyTorch >= 2.2) and "[default3]:" (--tee / TailLog); may repeat
+    regex.compile(r"^\[(?:rank|default|trainer|worker)(\d+)\]:\s?"),
+    # Open MPI --tag-output: "[1,3]<stderr>:" / "[1,3]<stdout>:"
+    regex.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?"),
+    # srun -l: "3: " (also "  3: ")
+    regex.compile(r"^\s{0,4}(\d{1,6}): "),
+]
+# Rank mentioned inside the message (not stripped): NCCL's / ProcessGroupNCCL's "[Rank 3]",
+# "[PG ID 0 PG GUID 0(default_pg) Rank 3]", TE/Megatron "on rank 3", NeMo "[rank: 3]".
+_INNER_RANK = regex.compile(
+    r"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?\s*(?:\([^)]*\)\s*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b"
+)
+
+_FILE_RANK = [
+    regex.compile(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", regex.I),
+    regex.compile(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", regex.I),
+    regex.compile(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", regex.I),
+]
+
+
+def rank_from_filename(path: str) -> Optional[int]:
+    name = os.path.basename(path)
+    if name.endswith(".gz"):
+        name = name[:-3]
+    for rx_ in _FILE_RANK[:2]:
+        m = rx_.search(name, timeout=TIMEOUT)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def split_prefix(text: str) -> Tuple[str, Optional[int]]:
+    """Remove launcher rank prefixes; return (text, rank)."""
+    rank = None
+    for _ in range(3):  # "[default0]:[rank0]: ..." nests
+        for rx_ in _PREFIXES:
+            m = rx_.match(text, timeout=TIMEOUT)
+            if m:
+                if rank is None or rx_ is _PREFIXES[0]:
+                    rank = int(m.group(1)) if rank is None else rank
+                text = text[m.end():]
+                break
+        else:
+            break
+    return text, rank
+
+
+def inner_rank(text: str) -> Optional[int]:
+    if "ank" not in text:
+        return None
+    m = _INNER_RANK.search(text, timeout=TIMEOUT)
+    if not m:
+        return None
+    for g in m.groups():
+        if g is not None:
+            return int(g)
+    return None
+
+
+# --- timestamps ---------------------------------------------------------------
+_TS = [
+    # ISO-ish / Megatron "[2026-12-03 06:41:56.123456]" / python logging "2026-12-03 06:41:56,123"
+    (regex.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
+    # glog "E1203 07:12:01.426415" (no year)
+    (regex.compile(r"(?:^|[\s\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
+]
+_DEFAULT_YEAR = 2026
+
+
+def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
+    probe = text[:200]
+    if ":" not in probe:
+        return None
+    for rx_, kind in _TS:
+        m = rx_.search(probe, timeout=TIMEOUT)
+        if not m:
+            continue
+        try:
+            if kind == "iso":
+                y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+                frac = m.group(7)
+            else:
+                mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
+                y = year_hint or _DEFAULT_YEAR
+                frac = m.group(6)
+            if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
+                continue
+            t = calendar.timegm((y, mo, d, h, mi, min(s, 59), 0, 0, 0))
+            return t + (float("0." + frac) if frac else 0.0)
+        except (ValueError, OverflowError):
+            continue
+    return None
+
+
+# --- opening inputs -------------------------------------------------------------
+_LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".stdout", ".stderr")
+
+
+def expand_paths(paths: Iterable[str]) -> List[str]:
+    """Expand directories (recursively, sorted) into files; '-' means stdin."""
+    out: List[str] = []
+    for p in paths:
+        if p == "-":
+            out.append(p)
+        elif os.path.isdir(p):
+            found = []
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    if f.startswith("."):
+                        continue
+                    if f.lower().endswith(_LOG_SUFFIXES) or "." not in f:
+                        found.append(os.path.join(root, f))
+            if not found:
+                raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
+            out.extend(found)
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise InputError(f"no such file or directory: {p!r}")
+    return out
+
+
+def _open_binary(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise InputError(f"cannot read {path!r}: {e.strerror or e}") from None
+    head = f.read(2)
+    f.seek(0)
+    if head == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
+    return f
+
+
+def read_lines(path: str) -> Iterator[Line]:
+    """Yield normalised, rank- and time-tagged lines of one input, streaming."""
+    label = "<stdin>" if path == "-" else path
+    file_rank = None if path == "-" else rank_from_filename(path)
+    fb = _open_binary(path)
+    stream = io.TextIOWrapper(fb, encoding="utf-8", errors="replace", newline="\n")
+    lineno = 0
+    try:
+        while True:
+            try:
+                raw = stream.readline(MAX_LINE * 4)
+            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                raise InputError(f"cannot read {label!r}: {e}") from None
+            if not raw:
+                break
+            if not raw.endswith("\n"):
+                # over-long physical line: skip the remainder of it, streaming
+                rest = raw
+                while rest and not rest.endswith("\n"):
+                    try:
+                        rest = stream.readline(MAX_LINE * 4)
+                    except (OSError, EOFError) as e:
+                        raise InputError(f"cannot read {label!r}: {e}") from None
+            lineno += 1
+            norm = normalise(raw.rstrip("\n"))
+            text, rank = split_prefix(norm)
+            if rank is None:
+                rank = file_rank
+            if rank is None:
+                rank = inner_rank(text)
+            yield Line(text=text, source=label, lineno=lineno, rank=rank, ts=parse_ts(text), raw=norm)
+    finally:
+        if path != "-":
+            fb.close()
+
+
+def iter_inputs(paths: Iterable[str]) -> Iterator[Line]:
+    for p in expand_paths(paths):
+        yield from read_lines(p)

@@ -1,0 +1,16 @@
+"""Stable pitfall ids (mirror of ../shared/domain/taxonomy.md; new ids only with a pattern file and a note)."""
+IDS = (
+    # CUDA graph configuration pitfalls (reference card)
+    "te-rng-tracker-missing", "full-iteration-nan-check", "full-iteration-requires-local",
+    "moe-scope-conflict", "moe-preprocess-without-router", "dropless-moe-scope",
+    "capture-memory-overhead", "delay-wgrad-constraints", "dynamic-shapes", "graph-cleanup-missing",
+    "nccl-graph-register-expandable", "cpu-offload-incompatible", "moe-recompute-router-scope",
+    "full-recompute-needs-full-iteration", "graph-no-speedup",
+    # generic capture / runtime signatures
+    "capture-sync-forbidden", "capture-default-stream", "illegal-memory-access",
+    "nccl-watchdog-timeout", "nccl-error", "cuda-oom",
+    # added after reading megatron-core 0.16.1
+    "scope-not-in-model", "invalid-graph-option", "deprecated-graph-flags", "graph-dropout-recompute",
+    "moe-preprocess-dtoh", "ep-overlap-graph-scope", "step-time-regression", "recompute-graph-conflict",
+    "te-required", "inference-graph-unsupported", "graph-runner-misuse",
+)

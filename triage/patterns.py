@@ -171,6 +171,7 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         raise PatternError(f"{where}: id {pid!r} must be lower-case-with-dashes")
     if known_ids is not None and pid not in known_ids:
         raise PatternError(f"{where}: id {pid!r} is not in the taxonomy")
+    _req(data, "title", str, where)
     sev = _req(data, "severity", str, where)
     if sev not in SEVERITIES:
         raise PatternError(f"{where}: severity must be one of {SEVERITIES}")

@@ -123,7 +123,7 @@ _TS = [
     # ISO-ish / Megatron "[2026-12-03 06:41:56.123456]" / python logging "2026-12-03 06:41:56,123"
     (regex.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
     # glog "E1203 07:12:01.426415" (no year)
-    (regex.compile(r"(?:^|[\s\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
+    (regex.compile(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
 ]
 _DEFAULT_YEAR = 2026
 

@@ -5,15 +5,11 @@ from typing import List
 
 from .engine import Engine
 from .patterns import Pattern
-from .sources import Line, normalise, split_prefix
+from .sources import Line, make_line
 
 
 def lines_of(example: str, source: str = "<example>") -> List[Line]:
-    out = []
-    for i, raw in enumerate(example.splitlines(), 1):
-        text, rank = split_prefix(normalise(raw))
-        out.append(Line(text=text, source=source, lineno=i, rank=rank, ts=None, raw=raw))
-    return out
+    return [make_line(raw, source, i) for i, raw in enumerate(example.splitlines(), 1)]
 
 
 def fired(engine: Engine, example: str) -> set:

@@ -196,6 +196,17 @@ def _open_binary(path: str) -> IO[bytes]:
     return f
 
 
+def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None) -> Line:
+    """Normalise one physical line and tag it with its rank and time."""
+    norm = normalise(raw)
+    text, rank = split_prefix(norm)
+    if rank is None:
+        rank = file_rank
+    if rank is None:
+        rank = inner_rank(text)
+    return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(text), raw=norm)
+
+
 def read_lines(path: str) -> Iterator[Line]:
     """Yield normalised, rank- and time-tagged lines of one input, streaming."""
     label = "<stdin>" if path == "-" else path
@@ -220,13 +231,7 @@ def read_lines(path: str) -> Iterator[Line]:
                     except (OSError, EOFError) as e:
                         raise InputError(f"cannot read {label!r}: {e}") from None
             lineno += 1
-            norm = normalise(raw.rstrip("\n"))
-            text, rank = split_prefix(norm)
-            if rank is None:
-                rank = file_rank
-            if rank is None:
-                rank = inner_rank(text)
-            yield Line(text=text, source=label, lineno=lineno, rank=rank, ts=parse_ts(text), raw=norm)
+            yield make_line(raw.rstrip("\n"), label, lineno, file_rank)
     finally:
         if path != "-":
             fb.close()

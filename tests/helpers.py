@@ -1,0 +1,16 @@
+"""Small pattern definitions for engine/findings tests (independent of the shipped catalog)."""
+from triage.patterns import parse_pattern
+
+
+def pat(pid, regex_, literal, kind="runtime", generic=False, role=None, context=None, priority=None):
+    m = {"regex": regex_, "literal": literal}
+    if role:
+        m["role"] = role
+    if context:
+        m["context"] = context
+    d = {"id": pid, "title": pid.upper(), "severity": "error", "kind": kind, "generic": generic,
+         "match": [m], "explanation": "e", "fix": "f", "references": [{"source": "test"}],
+         "examples": {"match": ["x"], "no_match": ["y"]}}
+    if priority is not None:
+        d["priority"] = priority
+    return parse_pattern(d, f"{pid}.yaml")

@@ -1,0 +1,67 @@
+from helpers import pat
+
+from triage.engine import Engine
+from triage.findings import analyse, fingerprint, mask, rank_ranges
+from triage.selftest import lines_of
+
+IMA = pat("illegal-memory-access", r"an illegal memory access was encountered", "illegal memory access")
+WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True)
+CFG = pat("moe-scope-conflict", r"must not contain both moe and moe_router", "moe and moe_router", kind="config")
+INV = pat("capture-sync-forbidden", r"operation failed due to a previous error during capture",
+          "previous error during capture", kind="capture", role="cascade")
+
+
+def run(text, *pats):
+    return analyse(Engine(list(pats)).scan(lines_of(text)))
+
+
+def wd(rank, t):
+    return (f"[rank{rank}]:[E1203 07:12:{t:02d}.426415540 ProcessGroupNCCL.cpp:629] [Rank {rank}] Watchdog caught "
+            f"collective operation timeout: WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            f"Timeout(ms)=600000) ran for 60008{rank} milliseconds before timing out.")
+
+
+def test_rank_ranges():
+    assert rank_ranges([0, 1, 2, 3, 4, 6, 7]) == "0-4,6-7"
+    assert rank_ranges([5]) == "5"
+    assert rank_ranges([]) == ""
+
+
+def test_fingerprint_masks_numbers_paths_ranks_and_times():
+    a = "[E1203 07:12:11.4 x.cpp:629] [Rank 3] timeout: WorkNCCL(SeqNum=12) ran for 600081 ms /opt/a/b.py 0x7f00ff"
+    b = "[E0101 01:01:01.9 x.cpp:631] [Rank 17] timeout: WorkNCCL(SeqNum=99) ran for 601234 ms /usr/c/d.py 0xdeadbeef"
+    assert mask(a) == mask(b)
+    assert fingerprint("x", a) == fingerprint("x", b) != fingerprint("y", a)
+
+
+def test_crash_then_timeouts_is_root_cause_plus_cascade():
+    log = "\n".join([f"[rank5]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+                    + [wd(r, 30) for r in range(8) if r != 5])
+    a = run(log, IMA, WD)
+    assert a.primary.pitfall == "illegal-memory-access" and a.primary.rank == 5
+    casc = [f for f in a.findings if f.role == "cascade"]
+    assert len(casc) == 1 and casc[0].count == 7 and casc[0].ranks_text == "0-4,6-7"
+    assert "rank 5 failed first" in a.summary and "7 rank(s) (0-4,6-7)" in a.summary
+
+
+def test_only_timeouts_the_earliest_is_root_cause():
+    a = run("\n".join([wd(3, 10), wd(1, 5)]), WD)
+    assert a.primary.pitfall == "nccl-watchdog-timeout"
+    assert len(a.findings) == 1 and a.findings[0].count == 2 and a.primary.rank == 1
+
+
+def test_specific_config_error_beats_generic_runtime_error():
+    log = "\n".join(["RuntimeError: CUDA error: an illegal memory access was encountered",
+                     "AssertionError: cuda_graph_scope must not contain both moe and moe_router."])
+    assert run(log, IMA, CFG).primary.pitfall == "moe-scope-conflict"
+
+
+def test_rule_role_cascade_is_never_primary():
+    a = run("RuntimeError: CUDA error: operation failed due to a previous error during capture", INV)
+    assert a.primary is None
+    assert a.findings[0].role == "cascade"
+
+
+def test_healthy_gives_no_primary():
+    a = run("iteration 1/10 | loss 1.0\niteration 2/10 | loss 0.9", IMA, WD)
+    assert a.primary is None and a.findings == [] and a.summary == "no known pitfall found"

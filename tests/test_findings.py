@@ -65,3 +65,26 @@ def test_rule_role_cascade_is_never_primary():
 def test_healthy_gives_no_primary():
     a = run("iteration 1/10 | loss 1.0\niteration 2/10 | loss 0.9", IMA, WD)
     assert a.primary is None and a.findings == [] and a.summary == "no known pitfall found"
+
+
+def test_restart_splits_attempts_and_last_attempt_is_headline():
+    banner = "------------------------ arguments ------------------------"
+    log = "\n".join([banner, "  cuda_graph_scope ......... ['moe', 'moe_router']",
+                     "AssertionError: cuda_graph_scope must not contain both moe and moe_router.",
+                     banner, "  cuda_graph_scope ......... ['attn']",
+                     "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered"])
+    a = run(log, IMA, CFG)
+    assert a.attempts == 2
+    assert a.primary.pitfall == "illegal-memory-access" and a.primary.rank == 2
+    assert [d["primary"] for d in a.extra["attempts"]] == ["moe-scope-conflict", "illegal-memory-access"]
+    assert a.summary.startswith("attempt 2 of 2: rank 2 failed first")
+
+
+def test_torchelastic_restart_line_starts_new_attempt():
+    log = "\n".join(["RuntimeError: CUDA error: an illegal memory access was encountered",
+                     "[2026-12-03 07:00:00,000] torch.distributed.elastic.agent.server.api: [WARNING] "
+                     "[default] Worker group FAILED. 2/3 attempts left; will restart worker group",
+                     "iteration 1/10 | loss 1.0"])
+    a = run(log, IMA)
+    assert a.attempts == 2 and a.primary is None
+    assert a.extra["attempts"][0]["primary"] == "illegal-memory-access"

@@ -34,6 +34,13 @@ _ERROR_LINE = regex.compile(
 _WRAPPER = regex.compile(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
 _ROOT_RANK = regex.compile(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 BLOCK_MAX_LINES = 40
+# Lines that start a (new) training attempt; a second one in the same stream means a restart.
+_ATTEMPT_START = regex.compile(
+    r"^-{10,} arguments -{10,}$|^-{3,} Task Configuration -{3,}$"
+    r"|^Configuration Summary \(Non-Default Values vs Megatron Core\)"
+)
+# Launcher lines that announce a restart explicitly (torchelastic).
+_RESTART = regex.compile(r"Restarting workers|will restart worker group|attempts left; will restart")
 
 
 @dataclass
@@ -71,6 +78,7 @@ class ScanResult:
     lines: int
     sources: List[str]
     launcher_root_rank: Optional[int] = None
+    attempts: int = 1
 
 
 @dataclass
@@ -126,6 +134,8 @@ class Engine:
         sources: List[str] = []
         root_rank: Optional[int] = None
         seq = 0
+        attempt: Dict[str, int] = {}     # restart count per input
+        started: set = set()             # inputs whose first attempt banner was seen
 
         def close_block(st: _Stream) -> None:
             b = st.block
@@ -152,6 +162,17 @@ class Engine:
                 st.last_ts = line.ts
             text = line.text
 
+            # restarts: a second attempt-start banner in one input, or a launcher restart line
+            if "---" in text or "Configuration Summary" in text or "estart" in text:
+                if _ATTEMPT_START.match(text):
+                    if line.source in started:
+                        attempt[line.source] = attempt.get(line.source, 0) + 1
+                    started.add(line.source)
+                elif _RESTART.search(text, timeout=TIMEOUT):
+                    attempt[line.source] = attempt.get(line.source, 0) + 1
+                    started.discard(line.source)
+            cur_attempt = attempt.get(line.source, 0)
+
             # launcher's own root-cause summary
             if "local_rank" in text:
                 m = _ROOT_RANK.match(text)
@@ -175,7 +196,7 @@ class Engine:
                 st.pending = keep
 
             # error-block tracking (for unmatched)
-            self._track_block(st, line, seq, close_block)
+            self._track_block(st, line, seq, close_block, cur_attempt)
 
             hit_any = False
             if not is_code and self._gate is not None and self._gate.search(text, timeout=TIMEOUT) is not None:
@@ -183,7 +204,7 @@ class Engine:
                 for pat, rule in self.rules:
                     if not self._rule_hits(rule, text, lower):
                         continue
-                    m = Match(pat, rule, line, seq, st.last_ts)
+                    m = Match(pat, rule, line, seq, st.last_ts, group=cur_attempt)
                     if rule.context:
                         needs = []
                         for i, c in enumerate(rule.context):
@@ -204,16 +225,19 @@ class Engine:
         for st in streams.values():
             close_block(st)
         matches.sort(key=lambda m: m.seq)
-        return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources, launcher_root_rank=root_rank)
+        attempts = 1 + max(list(attempt.values()) + [0])
+        return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources,
+                          launcher_root_rank=root_rank, attempts=attempts)
 
     @staticmethod
-    def _track_block(st: _Stream, line: Line, seq: int, close_block) -> None:
+    def _track_block(st: _Stream, line: Line, seq: int, close_block, cur_attempt: int) -> None:
         text = line.text
         if text.startswith(_TB_START) or (text.strip() == _TB_START):
             if st.block is not None and not st.in_tb:
                 close_block(st)
             if st.block is None:
-                st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [], seq, st.last_ts)
+                st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [], seq, st.last_ts,
+                                      group=cur_attempt)
             st.in_tb = True
             st.block.lines.append(text)
             st.block.end = line.lineno
@@ -235,7 +259,8 @@ class Engine:
                     return
             close_block(st)
         if _EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
-            st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], seq, st.last_ts)
+            st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], seq, st.last_ts,
+                                  group=cur_attempt)
             st.in_tb = False
 
 

@@ -205,12 +205,29 @@ def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
     return s
 
 
-def analyse(scan: ScanResult) -> Analysis:
-    findings = _group(scan.matches)
+def _analyse_one(matches: List[Match], blocks: List[ErrorBlock]):
+    findings = _group(matches)
     primary = assign_roles(findings)
     role_rank = {"root-cause": 0, "cascade": 1, "info": 2}
     findings.sort(key=lambda f: (f is not primary, role_rank[f.role], -f.priority, f.order))
-    first_rank = primary.rank if primary else None
-    return Analysis(primary=primary, findings=findings, unmatched=_unmatched(scan.blocks),
-                    first_rank=first_rank, summary=_summary(primary, findings), lines=scan.lines,
-                    sources=scan.sources, launcher_root_rank=scan.launcher_root_rank)
+    return primary, findings, _unmatched(blocks)
+
+
+def analyse(scan: ScanResult) -> Analysis:
+    """Triage a scan; a log with restarts is triaged per attempt and the last attempt is the headline."""
+    last = scan.attempts - 1
+    primary, findings, unmatched = _analyse_one([m for m in scan.matches if m.group == last],
+                                                [b for b in scan.blocks if b.group == last])
+    a = Analysis(primary=primary, findings=findings, unmatched=unmatched,
+                 first_rank=primary.rank if primary else None, summary=_summary(primary, findings),
+                 lines=scan.lines, sources=scan.sources, attempts=scan.attempts,
+                 launcher_root_rank=scan.launcher_root_rank)
+    if scan.attempts > 1:
+        detail = []
+        for g in range(scan.attempts):
+            p, fs, _ = _analyse_one([m for m in scan.matches if m.group == g], [b for b in scan.blocks if b.group == g])
+            detail.append({"attempt": g + 1, "primary": p.pitfall if p else None,
+                           "first_failing_rank": p.rank if p else None, "summary": _summary(p, fs)})
+        a.extra["attempts"] = detail
+        a.summary = f"attempt {scan.attempts} of {scan.attempts}: " + a.summary
+    return a

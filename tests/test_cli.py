@@ -1,0 +1,85 @@
+import gzip
+import json
+import os
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from triage.cli import cli
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SYN = os.path.join(HERE, "fixtures", "logs", "synthetic")
+TE_RNG = ("[rank0]: AssertionError: Transformer engine's RNG tracker is required for cudagraphs, "
+          "it can be enabled with use_te_rng_tracker=True'.\n")
+
+
+def invoke(args, input=None):
+    return CliRunner().invoke(cli, args, input=input)
+
+
+def test_stdin_json_contract_and_exit_1():
+    r = invoke(["analyze", "--format", "json"], input="hello\n" + TE_RNG)
+    assert r.exit_code == 1, r.output
+    d = json.loads(r.output)
+    assert d["primary"] == "te-rng-tracker-missing"
+    f = d["findings"][0]
+    for k in ("pitfall", "title", "severity", "role", "rank", "line", "count", "evidence", "fingerprint"):
+        assert k in f
+    assert f["role"] == "root-cause" and f["rank"] == 0 and f["line"] == 2 and f["count"] == 1
+    assert d["suspects"] == [] and d["unmatched"] == []
+
+
+def test_exit_zero_flag():
+    assert invoke(["analyze", "--exit-zero"], input=TE_RNG).exit_code == 0
+
+
+def test_healthy_log_exit_0_and_null_primary():
+    r = invoke(["analyze", os.path.join(SYN, "healthy_megatron_te_graphs.log"), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["primary"] is None
+
+
+def test_text_output_names_pitfall_fix_and_rule():
+    r = invoke(["analyze", "-"], input=TE_RNG)
+    assert "PRIMARY  te-rng-tracker-missing" in r.output
+    assert "fix: " in r.output and "rule: te-rng-tracker-missing.yaml" in r.output
+
+
+def test_multiple_files_and_gz(tmp_path):
+    p = tmp_path / "rank_4.log.gz"
+    with gzip.open(p, "wt") as f:
+        f.write(TE_RNG.replace("[rank0]: ", ""))
+    r = invoke(["analyze", str(p), os.path.join(SYN, "healthy_megatron_te_graphs.log"), "--format", "json"])
+    d = json.loads(r.output)
+    assert d["primary"] == "te-rng-tracker-missing" and d["findings"][0]["rank"] == 4
+
+
+def test_missing_file_is_one_line_exit_2():
+    r = invoke(["analyze", "/nonexistent/job.log"])
+    assert r.exit_code == 2
+    assert r.output.strip().count("\n") == 0 and "no such file" in r.output
+    assert "Traceback" not in r.output
+
+
+def test_bad_user_pattern_dir_is_clear_error(tmp_path):
+    (tmp_path / "mine.yaml").write_text("id: my-thing\ntitle: t\nseverity: bogus\nkind: runtime\n")
+    r = invoke(["analyze", "--patterns", str(tmp_path)], input="x\n")
+    assert r.exit_code == 2 and "severity must be one of" in r.output
+
+
+def test_user_pattern_dir_adds_a_pattern(tmp_path):
+    (tmp_path / "my-thing.yaml").write_text(
+        "id: my-thing\ntitle: My thing\nseverity: error\nkind: runtime\n"
+        "match:\n  - regex: 'widget exploded'\n    literal: widget\n"
+        "explanation: e\nfix: f\nreferences: [{source: ours}]\n"
+        "examples: {match: ['widget exploded'], no_match: ['widget ok']}\n")
+    r = invoke(["analyze", "--patterns", str(tmp_path), "--format", "json"], input="the widget exploded\n")
+    assert json.loads(r.output)["primary"] == "my-thing"
+    assert invoke(["patterns", "check", str(tmp_path)]).exit_code == 0
+
+
+def test_installed_entry_point_runs_as_module():
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--format", "json"], input=TE_RNG,
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and json.loads(r.stdout)["primary"] == "te-rng-tracker-missing"

@@ -83,3 +83,23 @@ def test_installed_entry_point_runs_as_module():
     r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--format", "json"], input=TE_RNG,
                        capture_output=True, text=True)
     assert r.returncode == 1 and json.loads(r.stdout)["primary"] == "te-rng-tracker-missing"
+
+
+def test_patterns_suggest_drafts_a_loadable_pattern_that_matches(tmp_path):
+    log = os.path.join(SYN, "unrelated_dataset_error.log")
+    out = tmp_path / "draft.yaml"
+    r = invoke(["patterns", "suggest", log, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "TODO-pitfall-id" in text and "No such file or directory" in text
+    # a human finishes it: give it an id and a real near-miss, then it must pass its own examples
+    (tmp_path / "d").mkdir()
+    fixed = text.replace("TODO-pitfall-id", "dataset-missing").replace(
+        "'TODO: a near-miss line that must not match'", "'opened /data/x.idx'")
+    (tmp_path / "d" / "dataset-missing.yaml").write_text(fixed)
+    assert invoke(["patterns", "check", str(tmp_path / "d")]).exit_code == 0
+    r2 = invoke(["analyze", log, "--patterns", str(tmp_path / "d"), "--format", "json"])
+    assert json.loads(r2.output)["primary"] == "dataset-missing"
+    # never overwrites
+    r3 = invoke(["patterns", "suggest", log, "-o", str(out)])
+    assert r3.exit_code == 2 and "not overwriting" in r3.output

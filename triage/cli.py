@@ -100,6 +100,34 @@ def patterns_check(directory: str, strict_ids: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
+@patterns.command("suggest")
+@click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
+@click.option("--index", default=1, show_default=True, help="Which unmatched block (1 = first).")
+@click.option("-o", "--output", type=click.Path(), help="Write the draft here (never overwrites).")
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path())
+def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern_dirs: List[str]) -> None:
+    """Draft a pattern YAML from an error block of LOGS that no pattern explains."""
+    from .suggest import draft
+    try:
+        a = run_analysis(logs, pattern_dirs)
+    except (InputError, PatternError) as e:
+        raise fail(str(e))
+    if not a.unmatched:
+        raise fail("no unmatched error block in the input: every error is explained (or there is none)")
+    if not 1 <= index <= len(a.unmatched):
+        raise fail(f"--index must be between 1 and {len(a.unmatched)}")
+    u = a.unmatched[index - 1]
+    text = draft(u.lines, f"{u.source}:{u.line}")
+    if output:
+        if os.path.exists(output):
+            raise fail(f"{output!r} exists; not overwriting it")
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+        click.echo(f"wrote draft pattern to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
 def main() -> None:
     cli(prog_name="triage")
 

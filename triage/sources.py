@@ -63,6 +63,8 @@ _PREFIXES = [
     regex.compile(r"^\[(?:rank|default|trainer|worker)(\d+)\]:\s?"),
     # Open MPI --tag-output: "[1,3]<stderr>:" / "[1,3]<stdout>:"
     regex.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?"),
+    # NeMo / Lightning logger: "[NeMo E 2026-12-03 07:12:01 exp_manager:123] " (no rank; time kept by parse_ts)
+    regex.compile(r"^\[NeMo [DIWEC] [\d\- :]+ [\w.]+:\d+\]\s?()"),
     # srun -l: "3: " (also "  3: ")
     regex.compile(r"^\s{0,4}(\d{1,6}): "),
 ]
@@ -97,8 +99,10 @@ def split_prefix(text: str) -> Tuple[str, Optional[int]]:
         for rx_ in _PREFIXES:
             m = rx_.match(text, timeout=TIMEOUT)
             if m:
-                if rank is None or rx_ is _PREFIXES[0]:
-                    rank = int(m.group(1)) if rank is None else rank
+                if rank is None and m.group(1):
+                    rank = int(m.group(1))
+                if m.group(1) == "":   # NeMo: keep its timestamp visible to parse_ts
+                    return text[m.end():], rank
                 text = text[m.end():]
                 break
         else:
@@ -204,7 +208,7 @@ def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = Non
         rank = file_rank
     if rank is None:
         rank = inner_rank(text)
-    return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(text), raw=norm)
+    return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(norm), raw=norm)
 
 
 def read_lines(path: str) -> Iterator[Line]:

@@ -1,6 +1,7 @@
 """Command-line interface: a thin click layer over sources -> engine -> findings -> report."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import List, Optional, Sequence
@@ -9,6 +10,9 @@ import click
 
 from . import __version__
 from .engine import Engine
+from .blame import blame
+from .config import (ConfigError, LogConfigCollector, build_config, check, config_from_lines, diff,
+                     tee)
 from .findings import analyse
 from .patterns import PatternError, load_all, load_dir
 from .report import render_json, render_text
@@ -38,14 +42,38 @@ def cli() -> None:
     """Diagnose failed GPU training logs (Megatron-LM, Megatron Bridge, Transformer Engine, PyTorch)."""
 
 
-def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str]):
-    pats = load_all(pattern_dirs)
+def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str], pats=None):
+    """Scan LOGS once: returns (analysis, config seen in the logs)."""
+    pats = pats if pats is not None else load_all(pattern_dirs)
     engine = Engine(pats)
     if not logs:
         if sys.stdin is None or sys.stdin.isatty():
             raise InputError("no log given: pass LOG files/directories or pipe a log on stdin")
         logs = ["-"]
-    return analyse(engine.scan(iter_inputs(logs)))
+    collector = LogConfigCollector()
+    a = analyse(engine.scan(tee(iter_inputs(logs), collector)))
+    return a, collector.config()
+
+
+def add_config_analysis(a, pats, log_cfg, config_files, baseline_files, baseline_logs, env) -> None:
+    """Attach the config seen/given, its rule violations and the blamed changes to the analysis."""
+    current = build_config(config_files, env=env) if config_files else build_config(env=env)
+    if not config_files:
+        merged = dict(log_cfg)
+        merged.update(current)
+        current = merged
+    baseline = {}
+    if baseline_files:
+        baseline = build_config(baseline_files)
+    elif baseline_logs:
+        baseline = config_from_lines(iter_inputs(baseline_logs))
+        if not baseline:
+            raise ConfigError("found no configuration in --baseline-log (no arguments block or config summary)")
+    a.extra["config"] = current
+    a.extra["config_violations"] = [vars(v) for v in check(current, pats)] if current else []
+    if baseline and current:
+        a.extra["diff"] = [vars(c) for c in diff(baseline, current)]
+        a.extra["suspects"] = blame(baseline, current, pats, a.findings, a.primary)
 
 
 @cli.command()
@@ -53,16 +81,75 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str]):
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help="Extra pattern directory (repeatable).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when a pitfall is found.")
-def analyze(logs: List[str], fmt: str, pattern_dirs: List[str], exit_zero: bool) -> None:
+@click.option("--config", "config_files", multiple=True, type=click.Path(), help="Config of the failed run (YAML/JSON/log).")
+@click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
+@click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
+@click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
+def analyze(logs: List[str], fmt: str, pattern_dirs: List[str], exit_zero: bool, config_files: List[str],
+            baseline_files: List[str], baseline_logs: List[str], env: List[str]) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit."""
     try:
-        a = run_analysis(logs, pattern_dirs)
-    except (InputError, PatternError) as e:
+        pats = load_all(pattern_dirs)
+        a, log_cfg = run_analysis(logs, pattern_dirs, pats)
+        add_config_analysis(a, pats, log_cfg, config_files, baseline_files, baseline_logs, env)
+    except (InputError, PatternError, ConfigError) as e:
         raise fail(str(e))
     out = render_json(a) if fmt == "json" else render_text(a)
     click.echo(out, nl=not out.endswith("\n"))
     if a.primary is not None and not exit_zero:
         raise click.exceptions.Exit(EXIT_FOUND)
+
+
+@cli.command("check-config")
+@click.argument("configs", nargs=-1, type=click.Path())
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VAL", help="Dotted override, e.g. model.cuda_graph_impl=local.")
+@click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment variable of the run.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path())
+def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: str, pattern_dirs: List[str]) -> None:
+    """Predict CUDA-graph crashes from a config before the job is launched.
+
+    CONFIGS are YAML/JSON files (Bridge run_config.yaml, plain), logs holding a config, or
+    KEY=VALUE dotted overrides."""
+    files = [c for c in configs if "=" not in c or os.path.exists(c)]
+    over = list(overrides) + [c for c in configs if c not in files]
+    if not files and not over:
+        raise fail("give a config file or KEY=VALUE overrides")
+    try:
+        pats = load_all(pattern_dirs)
+        cfg = build_config(files, over, env)
+    except (ConfigError, PatternError) as e:
+        raise fail(str(e))
+    vs = check(cfg, pats)
+    if fmt == "json":
+        click.echo(json.dumps({"violations": [vars(v) for v in vs], "config": cfg}, indent=2, default=str))
+    else:
+        if not vs:
+            click.echo("check-config: no CUDA-graph pitfall in this config")
+        for v in vs:
+            click.echo(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}\n  fix: {v.fix}")
+    if vs:
+        raise click.exceptions.Exit(EXIT_FOUND)
+
+
+@cli.command("diff")
+@click.argument("old", type=click.Path())
+@click.argument("new", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def diff_cmd(old: str, new: str, fmt: str) -> None:
+    """Show the canonical config changes from OLD (last good) to NEW."""
+    try:
+        a, b = build_config([old]), build_config([new])
+    except ConfigError as e:
+        raise fail(str(e))
+    ch = diff(a, b)
+    if fmt == "json":
+        click.echo(json.dumps([vars(c) for c in ch], indent=2, default=str))
+        return
+    if not ch:
+        click.echo("no differences")
+    for c in ch:
+        click.echo(f"{c.key}: {c.old!r} -> {c.new!r}")
 
 
 @cli.group()
@@ -109,7 +196,7 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
     """Draft a pattern YAML from an error block of LOGS that no pattern explains."""
     from .suggest import draft
     try:
-        a = run_analysis(logs, pattern_dirs)
+        a, _ = run_analysis(logs, pattern_dirs)
     except (InputError, PatternError) as e:
         raise fail(str(e))
     if not a.unmatched:

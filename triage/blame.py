@@ -1,0 +1,50 @@
+"""Blame stage: rank the config changes since the last good run by the findings that implicate them.
+
+Score of a changed key:
+- +1.0 for each config rule that the change turns from satisfied to violated (the rule's keys);
+- +1.0 when the primary finding's pattern `implicates` the key, +0.5 for another finding's;
+- graph keys changed while a perf finding (graph-no-speedup, step-time-regression) exists: +0.5.
+Keys with score 0 are listed last and marked unrelated.  No diff means no suspects.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from .config import GRAPH_KEYS, Config, check, diff
+from .findings import Finding
+from .patterns import Pattern
+
+
+def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
+          primary: Optional[Finding]) -> List[Dict[str, Any]]:
+    changes = diff(old, new)
+    if not changes:
+        return []
+    before = {(v.pitfall, v.message) for v in check(old, patterns)}
+    introduced = [v for v in check(new, patterns) if (v.pitfall, v.message) not in before]
+    perf = any(f.kind == "perf" for f in findings)
+    out = []
+    for ch in changes:
+        score = 0.0
+        because: List[str] = []
+        evidence: List[str] = []
+        for v in introduced:
+            if ch.key in v.keys:
+                score += 1.0
+                because.append(v.pitfall)
+                evidence.append(f"rule: {v.message}")
+        for f in findings:
+            if ch.key in f.implicates and f.role != "info":
+                w = 1.0 if f is primary else 0.5
+                score += w
+                because.append(f.pitfall)
+                evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
+        if perf and ch.key in GRAPH_KEYS and not because:
+            score += 0.5
+            because.extend(f.pitfall for f in findings if f.kind == "perf")
+        out.append({
+            "key": ch.key, "old": ch.old, "new": ch.new, "score": round(score, 2),
+            "because": sorted(set(because)), "unrelated": score == 0, "evidence": evidence[:3],
+        })
+    out.sort(key=lambda s: (-s["score"], s["key"]))
+    return out

@@ -1,0 +1,510 @@
+"""Config stage: load run configs from files and logs, map them to canonical keys, diff, check rules.
+
+Sources understood:
+- Megatron Bridge `run_config.yaml` (nested sections model./train./rng./rerun_state_machine./ddp./...),
+  plain YAML or JSON, OmegaConf-style dotted overrides (`model.cuda_graph_impl=local`);
+- inside logs: Megatron-LM's `---- arguments ----` block, Bridge's `------- Task Configuration -------`
+  YAML block (<= v0.3) and `Configuration Summary (Non-Default Values vs Megatron Core)` block
+  (>= v0.4), an echoed command line (`--cuda-graph-impl transformer_engine --cuda-graph-scope attn`),
+  and environment lines (`PYTORCH_CUDA_ALLOC_CONF=...`, NCCL's `... set by environment to ...`).
+Canonical keys are listed in PATTERNS.md.  Rules are evaluated declaratively; nothing is eval'ed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import regex
+import yaml
+
+from .patterns import ConfigRule, Pattern
+from .rx import TIMEOUT
+from .sources import Line
+
+Config = Dict[str, Any]
+
+
+class ConfigError(Exception):
+    """A config file cannot be read or understood."""
+
+
+SCOPES = ("full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
+IMPLS = ("none", "local", "transformer_engine")
+_SCOPE_RX = regex.compile(r"(?<![A-Za-z0-9])(full_iteration_inference|full_iteration|moe_preprocess|moe_router|attn|mlp|moe|mamba|full)(?![A-Za-z0-9_])")
+
+# last-component aliases -> canonical key
+ALIASES = {
+    "cuda_graph_modules": "cuda_graph_scope",
+    "te_rng_tracker": "use_te_rng_tracker",
+    "check_for_nan_in_loss_and_grad": "check_for_nan_in_loss",
+    "cuda_graph_warmup_steps": "cuda_graph_warmup_steps",
+    "cpu_offloading": "cpu_offloading",
+    "micro_batch_size": "micro_batch_size",
+    "seq_length": "seq_length",
+}
+# Keys kept by their last component (known model/training fields); everything else keeps its dotted path.
+KNOWN = {
+    "cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps", "use_te_rng_tracker",
+    "check_for_nan_in_loss", "check_for_nan_in_grad", "recompute_granularity", "recompute_method",
+    "recompute_num_layers", "recompute_modules", "num_moe_experts", "moe_expert_capacity_factor",
+    "moe_pad_expert_input_to_capacity", "moe_token_dispatcher_type", "moe_router_padding_for_fp8",
+    "moe_shared_expert_intermediate_size", "delay_wgrad_compute", "gradient_accumulation_fusion",
+    "add_bias_linear", "add_qkv_bias", "overlap_moe_expert_parallel_comm", "cpu_offloading",
+    "fine_grained_activation_offloading", "attention_dropout", "hidden_dropout", "seq_length",
+    "micro_batch_size", "variable_seq_lengths", "pipeline_model_parallel_size", "te_version",
+    "mcore_version", "torch_version", "enable_cuda_graph", "external_cuda_graph", "moe_layer_freq",
+    "moe_input_jitter_eps", "inference_cuda_graph_scope", "tensor_model_parallel_size",
+    "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
+    "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+}
+GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
+ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
+            "NCCL_NVLS_ENABLE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN",
+            "CUDA_LAUNCH_BLOCKING", "NCCL_DEBUG", "TORCH_NCCL_BLOCKING_WAIT")
+
+
+# --- value normalisation ----------------------------------------------------------
+def parse_scalar(v: Any) -> Any:
+    """'True' -> True, '3' -> 3, 'None' -> None, "['attn']" -> ['attn'] (without eval)."""
+    if not isinstance(v, str):
+        return v
+    s = v.strip()
+    low = s.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if low in ("none", "null", "~", ""):
+        return None
+    if regex.fullmatch(r"[+-]?\d+", s):
+        return int(s)
+    if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
+        return float(s)
+    if (s.startswith("[") and s.endswith("]")) or (s.startswith("(") and s.endswith(")")):
+        inner = s[1:-1].strip()
+        if not inner:
+            return []
+        if "<" in inner and "CudaGraph" in inner:
+            return [m.group(1) for m in _SCOPE_RX.finditer(inner, timeout=TIMEOUT)]
+        return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
+
+
+def norm_scope(v: Any) -> List[str]:
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        items = [str(x) for x in v]
+    else:
+        items = [str(v)]
+    out: List[str] = []
+    for it in items:
+        for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT):
+            if m.group(1) not in out:
+                out.append(m.group(1))
+    return out
+
+
+def canonical(flat: Dict[str, Any]) -> Config:
+    """Flat {dotted key: value} (any era / spelling) -> canonical config."""
+    out: Config = {}
+    rng = []
+    for k, v in flat.items():
+        if k.startswith("env."):
+            out[k] = None if v is None else str(v)
+            continue
+        last = k.rsplit(".", 1)[-1].replace("-", "_")
+        v = parse_scalar(v)
+        if last in ("te_rng_tracker", "use_te_rng_tracker"):
+            rng.append(bool(v))
+            continue
+        key = ALIASES.get(last, last)
+        if key in KNOWN:
+            out[key] = v
+        else:
+            out[k.replace("-", "_")] = v
+    if rng:
+        out["use_te_rng_tracker"] = any(rng)   # model.use_te_rng_tracker and rng.te_rng_tracker are OR-synced
+    if "cuda_graph_scope" in out:
+        out["cuda_graph_scope"] = norm_scope(out["cuda_graph_scope"])
+    impl = out.get("cuda_graph_impl")
+    if isinstance(impl, str):
+        impl = impl.split(".")[-1].strip().lower()      # "CudaGraphImpl.local"
+        out["cuda_graph_impl"] = impl
+    if impl == "full_iteration":                           # megatron-core main: impl full_iteration
+        out["cuda_graph_impl"] = "local"
+        out["cuda_graph_scope"] = ["full_iteration"] + [s for s in out.get("cuda_graph_scope", []) if s != "full_iteration"]
+    if impl in (None, "none") and out.get("enable_cuda_graph") is True:
+        out["cuda_graph_impl"] = "local"
+    if impl in (None, "none") and out.get("external_cuda_graph") is True:
+        out["cuda_graph_impl"] = "transformer_engine"
+    alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
+    if alloc is not None:
+        out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
+    return out
+
+
+def flatten(d: Any, prefix: str = "") -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            k = str(k)
+            if k == "env" and isinstance(v, dict):
+                for ek, ev in v.items():
+                    out[f"env.{ek}"] = ev
+                continue
+            p = f"{prefix}.{k}" if prefix else k
+            if isinstance(v, dict) and not k.startswith("_"):
+                out.update(flatten(v, p))
+            else:
+                out[p] = v
+    return out
+
+
+class _LenientLoader(yaml.SafeLoader):
+    """SafeLoader that reads unknown tags (OmegaConf / python objects) as plain data."""
+
+
+def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)
+
+
+_LenientLoader.add_multi_constructor("", _unknown)  # type: ignore[arg-type]
+
+
+def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
+    """['model.cuda_graph_impl=local', 'env.NCCL_GRAPH_REGISTER=0'] -> flat dict."""
+    out: Dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise ConfigError(f"override {it!r} is not KEY=VALUE")
+        k, v = it.split("=", 1)
+        k = k.strip().lstrip("+~")
+        if not k:
+            raise ConfigError(f"override {it!r} has an empty key")
+        out[k] = v.strip()
+    return out
+
+
+# --- config from log lines ----------------------------------------------------------
+_ARGS_START = regex.compile(r"^-{10,} arguments -{10,}$")
+_ARGS_END = regex.compile(r"^-{10,} end of arguments -{10,}$")
+_ARG_LINE = regex.compile(r"^\s+(\S+) \.{2,} (.*)$")
+_TASK_START = regex.compile(r"^-{3,} Task Configuration -{3,}$")
+_TASK_END = regex.compile(r"^-{10,}$")
+_SUMMARY_START = regex.compile(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")
+_SUMMARY_SECTION = regex.compile(r"^\[(\w+)\] Non-default values")
+_SUMMARY_LINE = regex.compile(r"^\s{2}(\w+): (.*?)(?:\s{2}\(Mcore default: .*\))?$")
+_ENV_LINE = regex.compile(
+    r"(?<![A-Za-z0-9_])(" + "|".join(ENV_KEYS) + r")(?:\s*=\s*|\s+set by environment to\s+)(['\"]?)([^\s'\"]+)\2"
+)
+_CMD_FLAG = regex.compile(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
+_VERSION_LINES = [
+    ("torch_version", regex.compile(r"\btorch(?:\s+version)?\s*[:=]?\s*(\d+\.\d+\.\d+[\w.+]*)", regex.I)),
+    ("te_version", regex.compile(r"transformer[_ -]engine(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+(?:\.\d+)?[\w.+]*)", regex.I)),
+    ("mcore_version", regex.compile(r"megatron[_-]core(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+\.\d+[\w.+]*)", regex.I)),
+]
+
+
+def parse_cmdline(text: str) -> Dict[str, Any]:
+    """Flags of an echoed command line: `--cuda-graph-scope attn moe_router --te-rng-tracker`."""
+    try:
+        toks = shlex.split(text, posix=True)
+    except ValueError:
+        toks = text.split()
+    out: Dict[str, Any] = {}
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t.startswith("--") and len(t) > 2:
+            name = t[2:]
+            if "=" in name:
+                name, val = name.split("=", 1)
+                out[name.replace("-", "_")] = val
+                i += 1
+                continue
+            vals = []
+            j = i + 1
+            while j < len(toks) and not toks[j].startswith("--"):
+                vals.append(toks[j])
+                j += 1
+            key = name.replace("-", "_")
+            if not vals:
+                if key.startswith("no_"):
+                    out[key[3:]] = False
+                else:
+                    out[key] = True
+            elif key in ("cuda_graph_scope", "cuda_graph_modules", "recompute_modules"):
+                out[key] = [x for v in vals for x in v.split(",") if x]
+            else:
+                out[key] = vals[0] if len(vals) == 1 else vals
+            i = j
+        elif regex.match(r"^[A-Za-z_][\w.]*\.[\w.]+=", t):          # Hydra/OmegaConf override
+            k, v = t.split("=", 1)
+            out[k] = v
+            i += 1
+        else:
+            i += 1
+    return out
+
+
+class LogConfigCollector:
+    """Fed every line of a log (in one pass with the engine); collects the config it shows."""
+
+    def __init__(self) -> None:
+        self.flat: Dict[str, Any] = {}
+        self._mode: Optional[str] = None
+        self._buf: List[str] = []
+        self._section = ""
+        self.found: List[str] = []   # which kinds of config were seen (for the report)
+
+    def feed(self, line: Line) -> None:
+        text = line.text
+        mode = self._mode
+        if mode == "args":
+            if _ARGS_END.match(text):
+                self._mode = None
+                return
+            m = _ARG_LINE.match(text)
+            if m:
+                self.flat.setdefault(m.group(1), m.group(2))
+            return
+        if mode == "task":
+            if _TASK_END.match(text):
+                self._end_task()
+                return
+            if len(self._buf) < 20000:
+                self._buf.append(line.raw if line.raw.startswith(text) else text)
+            return
+        if mode == "summary":
+            if text.startswith("=" * 20) and self._section:
+                self._mode = None
+                return
+            m = _SUMMARY_SECTION.match(text)
+            if m:
+                self._section = m.group(1)
+                return
+            if text.startswith("Other Configuration Values"):
+                self._section = "other"
+                return
+            m = _SUMMARY_LINE.match(text)
+            if m:
+                self.flat.setdefault(f"{self._section}.{m.group(1)}", m.group(2))
+                return
+            if text.strip() and not text.startswith(" ") and not text.startswith("="):
+                self._mode = None
+            return
+        if "---" in text:
+            if _ARGS_START.match(text):
+                self._mode = "args"
+                self.found.append("megatron-lm arguments block")
+                return
+            if _TASK_START.match(text):
+                self._mode = "task"
+                self._buf = []
+                self.found.append("bridge task configuration")
+                return
+        if "Configuration Summary" in text and _SUMMARY_START.match(text):
+            self._mode = "summary"
+            self._section = ""
+            self.found.append("bridge configuration summary")
+            return
+        if "=" in text or "set by environment" in text:
+            for m in _ENV_LINE.finditer(text, timeout=TIMEOUT):
+                self.flat.setdefault(f"env.{m.group(1)}", m.group(3))
+        if "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT):
+            for k, v in parse_cmdline(text).items():
+                self.flat.setdefault(k, v)
+            self.found.append("command line")
+        if "ersion" in text or "torch" in text:
+            for key, rx in _VERSION_LINES:
+                if key not in self.flat:
+                    m = rx.search(text[:300], timeout=TIMEOUT)
+                    if m:
+                        self.flat[key] = m.group(1)
+
+    def _end_task(self) -> None:
+        self._mode = None
+        try:
+            data = yaml.load("\n".join(self._buf), Loader=_LenientLoader)  # noqa: S506 (safe subclass)
+        except yaml.YAMLError:
+            data = None
+        if isinstance(data, dict):
+            for k, v in flatten(data).items():
+                self.flat.setdefault(k, v)
+        self._buf = []
+
+    def config(self) -> Config:
+        if self._mode == "task":
+            self._end_task()
+        return canonical(self.flat)
+
+
+def config_from_lines(lines: Iterable[Line]) -> Config:
+    c = LogConfigCollector()
+    for ln in lines:
+        c.feed(ln)
+    return c.config()
+
+
+def tee(lines: Iterable[Line], collector: LogConfigCollector) -> Iterator[Line]:
+    for ln in lines:
+        collector.feed(ln)
+        yield ln
+
+
+# --- config files ------------------------------------------------------------------
+def load_config(path: str) -> Config:
+    """A YAML/JSON config file, or a log (its arguments/config blocks are read)."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"no such config file: {path!r}")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
+    looks_like_log = path.endswith((".log", ".out", ".err", ".gz", ".txt")) or head[:2] == b"\x1f\x8b"
+    if not looks_like_log:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                if path.endswith(".json"):
+                    data = json.load(f)
+                else:
+                    data = yaml.load(f, Loader=_LenientLoader)  # noqa: S506 (safe subclass)
+        except (json.JSONDecodeError, yaml.YAMLError) as e:
+            raise ConfigError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'}: "
+                              f"{str(e).splitlines()[0]}") from None
+        if isinstance(data, dict):
+            return canonical(flatten(data))
+        if data is not None and not isinstance(data, str):
+            raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
+    from .sources import read_lines
+    cfg = config_from_lines(read_lines(path))
+    if not cfg:
+        raise ConfigError(f"{path}: found no configuration in it (no mapping, arguments block or config summary)")
+    return cfg
+
+
+def build_config(paths: Sequence[str] = (), overrides: Sequence[str] = (), env: Sequence[str] = ()) -> Config:
+    flat: Dict[str, Any] = {}
+    cfg: Config = {}
+    for p in paths:
+        cfg.update(load_config(p))
+    flat.update(parse_overrides(overrides))
+    for e in env:
+        if "=" not in e:
+            raise ConfigError(f"--env {e!r} is not KEY=VALUE")
+        k, v = e.split("=", 1)
+        flat[f"env.{k.strip()}"] = v
+    merged = dict(cfg)
+    merged.update(canonical(flat))
+    return canonical(merged)
+
+
+# --- rules ---------------------------------------------------------------------------
+def _version(v: Any) -> Tuple[int, ...]:
+    nums = regex.findall(r"\d+", str(v))[:3]
+    return tuple(int(n) for n in nums) + (0,) * (3 - len(nums))
+
+
+def _cond(cfg: Config, cond: Dict[str, Any]) -> bool:
+    key = cond["key"]
+    op, arg = next((k, v) for k, v in cond.items() if k != "key")
+    present = key in cfg and cfg[key] is not None
+    v = cfg.get(key)
+    if op == "set":
+        return present == bool(arg)
+    if op == "unset":
+        return (not present) == bool(arg)
+    if op == "falsy":
+        return (not v) == bool(arg)
+    if op == "truthy":
+        return bool(v) == bool(arg)
+    if op in ("ne", "not_in", "not_contains") and not present:
+        return True    # an absent key differs from any value
+    if not present:
+        return False
+    if op == "eq":
+        return _eq(v, arg)
+    if op == "ne":
+        return not _eq(v, arg)
+    if op == "in":
+        return any(_eq(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+    if op == "not_in":
+        return not any(_eq(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+    if op == "contains":
+        return _contains(v, arg)
+    if op == "not_contains":
+        return not _contains(v, arg)
+    if op == "contains_any":
+        return any(_contains(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+    try:
+        if op == "gt":
+            return float(v) > float(arg)
+        if op == "lt":
+            return float(v) < float(arg)
+    except (TypeError, ValueError):
+        return False
+    if op == "version_lt":
+        return _version(v) < _version(arg)
+    if op == "version_ge":
+        return _version(v) >= _version(arg)
+    return False
+
+
+def _eq(v: Any, a: Any) -> bool:
+    if isinstance(v, str) or isinstance(a, str):
+        return str(v).lower() == str(a).lower()
+    return v == a
+
+
+def _contains(v: Any, a: Any) -> bool:
+    if isinstance(v, (list, tuple)):
+        return any(_eq(x, a) for x in v)
+    return str(a) in str(v)
+
+
+def rule_holds(cfg: Config, rule: ConfigRule) -> bool:
+    return all(_cond(cfg, c) for c in rule.when)
+
+
+@dataclass
+class Violation:
+    pitfall: str
+    keys: List[str]
+    message: str
+    fix: str
+
+
+def check(cfg: Config, patterns: Sequence[Pattern]) -> List[Violation]:
+    out = []
+    for p in patterns:
+        for r in p.config_rules:
+            if rule_holds(cfg, r):
+                out.append(Violation(p.id, list(r.keys), r.message, r.fix or p.fix))
+    return out
+
+
+@dataclass
+class Change:
+    key: str
+    old: Any
+    new: Any
+
+
+def diff(old: Config, new: Config) -> List[Change]:
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if a != b:
+            out.append(Change(k, a, b))
+    return out

@@ -215,6 +215,9 @@ _VERSION_LINES = [
 ]
 
 
+_OVERRIDE_TOK = regex.compile(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+=")
+
+
 def parse_cmdline(text: str) -> Dict[str, Any]:
     """Flags of an echoed command line: `--cuda-graph-scope attn moe_router --te-rng-tracker`."""
     try:
@@ -234,7 +237,7 @@ def parse_cmdline(text: str) -> Dict[str, Any]:
                 continue
             vals = []
             j = i + 1
-            while j < len(toks) and not toks[j].startswith("--"):
+            while j < len(toks) and not toks[j].startswith("--") and not _OVERRIDE_TOK.match(toks[j]):
                 vals.append(toks[j])
                 j += 1
             key = name.replace("-", "_")
@@ -248,7 +251,7 @@ def parse_cmdline(text: str) -> Dict[str, Any]:
             else:
                 out[key] = vals[0] if len(vals) == 1 else vals
             i = j
-        elif regex.match(r"^[A-Za-z_][\w.]*\.[\w.]+=", t):          # Hydra/OmegaConf override
+        elif _OVERRIDE_TOK.match(t):                                   # Hydra/OmegaConf override
             k, v = t.split("=", 1)
             out[k] = v
             i += 1
@@ -320,7 +323,7 @@ class LogConfigCollector:
             return
         if "=" in text or "set by environment" in text:
             for m in _ENV_LINE.finditer(text, timeout=TIMEOUT):
-                self.flat.setdefault(f"env.{m.group(1)}", m.group(3))
+                self.flat.setdefault(f"env.{m.group(1)}", m.group(3).rstrip(".,;"))
         if "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT):
             for k, v in parse_cmdline(text).items():
                 self.flat.setdefault(k, v)

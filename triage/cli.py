@@ -9,11 +9,8 @@ from typing import List, Optional, Sequence
 import click
 
 from . import __version__
-from .engine import Engine
-from .blame import blame
-from .config import (ConfigError, LogConfigCollector, build_config, check, config_from_lines, diff,
-                     tee)
-from .findings import analyse
+from .config import ConfigError, build_config, check, diff
+from .pipeline import add_config_analysis, run_analysis
 from .patterns import PatternError, load_all, load_dir
 from .report import render_json, render_text
 from .sources import InputError, iter_inputs
@@ -42,40 +39,6 @@ def cli() -> None:
     """Diagnose failed GPU training logs (Megatron-LM, Megatron Bridge, Transformer Engine, PyTorch)."""
 
 
-def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str], pats=None):
-    """Scan LOGS once: returns (analysis, config seen in the logs)."""
-    pats = pats if pats is not None else load_all(pattern_dirs)
-    engine = Engine(pats)
-    if not logs:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise InputError("no log given: pass LOG files/directories or pipe a log on stdin")
-        logs = ["-"]
-    collector = LogConfigCollector()
-    a = analyse(engine.scan(tee(iter_inputs(logs), collector)))
-    return a, collector.config()
-
-
-def add_config_analysis(a, pats, log_cfg, config_files, baseline_files, baseline_logs, env) -> None:
-    """Attach the config seen/given, its rule violations and the blamed changes to the analysis."""
-    current = build_config(config_files, env=env) if config_files else build_config(env=env)
-    if not config_files:
-        merged = dict(log_cfg)
-        merged.update(current)
-        current = merged
-    baseline = {}
-    if baseline_files:
-        baseline = build_config(baseline_files)
-    elif baseline_logs:
-        baseline = config_from_lines(iter_inputs(baseline_logs))
-        if not baseline:
-            raise ConfigError("found no configuration in --baseline-log (no arguments block or config summary)")
-    a.extra["config"] = current
-    a.extra["config_violations"] = [vars(v) for v in check(current, pats)] if current else []
-    if baseline and current:
-        a.extra["diff"] = [vars(c) for c in diff(baseline, current)]
-        a.extra["suspects"] = blame(baseline, current, pats, a.findings, a.primary)
-
-
 @cli.command()
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -90,8 +53,8 @@ def analyze(logs: List[str], fmt: str, pattern_dirs: List[str], exit_zero: bool,
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit."""
     try:
         pats = load_all(pattern_dirs)
-        a, log_cfg = run_analysis(logs, pattern_dirs, pats)
-        add_config_analysis(a, pats, log_cfg, config_files, baseline_files, baseline_logs, env)
+        a, seen = run_analysis(logs, pattern_dirs, pats)
+        add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     except (InputError, PatternError, ConfigError) as e:
         raise fail(str(e))
     out = render_json(a) if fmt == "json" else render_text(a)

@@ -1,0 +1,88 @@
+"""Glue for `triage analyze`: one streaming pass feeds the engine, the config collector and the
+step-time parser; then findings, config/blame and step-time verdicts are put together."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from .blame import blame
+from .config import Config, LogConfigCollector, build_config, check, diff
+from .engine import Engine
+from .findings import Analysis, Evidence, add_findings, analyse, make_finding
+from .patterns import Pattern, load_all
+from .sources import InputError, Line, iter_inputs
+from .steps import StepLog, assess
+
+
+@dataclass
+class Seen:
+    """What the single pass over a log collected besides pattern matches."""
+    config: LogConfigCollector = field(default_factory=LogConfigCollector)
+    steps: StepLog = field(default_factory=StepLog)
+
+
+def _tee(lines: Iterable[Line], seen: Seen) -> Iterator[Line]:
+    for ln in lines:
+        seen.config.feed(ln)
+        seen.steps.feed(ln)
+        yield ln
+
+
+def _logs(logs: Sequence[str]) -> Sequence[str]:
+    if logs:
+        return logs
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("no log given: pass LOG files/directories or pipe a log on stdin")
+    return ["-"]
+
+
+def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
+                 pats: Optional[List[Pattern]] = None) -> Tuple[Analysis, Seen]:
+    """Scan LOGS once; returns the analysis and what else was seen (config, step times)."""
+    pats = pats if pats is not None else load_all(pattern_dirs)
+    seen = Seen()
+    a = analyse(Engine(pats).scan(_tee(iter_inputs(_logs(logs)), seen)))
+    return a, seen
+
+
+def scan_baseline(paths: Sequence[str]) -> Seen:
+    seen = Seen()
+    for _ in _tee(iter_inputs(paths), seen):
+        pass
+    return seen
+
+
+def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_files: Sequence[str] = (),
+                        baseline_files: Sequence[str] = (), baseline_logs: Sequence[str] = (),
+                        env: Sequence[str] = ()) -> None:
+    """Attach config, rule violations, step-time verdicts and blamed changes to the analysis."""
+    current: Config = dict(seen.config.config())
+    if config_files:
+        current = build_config(config_files, env=env)
+    elif env:
+        current.update(build_config(env=env))
+    baseline: Config = {}
+    base_seen: Optional[Seen] = None
+    if baseline_logs:
+        base_seen = scan_baseline(baseline_logs)
+    if baseline_files:
+        baseline = build_config(baseline_files)
+    elif base_seen is not None:
+        baseline = base_seen.config.config()
+    if current:
+        a.extra["config"] = current
+        a.extra["config_violations"] = [vars(v) for v in check(current, pats)]
+    # step times (run vs run, and before vs after capture)
+    verdicts, perf = assess(seen.steps, current, base_seen.steps if base_seen else None, baseline)
+    if perf:
+        a.extra["step_times"] = perf
+    by_id = {p.id: p for p in pats}
+    add_findings(a, [make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
+                     for v in verdicts if v.pitfall in by_id])
+    if baseline and current:
+        a.extra["diff"] = [vars(c) for c in diff(baseline, current)]
+        a.extra["suspects"] = blame(baseline, current, pats, a.findings, a.primary)
+    elif baseline_logs and not baseline:
+        a.extra.setdefault("notes", []).append(
+            "the baseline log shows no configuration (no arguments block or config summary): no config diff")

@@ -1,0 +1,243 @@
+"""Step-time analysis: steady-state step times, capture excluded, noise-aware comparison.
+
+Parses per-iteration times from Megatron-LM / Megatron Bridge step lines (`elapsed time per
+iteration (ms)`), NeMo / Lightning (`train_step_timing in s`), on any rank.  Steady state drops
+the first `cuda_graph_warmup_steps` iterations (default 3, and always iteration 1) and every
+iteration that contains a CUDA graph capture (the first step line after a capture line).  Two
+sets of steps are compared by their medians with a seeded bootstrap 95% interval of the relative
+difference; a change counts only when the interval excludes zero and the effect is at least
+MIN_EFFECT_PCT.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import regex
+
+from .rx import TIMEOUT
+from .sources import Line
+
+DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
+MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"
+BOOTSTRAP = 2000
+
+_MEGATRON = regex.compile(
+    r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
+    r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
+)
+_NEMO = regex.compile(r"train_step_timing in s[=:]\s*([\d.]+)")
+_NEMO_STEP = regex.compile(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
+_CAPTURE = regex.compile(
+    r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
+    r"|create cuda graphs|Capturing CUDA graph"
+)
+_BUILT = regex.compile(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")
+_TIME_SPENT = regex.compile(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
+_GRAPHABLE = regex.compile(r"Rank (\d+): (\d+) graphable layers")
+
+
+@dataclass
+class StepLog:
+    times: Dict[int, float] = field(default_factory=dict)          # iteration -> ms (slowest rank)
+    tflops: Dict[int, float] = field(default_factory=dict)
+    capture_iters: List[int] = field(default_factory=list)
+    capture_seconds: Optional[float] = None
+    graphs_built: Optional[int] = None
+    graph_memory: Optional[str] = None
+    graphable_layers: Optional[int] = None
+    evidence: Dict[int, Tuple[str, int, str]] = field(default_factory=dict)   # iteration -> (source, line, text)
+    _capture_pending: bool = False
+    _nemo_i: int = 0
+
+    def feed(self, line: Line) -> None:
+        t = line.text
+        if "iteration" in t and "elapsed time per iteration" in t:
+            m = _MEGATRON.search(t, timeout=TIMEOUT)
+            if m:
+                self._add(int(m.group(1)), float(m.group(2)), line, float(m.group(3)) if m.group(3) else None)
+            return
+        if "train_step_timing" in t:
+            m = _NEMO.search(t, timeout=TIMEOUT)
+            if m:
+                s = _NEMO_STEP.search(t, timeout=TIMEOUT)
+                self._nemo_i += 1
+                it = int(s.group(1)) + 1 if s else self._nemo_i
+                self._add(it, float(m.group(1)) * 1000.0, line, None)
+            return
+        if "raph" in t:
+            if _CAPTURE.search(t, timeout=TIMEOUT):
+                self._capture_pending = True
+            m = _BUILT.search(t, timeout=TIMEOUT)
+            if m:
+                self._capture_pending = True
+                self.graphs_built = int(m.group(1))
+                self.capture_seconds = max(self.capture_seconds or 0.0, float(m.group(2)))
+                if m.group(3):
+                    self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
+            m = _TIME_SPENT.search(t, timeout=TIMEOUT)
+            if m:
+                self._capture_pending = True
+                self.capture_seconds = max(self.capture_seconds or 0.0, float(m.group(2)))
+            m = _GRAPHABLE.search(t, timeout=TIMEOUT)
+            if m:
+                self.graphable_layers = int(m.group(2))
+
+    def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
+        if self._capture_pending:
+            if it not in self.capture_iters:
+                self.capture_iters.append(it)
+            self._capture_pending = False
+        if ms >= self.times.get(it, -1.0):
+            self.times[it] = ms
+            self.evidence[it] = (line.source, line.lineno, line.text)
+        if tflops is not None:
+            self.tflops[it] = tflops
+
+    @property
+    def graphs_seen(self) -> bool:
+        return bool(self.capture_iters) or self.graphs_built is not None
+
+    def steady(self, warmup: Optional[int] = None) -> List[Tuple[int, float]]:
+        w = DEFAULT_WARMUP if warmup is None else max(int(warmup), 0)
+        first = max([w, 1] + self.capture_iters)
+        return [(i, self.times[i]) for i in sorted(self.times) if i > first]
+
+    def pre_capture(self) -> List[Tuple[int, float]]:
+        """Eager steps of a graph run: after iteration 1, before the first capture step."""
+        if not self.capture_iters:
+            return []
+        c = min(self.capture_iters)
+        return [(i, self.times[i]) for i in sorted(self.times) if 1 < i < c]
+
+
+@dataclass
+class Comparison:
+    base_median: float
+    cur_median: float
+    delta_pct: float
+    ci_low: float
+    ci_high: float
+    n_base: int
+    n_cur: int
+
+    @property
+    def slower(self) -> bool:
+        return self.ci_low > 0 and self.delta_pct >= MIN_EFFECT_PCT
+
+    @property
+    def faster(self) -> bool:
+        return self.ci_high < 0 and self.delta_pct <= -MIN_EFFECT_PCT
+
+    def as_dict(self) -> Dict[str, float]:
+        return {"baseline_median_ms": round(self.base_median, 3), "current_median_ms": round(self.cur_median, 3),
+                "delta_pct": round(self.delta_pct, 2), "ci95_pct": [round(self.ci_low, 2), round(self.ci_high, 2)],
+                "n_baseline": self.n_base, "n_current": self.n_cur,
+                "verdict": "slower" if self.slower else "faster" if self.faster else "no significant change"}
+
+
+def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comparison]:
+    """Relative difference of medians (cur vs base, %) with a bootstrap 95% interval."""
+    if len(base) < 2 or len(cur) < 2:
+        return None
+    mb, mc = statistics.median(base), statistics.median(cur)
+    if mb <= 0:
+        return None
+    rng = random.Random(seed)
+    deltas = []
+    for _ in range(BOOTSTRAP):
+        b = statistics.median(rng.choices(base, k=len(base)))
+        c = statistics.median(rng.choices(cur, k=len(cur)))
+        deltas.append((c - b) / b * 100.0)
+    deltas.sort()
+    lo, hi = deltas[int(0.025 * BOOTSTRAP)], deltas[int(0.975 * BOOTSTRAP) - 1]
+    return Comparison(mb, mc, (mc - mb) / mb * 100.0, lo, hi, len(base), len(cur))
+
+
+def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:
+    st = s.steady(warmup)
+    d: Dict[str, object] = {
+        "iterations": len(s.times),
+        "steady_iterations": [i for i, _ in st],
+        "steady_median_ms": round(statistics.median([t for _, t in st]), 3) if st else None,
+        "capture_iterations": s.capture_iters,
+        "warmup_steps": DEFAULT_WARMUP if warmup is None else warmup,
+        "series": [[i, s.times[i]] for i in sorted(s.times)],
+    }
+    if s.capture_seconds is not None:
+        d["capture_seconds"] = s.capture_seconds
+    if s.graph_memory:
+        d["graph_memory"] = s.graph_memory
+    if s.graphs_built is not None:
+        d["graphs_built"] = s.graphs_built
+    if s.graphable_layers is not None:
+        d["graphable_layers"] = s.graphable_layers
+    if s.tflops:
+        tf = [s.tflops[i] for i, _ in st if i in s.tflops]
+        if tf:
+            d["steady_median_tflops"] = round(statistics.median(tf), 2)
+    return d
+
+
+@dataclass
+class PerfVerdict:
+    pitfall: str
+    message: str
+    evidence: List[Tuple[str, int, str]]
+
+
+def _graphs_on(cfg: Dict[str, object], s: StepLog) -> bool:
+    return cfg.get("cuda_graph_impl") in ("local", "transformer_engine") or s.graphs_seen
+
+
+GRAPH_CFG_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
+
+
+def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = None,
+           base_cfg: Optional[Dict[str, object]] = None) -> Tuple[List[PerfVerdict], Dict[str, object]]:
+    """Compare steady-state step times; return perf verdicts and the numbers behind them."""
+    base_cfg = base_cfg or {}
+    info: Dict[str, object] = {}
+    verdicts: List[PerfVerdict] = []
+    if not cur.times:
+        return verdicts, info
+    w_cur = cur_cfg.get("cuda_graph_warmup_steps")
+    info["current"] = summary(cur, w_cur)  # type: ignore[arg-type]
+    cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
+    ev = [cur.evidence[i] for i, _ in cur_steady[:2]] + [cur.evidence[i] for i in cur.capture_iters[:1] if i in cur.evidence]
+    on_cur = _graphs_on(cur_cfg, cur)
+    if base is not None and base.times:
+        w_base = base_cfg.get("cuda_graph_warmup_steps")
+        info["baseline"] = summary(base, w_base)  # type: ignore[arg-type]
+        c = compare([t for _, t in base.steady(w_base)], [t for _, t in cur_steady])  # type: ignore[arg-type]
+        if c is not None:
+            info["run_vs_run"] = c.as_dict()
+            on_base = _graphs_on(base_cfg, base)
+            graph_changed = on_cur != on_base or any(cur_cfg.get(k) != base_cfg.get(k) for k in GRAPH_CFG_KEYS
+                                                     if k in cur_cfg or k in base_cfg)
+            nums = (f"steady-state median {c.cur_median:.1f} ms vs {c.base_median:.1f} ms baseline "
+                    f"({c.delta_pct:+.2f}%, 95% CI [{c.ci_low:+.2f}%, {c.ci_high:+.2f}%], "
+                    f"n={c.n_cur}/{c.n_base}, capture and warmup excluded)")
+            if on_cur and not on_base and not c.faster:
+                verdicts.append(PerfVerdict("graph-no-speedup",
+                                            f"triage: CUDA graphs gave no steady-state speedup over eager: {nums}", ev))
+            elif on_cur and graph_changed and c.slower:
+                verdicts.append(PerfVerdict("graph-no-speedup",
+                                            f"triage: CUDA graphs gave no steady-state speedup: the graph change is slower: {nums}", ev))
+            elif not graph_changed and c.slower:
+                verdicts.append(PerfVerdict("step-time-regression",
+                                            f"triage: steady-state step time regression with no CUDA-graph change: {nums}", ev))
+    pre = cur.pre_capture()
+    if len(pre) >= 3 and cur_steady:
+        c2 = compare([t for _, t in pre], [t for _, t in cur_steady], seed=1)
+        if c2 is not None:
+            info["before_vs_after_capture"] = c2.as_dict()
+            if not verdicts and base is None and not c2.faster:
+                verdicts.append(PerfVerdict(
+                    "graph-no-speedup",
+                    f"triage: CUDA graphs gave no steady-state speedup: replay median {c2.cur_median:.1f} ms vs "
+                    f"{c2.base_median:.1f} ms eager before capture ({c2.delta_pct:+.2f}%, 95% CI "
+                    f"[{c2.ci_low:+.2f}%, {c2.ci_high:+.2f}%])", ev))
+    return verdicts, info

@@ -3,16 +3,27 @@
 Score of a changed key:
 - +1.0 for each config rule that the change turns from satisfied to violated (the rule's keys);
 - +1.0 when the primary finding's pattern `implicates` the key, +0.5 for another finding's;
-- graph keys changed while a perf finding (graph-no-speedup, step-time-regression) exists: +0.5.
+- graph keys changed while a perf finding (graph-no-speedup, step-time-regression) exists: +0.5;
+  other model/parallelism/environment keys then get +0.25 (they may change speed), while
+  bookkeeping keys (learning rate, iterations, logging, checkpointing, seeds) never do.
 Keys with score 0 are listed last and marked unrelated.  No diff means no suspects.
 """
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
+import regex
+
 from .config import GRAPH_KEYS, Config, check, diff
 from .findings import Finding
 from .patterns import Pattern
+
+
+BOOKKEEPING = regex.compile(
+    r"(?:^|[._])(?:lr|min_lr|learning_rate|lr_\w+|\w*_iters|train_samples|iterations|log_\w+|\w*logging\w*|save\w*|"
+    r"load\w*|\w*checkpoint\w*|ckpt\w*|seed|wandb\w*|tensorboard\w*|exp_name|name|eval_\w+|weight_decay|"
+    r"adam_\w+|clip_grad|lr_decay_\w+|lr_warmup_\w+|data_path|\w*_dir|\w*_path)$"
+)
 
 
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
@@ -39,9 +50,10 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
                 score += w
                 because.append(f.pitfall)
                 evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
-        if perf and ch.key in GRAPH_KEYS and not because:
-            score += 0.5
+        if perf and not because and not BOOKKEEPING.search(ch.key):
+            score += 0.5 if ch.key in GRAPH_KEYS else 0.25
             because.extend(f.pitfall for f in findings if f.kind == "perf")
+            evidence.append("may change step time")
         out.append({
             "key": ch.key, "old": ch.old, "new": ch.new, "score": round(score, 2),
             "because": sorted(set(because)), "unrelated": score == 0, "evidence": evidence[:3],

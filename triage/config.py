@@ -77,7 +77,7 @@ def parse_scalar(v: Any) -> Any:
         return True
     if low in ("false", "no", "off"):
         return False
-    if low in ("none", "null", "~", ""):
+    if s in ("None", "null", "Null", "NULL", "~", ""):   # lower-case "none" is a value (cuda_graph_impl)
         return None
     if regex.fullmatch(r"[+-]?\d+", s):
         return int(s)
@@ -209,10 +209,14 @@ _ENV_LINE = regex.compile(
 )
 _CMD_FLAG = regex.compile(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
-    ("torch_version", regex.compile(r"\btorch(?:\s+version)?\s*[:=]?\s*(\d+\.\d+\.\d+[\w.+]*)", regex.I)),
-    ("te_version", regex.compile(r"transformer[_ -]engine(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+(?:\.\d+)?[\w.+]*)", regex.I)),
-    ("mcore_version", regex.compile(r"megatron[_-]core(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+\.\d+[\w.+]*)", regex.I)),
+    ("torch_version", regex.compile(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*[:=]?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
+    ("te_version", regex.compile(r"transformer[_ -]engine(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),
+    ("mcore_version", regex.compile(r"megatron[_-]core(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", regex.I)),
+    ("nccl_version", regex.compile(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
+    ("cuda_version", regex.compile(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})")),
+    ("driver_version", regex.compile(r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)|cudaDriverVersion (\d+)")),
 ]
+VERSION_KEYS = tuple(k for k, _ in _VERSION_LINES)
 
 
 _OVERRIDE_TOK = regex.compile(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+=")
@@ -269,6 +273,7 @@ class LogConfigCollector:
         self._buf: List[str] = []
         self._section = ""
         self.found: List[str] = []   # which kinds of config were seen (for the report)
+        self.versions: Dict[str, str] = {}   # software versions the log mentions
 
     def feed(self, line: Line) -> None:
         text = line.text
@@ -328,12 +333,14 @@ class LogConfigCollector:
             for k, v in parse_cmdline(text).items():
                 self.flat.setdefault(k, v)
             self.found.append("command line")
-        if "ersion" in text or "torch" in text:
+        if "ersion" in text or "torch" in text or "+cu" in text:
             for key, rx in _VERSION_LINES:
-                if key not in self.flat:
+                if key not in self.versions:
                     m = rx.search(text[:300], timeout=TIMEOUT)
                     if m:
-                        self.flat[key] = m.group(1)
+                        self.versions[key] = next(g for g in m.groups() if g)
+                        if key in ("torch_version", "te_version", "mcore_version"):
+                            self.flat.setdefault(key, self.versions[key])
 
     def _end_task(self) -> None:
         self._mode = None

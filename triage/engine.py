@@ -34,6 +34,8 @@ _ERROR_LINE = regex.compile(
 _WRAPPER = regex.compile(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
 _ROOT_RANK = regex.compile(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 BLOCK_MAX_LINES = 40
+CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
+CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
 # Lines that start a (new) training attempt; a second one in the same stream means a restart.
 _ATTEMPT_START = regex.compile(
     r"^-{10,} arguments -{10,}$|^-{3,} Task Configuration -{3,}$"
@@ -50,8 +52,10 @@ class Match:
     line: Line
     seq: int                      # order of the line in the whole scan
     order_ts: Optional[float]     # the line's time, or the last time seen before it in its stream
-    context: List[Line] = field(default_factory=list)   # lines around it (evidence)
+    context: List[Line] = field(default_factory=list)   # lines that satisfied `context` requirements
     group: int = 0                # the attempt (restart segment) it belongs to
+    before: List[Line] = field(default_factory=list)    # a few lines before it in its stream
+    after: List[Line] = field(default_factory=list)     # and after it
 
     @property
     def role(self) -> str:
@@ -94,6 +98,7 @@ class _Stream:
     after_frame: bool = False
     last_ts: Optional[float] = None
     pending: List[_Pending] = field(default_factory=list)
+    want_after: List[Match] = field(default_factory=list)
     block: Optional[ErrorBlock] = None
     block_matched: bool = False
     in_tb: bool = False
@@ -106,7 +111,7 @@ class Engine:
         lits = sorted({lit for _, r in self.rules for lit in r.literals}, key=len, reverse=True)
         self._gate = regex.compile("|".join(regex.escape(lit) for lit in lits), regex.IGNORECASE) if lits else None
         self._lower_rules = any(r.ignore_case for _, r in self.rules)
-        self.window = max([c.window for _, r in self.rules for c in r.context] + [1])
+        self.window = max([c.window for _, r in self.rules for c in r.context] + [CONTEXT_LINES])
 
     # --- single-rule evaluation -------------------------------------------------
     @staticmethod
@@ -134,6 +139,7 @@ class Engine:
         sources: List[str] = []
         root_rank: Optional[int] = None
         seq = 0
+        with_context = 0
         attempt: Dict[str, int] = {}     # restart count per input
         started: set = set()             # inputs whose first attempt banner was seen
 
@@ -182,6 +188,11 @@ class Engine:
             is_code = st.after_frame or bool(_CODE.match(text))
             st.after_frame = bool(_FRAME.match(text)) if "File" in text else False
 
+            if st.want_after:
+                for wm in st.want_after:
+                    wm.after.append(line)
+                st.want_after = [wm for wm in st.want_after if len(wm.after) < CONTEXT_LINES]
+
             # pending look-ahead context
             if st.pending:
                 keep = []
@@ -205,6 +216,10 @@ class Engine:
                     if not self._rule_hits(rule, text, lower):
                         continue
                     m = Match(pat, rule, line, seq, st.last_ts, group=cur_attempt)
+                    if with_context < CONTEXT_MATCHES:
+                        with_context += 1
+                        m.before = list(st.recent)[-CONTEXT_LINES:]
+                        st.want_after.append(m)
                     if rule.context:
                         needs = []
                         for i, c in enumerate(rule.context):

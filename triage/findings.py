@@ -60,6 +60,8 @@ class Evidence:
     line: int
     rank: Optional[int]
     text: str
+    before: List[str] = field(default_factory=list)
+    after: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -137,7 +139,11 @@ def _group(matches: List[Match]) -> List[Finding]:
                 k = (ln.source, ln.lineno)
                 if k not in seen and len(ev) < 6:
                     seen.add(k)
-                    ev.append(Evidence(ln.source, ln.lineno, ln.rank, ln.text))
+                    e = Evidence(ln.source, ln.lineno, ln.rank, ln.text)
+                    if ln is m.line:
+                        e.before = [x.text for x in m.before]
+                        e.after = [x.text for x in m.after]
+                    ev.append(e)
             if len(ev) >= 6:
                 break
         ranks = sorted({m.line.rank for m in ms if m.line.rank is not None})
@@ -238,15 +244,31 @@ def add_findings(a: Analysis, extra: List[Finding]) -> None:
     a.summary = _summary(a.primary, a.findings)
 
 
+TIMELINE_MAX = 4000
+
+
+def timeline(matches: List[Match], findings: List[Finding]) -> List[Dict[str, object]]:
+    """Per-rank events for the report's timeline: time (or order), rank, pitfall, role."""
+    role = {f.fingerprint: f.role for f in findings}
+    step = max(1, len(matches) // TIMELINE_MAX)
+    out = []
+    for m in matches[::step]:
+        fp = fingerprint(m.pattern.id, m.line.text)
+        out.append({"rank": m.line.rank, "t": m.order_ts, "seq": m.seq, "pitfall": m.pattern.id,
+                    "role": role.get(fp, m.role), "source": m.line.source, "line": m.line.lineno})
+    return out
+
+
 def analyse(scan: ScanResult) -> Analysis:
     """Triage a scan; a log with restarts is triaged per attempt and the last attempt is the headline."""
     last = scan.attempts - 1
-    primary, findings, unmatched = _analyse_one([m for m in scan.matches if m.group == last],
-                                                [b for b in scan.blocks if b.group == last])
+    last_matches = [m for m in scan.matches if m.group == last]
+    primary, findings, unmatched = _analyse_one(last_matches, [b for b in scan.blocks if b.group == last])
     a = Analysis(primary=primary, findings=findings, unmatched=unmatched,
                  first_rank=primary.rank if primary else None, summary=_summary(primary, findings),
                  lines=scan.lines, sources=scan.sources, attempts=scan.attempts,
                  launcher_root_rank=scan.launcher_root_rank)
+    a.extra["timeline"] = timeline(last_matches, findings)
     if scan.attempts > 1:
         detail = []
         for g in range(scan.attempts):

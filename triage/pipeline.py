@@ -70,6 +70,8 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
         baseline = build_config(baseline_files)
     elif base_seen is not None:
         baseline = base_seen.config.config()
+    if seen.config.versions:
+        a.extra["versions"] = dict(seen.config.versions)
     if current:
         a.extra["config"] = current
         a.extra["config_violations"] = [vars(v) for v in check(current, pats)]

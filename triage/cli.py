@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from typing import List, Optional, Sequence
 
 import click
@@ -12,7 +13,7 @@ from . import __version__
 from .config import ConfigError, build_config, check, diff
 from .pipeline import add_config_analysis, run_analysis
 from .patterns import PatternError, load_all, load_dir
-from .report import render_json, render_text
+from .report import FORMATS, SUFFIX_FORMAT, render
 from .sources import InputError, iter_inputs
 from .taxonomy import IDS
 
@@ -22,6 +23,22 @@ EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
 def fail(msg: str) -> "click.exceptions.Exit":
     click.echo(f"triage: error: {msg}", err=True)
     return click.exceptions.Exit(EXIT_USAGE)
+
+
+def write_atomic(path: str, text: str, force: bool) -> None:
+    """Write to a temp file beside PATH, then rename: never a half-written report."""
+    if os.path.exists(path) and not force:
+        raise fail(f"{path!r} exists; pass --force to overwrite it")
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".triage-", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 class _Group(click.Group):
@@ -41,15 +58,20 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="text (default), json, markdown or html; with -o, taken from the file suffix.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file (atomically).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@click.option("--no-redact", is_flag=True, help="Do not redact secrets (tokens, keys, passwords) in the output.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help="Extra pattern directory (repeatable).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when a pitfall is found.")
 @click.option("--config", "config_files", multiple=True, type=click.Path(), help="Config of the failed run (YAML/JSON/log).")
 @click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
-def analyze(logs: List[str], fmt: str, pattern_dirs: List[str], exit_zero: bool, config_files: List[str],
-            baseline_files: List[str], baseline_logs: List[str], env: List[str]) -> None:
+def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
+            pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
+            baseline_logs: List[str], env: List[str]) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit."""
     try:
         pats = load_all(pattern_dirs)
@@ -57,8 +79,17 @@ def analyze(logs: List[str], fmt: str, pattern_dirs: List[str], exit_zero: bool,
         add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     except (InputError, PatternError, ConfigError) as e:
         raise fail(str(e))
-    out = render_json(a) if fmt == "json" else render_text(a)
-    click.echo(out, nl=not out.endswith("\n"))
+    if fmt is None:
+        fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "text") if output else "text"
+    out = render(a, fmt, redact_secrets=not no_redact)
+    if output:
+        try:
+            write_atomic(output, out, force)
+        except OSError as e:
+            raise fail(f"cannot write {output!r}: {e.strerror or e}")
+        click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
+    else:
+        click.echo(out, nl=not out.endswith("\n"))
     if a.primary is not None and not exit_zero:
         raise click.exceptions.Exit(EXIT_FOUND)
 

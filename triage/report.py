@@ -5,6 +5,7 @@ import json
 from typing import Any, Dict, List
 
 from .findings import Analysis, Finding
+from .redact import redact, redact_obj
 
 SCHEMA_VERSION = 1
 
@@ -105,3 +106,33 @@ def render_text(a: Analysis) -> str:
             for x in u.lines[-4:]:
                 out.append(f"    | {_clip(x, 200)}")
     return "\n".join(out) + "\n"
+
+
+FORMATS = ("text", "json", "markdown", "html")
+SUFFIX_FORMAT = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+                 ".txt": "text"}
+
+
+def render(a: Analysis, fmt: str, redact_secrets: bool = True) -> str:
+    """Render an analysis; secrets are redacted unless redact_secrets is False."""
+    if fmt == "text":
+        out = render_text(a)
+        return "\n".join(redact(x) for x in out.split("\n")) if redact_secrets else out
+    d = to_dict(a)
+    if redact_secrets:
+        d = redact_obj(d)
+    if fmt == "json":
+        return json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
+    if fmt == "markdown":
+        return render_markdown(d)
+    if fmt == "html":
+        return render_html(d)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def render_markdown(d: Dict[str, Any]) -> str:
+    raise NotImplementedError("markdown report: in progress")
+
+
+def render_html(d: Dict[str, Any]) -> str:
+    raise NotImplementedError("html report: in progress")

@@ -1,0 +1,78 @@
+import os
+
+from triage.pipeline import scan_baseline
+from triage.selftest import lines_of
+from triage.steps import StepLog, assess, compare
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ST = os.path.join(HERE, "fixtures", "logs", "synthetic", "steptime")
+
+
+def steps_of(name):
+    seen = scan_baseline([os.path.join(ST, name)])
+    return seen.steps, seen.config.config()
+
+
+def test_parses_megatron_bridge_and_nemo_lines():
+    s = StepLog()
+    for ln in lines_of("\n".join([
+        " [2026-12-03 06:41:56.123456] iteration        5/      30 | consumed samples:          320 | elapsed time per "
+        "iteration (ms): 12.3 | throughput per GPU (TFLOP/s/GPU): 99.5 | learning rate: 1.0E-04 |",
+        " [2026-12-03 06:41:57] iteration        6/      30 | consumed samples:          384 | elapsed time per "
+        "iteration (ms): 12.9 | learning rate: 1.0E-04 | max attention logit: 12.500 |",
+        "[rank7]: [2026-12-03 06:41:58] iteration        6/      30 | consumed samples: 384 | elapsed time per "
+        "iteration (ms): 14.0 | learning rate: 1.0E-04 |",
+        "Epoch 0: : 10/100 [00:30<04:30, v_num=1, reduced_train_loss=2.30, global_step=9.000, train_step_timing in s=2.970]",
+    ])):
+        s.feed(ln)
+    assert s.times == {5: 12.3, 6: 14.0, 10: 2970.0}   # the slowest rank counts
+    assert s.tflops == {5: 99.5}
+
+
+def test_capture_step_and_warmup_excluded():
+    s, cfg = steps_of("dense_graphs_slow_capture.log")
+    assert s.capture_iters == [4] and s.times[4] == 10000.0
+    assert all(i > 4 for i, _ in s.steady(cfg.get("cuda_graph_warmup_steps")))
+    assert s.capture_seconds == 6.9 and s.graph_memory == "allocated 5.21 GB, reserved 6.00 GB"
+
+
+def test_reference_card_graphs_slower_than_eager_is_graph_no_speedup():
+    cur, ccfg = steps_of("qwen3_30b_te_graphs.log")
+    base, bcfg = steps_of("qwen3_30b_eager.log")
+    verdicts, info = assess(cur, ccfg, base, bcfg)
+    assert [v.pitfall for v in verdicts] == ["graph-no-speedup"]
+    r = info["run_vs_run"]
+    assert 1.0 < r["delta_pct"] < 2.2 and r["ci95_pct"][0] > 0
+    assert info["current"]["steady_iterations"] == [5, 6, 7, 8]
+
+
+def test_same_config_rerun_with_jitter_is_no_regression():
+    a, acfg = steps_of("rerun_a.log")
+    b, bcfg = steps_of("rerun_b.log")
+    verdicts, info = assess(b, bcfg, a, acfg)
+    assert verdicts == [] and info["run_vs_run"]["verdict"] == "no significant change"
+    verdicts, _ = assess(a, acfg, b, bcfg)
+    assert verdicts == []
+
+
+def test_slow_capture_step_does_not_count():
+    cur, ccfg = steps_of("dense_graphs_slow_capture.log")
+    base, bcfg = steps_of("dense_eager.log")
+    verdicts, info = assess(cur, ccfg, base, bcfg)
+    assert verdicts == [] and info["run_vs_run"]["verdict"] == "faster"
+    assert info["run_vs_run"]["delta_pct"] < -20
+
+
+def test_regression_without_graph_change_is_step_time_regression():
+    cur, ccfg = steps_of("regressed_dispatcher.log")
+    base, bcfg = steps_of("rerun_a.log")
+    verdicts, info = assess(cur, ccfg, base, bcfg)
+    assert [v.pitfall for v in verdicts] == ["step-time-regression"]
+    assert info["run_vs_run"]["delta_pct"] > 5
+
+
+def test_compare_needs_samples_and_is_deterministic():
+    assert compare([1.0], [1.0, 2.0]) is None
+    c1 = compare([10, 11, 10, 12, 10], [15, 16, 15, 17, 15])
+    c2 = compare([10, 11, 10, 12, 10], [15, 16, 15, 17, 15])
+    assert c1 == c2 and c1.slower and not c1.faster

@@ -41,7 +41,8 @@ def test_crash_then_timeouts_is_root_cause_plus_cascade():
     assert a.primary.pitfall == "illegal-memory-access" and a.primary.rank == 5
     casc = [f for f in a.findings if f.role == "cascade"]
     assert len(casc) == 1 and casc[0].count == 7 and casc[0].ranks_text == "0-4,6-7"
-    assert "rank 5 failed first" in a.summary and "7 rank(s) (0-4,6-7)" in a.summary
+    assert a.summary.startswith("rank 5 failed first with illegal-memory-access")
+    assert "; 7 ranks (0-4,6-7) then timed out (nccl-watchdog-timeout)" in a.summary
 
 
 def test_only_timeouts_the_earliest_is_root_cause():

@@ -195,53 +195,25 @@ def _unmatched(blocks: List[ErrorBlock]) -> List[Unmatched]:
     return list(by_fp.values())[:20]
 
 
+_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "lost their NCCL peers"}
+
+
 def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
     if primary is None:
         return "no known pitfall found"
     where = f"rank {primary.rank}" if primary.rank is not None else f"{primary.source}:{primary.line}"
-    s = f"{where} failed first with {primary.pitfall}: {primary.title}"
+    s = f"{where} failed first with {primary.pitfall} ({primary.title})"
     casc = [f for f in findings if f.role == "cascade"]
     if casc:
         cranks = sorted({r for f in casc for r in f.ranks if r != primary.rank})
         kinds = sorted({f.pitfall for f in casc})
+        verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
+        verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
         if cranks:
-            s += f"; {len(cranks)} rank(s) ({rank_ranges(cranks)}) then failed as a cascade ({', '.join(kinds)})"
+            s += f"; {len(cranks)} rank{'s' if len(cranks) > 1 else ''} ({rank_ranges(cranks)}) then {verb} ({', '.join(kinds)})"
         else:
             s += f"; followed by {sum(f.count for f in casc)} cascade error(s) ({', '.join(kinds)})"
     return s
-
-
-def _analyse_one(matches: List[Match], blocks: List[ErrorBlock]):
-    findings = _group(matches)
-    primary = assign_roles(findings)
-    role_rank = {"root-cause": 0, "cascade": 1, "info": 2}
-    findings.sort(key=lambda f: (f is not primary, role_rank[f.role], -f.priority, f.order))
-    return primary, findings, _unmatched(blocks)
-
-
-def make_finding(p, evidence: List[Evidence], message: str) -> Finding:
-    """A finding produced by an analyser (not a log line), e.g. the step-time comparison."""
-    first = evidence[0] if evidence else Evidence("<analysis>", 0, None, message)
-    ev = [Evidence("<triage>", 0, None, message)] + evidence[:5]
-    return Finding(
-        pitfall=p.id, title=p.title, severity=p.severity, kind=p.kind, role="root-cause", rank=None,
-        source=first.source, line=first.line, count=1, ranks=[], evidence=ev,
-        fingerprint=fingerprint(p.id, message.split(":", 2)[1] if message.count(":") >= 2 else p.id),
-        priority=p.priority, generic=p.generic, order=(float("inf"), 1 << 62), pattern_path=p.path,
-        implicates=p.implicates, explanation=p.explanation, fix=p.fix, references=p.references,
-        rule="step-time analysis (triage/steps.py)")
-
-
-def add_findings(a: Analysis, extra: List[Finding]) -> None:
-    """Merge analyser findings into an analysis and re-decide the primary."""
-    if not extra:
-        return
-    a.findings.extend(extra)
-    a.primary = assign_roles(a.findings)
-    role_rank = {"root-cause": 0, "cascade": 1, "info": 2}
-    a.findings.sort(key=lambda f: (f is not a.primary, role_rank[f.role], -f.priority, f.order))
-    a.first_rank = a.primary.rank if a.primary else None
-    a.summary = _summary(a.primary, a.findings)
 
 
 TIMELINE_MAX = 4000

@@ -216,6 +216,39 @@ def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
     return s
 
 
+def _analyse_one(matches: List[Match], blocks: List[ErrorBlock]):
+    findings = _group(matches)
+    primary = assign_roles(findings)
+    role_rank = {"root-cause": 0, "cascade": 1, "info": 2}
+    findings.sort(key=lambda f: (f is not primary, role_rank[f.role], -f.priority, f.order))
+    return primary, findings, _unmatched(blocks)
+
+
+def make_finding(p, evidence: List[Evidence], message: str) -> Finding:
+    """A finding produced by an analyser (not a log line), e.g. the step-time comparison."""
+    first = evidence[0] if evidence else Evidence("<analysis>", 0, None, message)
+    ev = [Evidence("<triage>", 0, None, message)] + evidence[:5]
+    return Finding(
+        pitfall=p.id, title=p.title, severity=p.severity, kind=p.kind, role="root-cause", rank=None,
+        source=first.source, line=first.line, count=1, ranks=[], evidence=ev,
+        fingerprint=fingerprint(p.id, message.split(":", 2)[1] if message.count(":") >= 2 else p.id),
+        priority=p.priority, generic=p.generic, order=(float("inf"), 1 << 62), pattern_path=p.path,
+        implicates=p.implicates, explanation=p.explanation, fix=p.fix, references=p.references,
+        rule="step-time analysis (triage/steps.py)")
+
+
+def add_findings(a: Analysis, extra: List[Finding]) -> None:
+    """Merge analyser findings into an analysis and re-decide the primary."""
+    if not extra:
+        return
+    a.findings.extend(extra)
+    a.primary = assign_roles(a.findings)
+    role_rank = {"root-cause": 0, "cascade": 1, "info": 2}
+    a.findings.sort(key=lambda f: (f is not a.primary, role_rank[f.role], -f.priority, f.order))
+    a.first_rank = a.primary.rank if a.primary else None
+    a.summary = _summary(a.primary, a.findings)
+
+
 TIMELINE_MAX = 4000
 
 

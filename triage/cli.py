@@ -34,6 +34,9 @@ def write_atomic(path: str, text: str, force: bool) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; a report is meant to be shared
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

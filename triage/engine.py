@@ -97,7 +97,6 @@ class _Stream:
     recent: Deque[Line]
     after_frame: bool = False
     last_ts: Optional[float] = None
-    pending: List[_Pending] = field(default_factory=list)
     want_after: List[Match] = field(default_factory=list)
     block: Optional[ErrorBlock] = None
     block_matched: bool = False
@@ -136,6 +135,8 @@ class Engine:
         matches: List[Match] = []
         blocks: List[ErrorBlock] = []
         streams: Dict[StreamKey, _Stream] = {}
+        by_source: Dict[str, Deque[Line]] = {}      # recent lines of an input, all ranks (for context)
+        pending_src: Dict[str, List[_Pending]] = {}  # look-ahead context, any rank of the same input
         sources: List[str] = []
         root_rank: Optional[int] = None
         seq = 0
@@ -148,7 +149,7 @@ class Engine:
             if b is None:
                 return
             b.explained = st.block_matched
-            if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines[-3:] + b.lines[:1]):
+            if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
                 if len(blocks) < blocks_limit:
                     blocks.append(b)
             st.block = None
@@ -163,7 +164,7 @@ class Engine:
             key = (line.source, line.rank)
             st = streams.get(key)
             if st is None:
-                st = streams[key] = _Stream(recent=deque(maxlen=self.window))
+                st = streams[key] = _Stream(recent=deque(maxlen=CONTEXT_LINES))
             if line.ts is not None:
                 st.last_ts = line.ts
             text = line.text
@@ -193,18 +194,22 @@ class Engine:
                     wm.after.append(line)
                 st.want_after = [wm for wm in st.want_after if len(wm.after) < CONTEXT_LINES]
 
-            # pending look-ahead context
-            if st.pending:
+            # pending look-ahead context (any rank of the same input)
+            src_recent = by_source.get(line.source)
+            if src_recent is None:
+                src_recent = by_source[line.source] = deque(maxlen=self.window)
+            pend = pending_src.get(line.source)
+            if pend:
                 keep = []
-                for pd in st.pending:
+                for pd in pend:
                     pd.needs = [i for i in pd.needs if not self._ctx_hit(pd.match.rule.context[i], line)]
                     if not pd.needs:
                         pd.match.context.append(line)
                         matches.append(pd.match)
-                        st.block_matched = True
+                        streams[(pd.match.line.source, pd.match.line.rank)].block_matched = True
                     elif line.lineno <= pd.deadline:
                         keep.append(pd)
-                st.pending = keep
+                pending_src[line.source] = keep
 
             # error-block tracking (for unmatched)
             self._track_block(st, line, seq, close_block, cur_attempt)
@@ -223,19 +228,21 @@ class Engine:
                     if rule.context:
                         needs = []
                         for i, c in enumerate(rule.context):
-                            found = [x for x in list(st.recent)[-c.window:] if self._ctx_hit(c, x)]
+                            found = [x for x in list(src_recent)[-c.window:] if self._ctx_hit(c, x)]
                             if found:
                                 m.context.append(found[-1])
                             else:
                                 needs.append(i)
                         if needs:
-                            st.pending.append(_Pending(m, needs, line.lineno + max(rule.context[i].window for i in needs)))
+                            pending_src.setdefault(line.source, []).append(
+                                _Pending(m, needs, line.lineno + max(rule.context[i].window for i in needs)))
                             continue
                     matches.append(m)
                     hit_any = True
             if hit_any:
                 st.block_matched = True
             st.recent.append(line)
+            src_recent.append(line)
 
         for st in streams.values():
             close_block(st)

@@ -122,11 +122,46 @@ def _order(m: Match) -> Tuple[float, int]:
     return (m.order_ts if m.order_ts is not None else float("inf"), m.seq)
 
 
+def _one_per_line(matches: List[Match]) -> List[Match]:
+    """A line that fires several patterns counts for the most specific (highest priority) one."""
+    best: Dict[Tuple[str, int], int] = {}
+    for m in matches:
+        k = (m.line.source, m.line.lineno)
+        best[k] = max(best.get(k, -1), m.pattern.priority)
+    return [m for m in matches if m.pattern.priority == best[(m.line.source, m.line.lineno)]]
+
+
+def _is_generic(m: Match) -> bool:
+    return m.pattern.generic if m.rule.generic is None else m.rule.generic
+
+
+OCCURRENCE_GAP = 40   # matches of one pattern this close in one rank's stream are one occurrence
+
+
+def _occurrences(matches: List[Match]) -> List[List[Match]]:
+    """Split matches into occurrences: the lines one failure prints on one rank (exception line,
+    the CUDA hints after it, the watchdog's copy) are one occurrence, not several findings."""
+    occ: List[List[Match]] = []
+    last: Dict[Tuple[str, Optional[int], str], List[Match]] = {}
+    for m in sorted(matches, key=lambda m: m.seq):
+        k = (m.line.source, m.line.rank, m.pattern.id)
+        cur = last.get(k)
+        if cur is not None and cur[0].role == m.role and 0 <= m.line.lineno - cur[-1].line.lineno <= OCCURRENCE_GAP:
+            cur.append(m)
+            continue
+        cur = [m]
+        last[k] = cur
+        occ.append(cur)
+    return occ
+
+
 def _group(matches: List[Match]) -> List[Finding]:
     groups: Dict[str, List[Match]] = {}
-    for m in matches:
-        fp = fingerprint(m.pattern.id, m.line.text)
-        groups.setdefault(fp, []).append(m)
+    extra: Dict[str, List[Match]] = {}
+    for o in _occurrences(_one_per_line(matches)):
+        fp = fingerprint(o[0].pattern.id, o[0].line.text)
+        groups.setdefault(fp, []).append(o[0])
+        extra.setdefault(fp, []).extend(o[1:])
     out = []
     for fp, ms in groups.items():
         ms.sort(key=_order)
@@ -134,7 +169,7 @@ def _group(matches: List[Match]) -> List[Finding]:
         p = first.pattern
         ev: List[Evidence] = []
         seen = set()
-        for m in ms:
+        for m in ms + extra[fp]:
             for ln in [m.line] + m.context:
                 k = (ln.source, ln.lineno)
                 if k not in seen and len(ev) < 6:
@@ -150,7 +185,7 @@ def _group(matches: List[Match]) -> List[Finding]:
         out.append(Finding(
             pitfall=p.id, title=p.title, severity=p.severity, kind=p.kind, role=first.role,
             rank=first.line.rank, source=first.line.source, line=first.line.lineno, count=len(ms),
-            ranks=ranks, evidence=ev, fingerprint=fp, priority=p.priority, generic=p.generic,
+            ranks=ranks, evidence=ev, fingerprint=fp, priority=p.priority, generic=_is_generic(first),
             order=_order(first), pattern_path=p.path, implicates=p.implicates,
             explanation=p.explanation, fix=p.fix, references=p.references, rule=first.rule.source_text,
         ))

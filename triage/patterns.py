@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, Dict, List, Optional, Sequence
 
 import regex
@@ -46,6 +45,7 @@ class MatchRule:
     context: List[ContextReq]
     negative: List[Any]
     source_text: str
+    generic: Optional[bool] = None     # overrides the pattern's `generic` for this rule
 
 
 @dataclass
@@ -114,7 +114,7 @@ def _parse_match(m: Any, where: str) -> MatchRule:
         raise PatternError(f"{where}: a match entry must be a mapping with 'regex' and 'literal'")
     if not isinstance(m, dict):
         raise PatternError(f"{where}: a match entry must be a mapping")
-    unknown = set(m) - {"regex", "literal", "ignore_case", "role", "context", "not"}
+    unknown = set(m) - {"regex", "literal", "ignore_case", "role", "context", "not", "generic"}
     if unknown:
         raise PatternError(f"{where}: unknown match field(s) {sorted(unknown)}")
     src = _req(m, "regex", str, where)
@@ -132,7 +132,10 @@ def _parse_match(m: Any, where: str) -> MatchRule:
             raise PatternError(f"{cw}: window must be an integer 1..1000")
         ctx.append(ContextReq(_compile(_req(c, "regex", str, cw), cw, ic), _literals(c, cw), window))
     neg = [_compile(n, where, ic) for n in _str_list(m.get("not"), where, "not")]
-    return MatchRule(_compile(src, where, ic), _literals(m, where), ic, role, ctx, neg, src)
+    gen = m.get("generic")
+    if gen is not None and not isinstance(gen, bool):
+        raise PatternError(f"{where}: generic must be true or false")
+    return MatchRule(_compile(src, where, ic), _literals(m, where), ic, role, ctx, neg, src, gen)
 
 
 def _parse_rule(r: Any, where: str) -> ConfigRule:
@@ -219,17 +222,12 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
 
 
 def builtin_dir() -> str:
-    """Directory of the bundled pattern files (installed package or source checkout)."""
+    """Directory of the bundled pattern files: triage/patterns/ when installed, ./patterns in a checkout."""
     here = os.path.dirname(os.path.abspath(__file__))
-    repo = os.path.join(os.path.dirname(here), "patterns")
-    try:
-        pkg = resources.files("triage.patterns")
-        p = str(pkg)
-        if os.path.isdir(p) and any(f.endswith(".yaml") for f in os.listdir(p)):
-            return p
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return repo
+    for d in (os.path.join(here, "patterns"), os.path.join(os.path.dirname(here), "patterns")):
+        if os.path.isdir(d) and any(f.endswith(".yaml") for f in os.listdir(d)):
+            return d
+    return os.path.join(os.path.dirname(here), "patterns")
 
 
 def load_file(path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:

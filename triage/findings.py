@@ -236,8 +236,12 @@ _CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "lost their
 def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
     if primary is None:
         return "no known pitfall found"
-    where = f"rank {primary.rank}" if primary.rank is not None else f"{primary.source}:{primary.line}"
-    s = f"{where} failed first with {primary.pitfall} ({primary.title})"
+    if primary.kind == "perf" and primary.evidence:
+        s = f"{primary.pitfall}: " + primary.evidence[0].text.replace("triage: ", "", 1)
+    elif primary.rank is not None:
+        s = f"rank {primary.rank} failed first with {primary.pitfall} ({primary.title})"
+    else:
+        s = f"{primary.pitfall} ({primary.title}) at {primary.source}:{primary.line}"
     casc = [f for f in findings if f.role == "cascade"]
     if casc:
         cranks = sorted({r for f in casc for r in f.ranks if r != primary.rank})

@@ -97,10 +97,46 @@ def render_text(a: Analysis) -> str:
     sus = a.extra.get("suspects") or []
     if sus:
         out.append("")
-        out.append("SUSPECTED CONFIG CHANGES")
+        out.append("CONFIG CHANGES SINCE THE BASELINE (>> = suspect, ranked; the rest is unrelated)")
         for s in sus:
+            mark = ">>" if not s.get("unrelated") else "  "
             because = ", ".join(s.get("because") or []) or "unrelated"
-            out.append(f"  {s['score']:>5.2f}  {s['key']}: {s['old']!r} -> {s['new']!r}   ({because})")
+            out.append(f"  {mark} {s['score']:>4.2f}  {s['key']}: {s['old']!r} -> {s['new']!r}   ({because})")
+    elif a.extra.get("diff") == []:
+        out.append("")
+        out.append("CONFIG CHANGES SINCE THE BASELINE: none (nothing to blame on the config)")
+    viol = a.extra.get("config_violations") or []
+    if viol:
+        out.append("")
+        out.append("CONFIG CHECK (rules the run's config breaks)")
+        for v in viol:
+            out.append(f"  {v['pitfall']}: {v['message']}")
+            if v.get("fix"):
+                out.append(f"      fix: {v['fix']}")
+    st = a.extra.get("step_times") or {}
+    if st:
+        out.append("")
+        out.append("STEP TIMES (steady state: warmup and capture iterations excluded)")
+        for name in ("current", "baseline"):
+            d = st.get(name)
+            if not d:
+                continue
+            extra = []
+            if d.get("capture_iterations"):
+                extra.append(f"capture in iteration {','.join(map(str, d['capture_iterations']))}")
+            if d.get("capture_seconds") is not None:
+                extra.append(f"capture {d['capture_seconds']} s")
+            if d.get("graph_memory"):
+                extra.append(f"graph memory {d['graph_memory']}")
+            med = d.get("steady_median_ms")
+            out.append(f"  {name:<9} median {med if med is not None else '-'} ms over "
+                       f"{len(d.get('steady_iterations') or [])} steady iterations"
+                       + (f"; {'; '.join(extra)}" if extra else ""))
+        for name, label in (("run_vs_run", "current vs baseline"), ("before_vs_after_capture", "replay vs eager before capture")):
+            c = st.get(name)
+            if c:
+                lo, hi = c["ci95_pct"]
+                out.append(f"  {label}: {c['delta_pct']:+.2f}% (95% CI {lo:+.2f}% .. {hi:+.2f}%): {c['verdict']}")
     if a.unmatched:
         out.append("")
         out.append("UNMATCHED ERRORS (no pattern explains these)")

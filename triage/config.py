@@ -59,6 +59,7 @@ KNOWN = {
     "moe_input_jitter_eps", "inference_cuda_graph_scope", "tensor_model_parallel_size",
     "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
     "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+    "framework",
 }
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
 ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
@@ -104,9 +105,12 @@ def norm_scope(v: Any) -> List[str]:
         items = [str(v)]
     out: List[str] = []
     for it in items:
-        for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT):
-            if m.group(1) not in out:
-                out.append(m.group(1))
+        found = [m.group(1) for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT)]
+        if not found and it.strip(" '\"[]"):
+            found = [x.strip(" '\"[]") for x in regex.split(r"[,\s]+", it) if x.strip(" '\"[]")]  # unknown name: keep it
+        for f in found:
+            if f not in out:
+                out.append(f)
     return out
 
 
@@ -147,6 +151,17 @@ def canonical(flat: Dict[str, Any]) -> Config:
     if alloc is not None:
         out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
     return out
+
+
+BRIDGE_SECTIONS = {"model", "train", "rng", "rerun_state_machine", "ddp", "optimizer", "checkpoint", "logger",
+                   "dataset", "scheduler", "mixed_precision", "comm_overlap", "tokenizer"}
+
+
+def framework_of(data: Any) -> Optional[str]:
+    """A nested config with Bridge's top-level sections is a Megatron Bridge config."""
+    if isinstance(data, dict) and len(BRIDGE_SECTIONS & {str(k) for k in data}) >= 2 and isinstance(data.get("model"), dict):
+        return "bridge"
+    return None
 
 
 def flatten(d: Any, prefix: str = "") -> Dict[str, Any]:
@@ -314,16 +329,19 @@ class LogConfigCollector:
         if "---" in text:
             if _ARGS_START.match(text):
                 self._mode = "args"
+                self.flat.setdefault("framework", "megatron-lm")
                 self.found.append("megatron-lm arguments block")
                 return
             if _TASK_START.match(text):
                 self._mode = "task"
+                self.flat.setdefault("framework", "bridge")
                 self._buf = []
                 self.found.append("bridge task configuration")
                 return
         if "Configuration Summary" in text and _SUMMARY_START.match(text):
             self._mode = "summary"
             self._section = ""
+            self.flat.setdefault("framework", "bridge")
             self.found.append("bridge configuration summary")
             return
         if "=" in text or "set by environment" in text:
@@ -394,7 +412,11 @@ def load_config(path: str) -> Config:
             raise ConfigError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'}: "
                               f"{str(e).splitlines()[0]}") from None
         if isinstance(data, dict):
-            return canonical(flatten(data))
+            cfg = canonical(flatten(data))
+            fw = framework_of(data)
+            if fw:
+                cfg.setdefault("framework", fw)
+            return cfg
         if data is not None and not isinstance(data, str):
             raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
     from .sources import read_lines
@@ -457,6 +479,10 @@ def _cond(cfg: Config, cond: Dict[str, Any]) -> bool:
         return not _contains(v, arg)
     if op == "contains_any":
         return any(_contains(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+    if op == "has_other_than":
+        allowed = arg if isinstance(arg, list) else [arg]
+        items = v if isinstance(v, (list, tuple)) else [v]
+        return any(not any(_eq(x, a) for a in allowed) for x in items)
     try:
         if op == "gt":
             return float(v) > float(arg)

@@ -21,7 +21,7 @@ ROLES = ("root-cause", "cascade", "info")
 DEFAULT_PRIORITY = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
 RULE_OPS = (
     "eq", "ne", "in", "not_in", "contains", "contains_any", "not_contains", "truthy", "falsy",
-    "set", "unset", "gt", "lt", "version_lt", "version_ge",
+    "set", "unset", "gt", "lt", "version_lt", "version_ge", "has_other_than",
 )
 
 

@@ -2,7 +2,8 @@
 
 Score of a changed key:
 - +1.0 for each config rule that the change turns from satisfied to violated (the rule's keys);
-- +1.0 when the primary finding's pattern `implicates` the key, +0.5 for another finding's;
+- +1.0 when the primary finding's pattern `implicates` the key, +0.5 for another root-cause finding's
+  (cascades and info findings never blame);
 - graph keys changed while a perf finding (graph-no-speedup, step-time-regression) exists: +0.5;
   other model/parallelism/environment keys then get +0.25 (they may change speed), while
   bookkeeping keys (learning rate, iterations, logging, checkpointing, seeds) never do.
@@ -45,7 +46,7 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
                 because.append(v.pitfall)
                 evidence.append(f"rule: {v.message}")
         for f in findings:
-            if ch.key in f.implicates and f.role != "info":
+            if ch.key in f.implicates and f.role == "root-cause":
                 w = 1.0 if f is primary else 0.5
                 score += w
                 because.append(f.pitfall)

@@ -107,8 +107,9 @@ class Engine:
     def __init__(self, patterns: List[Pattern]):
         self.patterns = patterns
         self.rules: List[Tuple[Pattern, MatchRule]] = [(p, r) for p in patterns for r in p.match]
-        lits = sorted({lit for _, r in self.rules for lit in r.literals}, key=len, reverse=True)
-        self._gate = regex.compile("|".join(regex.escape(lit) for lit in lits), regex.IGNORECASE) if lits else None
+        lits = {lit.lower() for _, r in self.rules for lit in r.literals}
+        # one trie-shaped regex over every literal (lower-cased): most lines are rejected by a single search
+        self._gate = regex.compile(trie_regex(lits)) if lits else None
         self._lower_rules = any(r.ignore_case for _, r in self.rules)
         self.window = max([c.window for _, r in self.rules for c in r.context] + [CONTEXT_LINES])
 
@@ -215,7 +216,7 @@ class Engine:
             self._track_block(st, line, seq, close_block, cur_attempt)
 
             hit_any = False
-            if not is_code and self._gate is not None and self._gate.search(text, timeout=TIMEOUT) is not None:
+            if not is_code and self._gate is not None and self._gate.search(text.lower(), timeout=TIMEOUT) is not None:
                 lower = text.lower() if self._lower_rules else text
                 for pat, rule in self.rules:
                     if not self._rule_hits(rule, text, lower):
@@ -280,13 +281,41 @@ class Engine:
                     b.end = line.lineno
                     return
             close_block(st)
-        if _EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+        if _maybe_error(text) and (_EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
             st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], seq, st.last_ts,
                                   group=cur_attempt)
             st.in_tb = False
 
 
+def trie_regex(words) -> str:
+    """A regex matching any of `words`, shaped as a trie (shared prefixes factored out).
+
+    The `regex` package tries alternatives one by one; factoring prefixes makes the literal
+    prefilter several times faster than a flat alternation."""
+    trie: Dict[str, dict] = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def build(node: Dict[str, dict]) -> str:
+        if list(node) == [""]:
+            return ""
+        alts = [regex.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        return "(?:" + body + ")?" if "" in node else body
+
+    return build(trie)
+
+
 _RECORD = regex.compile(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
+
+
+def _maybe_error(text: str) -> bool:
+    """Cheap test before the error-line regexes (most lines hold none of these)."""
+    return ("rror" in text or "ERROR" in text or "FATAL" in text or "xception" in text or "WARN" in text
+            or "Interrupt" in text or "Exit" in text or "Failure" in text or text[:1] == "E")
 
 
 def _looks_like_new_record(text: str) -> bool:

@@ -52,7 +52,8 @@ def normalise(text: str) -> str:
         text = parts[-1] if parts else ""
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE] + CLIP_MARK
-    text = _CTRL.sub("", text, timeout=TIMEOUT)
+    if not text.isprintable():
+        text = _CTRL.sub("", text, timeout=TIMEOUT)
     return text
 
 
@@ -92,9 +93,14 @@ def rank_from_filename(path: str) -> Optional[int]:
     return None
 
 
+_PREFIX_START = set("[ 0123456789")
+
+
 def split_prefix(text: str) -> Tuple[str, Optional[int]]:
     """Remove launcher rank prefixes; return (text, rank)."""
     rank = None
+    if text[:1] not in _PREFIX_START:
+        return text, None
     for _ in range(3):  # "[default0]:[rank0]: ..." nests
         for rx_ in _PREFIXES:
             m = rx_.match(text, timeout=TIMEOUT)

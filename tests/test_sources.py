@@ -75,3 +75,36 @@ def test_missing_file_is_input_error(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no log files"):
         expand_paths([str(tmp_path / "empty")])
+
+
+@pytest.mark.parametrize("raw,rank", [
+    ("[E1203 07:12:11.4 ProcessGroupNCCL.cpp:629] [PG ID 0 PG GUID 0(default_pg) Rank 12] Watchdog caught", 12),
+    ("[Rank 3] Watchdog caught collective operation timeout", 3),
+    ("[PG 0 Rank 7] Watchdog caught collective operation timeout", 7),
+    ("[PG 0 (default_pg) Rank 9] Watchdog caught", 9),
+    ("[NeMo E 2026-12-03 07:12:01 exp_manager:123] RuntimeError: x", None),
+])
+def test_rank_inside_message_and_nemo_prefix(raw, rank):
+    from triage.sources import make_line
+    ln = make_line(raw, "x.log", 1)
+    assert ln.rank == rank
+    if raw.startswith("[NeMo"):
+        assert ln.text == "RuntimeError: x" and ln.ts is not None
+
+
+def test_random_bytes_never_crash(tmp_path):
+    import random
+
+    from click.testing import CliRunner
+
+    from triage.cli import cli
+    rnd = random.Random(7)
+    for i in range(5):
+        data = bytes(rnd.getrandbits(8) for _ in range(20000))
+        data += b"\n[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n" if i % 2 else b""
+        p = tmp_path / f"r{i}.log"
+        p.write_bytes(data)
+        for fmt in ("text", "json", "markdown", "html"):
+            r = CliRunner().invoke(cli, ["analyze", str(p), "--format", fmt])
+            assert r.exit_code in (0, 1), r.output
+            assert r.exception is None or isinstance(r.exception, SystemExit)

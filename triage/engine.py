@@ -139,7 +139,8 @@ class Engine:
         by_source: Dict[str, Deque[Line]] = {}      # recent lines of an input, all ranks (for context)
         pending_src: Dict[str, List[_Pending]] = {}  # look-ahead context, any rank of the same input
         sources: List[str] = []
-        root_rank: Optional[int] = None
+        root_rank: Optional[int] = None   # torchrun's "Root Cause (first observed failure)" rank
+        in_root_cause = False
         seq = 0
         with_context = 0
         attempt: Dict[str, int] = {}     # restart count per input
@@ -182,10 +183,13 @@ class Engine:
             cur_attempt = attempt.get(line.source, 0)
 
             # launcher's own root-cause summary
-            if "local_rank" in text:
+            if text.startswith("Root Cause (first observed failure)"):
+                in_root_cause = True
+            elif in_root_cause and "local_rank" in text:
                 m = _ROOT_RANK.match(text)
-                if m and root_rank is None:
+                if m:
                     root_rank = int(m.group(1))
+                    in_root_cause = False
 
             is_code = st.after_frame or bool(_CODE.match(text))
             st.after_frame = bool(_FRAME.match(text)) if "File" in text else False

@@ -62,6 +62,8 @@ class Evidence:
     text: str
     before: List[str] = field(default_factory=list)
     after: List[str] = field(default_factory=list)
+    before_lines: List[int] = field(default_factory=list)   # line numbers of `before` / `after`
+    after_lines: List[int] = field(default_factory=list)
 
 
 @dataclass
@@ -178,6 +180,8 @@ def _group(matches: List[Match]) -> List[Finding]:
                     if ln is m.line:
                         e.before = [x.text for x in m.before]
                         e.after = [x.text for x in m.after]
+                        e.before_lines = [x.lineno for x in m.before]
+                        e.after_lines = [x.lineno for x in m.after]
                     ev.append(e)
             if len(ev) >= 6:
                 break

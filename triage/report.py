@@ -26,7 +26,8 @@ def finding_dict(f: Finding) -> Dict[str, Any]:
         "line": f.line,
         "count": f.count,
         "evidence": [{"source": e.source, "line": e.line, "rank": e.rank, "text": e.text,
-                      "before": e.before, "after": e.after} for e in f.evidence],
+                      "before": e.before, "after": e.after, "before_lines": e.before_lines,
+                      "after_lines": e.after_lines} for e in f.evidence],
         "fingerprint": f.fingerprint,
         "rule": {"pattern": f.pattern_path.rsplit("/", 1)[-1], "regex": f.rule},
         "explanation": f.explanation,
@@ -246,12 +247,17 @@ def _evidence_view(e: Dict[str, Any]) -> Dict[str, Any]:
     line = _int_or_none(e.get("line"))
     before = [_s(x) for x in _list(e.get("before"))][-MAX_CONTEXT:]
     after = [_s(x) for x in _list(e.get("after"))][:MAX_CONTEXT]
+    # real line numbers when given (an interleaved multi-rank log's neighbours are not line +/- 1)
+    bn = [_int_or_none(x) for x in _list(e.get("before_lines"))][-MAX_CONTEXT:]
+    an = [_int_or_none(x) for x in _list(e.get("after_lines"))][:MAX_CONTEXT]
     rows = []
     for i, t in enumerate(before):
-        rows.append({"n": line - len(before) + i if line is not None else "", "text": t, "hit": False})
+        n = bn[i - len(before) + len(bn)] if len(bn) == len(before) else (line - len(before) + i if line is not None else None)
+        rows.append({"n": n if n is not None else "", "text": t, "hit": False})
     rows.append({"n": line if line is not None else "", "text": _s(e.get("text")), "hit": True})
     for i, t in enumerate(after):
-        rows.append({"n": line + 1 + i if line is not None else "", "text": t, "hit": False})
+        n = an[i] if len(an) == len(after) else (line + 1 + i if line is not None else None)
+        rows.append({"n": n if n is not None else "", "text": t, "hit": False})
     return {"loc": _loc(e.get("source"), line), "rank": _rank(e.get("rank")), "text": _s(e.get("text")),
             "rows": rows}
 

@@ -25,7 +25,8 @@ def finding_dict(f: Finding) -> Dict[str, Any]:
         "source": f.source,
         "line": f.line,
         "count": f.count,
-        "evidence": [{"source": e.source, "line": e.line, "rank": e.rank, "text": e.text,
+        "evidence": [e.text for e in f.evidence],
+        "evidence_detail": [{"source": e.source, "line": e.line, "rank": e.rank, "text": e.text,
                       "before": e.before, "after": e.after, "before_lines": e.before_lines,
                       "after_lines": e.after_lines} for e in f.evidence],
         "fingerprint": f.fingerprint,
@@ -263,7 +264,7 @@ def _evidence_view(e: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _finding_view(f: Dict[str, Any]) -> Dict[str, Any]:
-    ev = _dicts(f.get("evidence"))
+    ev = _dicts(f.get("evidence_detail")) or _dicts(f.get("evidence"))
     rule = f.get("rule") if isinstance(f.get("rule"), dict) else {}
     refs = [{"source": _s(r.get("source"), 300), "version": _s(r.get("version"), 120)} for r in _dicts(f.get("references"))]
     return {

@@ -48,9 +48,23 @@ class _Group(click.Group):
     def main(self, *args, **kwargs):  # type: ignore[override]
         # usage errors exit 2 (click's default); anything unexpected becomes one line, not a traceback
         try:
-            return super().main(*args, standalone_mode=True, **kwargs)
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+            sys.exit(rv if isinstance(rv, int) else 0)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(EXIT_USAGE)
+        except click.exceptions.Abort:
+            sys.exit(130)
         except (KeyboardInterrupt, BrokenPipeError):
             sys.exit(130)
+        except Exception as e:  # never a traceback for a user; TRIAGE_DEBUG=1 shows it
+            if os.environ.get("TRIAGE_DEBUG"):
+                raise
+            click.echo(f"triage: internal error: {type(e).__name__}: {str(e)[:300]} "
+                       "(set TRIAGE_DEBUG=1 for the traceback and please report it)", err=True)
+            sys.exit(EXIT_USAGE)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,7 +107,8 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
     else:
         click.echo(out, nl=not out.endswith("\n"))
-    if a.primary is not None and not exit_zero:
+    failed = a.primary is not None or any(f.role in ("root-cause", "cascade") for f in a.findings)
+    if failed and not exit_zero:
         raise click.exceptions.Exit(EXIT_FOUND)
 
 

@@ -164,21 +164,37 @@ def framework_of(data: Any) -> Optional[str]:
     return None
 
 
-def flatten(d: Any, prefix: str = "") -> Dict[str, Any]:
+def flatten(d: Any, prefix: str = "", _seen: Optional[set] = None) -> Dict[str, Any]:
+    """Nested mapping -> {dotted key: value}; cycles (YAML aliases) and depth are bounded."""
     out: Dict[str, Any] = {}
-    if isinstance(d, dict):
-        for k, v in d.items():
-            k = str(k)
-            if k == "env" and isinstance(v, dict):
-                for ek, ev in v.items():
-                    out[f"env.{ek}"] = ev
-                continue
-            p = f"{prefix}.{k}" if prefix else k
-            if isinstance(v, dict) and not k.startswith("_"):
-                out.update(flatten(v, p))
-            else:
-                out[p] = v
+    seen = _seen if _seen is not None else set()
+    if not isinstance(d, dict) or id(d) in seen or prefix.count(".") > 30:
+        return out
+    seen = seen | {id(d)}
+    for k, v in d.items():
+        k = str(k)
+        if k == "env" and isinstance(v, dict):
+            for ek, ev in v.items():
+                out[f"env.{ek}"] = ev
+            continue
+        p = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict) and not k.startswith("_"):
+            out.update(flatten(v, p, seen))
+        elif isinstance(v, (list, dict)) and _cyclic(v, seen):
+            continue
+        else:
+            out[p] = v
     return out
+
+
+def _cyclic(v: Any, seen: set, depth: int = 0) -> bool:
+    if depth > 30 or id(v) in seen:
+        return True
+    if isinstance(v, dict):
+        return any(_cyclic(x, seen | {id(v)}, depth + 1) for x in v.values())
+    if isinstance(v, list):
+        return any(_cyclic(x, seen | {id(v)}, depth + 1) for x in v)
+    return False
 
 
 class _LenientLoader(yaml.SafeLoader):

@@ -34,6 +34,7 @@ _ERROR_LINE = regex.compile(
 _WRAPPER = regex.compile(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
 _ROOT_RANK = regex.compile(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 BLOCK_MAX_LINES = 40
+RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
 # Lines that start a (new) training attempt; a second one in the same stream means a restart.
@@ -144,6 +145,7 @@ class Engine:
         seq = 0
         with_context = 0
         attempt: Dict[str, int] = {}     # restart count per input
+        boundaries: List[float] = []     # times of restarts (to place inputs that show none)
         started: set = set()             # inputs whose first attempt banner was seen
 
         def close_block(st: _Stream) -> None:
@@ -176,11 +178,17 @@ class Engine:
                 if _ATTEMPT_START.match(text):
                     if line.source in started:
                         attempt[line.source] = attempt.get(line.source, 0) + 1
+                        if st.last_ts is not None:
+                            boundaries.append(st.last_ts)
                     started.add(line.source)
                 elif _RESTART.search(text, timeout=TIMEOUT):
                     attempt[line.source] = attempt.get(line.source, 0) + 1
                     started.discard(line.source)
-            cur_attempt = attempt.get(line.source, 0)
+                    if st.last_ts is not None:
+                        boundaries.append(st.last_ts)
+            cur_attempt = attempt.get(line.source, 0) if line.attempt is None else line.attempt
+            if line.attempt is not None:
+                attempt[line.source] = line.attempt
 
             # launcher's own root-cause summary
             if text.startswith("Root Cause (first observed failure)"):
@@ -191,7 +199,9 @@ class Engine:
                     root_rank = int(m.group(1))
                     in_root_cause = False
 
-            is_code = st.after_frame or bool(_CODE.match(text))
+            # the line after a frame line is its source code only when indented (a frame without
+            # source, e.g. File "<frozen runpy>", is followed directly by the exception line)
+            is_code = (st.after_frame and text[:1] in (" ", "\t")) or bool(_CODE.match(text))
             st.after_frame = bool(_FRAME.match(text)) if "File" in text else False
 
             if st.want_after:
@@ -252,7 +262,19 @@ class Engine:
         for st in streams.values():
             close_block(st)
         matches.sort(key=lambda m: m.seq)
-        attempts = 1 + max(list(attempt.values()) + [0])
+        # An input that shows no restart of its own (rank 1's file when rank 0 prints the banner)
+        # is split at the restart times seen elsewhere.
+        marked = {src for src, n in attempt.items() if n > 0}
+        bs: List[float] = []
+        for b in sorted(boundaries):        # one restart seen by several inputs is one boundary
+            if not bs or b - bs[-1] > RESTART_MERGE_S:
+                bs.append(b)
+        if bs:
+            for item in list(matches) + list(blocks):
+                src = item.line.source if isinstance(item, Match) else item.source
+                if src not in marked and item.order_ts is not None:
+                    item.group = sum(1 for b in bs if item.order_ts >= b)
+        attempts = 1 + max(list(attempt.values()) + [len(bs), 0])
         return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources,
                           launcher_root_rank=root_rank, attempts=attempts)
 

@@ -196,6 +196,9 @@ def _group(matches: List[Match]) -> List[Finding]:
     return out
 
 
+SAME_BURST_S = 30.0   # failures this close in time are one burst: the most specific one is primary
+
+
 def assign_roles(findings: List[Finding]) -> Optional[Finding]:
     """Set cascade roles and return the primary finding."""
     specific = [f for f in findings if f.role == "root-cause" and not f.generic]
@@ -211,7 +214,11 @@ def assign_roles(findings: List[Finding]) -> Optional[Finding]:
         candidates = generic[:1]
     else:
         return None
-    return sorted(candidates, key=lambda f: (-f.priority, f.order))[0]
+    # Earliest failure first; among failures of one burst (or without times), the most specific.
+    cands = sorted(candidates, key=lambda f: f.order)
+    t0 = cands[0].order[0]
+    burst = [f for f in cands if f.order[0] == float("inf") or f.order[0] - t0 <= SAME_BURST_S]
+    return sorted(burst, key=lambda f: (-f.priority, f.order))[0]
 
 
 def _unmatched(blocks: List[ErrorBlock]) -> List[Unmatched]:
@@ -307,6 +314,35 @@ def timeline(matches: List[Match], findings: List[Finding]) -> List[Dict[str, ob
     return out
 
 
+def _block_order(b: ErrorBlock) -> Tuple[float, int]:
+    return (b.order_ts if b.order_ts is not None else float("inf"), b.seq)
+
+
+def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock],
+                      launcher_rank: Optional[int]) -> Optional[ErrorBlock]:
+    """An error no pattern explains that came before a generic primary (a watchdog timeout, a lost
+    peer) on another rank -- or on the rank the launcher names as root cause -- is the real first
+    failure; the generic findings are its cascade."""
+    if primary is None or not primary.generic:
+        return None
+    cands = [b for b in blocks if b.rank is not None and b.rank not in primary.ranks]
+    if launcher_rank is not None:
+        named = [b for b in cands if b.rank == launcher_rank]
+        if named:
+            return min(named, key=_block_order)
+    earlier = [b for b in cands if b.order_ts is not None and primary.order[0] != float("inf")
+               and b.order_ts < primary.order[0]]
+    return min(earlier, key=_block_order) if earlier else None
+
+
+def _block_message(b: ErrorBlock) -> str:
+    from .engine import _EXC_LINE
+    for ln in reversed(b.lines):
+        if _EXC_LINE.match(ln):
+            return ln[:200]
+    return (b.lines[-1] if b.lines else "")[:200]
+
+
 def analyse(scan: ScanResult) -> Analysis:
     """Triage a scan; a log with restarts is triaged per attempt and the last attempt is the headline."""
     last = scan.attempts - 1
@@ -317,6 +353,22 @@ def analyse(scan: ScanResult) -> Analysis:
                  lines=scan.lines, sources=scan.sources, attempts=scan.attempts,
                  launcher_root_rank=scan.launcher_root_rank)
     a.extra["timeline"] = timeline(last_matches, findings)
+    ub = unexplained_first(primary, [b for b in scan.blocks if b.group == last], scan.launcher_root_rank)
+    if ub is not None and primary is not None:
+        for f in findings:
+            if f.role == "root-cause":
+                f.role = "cascade"
+        a.primary = None
+        a.first_rank = ub.rank
+        a.extra["first_failure"] = {"rank": ub.rank, "source": ub.source, "line": ub.start,
+                                    "message": _block_message(ub), "explained": False}
+        cranks = sorted({r for f in findings for r in f.ranks if r != ub.rank})
+        kinds = sorted({f.pitfall for f in findings if f.role == "cascade"})
+        verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
+        verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
+        a.summary = (f"rank {ub.rank} failed first with an error no pattern explains ({_block_message(ub)}); "
+                     f"{len(cranks)} rank{'s' if len(cranks) != 1 else ''} ({rank_ranges(cranks)}) then {verb} "
+                     f"({', '.join(kinds)})")
     if scan.attempts > 1:
         detail = []
         for g in range(scan.attempts):

@@ -72,7 +72,7 @@ def _clip(s: str, n: int = 300) -> str:
 def render_text(a: Analysis) -> str:
     out: List[str] = []
     if a.primary is None:
-        out.append("triage: no known pitfall found")
+        out.append(f"triage: {a.summary}")
     else:
         p = a.primary
         out.append(f"triage: {a.summary}")

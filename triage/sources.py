@@ -13,6 +13,8 @@ import gzip
 import io
 import os
 import sys
+import time
+import zlib
 from dataclasses import dataclass
 from typing import IO, Iterable, Iterator, List, Optional, Tuple
 
@@ -36,6 +38,7 @@ class Line:
     rank: Optional[int]       # global rank if known
     ts: Optional[float]       # seconds since the epoch (UTC) if the line carries a time
     raw: str = ""             # normalised text with its prefix (for evidence)
+    attempt: Optional[int] = None   # restart attempt known from the path (torchrun attempt_N/)
 
 
 # --- normalisation -----------------------------------------------------------
@@ -84,6 +87,9 @@ _FILE_RANK = [
 
 def rank_from_filename(path: str) -> Optional[int]:
     name = os.path.basename(path)
+    parent = os.path.basename(os.path.dirname(path))
+    if parent.isdigit() and name in ("stdout.log", "stderr.log", "error.json"):   # torchrun --log-dir
+        return int(parent)
     if name.endswith(".gz"):
         name = name[:-3]
     for rx_ in _FILE_RANK[:2]:
@@ -192,21 +198,35 @@ def expand_paths(paths: Iterable[str]) -> List[str]:
     return out
 
 
-def _open_binary(path: str) -> IO[bytes]:
+_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError)
+
+
+def _open_binary(path: str) -> Tuple[IO[bytes], str]:
+    """Open a file or stdin as bytes, gunzipping when it starts with the gzip magic; also return
+    the text encoding (UTF-16 when a byte-order mark says so, as PowerShell writes, else UTF-8)."""
     if path == "-":
-        return sys.stdin.buffer
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise InputError(f"cannot read {path!r}: {e.strerror or e}") from None
-    head = f.read(2)
-    f.seek(0)
-    if head == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=f)  # type: ignore[return-value]
-    return f
+        f: IO[bytes] = sys.stdin.buffer
+        peek = getattr(f, "peek", None)
+        head = peek(4)[:4] if peek else b""
+    else:
+        try:
+            f = open(path, "rb")
+        except OSError as e:
+            raise InputError(f"cannot read {path!r}: {e.strerror or e}") from None
+        head = f.read(4)
+        f.seek(0)
+    if head[:2] == b"\x1f\x8b":
+        f = gzip.GzipFile(fileobj=f)  # type: ignore[assignment]
+        try:
+            head = f.peek(4)[:4]  # type: ignore[attr-defined]
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {'<stdin>' if path == '-' else path!r}: {e}") from None
+    enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+    return f, enc
 
 
-def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None) -> Line:
+def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,
+              year_hint: Optional[int] = None, attempt: Optional[int] = None) -> Line:
     """Normalise one physical line and tag it with its rank and time."""
     norm = normalise(raw)
     text, rank = split_prefix(norm)
@@ -214,34 +234,53 @@ def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = Non
         rank = file_rank
     if rank is None:
         rank = inner_rank(text)
-    return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(norm), raw=norm)
+    return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(norm, year_hint), raw=norm,
+                attempt=attempt)
+
+
+_ATTEMPT_DIR = regex.compile(r"(?:^|/)attempt_(\d+)(?:/|$)")
+
+
+def attempt_from_path(path: str) -> Optional[int]:
+    """torchrun --log-dir keeps each restart in attempt_N/."""
+    m = _ATTEMPT_DIR.search(path.replace(os.sep, "/"), timeout=TIMEOUT)
+    return int(m.group(1)) if m else None
 
 
 def read_lines(path: str) -> Iterator[Line]:
     """Yield normalised, rank- and time-tagged lines of one input, streaming."""
     label = "<stdin>" if path == "-" else path
     file_rank = None if path == "-" else rank_from_filename(path)
-    fb = _open_binary(path)
-    stream = io.TextIOWrapper(fb, encoding="utf-8", errors="replace", newline="\n")
+    attempt = None if path == "-" else attempt_from_path(path)
+    fb, enc = _open_binary(path)
+    stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     lineno = 0
+    year: Optional[int] = None
     try:
         while True:
             try:
                 raw = stream.readline(MAX_LINE * 4)
-            except (OSError, EOFError, gzip.BadGzipFile) as e:
+                if raw and not raw.endswith("\n"):
+                    # over-long physical line: skip the remainder of it, streaming
+                    rest = raw
+                    while rest and not rest.endswith("\n"):
+                        rest = stream.readline(MAX_LINE * 4)
+            except _READ_ERRORS as e:
                 raise InputError(f"cannot read {label!r}: {e}") from None
             if not raw:
                 break
-            if not raw.endswith("\n"):
-                # over-long physical line: skip the remainder of it, streaming
-                rest = raw
-                while rest and not rest.endswith("\n"):
-                    try:
-                        rest = stream.readline(MAX_LINE * 4)
-                    except (OSError, EOFError) as e:
-                        raise InputError(f"cannot read {label!r}: {e}") from None
             lineno += 1
-            yield make_line(raw.rstrip("\n"), label, lineno, file_rank)
+            raw = raw.rstrip("\n")
+            if "\r" in raw and "train_step_timing" in raw:
+                # a progress bar written to a file: every update is a step record, keep them all
+                for seg in raw.split("\r"):
+                    if "train_step_timing" in seg:
+                        yield make_line(seg, label, lineno, file_rank, year, attempt)
+                continue
+            ln = make_line(raw, label, lineno, file_rank, year, attempt)
+            if ln.ts is not None and "-" in ln.raw[:40]:
+                year = time.gmtime(ln.ts).tm_year   # a dated line tells glog lines (no year) their year
+            yield ln
     finally:
         if path != "-":
             fb.close()

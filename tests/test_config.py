@@ -41,7 +41,7 @@ def test_bridge_run_config_yaml():
     assert c["cuda_graph_impl"] == "transformer_engine"
     assert c["cuda_graph_scope"] == ["attn", "moe_router", "moe_preprocess"]
     assert c["use_te_rng_tracker"] is True and c["check_for_nan_in_loss"] is True
-    assert c["micro_batch_size"] == 1 and c["optimizer.lr"] == 0.0003
+    assert c["micro_batch_size"] == 1 and c["lr"] == 0.0003
     assert c["moe_expert_capacity_factor"] is None
 
 
@@ -110,7 +110,7 @@ def test_diff_is_canonical():
     a = load_config(os.path.join(CFG, "good_run_config.yaml"))
     b = load_config(os.path.join(CFG, "bad_run_config.yaml"))
     keys = {c.key for c in diff(a, b)}
-    assert keys == {"cuda_graph_scope", "optimizer.lr", "logger.log_interval"}
+    assert keys == {"cuda_graph_scope", "lr", "log_interval"}
     assert diff(a, a) == []
 
 
@@ -124,3 +124,15 @@ def test_cli_diff_and_check_config_bad_file():
     assert r.exit_code == 0 and {c["key"] for c in json.loads(r.output)} >= {"cuda_graph_scope"}
     r = invoke(["check-config", "/nonexistent.yaml"])
     assert r.exit_code == 2 and "Traceback" not in r.output
+
+
+def test_scope_reorder_is_no_change_and_cross_format_keys_agree():
+    a = canonical({"model.cuda_graph_scope": ["attn", "moe_router"], "optimizer.lr": 3e-4})
+    b = canonical({"cuda_graph_scope": "moe_router,attn", "lr": "0.0003"})
+    assert diff(a, b) == []
+    assert diff({"framework": "bridge"}, {"framework": "megatron-lm"}) == []
+
+
+def test_cmdline_single_value_flags_take_one_token():
+    d = parse_cmdline("torchrun --nproc-per-node 8 pretrain_gpt.py --cuda-graph-scope attn mlp --seq-length 4096")
+    assert d["nproc_per_node"] == "8" and d["cuda_graph_scope"] == ["attn", "mlp"] and d["seq_length"] == "4096"

@@ -37,3 +37,12 @@ def test_redact_obj_walks_structures():
 def test_secret_named_config_keys_lose_their_values():
     out = redact_obj({"env.WANDB_API_KEY": "abcdef0123456789", "env.NCCL_GRAPH_REGISTER": "0"})
     assert out == {"env.WANDB_API_KEY": MARK, "env.NCCL_GRAPH_REGISTER": "0"}
+
+
+@pytest.mark.parametrize("line", [
+    '{"wandb_api_key": "0123456789abcdef0123456789abcdef01234567"}',
+    "environ({'WANDB_API_KEY': '0123456789abcdef0123456789abcdef01234567', 'PATH': '/usr/bin'})",
+])
+def test_quoted_secret_keys(line):
+    out = redact(line)
+    assert "0123456789abcdef0123456789abcdef01234567" not in out and MARK in out

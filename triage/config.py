@@ -59,7 +59,7 @@ KNOWN = {
     "moe_input_jitter_eps", "inference_cuda_graph_scope", "tensor_model_parallel_size",
     "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
     "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-    "framework",
+    "framework", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
 }
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
 ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
@@ -114,6 +114,10 @@ def norm_scope(v: Any) -> List[str]:
     return out
 
 
+def _scope_order(name: str) -> Tuple[int, str]:
+    return (SCOPES.index(name), "") if name in SCOPES else (len(SCOPES), name)
+
+
 def canonical(flat: Dict[str, Any]) -> Config:
     """Flat {dotted key: value} (any era / spelling) -> canonical config."""
     out: Config = {}
@@ -128,14 +132,18 @@ def canonical(flat: Dict[str, Any]) -> Config:
             rng.append(bool(v))
             continue
         key = ALIASES.get(last, last)
-        if key in KNOWN:
-            out[key] = v
+        first = k.split(".", 1)[0]
+        if key in KNOWN or (first in BRIDGE_SECTIONS and k.count(".") == 1):
+            out[key] = v            # Bridge's optimizer.lr is Megatron-LM's lr
         else:
             out[k.replace("-", "_")] = v
     if rng:
         out["use_te_rng_tracker"] = any(rng)   # model.use_te_rng_tracker and rng.te_rng_tracker are OR-synced
     if "cuda_graph_scope" in out:
-        out["cuda_graph_scope"] = norm_scope(out["cuda_graph_scope"])
+        # order does not matter to megatron-core: keep one canonical order so a reorder is no diff
+        out["cuda_graph_scope"] = sorted(norm_scope(out["cuda_graph_scope"]), key=_scope_order)
+    if isinstance(out.get("recompute_modules"), list):
+        out["recompute_modules"] = sorted(str(x) for x in out["recompute_modules"])
     impl = out.get("cuda_graph_impl")
     if isinstance(impl, str):
         impl = impl.split(".")[-1].strip().lower()      # "CudaGraphImpl.local"
@@ -253,6 +261,10 @@ VERSION_KEYS = tuple(k for k, _ in _VERSION_LINES)
 _OVERRIDE_TOK = regex.compile(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+=")
 
 
+MULTI_VALUE_FLAGS = {"cuda_graph_scope", "cuda_graph_modules", "recompute_modules", "data_path",
+                     "train_data_path", "valid_data_path", "test_data_path", "moe_layer_freq"}
+
+
 def parse_cmdline(text: str) -> Dict[str, Any]:
     """Flags of an echoed command line: `--cuda-graph-scope attn moe_router --te-rng-tracker`."""
     try:
@@ -281,10 +293,11 @@ def parse_cmdline(text: str) -> Dict[str, Any]:
                     out[key[3:]] = False
                 else:
                     out[key] = True
-            elif key in ("cuda_graph_scope", "cuda_graph_modules", "recompute_modules"):
+            elif key in MULTI_VALUE_FLAGS:
                 out[key] = [x for v in vals for x in v.split(",") if x]
             else:
-                out[key] = vals[0] if len(vals) == 1 else vals
+                out[key] = vals[0]          # the rest is positional (e.g. the script after --nproc-per-node 8)
+                j = i + 2
             i = j
         elif _OVERRIDE_TOK.match(t):                                   # Hydra/OmegaConf override
             k, v = t.split("=", 1)
@@ -553,9 +566,12 @@ class Change:
     new: Any
 
 
+NOT_CONFIG = {"framework"}   # facts about where a config came from, not settings
+
+
 def diff(old: Config, new: Config) -> List[Change]:
     out = []
-    for k in sorted(set(old) | set(new)):
+    for k in sorted((set(old) | set(new)) - NOT_CONFIG):
         a, b = old.get(k), new.get(k)
         if a != b:
             out.append(Change(k, a, b))

@@ -156,6 +156,7 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
             raise PatternError(f"{cw}: 'key' must be a string")
         keys.append(cond["key"])
     message = _req(r, "message", str, where)
+    keys = list(dict.fromkeys(keys))
     return ConfigRule(when=when, message=message, keys=_str_list(r.get("keys"), where, "keys") or keys,
                       fix=str(r.get("fix", "")))
 

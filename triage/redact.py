@@ -13,8 +13,9 @@ _RULES = [
     # Bearer / token auth headers
     (regex.compile(r"(?i)\b(Bearer|token)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + MARK),
     # KEY=VALUE / KEY: VALUE for secret-looking variable names (WANDB_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY, ...)
-    (regex.compile(r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY(?:_ID)?|AUTH)[A-Z0-9_]*)"
-                   r"(\s*[=:]\s*|\s+set by environment to\s+)(['\"]?)([^\s'\",;]+)"), r"\1\2\3" + MARK),
+    # (also quoted, as in JSON or an os.environ dump: "wandb_api_key": "...", {'HF_TOKEN': '...'})
+    (regex.compile(r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY(?:_ID)?|AUTH)[A-Z0-9_]*['\"]?)"
+                   r"(\s*[=:]\s*|\s+set by environment to\s+)(['\"]?)([^\s'\",;}]+)"), r"\1\2\3" + MARK),
     # Hugging Face, GitHub, Slack, OpenAI-style and AWS access key ids
     (regex.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MARK),
     (regex.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}\b"), MARK),

@@ -76,3 +76,18 @@ def test_compare_needs_samples_and_is_deterministic():
     c1 = compare([10, 11, 10, 12, 10], [15, 16, 15, 17, 15])
     c2 = compare([10, 11, 10, 12, 10], [15, 16, 15, 17, 15])
     assert c1 == c2 and c1.slower and not c1.faster
+
+
+def test_too_few_steady_steps_give_no_verdict():
+    assert compare([1000.0, 1012.0], [1024.0, 1031.0]) is None
+
+
+def test_capture_in_another_ranks_file_is_placed_by_time():
+    from triage.sources import make_line
+    s = StepLog()
+    s.feed(make_line("[2026-12-03 10:00:05.000000] INFO: Start CUDA Graphs capture...", "rank_0.log", 1))
+    for i, (t, ms) in enumerate([("10:00:01", 1000), ("10:00:02", 1000), ("10:00:03", 1000),
+                                 ("10:01:03", 60000), ("10:01:04", 1000)], 1):
+        s.feed(make_line(f" [2026-12-03 {t}.000000] iteration {i:8d}/ 10 | elapsed time per iteration (ms): {ms}.0 |",
+                         "rank_7.log", i))
+    assert s.capture_iters == [4]

@@ -10,6 +10,7 @@ MIN_EFFECT_PCT.
 """
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from .sources import Line
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
 MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"
+MIN_SAMPLES = 4           # fewer steady-state steps on either side: no verdict (a bootstrap of 2-3 is not honest)
 BOOTSTRAP = 2000
 
 _MEGATRON = regex.compile(
@@ -49,7 +51,9 @@ class StepLog:
     graph_memory: Optional[str] = None
     graphable_layers: Optional[int] = None
     evidence: Dict[int, Tuple[str, int, str]] = field(default_factory=dict)   # iteration -> (source, line, text)
-    _capture_pending: bool = False
+    _capture_pending: Dict[str, bool] = field(default_factory=dict)   # per input
+    _capture_ts: List[float] = field(default_factory=list)
+    _step_ts: Dict[int, float] = field(default_factory=dict)
     _nemo_i: int = 0
 
     def feed(self, line: Line) -> None:
@@ -69,27 +73,41 @@ class StepLog:
             return
         if "raph" in t:
             if _CAPTURE.search(t, timeout=TIMEOUT):
-                self._capture_pending = True
+                self._mark_capture(line)
             m = _BUILT.search(t, timeout=TIMEOUT)
             if m:
-                self._capture_pending = True
+                self._mark_capture(line)
                 self.graphs_built = int(m.group(1))
                 self.capture_seconds = max(self.capture_seconds or 0.0, float(m.group(2)))
                 if m.group(3):
                     self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
             m = _TIME_SPENT.search(t, timeout=TIMEOUT)
             if m:
-                self._capture_pending = True
+                self._mark_capture(line)
                 self.capture_seconds = max(self.capture_seconds or 0.0, float(m.group(2)))
             m = _GRAPHABLE.search(t, timeout=TIMEOUT)
             if m:
                 self.graphable_layers = int(m.group(2))
 
+    def _mark_capture(self, line: Line) -> None:
+        self._capture_pending[line.source] = True
+        if line.ts is not None:
+            self._capture_ts.append(line.ts)
+
     def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
-        if self._capture_pending:
+        if self._capture_pending.get(line.source):
             if it not in self.capture_iters:
                 self.capture_iters.append(it)
-            self._capture_pending = False
+            self._capture_pending[line.source] = False
+        if line.ts is not None:
+            self._step_ts[it] = min(self._step_ts.get(it, line.ts), line.ts)
+        # capture lines in another input (rank 0's file) place the capture by time: the first
+        # step that ends after the capture contains it
+        for cts in self._capture_ts:
+            if line.ts is not None and line.ts >= cts and not any(
+                    self._step_ts.get(c, float("inf")) >= cts for c in self.capture_iters):
+                if it not in self.capture_iters:
+                    self.capture_iters.append(it)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
             self.evidence[it] = (line.source, line.lineno, line.text)
@@ -122,25 +140,62 @@ class Comparison:
     ci_high: float
     n_base: int
     n_cur: int
+    p_slower: float = 1.0     # one-sided Mann-Whitney p that current is slower
+    p_faster: float = 1.0
 
     @property
     def slower(self) -> bool:
-        return self.ci_low > 0 and self.delta_pct >= MIN_EFFECT_PCT
+        return self.ci_low > 0 and self.delta_pct >= MIN_EFFECT_PCT and self.p_slower < ALPHA
 
     @property
     def faster(self) -> bool:
-        return self.ci_high < 0 and self.delta_pct <= -MIN_EFFECT_PCT
+        return self.ci_high < 0 and self.delta_pct <= -MIN_EFFECT_PCT and self.p_faster < ALPHA
 
     def as_dict(self) -> Dict[str, float]:
         return {"baseline_median_ms": round(self.base_median, 3), "current_median_ms": round(self.cur_median, 3),
                 "delta_pct": round(self.delta_pct, 2), "ci95_pct": [round(self.ci_low, 2), round(self.ci_high, 2)],
                 "n_baseline": self.n_base, "n_current": self.n_cur,
+                "p_slower": round(self.p_slower, 4), "p_faster": round(self.p_faster, 4),
                 "verdict": "slower" if self.slower else "faster" if self.faster else "no significant change"}
+
+
+ALPHA = 0.025             # one-sided significance for the rank test
+
+
+def mann_whitney(base: List[float], cur: List[float]) -> Tuple[float, float]:
+    """One-sided p-values (cur > base, cur < base) of the Mann-Whitney U test, normal
+    approximation with tie correction (conservative enough for n >= 4 per side)."""
+    n1, n2 = len(base), len(cur)
+    allv = sorted((v, g) for g, vs in ((0, base), (1, cur)) for v in vs)
+    ranks: Dict[int, float] = {}
+    i, tie_term = 0, 0.0
+    r_cur = 0.0
+    while i < len(allv):
+        j = i
+        while j + 1 < len(allv) and allv[j + 1][0] == allv[i][0]:
+            j += 1
+        avg = (i + j) / 2 + 1
+        t = j - i + 1
+        tie_term += t ** 3 - t
+        r_cur += avg * sum(1 for k in range(i, j + 1) if allv[k][1] == 1)
+        i = j + 1
+    u = r_cur - n2 * (n2 + 1) / 2          # U of the current sample
+    mu = n1 * n2 / 2
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
+    if var <= 0:
+        return 1.0, 1.0
+    sd = math.sqrt(var)
+    z_hi = (u - mu - 0.5) / sd             # continuity correction
+    z_lo = (u - mu + 0.5) / sd
+    p_slower = 0.5 * math.erfc(z_hi / math.sqrt(2))
+    p_faster = 0.5 * math.erfc(-z_lo / math.sqrt(2))
+    return p_slower, p_faster
 
 
 def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comparison]:
     """Relative difference of medians (cur vs base, %) with a bootstrap 95% interval."""
-    if len(base) < 2 or len(cur) < 2:
+    if len(base) < MIN_SAMPLES or len(cur) < MIN_SAMPLES:
         return None
     mb, mc = statistics.median(base), statistics.median(cur)
     if mb <= 0:
@@ -153,7 +208,8 @@ def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comp
         deltas.append((c - b) / b * 100.0)
     deltas.sort()
     lo, hi = deltas[int(0.025 * BOOTSTRAP)], deltas[int(0.975 * BOOTSTRAP) - 1]
-    return Comparison(mb, mc, (mc - mb) / mb * 100.0, lo, hi, len(base), len(cur))
+    ps, pf = mann_whitney(base, cur)
+    return Comparison(mb, mc, (mc - mb) / mb * 100.0, lo, hi, len(base), len(cur), ps, pf)
 
 
 def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:

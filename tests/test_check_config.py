@@ -72,3 +72,17 @@ def test_bridge_run_config_file_and_env_flag():
     assert check([os.path.join(CFG, "bad_run_config.yaml")]) == {"moe-scope-conflict", "dropless-moe-scope"}
     assert "nccl-graph-register-expandable" in check([os.path.join(CFG, "bad_flat.yaml")])
     assert check([os.path.join(CFG, "good_flat.json")]) == set()
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["enable_cuda_graph=True", "cuda_graph_impl=local", "use_te_rng_tracker=True"], "deprecated-graph-flags"),
+    (["enable_cuda_graph=True", "external_cuda_graph=True", "use_te_rng_tracker=True"], "deprecated-graph-flags"),
+    (TE + ["cuda_graph_scope=[full,attn]"], "invalid-graph-option"),
+    (TE + ["cuda_graph_scope=[attn]", "cuda_graph_modules=[attn]"], "deprecated-graph-flags"),
+])
+def test_megatron_core_flag_rules(args, expected):
+    assert expected in check(args)
+
+
+def test_enable_cuda_graph_alone_is_fine():
+    assert check(["enable_cuda_graph=True", "use_te_rng_tracker=True"]) == set()

@@ -59,7 +59,7 @@ KNOWN = {
     "moe_input_jitter_eps", "inference_cuda_graph_scope", "tensor_model_parallel_size",
     "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
     "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-    "framework", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+    "framework", "deprecated_flags_with_impl", "deprecated_flags_both", "scope_and_modules_both_set", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
 }
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
 ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
@@ -122,6 +122,8 @@ def canonical(flat: Dict[str, Any]) -> Config:
     """Flat {dotted key: value} (any era / spelling) -> canonical config."""
     out: Config = {}
     rng = []
+    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items() if v not in (None, [], "", "[]", "None")}
+    scope_and_modules = "cuda_graph_scope" in lasts and "cuda_graph_modules" in lasts
     for k, v in flat.items():
         if k.startswith("env."):
             out[k] = None if v is None else str(v)
@@ -151,9 +153,16 @@ def canonical(flat: Dict[str, Any]) -> Config:
     if impl == "full_iteration":                           # megatron-core main: impl full_iteration
         out["cuda_graph_impl"] = "local"
         out["cuda_graph_scope"] = ["full_iteration"] + [s for s in out.get("cuda_graph_scope", []) if s != "full_iteration"]
-    if impl in (None, "none") and out.get("enable_cuda_graph") is True:
+    enable, external = out.pop("enable_cuda_graph", None) is True, out.pop("external_cuda_graph", None) is True
+    if enable and external:
+        out["deprecated_flags_both"] = True           # "enable_cuda_graph and external_cuda_graph cannot be enabled at the same time."
+    if impl not in (None, "none") and (enable or external):
+        out["deprecated_flags_with_impl"] = True      # "Do not use enable_cuda_graph or external_cuda_graph with cuda_graph_impl."
+    if scope_and_modules:
+        out["scope_and_modules_both_set"] = True      # 0.19+: "cuda_graph_scope and cuda_graph_modules cannot be set together."
+    if impl in (None, "none") and enable:             # the deprecated flags become the impl they stand for
         out["cuda_graph_impl"] = "local"
-    if impl in (None, "none") and out.get("external_cuda_graph") is True:
+    elif impl in (None, "none") and external:
         out["cuda_graph_impl"] = "transformer_engine"
     alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
     if alloc is not None:

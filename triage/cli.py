@@ -29,6 +29,10 @@ def write_atomic(path: str, text: str, force: bool) -> None:
     """Write to a temp file beside PATH, then rename: never a half-written report."""
     if os.path.exists(path) and not force:
         raise fail(f"{path!r} exists; pass --force to overwrite it")
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w", encoding="utf-8") as f:     # a FIFO or device: write into it, never replace it
+            f.write(text)
+        return
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".triage-", suffix=".tmp", dir=d)
     try:

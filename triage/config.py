@@ -257,9 +257,9 @@ _ENV_LINE = regex.compile(
 )
 _CMD_FLAG = regex.compile(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
-    ("torch_version", regex.compile(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*[:=]?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
-    ("te_version", regex.compile(r"transformer[_ -]engine(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),
-    ("mcore_version", regex.compile(r"megatron[_-]core(?:\s+version)?\s*[:=]?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", regex.I)),
+    ("torch_version", regex.compile(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
+    ("te_version", regex.compile(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),
+    ("mcore_version", regex.compile(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", regex.I)),
     ("nccl_version", regex.compile(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
     ("cuda_version", regex.compile(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})")),
     ("driver_version", regex.compile(r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)|cudaDriverVersion (\d+)")),
@@ -389,7 +389,7 @@ class LogConfigCollector:
             for k, v in parse_cmdline(text).items():
                 self.flat.setdefault(k, v)
             self.found.append("command line")
-        if "ersion" in text or "torch" in text or "+cu" in text:
+        if "ersion" in text or "torch" in text or "+cu" in text or "megatron" in text or "ngine" in text:
             for key, rx in _VERSION_LINES:
                 if key not in self.versions:
                     m = rx.search(text[:300], timeout=TIMEOUT)

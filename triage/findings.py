@@ -19,6 +19,9 @@ from .engine import ErrorBlock, Match, ScanResult
 from .rx import TIMEOUT
 
 _MASKS = [
+    # NCCL's "host:pid:tid [dev]" prefix and hostnames: the same failure on another node is the same
+    (regex.compile(r"(?m)^(?:\[[^\]]*\] )?[\w.\-]+:\d+:\d+ \[\d+\]"), "<host>:<pid>:<tid> [<dev>]"),
+    (regex.compile(r"\b(?:host|hostname|node)\s*[:=]\s*[\w.\-]+"), "host: <host>"),
     (regex.compile(r"(?:/[\w.\-+@]+)+/?|[A-Za-z]:\\[\w\\.\-]+"), "<path>"),
     (regex.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b"), "<hex>"),
     (regex.compile(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),

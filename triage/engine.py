@@ -14,6 +14,7 @@ from typing import Deque, Dict, Iterable, List, Optional, Tuple
 import regex
 
 from .patterns import MatchRule, Pattern
+from . import rx as _rx
 from .rx import TIMEOUT, search
 from .sources import Line
 
@@ -34,6 +35,7 @@ _ERROR_LINE = regex.compile(
 _WRAPPER = regex.compile(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
 _ROOT_RANK = regex.compile(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 BLOCK_MAX_LINES = 40
+MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is switched off
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
@@ -84,6 +86,7 @@ class ScanResult:
     sources: List[str]
     launcher_root_rank: Optional[int] = None
     attempts: int = 1
+    disabled_rules: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -112,6 +115,8 @@ class Engine:
         # one trie-shaped regex over every literal (lower-cased): most lines are rejected by a single search
         self._gate = regex.compile(trie_regex(lits)) if lits else None
         self._lower_rules = any(r.ignore_case for _, r in self.rules)
+        self._rule_timeouts: Dict[int, int] = {}
+        self.disabled: Dict[int, str] = {}      # rules switched off after repeated timeouts
         self.window = max([c.window for _, r in self.rules for c in r.context] + [CONTEXT_LINES])
 
     # --- single-rule evaluation -------------------------------------------------
@@ -122,11 +127,15 @@ class Engine:
         return any(lit in text for lit in rule.literals)
 
     def _rule_hits(self, rule: MatchRule, text: str, lower: str) -> bool:
-        if not self._literal_hit(rule, text, lower):
+        if not self._literal_hit(rule, text, lower) or id(rule) in self.disabled:
             return False
-        if search(rule.rx, text) is None:
-            return False
-        return not any(search(n, text) for n in rule.negative)
+        t0 = _rx.timeouts
+        hit = search(rule.rx, text) is not None and not any(search(n, text) for n in rule.negative)
+        if _rx.timeouts > t0:
+            n = self._rule_timeouts[id(rule)] = self._rule_timeouts.get(id(rule), 0) + 1
+            if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
+                self.disabled[id(rule)] = rule.source_text
+        return hit
 
     @staticmethod
     def _ctx_hit(ctx, line: Line) -> bool:
@@ -276,7 +285,8 @@ class Engine:
                     item.group = sum(1 for b in bs if item.order_ts >= b)
         attempts = 1 + max(list(attempt.values()) + [len(bs), 0])
         return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources,
-                          launcher_root_rank=root_rank, attempts=attempts)
+                          launcher_root_rank=root_rank, attempts=attempts,
+                          disabled_rules=sorted(self.disabled.values()))
 
     @staticmethod
     def _track_block(st: _Stream, line: Line, seq: int, close_block, cur_attempt: int) -> None:

@@ -356,6 +356,9 @@ def analyse(scan: ScanResult) -> Analysis:
                  lines=scan.lines, sources=scan.sources, attempts=scan.attempts,
                  launcher_root_rank=scan.launcher_root_rank)
     a.extra["timeline"] = timeline(last_matches, findings)
+    if scan.disabled_rules:
+        a.extra.setdefault("notes", []).extend(
+            f"regex switched off after repeated timeouts (fix the pattern): {r[:120]}" for r in scan.disabled_rules)
     ub = unexplained_first(primary, [b for b in scan.blocks if b.group == last], scan.launcher_root_rank)
     if ub is not None and primary is not None:
         for f in findings:

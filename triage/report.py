@@ -88,6 +88,12 @@ def render_text(a: Analysis) -> str:
         out.append("  fix: " + p.fix)
         out.append(f"  rule: {p.pattern_path.rsplit('/', 1)[-1]} /{_clip(p.rule, 120)}/")
         out.append(f"  fingerprint: {p.fingerprint}")
+    att = a.extra.get("attempts") or []
+    if len(att) > 1:
+        out.append("")
+        out.append(f"ATTEMPTS (the job restarted; attempt {len(att)} is the headline)")
+        for d in att:
+            out.append(f"  attempt {d['attempt']}: {d['summary']}")
     others = [f for f in a.findings if f is not a.primary]
     if others:
         out.append("")
@@ -139,6 +145,8 @@ def render_text(a: Analysis) -> str:
             if c:
                 lo, hi = c["ci95_pct"]
                 out.append(f"  {label}: {c['delta_pct']:+.2f}% (95% CI {lo:+.2f}% .. {hi:+.2f}%): {c['verdict']}")
+    for n in a.extra.get("notes") or []:
+        out.append(f"note: {n}")
     if a.unmatched:
         out.append("")
         out.append("UNMATCHED ERRORS (no pattern explains these)")

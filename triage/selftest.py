@@ -18,13 +18,18 @@ def fired(engine: Engine, example: str) -> set:
 
 def check_examples(patterns: List[Pattern], engine: Engine = None) -> List[str]:
     """Each match example must fire its pattern; each no_match example must not."""
+    from . import rx
     problems = []
     for p in patterns:
         own = Engine([p])
+        before = rx.timeouts
         for ex in p.examples_match:
             if p.id not in fired(own, ex):
                 problems.append(f"{p.path}: example should match but does not: {ex[:160]!r}")
         for ex in p.examples_no_match:
             if p.id in fired(own, ex):
                 problems.append(f"{p.path}: example should not match but does: {ex[:160]!r}")
+        if rx.timeouts > before:
+            problems.append(f"{p.path}: a regex hit the {rx.TIMEOUT}s timeout on its own examples "
+                            "(catastrophic backtracking?); rewrite it")
     return problems

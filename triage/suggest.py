@@ -48,15 +48,29 @@ def draft_literal(line: str) -> str:
     return runs[0].strip() if runs else line.strip()[:40]
 
 
+def _fixed_chars(rx: str) -> int:
+    return len(regex.sub(r"\\[dSs]\+?|\[\^?[^\]]*\]\*?|\(\?:[^)]*\)\??|\\.", "", rx))
+
+
+def _draft_match(msg: str) -> dict:
+    rx = draft_regex(msg)
+    if _fixed_chars(rx) < 12:
+        # too little fixed text once values are wildcards (e.g. KeyError: 'input_ids'):
+        # keep the whole message literal, exception type included
+        return {"regex": regex.escape(msg, literal_spaces=True), "literal": msg.strip()[:60]}
+    return {"regex": rx, "literal": draft_literal(msg)}
+
+
 def draft(lines: List[str], source: Optional[str] = None) -> str:
     msg = _message_line(lines)
-    title = regex.sub(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*", "", msg)[:80] or "TODO title"
+    body = regex.sub(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*", "", msg)
+    title = (body if len(body) >= 20 else msg)[:80] or "TODO title"
     doc = {
         "id": "TODO-pitfall-id",
         "title": title,
         "severity": "error",
         "kind": "runtime",
-        "match": [{"regex": draft_regex(msg), "literal": draft_literal(msg)}],
+        "match": [_draft_match(msg)],
         "implicates": [],
         "explanation": "TODO: why this happens.",
         "fix": "TODO: the concrete settings to change.",

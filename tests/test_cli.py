@@ -103,3 +103,31 @@ def test_patterns_suggest_drafts_a_loadable_pattern_that_matches(tmp_path):
     # never overwrites
     r3 = invoke(["patterns", "suggest", log, "-o", str(out)])
     assert r3.exit_code == 2 and "not overwriting" in r3.output
+
+
+def test_gzip_on_stdin():
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--format", "json"],
+                       input=gzip.compress(TE_RNG.encode()), capture_output=True)
+    assert r.returncode == 1 and json.loads(r.stdout)["primary"] == "te-rng-tracker-missing"
+
+
+def test_restart_in_rank0_file_splits_other_ranks_by_time(tmp_path):
+    banner = "------------------------ arguments ------------------------"
+    (tmp_path / "rank_0.log").write_text(
+        f"[2026-12-03 10:00:00] x\n{banner}\n[2026-12-03 11:00:00] restarted\n{banner}\n[2026-12-03 11:20:00] ok\n")
+    (tmp_path / "rank_1.log").write_text(
+        "[2026-12-03 10:30:00] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "[2026-12-03 11:10:00] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n")
+    d = json.loads(invoke(["analyze", str(tmp_path), "--format", "json"]).output)
+    assert d["stats"]["attempts"] == 2
+    assert d["primary"] == "cuda-oom" and d["first_failing_rank"] == 1
+    assert d["attempts"][0]["primary"] == "illegal-memory-access"
+
+
+def test_unexplained_crash_before_timeouts_is_named_first(tmp_path):
+    log = os.path.join(SYN, "multirank", "unexplained_crash_then_timeouts.log")
+    r = invoke(["analyze", log, "--format", "json"])
+    d = json.loads(r.output)
+    assert r.exit_code == 1 and d["primary"] is None and d["first_failing_rank"] == 5
+    assert d["summary"].startswith("rank 5 failed first with an error no pattern explains (KeyError")
+    assert all(f["role"] == "cascade" for f in d["findings"])

@@ -63,3 +63,9 @@ def test_pathological_line_does_not_hang():
     t = time.time()
     scan("a" * 3000 + "b", evil)
     assert time.time() - t < 5
+
+
+def test_exception_right_after_a_frame_without_source_is_matched():
+    tb = ('Traceback (most recent call last):\n  File "<frozen runpy>", line 88, in _run_code\n'
+          'RuntimeError: CUDA error: an illegal memory access was encountered')
+    assert [m.line.lineno for m in scan(tb, IMA).matches] == [3]

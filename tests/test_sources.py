@@ -108,3 +108,25 @@ def test_random_bytes_never_crash(tmp_path):
             r = CliRunner().invoke(cli, ["analyze", str(p), "--format", fmt])
             assert r.exit_code in (0, 1), r.output
             assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_utf16_and_crlf(tmp_path):
+    p = tmp_path / "win.log"
+    p.write_bytes("\ufeffhello\r\nRuntimeError: x\r\n".encode("utf-16-le"))
+    assert [l.text for l in read_lines(str(p))] == ["hello", "RuntimeError: x"]
+
+
+def test_glog_year_taken_from_dated_lines(tmp_path):
+    import time
+    p = tmp_path / "rank_3.log"
+    p.write_text("[2025-06-01 10:00:00] start\n[E0601 10:10:00.000000 x.cpp:1] boom\n")
+    lines = list(read_lines(str(p)))
+    assert time.gmtime(lines[1].ts).tm_year == 2025
+
+
+def test_torchrun_log_dir_layout(tmp_path):
+    d = tmp_path / "run" / "attempt_1" / "3"
+    d.mkdir(parents=True)
+    (d / "stderr.log").write_text("x\n")
+    [ln] = list(iter_inputs([str(tmp_path / "run")]))
+    assert ln.rank == 3 and ln.attempt == 1

@@ -244,7 +244,7 @@ def _unmatched(blocks: List[ErrorBlock]) -> List[Unmatched]:
     return list(by_fp.values())[:20]
 
 
-_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "lost their peers"}
+_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "lost contact with the failed rank"}
 
 
 def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:

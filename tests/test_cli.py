@@ -131,3 +131,36 @@ def test_unexplained_crash_before_timeouts_is_named_first(tmp_path):
     assert r.exit_code == 1 and d["primary"] is None and d["first_failing_rank"] == 5
     assert d["summary"].startswith("rank 5 failed first with an error no pattern explains (KeyError")
     assert all(f["role"] == "cascade" for f in d["findings"])
+
+
+REAL = os.path.join(HERE, "fixtures", "logs", "real")
+
+
+def _summary_of(text):
+    return json.loads(invoke(["analyze", "--format", "json"], input=text).output)
+
+
+def test_quoted_paste_keeps_ranks_and_tracebacks():
+    with open(os.path.join(REAL, "torchrun-cpu", "two_ranks_mcore_assert.log")) as f:
+        log = f.read()
+    d = _summary_of("".join("> " + ln for ln in log.splitlines(True)))
+    assert d["primary"] == "moe-scope-conflict" and d["first_failing_rank"] == 1
+
+
+def test_truncated_torchrun_paste_names_the_launcher_rank():
+    with open(os.path.join(REAL, "torchrun-cpu", "two_ranks_mcore_assert.log")) as f:
+        tail = "".join(f.readlines()[-30:])
+    d = _summary_of(tail)
+    assert d["primary"] is None and d["first_failing_rank"] == 1 and "reports rank 1" in d["summary"]
+
+
+def test_hang_names_the_silent_rank():
+    d = json.loads(invoke(["analyze", os.path.join(REAL, "gpu", "nccl_rank_hang_timeout.log"), "--format", "json"]).output)
+    assert d["primary"] == "nccl-watchdog-timeout"
+    assert "rank 1 logged no error and never joined it" in d["summary"]
+
+
+def test_flags_quoted_in_an_error_message_are_not_config():
+    log = os.path.join(REAL, "mcore-0.19.2", "args_full_iteration_nan_check.log")
+    r = invoke(["check-config", log])
+    assert r.exit_code == 2 and "found no configuration" in r.output

@@ -28,8 +28,8 @@ BOOKKEEPING = regex.compile(
 
 
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
-          primary: Optional[Finding]) -> List[Dict[str, Any]]:
-    changes = diff(old, new)
+          primary: Optional[Finding], partial: bool = False) -> List[Dict[str, Any]]:
+    changes = diff(old, new, partial)
     if not changes:
         return []
     before = {(v.pitfall, v.message) for v in check(old, patterns)}

@@ -255,6 +255,9 @@ _SUMMARY_LINE = regex.compile(r"^\s{2}(\w+): (.*?)(?:\s{2}\(Mcore default: .*\))
 _ENV_LINE = regex.compile(
     r"(?<![A-Za-z0-9_])(" + "|".join(ENV_KEYS) + r")(?:\s*=\s*|\s+set by environment to\s+)(['\"]?)([^\s'\"]+)\2"
 )
+# an echoed command line names a launcher or a script; error messages that mention flags do not count
+_CMDLINE = regex.compile(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
+_EXC_TEXT = regex.compile(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b")
 _CMD_FLAG = regex.compile(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
     ("torch_version", regex.compile(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
@@ -385,7 +388,8 @@ class LogConfigCollector:
         if "=" in text or "set by environment" in text:
             for m in _ENV_LINE.finditer(text, timeout=TIMEOUT):
                 self.flat.setdefault(f"env.{m.group(1)}", m.group(3).rstrip(".,;"))
-        if "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT):
+        if "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT) and _CMDLINE.search(text, timeout=TIMEOUT) \
+                and not _EXC_TEXT.search(text, timeout=TIMEOUT):
             for k, v in parse_cmdline(text).items():
                 self.flat.setdefault(k, v)
             self.found.append("command line")
@@ -578,9 +582,14 @@ class Change:
 NOT_CONFIG = {"framework"}   # facts about where a config came from, not settings
 
 
-def diff(old: Config, new: Config) -> List[Change]:
+def diff(old: Config, new: Config, partial: bool = False) -> List[Change]:
+    """Changed canonical keys.  With partial=True (a side read from a log, which shows only part of
+    the config) a key present on one side only is unknown, not changed -- except environment keys."""
     out = []
-    for k in sorted((set(old) | set(new)) - NOT_CONFIG):
+    keys = (set(old) | set(new)) - NOT_CONFIG
+    if partial:
+        keys = {k for k in keys if (k in old and k in new) or k.startswith("env.") or k == "expandable_segments"}
+    for k in sorted(keys):
         a, b = old.get(k), new.get(k)
         if a != b:
             out.append(Change(k, a, b))

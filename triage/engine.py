@@ -42,6 +42,7 @@ CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge lo
 # Lines that start a (new) training attempt; a second one in the same stream means a restart.
 _ATTEMPT_START = regex.compile(
     r"^-{10,} arguments -{10,}$|^-{3,} Task Configuration -{3,}$"
+    r"|Setting OMP_NUM_THREADS environment variable for each process to be"   # torchrun's start banner
     r"|^Configuration Summary \(Non-Default Values vs Megatron Core\)"
 )
 # Launcher lines that announce a restart explicitly (torchelastic).
@@ -87,6 +88,7 @@ class ScanResult:
     launcher_root_rank: Optional[int] = None
     attempts: int = 1
     disabled_rules: List[str] = field(default_factory=list)
+    ranks_seen: List[int] = field(default_factory=list)   # ranks with any line in the last attempt
 
 
 @dataclass
@@ -155,6 +157,7 @@ class Engine:
         with_context = 0
         attempt: Dict[str, int] = {}     # restart count per input
         boundaries: List[float] = []     # times of restarts (to place inputs that show none)
+        ranks_seen: Dict[int, set] = {}
         started: set = set()             # inputs whose first attempt banner was seen
 
         def close_block(st: _Stream) -> None:
@@ -183,8 +186,8 @@ class Engine:
             text = line.text
 
             # restarts: a second attempt-start banner in one input, or a launcher restart line
-            if "---" in text or "Configuration Summary" in text or "estart" in text:
-                if _ATTEMPT_START.match(text):
+            if "---" in text or "Configuration Summary" in text or "estart" in text or "OMP_NUM_THREADS" in text:
+                if _ATTEMPT_START.search(text[:200], timeout=TIMEOUT):
                     if line.source in started:
                         attempt[line.source] = attempt.get(line.source, 0) + 1
                         if st.last_ts is not None:
@@ -196,6 +199,8 @@ class Engine:
                     if st.last_ts is not None:
                         boundaries.append(st.last_ts)
             cur_attempt = attempt.get(line.source, 0) if line.attempt is None else line.attempt
+            if line.rank is not None:
+                ranks_seen.setdefault(cur_attempt, set()).add(line.rank)
             if line.attempt is not None:
                 attempt[line.source] = line.attempt
 
@@ -286,7 +291,9 @@ class Engine:
         attempts = 1 + max(list(attempt.values()) + [len(bs), 0])
         return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources,
                           launcher_root_rank=root_rank, attempts=attempts,
-                          disabled_rules=sorted(self.disabled.values()))
+                          disabled_rules=sorted(self.disabled.values()),
+                          ranks_seen=sorted(ranks_seen.get(attempts - 1, set()) | (
+                              ranks_seen.get(0, set()) if attempts == 1 else set())))
 
     @staticmethod
     def _track_block(st: _Stream, line: Line, seq: int, close_block, cur_attempt: int) -> None:

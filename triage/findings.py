@@ -244,12 +244,20 @@ def _unmatched(blocks: List[ErrorBlock]) -> List[Unmatched]:
     return list(by_fp.values())[:20]
 
 
-_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "lost contact with the failed rank"}
+_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "hit NCCL / collective errors"}
 
 
-def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
+def _summary(primary: Optional[Finding], findings: List[Finding], silent: Sequence[int] = ()) -> str:
     if primary is None:
         return "no known pitfall found"
+    if primary.generic and silent:
+        who = f"rank {primary.rank}" if primary.rank is not None else "a rank"
+        what = ("'s NCCL watchdog timed out waiting for a collective" if primary.pitfall == "nccl-watchdog-timeout"
+                else " lost its collective peer")
+        never = "never joined it" if primary.pitfall == "nccl-watchdog-timeout" else "exited or hung first"
+        return (f"{who}{what} ({primary.pitfall}); "
+                f"rank{'s' if len(silent) > 1 else ''} {rank_ranges(silent)} logged no error and {never}: "
+                f"the likely culprit{'s' if len(silent) > 1 else ''} (stuck or dead) -- look at {'their' if len(silent) > 1 else 'its'} output")
     if primary.kind == "perf" and primary.evidence:
         s = f"{primary.pitfall}: " + primary.evidence[0].text.replace("triage: ", "", 1)
     elif primary.rank is not None:
@@ -351,8 +359,10 @@ def analyse(scan: ScanResult) -> Analysis:
     last = scan.attempts - 1
     last_matches = [m for m in scan.matches if m.group == last]
     primary, findings, unmatched = _analyse_one(last_matches, [b for b in scan.blocks if b.group == last])
+    erred = {r for f in findings if f.role != "info" for r in f.ranks} | {b.rank for b in scan.blocks if b.group == last}
+    silent = sorted(set(scan.ranks_seen) - erred) if primary is not None and primary.generic and erred else []
     a = Analysis(primary=primary, findings=findings, unmatched=unmatched,
-                 first_rank=primary.rank if primary else None, summary=_summary(primary, findings),
+                 first_rank=primary.rank if primary else None, summary=_summary(primary, findings, silent),
                  lines=scan.lines, sources=scan.sources, attempts=scan.attempts,
                  launcher_root_rank=scan.launcher_root_rank)
     a.extra["timeline"] = timeline(last_matches, findings)
@@ -375,6 +385,17 @@ def analyse(scan: ScanResult) -> Analysis:
         a.summary = (f"rank {ub.rank} failed first with an error no pattern explains ({_block_message(ub)}); "
                      f"{len(cranks)} rank{'s' if len(cranks) != 1 else ''} ({rank_ranges(cranks)}) then {verb} "
                      f"({', '.join(kinds)})")
+    if a.primary is None and not any(f.role in ("root-cause", "cascade") for f in a.findings) \
+            and scan.launcher_root_rank is not None and "first_failure" not in a.extra:
+        a.first_rank = scan.launcher_root_rank
+        own = [b for b in scan.blocks if b.group == last and b.rank == scan.launcher_root_rank]
+        if own:
+            b = min(own, key=_block_order)
+            a.summary = (f"rank {b.rank} failed first (the launcher, torchrun, names it) with an error no pattern "
+                         f"explains ({_block_message(b)})")
+        else:
+            a.summary = (f"no known pitfall in this log; the launcher (torchrun) reports rank {scan.launcher_root_rank} "
+                         f"as the first failure: look at (or paste) that rank's output")
     if scan.attempts > 1:
         detail = []
         for g in range(scan.attempts):

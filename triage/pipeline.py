@@ -83,8 +83,9 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     add_findings(a, [make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
                      for v in verdicts if v.pitfall in by_id])
     if baseline and current:
-        a.extra["diff"] = [vars(c) for c in diff(baseline, current)]
-        a.extra["suspects"] = blame(baseline, current, pats, a.findings, a.primary)
+        partial = not (config_files and baseline_files)    # a config read from a log is partial
+        a.extra["diff"] = [vars(c) for c in diff(baseline, current, partial)]
+        a.extra["suspects"] = blame(baseline, current, pats, a.findings, a.primary, partial)
     elif baseline_logs and not baseline:
         a.extra.setdefault("notes", []).append(
             "the baseline log shows no configuration (no arguments block or config summary): no config diff")

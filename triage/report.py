@@ -79,6 +79,9 @@ def render_text(a: Analysis) -> str:
         out.append("")
         out.append(f"PRIMARY  {p.pitfall}  [{p.severity}]  {p.title}")
         out.append(f"  first seen: {p.source}:{p.line}" + (f" (rank {p.rank})" if p.rank is not None else ""))
+        if a.launcher_root_rank is not None:
+            agree = "agrees" if a.launcher_root_rank == p.rank else "differs: it reports the first process to exit"
+            out.append(f"  launcher (torchrun) root-cause rank: {a.launcher_root_rank} ({agree})")
         if p.ranks:
             out.append(f"  ranks: {p.ranks_text}  count: {p.count}")
         out.append("  evidence:")

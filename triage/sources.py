@@ -100,11 +100,14 @@ def rank_from_filename(path: str) -> Optional[int]:
 
 
 _PREFIX_START = set("[ 0123456789")
+_QUOTE = regex.compile(r"^(?:> ?)+")
 
 
 def split_prefix(text: str) -> Tuple[str, Optional[int]]:
     """Remove launcher rank prefixes; return (text, rank)."""
     rank = None
+    if text[:1] == ">":               # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
+        text = _QUOTE.sub("", text, count=1, timeout=TIMEOUT)
     if text[:1] not in _PREFIX_START:
         return text, None
     for _ in range(3):  # "[default0]:[rank0]: ..." nests
@@ -198,6 +201,11 @@ def expand_paths(paths: Iterable[str]) -> List[str]:
     return out
 
 
+# lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
+_CONTINUATION = regex.compile(
+    r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
+    r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
+    r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
 _READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError)
 
 
@@ -256,6 +264,7 @@ def read_lines(path: str) -> Iterator[Line]:
     stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     lineno = 0
     year: Optional[int] = None
+    prev_rank: Optional[int] = None
     try:
         while True:
             try:
@@ -278,6 +287,9 @@ def read_lines(path: str) -> Iterator[Line]:
                         yield make_line(seg, label, lineno, file_rank, year, attempt)
                 continue
             ln = make_line(raw, label, lineno, file_rank, year, attempt)
+            if ln.rank is None and prev_rank is not None and _CONTINUATION.match(ln.text):
+                ln.rank = prev_rank          # a multi-line message printed under one "[rankN]:" prefix
+            prev_rank = ln.rank
             if ln.ts is not None and "-" in ln.raw[:40]:
                 year = time.gmtime(ln.ts).tm_year   # a dated line tells glog lines (no year) their year
             yield ln

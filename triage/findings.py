@@ -316,9 +316,16 @@ TIMELINE_MAX = 4000
 def timeline(matches: List[Match], findings: List[Finding]) -> List[Dict[str, object]]:
     """Per-rank events for the report's timeline: time (or order), rank, pitfall, role."""
     role = {f.fingerprint: f.role for f in findings}
-    step = max(1, len(matches) // TIMELINE_MAX)
+    one = []
+    seen = set()
+    for m in sorted(matches, key=lambda m: (m.seq, m.role == "info", -m.pattern.priority)):
+        k = (m.line.source, m.line.lineno)
+        if k not in seen:            # one event per log line (the most telling match)
+            seen.add(k)
+            one.append(m)
+    step = max(1, len(one) // TIMELINE_MAX)
     out = []
-    for m in matches[::step]:
+    for m in one[::step]:
         fp = fingerprint(m.pattern.id, m.line.text)
         out.append({"rank": m.line.rank, "t": m.order_ts, "seq": m.seq, "pitfall": m.pattern.id,
                     "role": role.get(fp, m.role), "source": m.line.source, "line": m.line.lineno})

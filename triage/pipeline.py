@@ -79,6 +79,12 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     verdicts, perf = assess(seen.steps, current, base_seen.steps if base_seen else None, baseline)
     if perf:
         a.extra["step_times"] = perf
+    if a.primary is not None and a.primary.pitfall == "cuda-oom" and (
+            current.get("cuda_graph_impl") in ("local", "transformer_engine") or seen.steps.graphs_seen):
+        a.extra.setdefault("notes", []).append(
+            "CUDA graphs were on in this run: graph memory pools may be what filled the GPU even though the "
+            "OOM message has no 'allocated in private pools' clause (torch 2.11 counts graph memory as "
+            "'allocated by PyTorch'); see capture-memory-overhead")
     by_id = {p.id: p for p in pats}
     add_findings(a, [make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
                      for v in verdicts if v.pitfall in by_id])

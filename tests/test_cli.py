@@ -164,3 +164,13 @@ def test_flags_quoted_in_an_error_message_are_not_config():
     log = os.path.join(REAL, "mcore-0.19.2", "args_full_iteration_nan_check.log")
     r = invoke(["check-config", log])
     assert r.exit_code == 2 and "found no configuration" in r.output
+
+
+def test_plain_oom_with_graphs_on_gets_a_note():
+    cfg = os.path.join(HERE, "fixtures", "configs", "good_run_config.yaml")
+    d = json.loads(invoke(["analyze", os.path.join(REAL, "gpu", "oom_plain.log"), "--config", cfg,
+                           "--format", "json"]).output)
+    assert d["primary"] == "cuda-oom"
+    assert any("graph memory pools may be what filled the GPU" in n for n in d["notes"])
+    d = json.loads(invoke(["analyze", os.path.join(REAL, "gpu", "oom_plain.log"), "--format", "json"]).output)
+    assert not d.get("notes")

@@ -264,17 +264,21 @@ def _summary(primary: Optional[Finding], findings: List[Finding], silent: Sequen
         s = f"rank {primary.rank} failed first with {primary.pitfall} ({primary.title})"
     else:
         s = f"{primary.pitfall} ({primary.title}) at {primary.source}:{primary.line}"
+    return s + _cascade_clause(findings, primary.rank)
+
+
+def _cascade_clause(findings: List[Finding], first_rank: Optional[int]) -> str:
+    """'; 7 ranks (0-4,6-7) then timed out (nccl-watchdog-timeout)' for the cascades of a first failure."""
     casc = [f for f in findings if f.role == "cascade"]
-    if casc:
-        cranks = sorted({r for f in casc for r in f.ranks if r != primary.rank})
-        kinds = sorted({f.pitfall for f in casc})
-        verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
-        verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
-        if cranks:
-            s += f"; {len(cranks)} rank{'s' if len(cranks) > 1 else ''} ({rank_ranges(cranks)}) then {verb} ({', '.join(kinds)})"
-        else:
-            s += f"; followed by {sum(f.count for f in casc)} cascade error(s) ({', '.join(kinds)})"
-    return s
+    if not casc:
+        return ""
+    cranks = sorted({r for f in casc for r in f.ranks if r != first_rank})
+    kinds = sorted({f.pitfall for f in casc})
+    verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
+    verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
+    if cranks:
+        return f"; {len(cranks)} rank{'s' if len(cranks) > 1 else ''} ({rank_ranges(cranks)}) then {verb} ({', '.join(kinds)})"
+    return f"; followed by {sum(f.count for f in casc)} cascade error(s) ({', '.join(kinds)})"
 
 
 def _analyse_one(matches: List[Match], blocks: List[ErrorBlock]):
@@ -385,13 +389,8 @@ def analyse(scan: ScanResult) -> Analysis:
         a.first_rank = ub.rank
         a.extra["first_failure"] = {"rank": ub.rank, "source": ub.source, "line": ub.start,
                                     "message": _block_message(ub), "explained": False}
-        cranks = sorted({r for f in findings for r in f.ranks if r != ub.rank})
-        kinds = sorted({f.pitfall for f in findings if f.role == "cascade"})
-        verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
-        verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
-        a.summary = (f"rank {ub.rank} failed first with an error no pattern explains ({_block_message(ub)}); "
-                     f"{len(cranks)} rank{'s' if len(cranks) != 1 else ''} ({rank_ranges(cranks)}) then {verb} "
-                     f"({', '.join(kinds)})")
+        a.summary = (f"rank {ub.rank} failed first with an error no pattern explains ({_block_message(ub)})"
+                     + _cascade_clause(findings, ub.rank))
     if a.primary is None and not any(f.role in ("root-cause", "cascade") for f in a.findings) \
             and scan.launcher_root_rank is not None and "first_failure" not in a.extra:
         a.first_rank = scan.launcher_root_rank

@@ -61,10 +61,6 @@ def to_dict(a: Analysis) -> Dict[str, Any]:
     return d
 
 
-def render_json(a: Analysis) -> str:
-    return json.dumps(to_dict(a), indent=2, ensure_ascii=False)
-
-
 def _clip(s: str, n: int = 300) -> str:
     return s if len(s) <= n else s[:n] + "…"
 

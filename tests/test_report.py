@@ -294,3 +294,16 @@ def test_cli_report_with_baseline_has_step_chart(tmp_path):
     h = out.read_text()
     st_sec = h[h.index('id="steps"'):h.index('id="unmatched"')]
     assert "<svg" in st_sec and "band-capture" in st_sec and "s-baseline" in st_sec
+
+
+def test_unexplained_failure_heading_is_not_clean():
+    import os as _os
+    from click.testing import CliRunner as _R
+
+    from triage.cli import cli as _cli
+    log = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "fixtures", "logs", "synthetic",
+                        "multirank", "unexplained_crash_then_timeouts.log")
+    md = _R().invoke(_cli, ["analyze", log, "--format", "markdown"]).output
+    assert md.startswith("### triage: a failure no known pitfall explains")
+    html = _R().invoke(_cli, ["analyze", log, "--format", "html"]).output
+    assert "A failure no known pitfall explains" in html and 'class="verdict clean"' not in html

@@ -390,7 +390,10 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
     violations = [{"pitfall": _s(v.get("pitfall"), 120), "settings": [_s(k, 120) for k in _list(v.get("keys"))][:10],
                    "message": _s(v.get("message"), 1000), "fix": _s(v.get("fix"), 1000)}
                   for v in _dicts(d.get("config_violations"))[:50]]
+    failed = primary is not None or any(_s(f.get("role")) in ("root-cause", "cascade") for f in _dicts(d.get("findings"))) \
+        or isinstance(d.get("first_failure"), dict)
     return {
+        "failed": failed,
         "summary": _s(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
         "primary": primary, "primary_id": _s(prim_id, 120) if prim_id is not None else None,
         "first_rank": _rank(d.get("first_failing_rank")) if d.get("first_failing_rank") is not None else None,
@@ -480,6 +483,8 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
     head: List[str] = []
     if p:
         head.append(f"### triage: {_code(p['pitfall'])} — {_md(p['title'])}")
+    elif v.get("failed"):
+        head.append("### triage: a failure no known pitfall explains")
     else:
         head.append("### triage: no known pitfall found")
     head.append("")

@@ -260,19 +260,22 @@ def _summary(primary: Optional[Finding], findings: List[Finding], silent: Sequen
                 f"the likely culprit{'s' if len(silent) > 1 else ''} (stuck or dead) -- look at {'their' if len(silent) > 1 else 'its'} output")
     if primary.kind == "perf" and primary.evidence:
         s = f"{primary.pitfall}: " + primary.evidence[0].text.replace("triage: ", "", 1)
+    elif primary.rank is not None and len(primary.ranks) > 1:
+        s = (f"{len(primary.ranks)} ranks ({primary.ranks_text}) failed with {primary.pitfall} ({primary.title}), "
+             f"rank {primary.rank} first")
     elif primary.rank is not None:
         s = f"rank {primary.rank} failed first with {primary.pitfall} ({primary.title})"
     else:
         s = f"{primary.pitfall} ({primary.title}) at {primary.source}:{primary.line}"
-    return s + _cascade_clause(findings, primary.rank)
+    return s + _cascade_clause(findings, primary.ranks or [primary.rank])
 
 
-def _cascade_clause(findings: List[Finding], first_rank: Optional[int]) -> str:
+def _cascade_clause(findings: List[Finding], first_ranks: Sequence[Optional[int]]) -> str:
     """'; 7 ranks (0-4,6-7) then timed out (nccl-watchdog-timeout)' for the cascades of a first failure."""
     casc = [f for f in findings if f.role == "cascade"]
     if not casc:
         return ""
-    cranks = sorted({r for f in casc for r in f.ranks if r != first_rank})
+    cranks = sorted({r for f in casc for r in f.ranks if r not in first_ranks})
     kinds = sorted({f.pitfall for f in casc})
     verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
     verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
@@ -390,7 +393,7 @@ def analyse(scan: ScanResult) -> Analysis:
         a.extra["first_failure"] = {"rank": ub.rank, "source": ub.source, "line": ub.start,
                                     "message": _block_message(ub), "explained": False}
         a.summary = (f"rank {ub.rank} failed first with an error no pattern explains ({_block_message(ub)})"
-                     + _cascade_clause(findings, ub.rank))
+                     + _cascade_clause(findings, [ub.rank]))
     if a.primary is None and not any(f.role in ("root-cause", "cascade") for f in a.findings) \
             and scan.launcher_root_rank is not None and "first_failure" not in a.extra:
         a.first_rank = scan.launcher_root_rank

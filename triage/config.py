@@ -511,20 +511,20 @@ def _cond(cfg: Config, cond: Dict[str, Any]) -> bool:
         return _eq(v, arg)
     if op == "ne":
         return not _eq(v, arg)
+    args = arg if isinstance(arg, list) else [arg]
     if op == "in":
-        return any(_eq(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+        return any(_eq(v, a) for a in args)
     if op == "not_in":
-        return not any(_eq(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+        return not any(_eq(v, a) for a in args)
     if op == "contains":
         return _contains(v, arg)
     if op == "not_contains":
         return not _contains(v, arg)
     if op == "contains_any":
-        return any(_contains(v, a) for a in (arg if isinstance(arg, list) else [arg]))
+        return any(_contains(v, a) for a in args)
     if op == "has_other_than":
-        allowed = arg if isinstance(arg, list) else [arg]
         items = v if isinstance(v, (list, tuple)) else [v]
-        return any(not any(_eq(x, a) for a in allowed) for x in items)
+        return any(not any(_eq(x, a) for a in args) for x in items)
     try:
         if op == "gt":
             return float(v) > float(arg)

@@ -11,7 +11,6 @@ import base64
 import itertools
 import json
 import os
-import shutil
 import struct
 import subprocess
 import time

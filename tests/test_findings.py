@@ -35,7 +35,7 @@ def test_fingerprint_masks_numbers_paths_ranks_and_times():
 
 
 def test_crash_then_timeouts_is_root_cause_plus_cascade():
-    log = "\n".join([f"[rank5]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
+    log = "\n".join(["[rank5]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered"]
                     + [wd(r, 30) for r in range(8) if r != 5])
     a = run(log, IMA, WD)
     assert a.primary.pitfall == "illegal-memory-access" and a.primary.rank == 5

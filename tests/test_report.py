@@ -1,5 +1,4 @@
 """Structure tests of the markdown and HTML reports (the browser test is test_browser.py)."""
-import json
 import os
 import re
 from html.parser import HTMLParser

@@ -5,7 +5,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 import click
 
@@ -14,7 +14,7 @@ from .config import ConfigError, build_config, check, diff
 from .pipeline import add_config_analysis, run_analysis
 from .patterns import PatternError, load_all, load_dir
 from .report import FORMATS, SUFFIX_FORMAT, render
-from .sources import InputError, iter_inputs
+from .sources import InputError
 from .taxonomy import IDS
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2

@@ -16,7 +16,7 @@ def fired(engine: Engine, example: str) -> set:
     return {m.pattern.id for m in engine.scan(lines_of(example)).matches}
 
 
-def check_examples(patterns: List[Pattern], engine: Engine = None) -> List[str]:
+def check_examples(patterns: List[Pattern]) -> List[str]:
     """Each match example must fire its pattern; each no_match example must not."""
     from . import rx
     problems = []

@@ -167,7 +167,6 @@ def mann_whitney(base: List[float], cur: List[float]) -> Tuple[float, float]:
     approximation with tie correction (conservative enough for n >= 4 per side)."""
     n1, n2 = len(base), len(cur)
     allv = sorted((v, g) for g, vs in ((0, base), (1, cur)) for v in vs)
-    ranks: Dict[int, float] = {}
     i, tie_term = 0, 0.0
     r_cur = 0.0
     while i < len(allv):

@@ -8,7 +8,7 @@ styles apply.  No JavaScript.
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from markupsafe import Markup, escape
 

@@ -7,8 +7,11 @@ real failure lines; it is generated in a temp dir and deleted afterwards.
 """
 import argparse
 import os
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's triage
 
 from triage.engine import Engine
 from triage.findings import analyse

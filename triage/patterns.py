@@ -231,10 +231,14 @@ def builtin_dir() -> str:
     return os.path.join(os.path.dirname(here), "patterns")
 
 
+# PyYAML's C loader reads the catalog ~10x faster than the pure-Python one (same safe schema)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_file(path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:
     try:
         with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
+            data = yaml.load(f, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader (libyaml's when present)
     except OSError as e:
         raise PatternError(f"{path}: cannot read: {e.strerror or e}") from None
     except yaml.YAMLError as e:

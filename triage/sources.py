@@ -9,6 +9,7 @@ line carries one.
 from __future__ import annotations
 
 import calendar
+import re
 import gzip
 import io
 import os
@@ -16,7 +17,7 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import IO, Iterable, Iterator, List, Optional, Tuple
+from typing import IO, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import regex
 
@@ -41,22 +42,24 @@ class Line:
     attempt: Optional[int] = None   # restart attempt known from the path (torchrun attempt_N/)
 
 
+# Helper regexes below are anchored or linear and run with the stdlib `re` (no timeout needed);
+# pattern-catalog regexes always run with the `regex` timeout (rx.search).
 # --- normalisation -----------------------------------------------------------
-_ANSI = regex.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_CTRL = regex.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def normalise(text: str) -> str:
     """Strip ANSI codes, keep the last carriage-return segment, drop control chars, clip."""
     if "\x1b" in text:
-        text = _ANSI.sub("", text, timeout=TIMEOUT)
+        text = _ANSI.sub("", text)
     if "\r" in text:
         parts = [p for p in text.split("\r") if p.strip()]
         text = parts[-1] if parts else ""
     if len(text) > MAX_LINE:
         text = text[:MAX_LINE] + CLIP_MARK
     if not text.isprintable():
-        text = _CTRL.sub("", text, timeout=TIMEOUT)
+        text = _CTRL.sub("", text)
     return text
 
 
@@ -64,17 +67,17 @@ def normalise(text: str) -> str:
 # Each entry: (compiled regex, group holding the rank, strip the prefix?)
 _PREFIXES = [
     # torchrun: "[rank3]:" (PyTorch >= 2.2) and "[default3]:" (--tee / TailLog); may repeat
-    regex.compile(r"^\[(?:rank|default|trainer|worker)(\d+)\]:\s?"),
+    re.compile(r"^\[(?:rank|default|trainer|worker)(\d+)\]:\s?"),
     # Open MPI --tag-output: "[1,3]<stderr>:" / "[1,3]<stdout>:"
-    regex.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?"),
+    re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?"),
     # NeMo / Lightning logger: "[NeMo E 2026-12-03 07:12:01 exp_manager:123] " (no rank; time kept by parse_ts)
-    regex.compile(r"^\[NeMo [DIWEC] [\d\- :]+ [\w.]+:\d+\]\s?()"),
+    re.compile(r"^\[NeMo [DIWEC] [\d\- :]+ [\w.]+:\d+\]\s?()"),
     # srun -l: "3: " (also "  3: ")
-    regex.compile(r"^\s{0,4}(\d{1,6}): "),
+    re.compile(r"^\s{0,4}(\d{1,6}): "),
 ]
 # Rank mentioned inside the message (not stripped): NCCL's / ProcessGroupNCCL's "[Rank 3]",
 # "[PG ID 0 PG GUID 0(default_pg) Rank 3]", TE/Megatron "on rank 3", NeMo "[rank: 3]".
-_INNER_RANK = regex.compile(
+_INNER_RANK = re.compile(
     r"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?\s*(?:\([^)]*\)\s*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b"
 )
 
@@ -100,19 +103,19 @@ def rank_from_filename(path: str) -> Optional[int]:
 
 
 _PREFIX_START = set("[ 0123456789")
-_QUOTE = regex.compile(r"^(?:> ?)+")
+_QUOTE = re.compile(r"^(?:> ?)+")
 
 
 def split_prefix(text: str) -> Tuple[str, Optional[int]]:
     """Remove launcher rank prefixes; return (text, rank)."""
     rank = None
     if text[:1] == ">":               # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
-        text = _QUOTE.sub("", text, count=1, timeout=TIMEOUT)
+        text = _QUOTE.sub("", text, count=1)
     if text[:1] not in _PREFIX_START:
         return text, None
     for _ in range(3):  # "[default0]:[rank0]: ..." nests
         for rx_ in _PREFIXES:
-            m = rx_.match(text, timeout=TIMEOUT)
+            m = rx_.match(text)
             if m:
                 if rank is None and m.group(1):
                     rank = int(m.group(1))
@@ -128,7 +131,7 @@ def split_prefix(text: str) -> Tuple[str, Optional[int]]:
 def inner_rank(text: str) -> Optional[int]:
     if "ank" not in text:
         return None
-    m = _INNER_RANK.search(text, timeout=TIMEOUT)
+    m = _INNER_RANK.search(text)
     if not m:
         return None
     for g in m.groups():
@@ -140,11 +143,14 @@ def inner_rank(text: str) -> Optional[int]:
 # --- timestamps ---------------------------------------------------------------
 _TS = [
     # ISO-ish / Megatron "[2026-12-03 06:41:56.123456]" / python logging "2026-12-03 06:41:56,123"
-    (regex.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
+    (re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
     # glog "E1203 07:12:01.426415" (no year)
-    (regex.compile(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
+    (re.compile(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
 ]
 _DEFAULT_YEAR = 2026
+
+
+_TS_MEMO: Dict[Tuple[str, int, str], Optional[int]] = {}    # (kind, year, "date hh:mm") -> epoch of that minute
 
 
 def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
@@ -152,24 +158,41 @@ def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
     if ":" not in probe:
         return None
     for rx_, kind in _TS:
-        m = rx_.search(probe, timeout=TIMEOUT)
+        m = rx_.search(probe)
         if not m:
             continue
-        try:
-            if kind == "iso":
-                y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
-                frac = m.group(7)
-            else:
-                mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
-                y = year_hint or _DEFAULT_YEAR
-                frac = m.group(6)
-            if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 61):
-                continue
-            t = calendar.timegm((y, mo, d, h, mi, min(s, 59), 0, 0, 0))
-            return t + (float("0." + frac) if frac else 0.0)
-        except (ValueError, OverflowError):
+        if kind == "iso":
+            y, sec_i, frac = 0, 6, m.group(7)
+            minute = probe[m.start(1):m.end(5)]
+        else:
+            y, sec_i, frac = (year_hint or _DEFAULT_YEAR), 5, m.group(6)
+            minute = probe[m.start(1):m.end(4)]
+        key = (kind, y, minute)
+        t = _TS_MEMO.get(key, -1)
+        if t == -1:
+            t = _TS_MEMO[key] = _epoch(m, kind, y)
+            if len(_TS_MEMO) > 4096:
+                _TS_MEMO.clear()
+        s = int(m.group(sec_i))
+        if t is None or s >= 61:
             continue
+        return t + min(s, 59) + (float("0." + frac) if frac else 0.0)
     return None
+
+
+def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
+    """Epoch seconds of the minute a timestamp match names (None when it is no valid date)."""
+    try:
+        if kind == "iso":
+            y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
+        else:
+            mo, d, h, mi = (int(g) for g in m.groups()[:4])
+            y = year
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60):
+            return None
+        return calendar.timegm((y, mo, d, h, mi, 0, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
 
 
 # --- opening inputs -------------------------------------------------------------

@@ -20,10 +20,11 @@ import regex
 
 from .anchors import Anchor
 from .rx import TIMEOUT
-from .sources import Line
+from .sources import Line, make_line, normalise, parse_ts, split_prefix
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
 MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"
+EVIDENCE_KEEP = 64       # iterations whose step line is kept as evidence (plus those around a capture)
 MIN_SAMPLES = 4           # fewer steady-state steps on either side: no verdict (a bootstrap of 2-3 is not honest)
 BOOTSTRAP = 2000
 
@@ -69,6 +70,16 @@ class StepLog:
         Anchor(r"Rank \d+: \d+ graphable layers", 0, regex=True),
     ]
 
+    def feed_raw(self, raw: str, source: str, lineno: int, year: Optional[int] = None) -> None:
+        """A Megatron step line as read (no control characters): the block scanner's fast path,
+        the same result as feed(make_line(raw, ...)) without building a Line."""
+        m = _MEGATRON.search(raw, timeout=TIMEOUT) if "elapsed time per iteration" in raw else None
+        if m is None:
+            self.feed(make_line(raw, source, lineno, year_hint=year))
+            return
+        self._add_step(int(m.group(1)), float(m.group(2)), source, lineno, parse_ts(raw, year), raw, True,
+                       float(m.group(3)) if m.group(3) else None)
+
     def feed(self, line: Line) -> None:
         t = line.text
         if "iteration" in t and "elapsed time per iteration" in t:
@@ -109,23 +120,34 @@ class StepLog:
             self._cts_open.append(line.ts)
 
     def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
-        if self._capture_pending.get(line.source):
+        self._add_step(it, ms, line.source, line.lineno, line.ts, line.text, False, tflops)
+
+    def _add_step(self, it: int, ms: float, source: str, lineno: int, ts: Optional[float], text: str,
+                  raw: bool, tflops: Optional[float]) -> None:
+        if self._capture_pending.get(source):
             self._add_capture(it)
-            self._capture_pending[line.source] = False
-        if line.ts is not None:
-            self._step_ts[it] = min(self._step_ts.get(it, line.ts), line.ts)
+            self._capture_pending[source] = False
+        if ts is not None:
+            line_ts = ts
+            self._step_ts[it] = min(self._step_ts.get(it, line_ts), line_ts)
             # capture lines in another input (rank 0's file) place the capture by time: the first
             # step that ends after the capture contains it (each capture time is placed once)
             if self._cts_open:
-                ready = [c for c in self._cts_open if c <= line.ts]
+                ready = [c for c in self._cts_open if c <= line_ts]
                 if ready:
-                    self._cts_open = [c for c in self._cts_open if c > line.ts]
+                    self._cts_open = [c for c in self._cts_open if c > line_ts]
                     for cts in ready:
                         if not any(self._step_ts.get(c, float("inf")) >= cts for c in self.capture_iters):
                             self._add_capture(it)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
-            self.evidence[it] = (line.source, line.lineno, line.text)
+            # evidence lines are kept for the first iterations and those around a capture (the
+            # report quotes the first steady steps and the capture step), not for every step
+            if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or any(
+                    0 <= it - c <= 8 for c in self.capture_iters[-4:]):
+                if raw:
+                    text = split_prefix(normalise(text))[0]
+                self.evidence[it] = (source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
 
@@ -281,7 +303,8 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
     w_cur = cur_cfg.get("cuda_graph_warmup_steps")
     info["current"] = summary(cur, w_cur)  # type: ignore[arg-type]
     cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
-    ev = [cur.evidence[i] for i, _ in cur_steady[:2]] + [cur.evidence[i] for i in cur.capture_iters[:1] if i in cur.evidence]
+    ev = [cur.evidence[i] for i, _ in cur_steady[:2] if i in cur.evidence] + [
+        cur.evidence[i] for i in cur.capture_iters[:1] if i in cur.evidence]
     on_cur = _graphs_on(cur_cfg, cur)
     if base is not None and base.times:
         w_base = base_cfg.get("cuda_graph_warmup_steps")

@@ -219,13 +219,15 @@ class Feeder(Observer):
     """Adapts an object with `feed(line)` (the config collector, the step-time parser)."""
 
     def __init__(self, obj, anchors: Sequence[Anchor], following: Optional[Callable[[], bool]] = None,
-                 fast: Optional[Tuple[bytes, Callable[[str, str, int, Optional[int]], None]]] = None):
+                 batch: bool = False):
         self.obj = obj
         self.anchors = list(anchors)
         self._following = following
-        # (literal, feed_raw): a line that holds the literal and wakes only this observer is handed
-        # over as raw text (no Line built); feed_raw must equal feed(make_line(raw)) on such lines
-        self.fast = fast
+        # batch: the lines of a block that wake only this observer go to
+        # obj.scan_lines(buf, starts, source, year) first, which parses those it can ({line start:
+        # record}); the scanner hands the records back in line order with
+        # obj.feed_record(record, buf, lineno), interleaved with the lines fed through feed()
+        self.batch = batch
         self._since: Dict[str, int] = {}
 
     def feed(self, line: Line, ev: Event) -> None:
@@ -837,19 +839,28 @@ class Engine:
         n_obs = len(obs)
         rules_obs = obs[rules_idx]
         followers = [o for o in obs if type(o).following is not Observer.following]
-        fast = {id(o): o.fast for o in obs if getattr(o, "fast", None)}
+        batchers = [(o, {i}) for i, o in enumerate(obs) if getattr(o, "batch", False)]
         for block in iter_blocks(inp.inp.path, block_size, progress):
             buf = tail + block if tail else block
             lo = len(tail)
             view.reset(buf)
             hits = aset.scan(block, lo, buf)
             _retag_normalised(hits, buf, aset)
+            n = len(buf)
+            # observers that parse their own lines of the block in one pass: those lines leave `hits`
+            # when they wake nobody else, and are fed back in order (see Batch)
+            batches = []
+            for o, only in batchers:
+                mine = [ls for ls, t in hits.items() if t == only]
+                recs = o.obj.scan_lines(buf, mine, inp.inp.label, view.year)
+                for ls in recs:
+                    del hits[ls]
+                batches.append(_Batch(o, recs, lo, lineno + 1))
             starts = sorted(hits)
             hi_idx = 0
             pos = lo
             seg_start = lo
             seg_attempt = inp.current()
-            n = len(buf)
             while pos < n:
                 following = [o for o in followers if o.following(inp, lineno + 1)]
                 if following:
@@ -879,12 +890,10 @@ class Engine:
                         woken.add(id(rules_obs))
                 if not woken:
                     continue
-                if not following and len(woken) == 1 and NORMED_TAG not in tags:   # type: ignore[operator]
-                    f = fast.get(next(iter(woken)))
-                    if f is not None and buf.find(f[0], start, end) >= 0 and buf.find(b"\r", start, end) < 0:
-                        raw = buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace")
-                        f[1](raw[:MAX_LINE * 4], inp.inp.label, lineno, view.year)
-                        continue
+                for b in batches:
+                    if id(b.obs) in woken:
+                        b.flush(buf, start)
+                        b.recs.pop(start, None)
                 view.cur_off, view.cur_lineno = start, lineno
                 ln = view.line_at(start, lineno)
                 for seg_line in _segments(ln, buf, start, end, inp.inp, view.year):
@@ -904,6 +913,8 @@ class Engine:
                     changes.append((nbytes + start - lo, att))
                     seg_start, seg_attempt = start, att
             lineno += buf.count(b"\n", pos) if pos < n else 0
+            for b in batches:
+                b.flush(buf, n)
             if eager_ranks:
                 core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
             nbytes += len(block)
@@ -911,6 +922,31 @@ class Engine:
             cut = buf.find(b"\n", max(len(buf) - (256 << 10), 0))
             tail = buf[cut + 1:] if cut >= 0 and len(buf) > (256 << 10) else buf
         return lineno, nbytes
+
+
+class _Batch:
+    """Records a batch observer parsed from one block, fed back in line order."""
+
+    def __init__(self, obs: Feeder, recs: Dict[int, tuple], off: int, lineno: int):
+        self.obs = obs
+        self.recs = recs
+        self.keys = sorted(recs)
+        self.i = 0
+        self.off = off            # a line start ...
+        self.ln = lineno          # ... and its line number
+
+    def flush(self, buf: bytes, upto: int) -> None:
+        """Feed the records of the lines before offset `upto`."""
+        keys, recs, feed = self.keys, self.recs, self.obs.obj.feed_record
+        while self.i < len(keys) and keys[self.i] < upto:
+            ls = keys[self.i]
+            self.i += 1
+            rec = recs.get(ls)
+            if rec is None:
+                continue
+            self.ln += buf.count(b"\n", self.off, ls)
+            self.off = ls
+            feed(rec, buf, self.ln)
 
 
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:

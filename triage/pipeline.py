@@ -24,7 +24,7 @@ class Seen:
     def observers(self) -> List[Feeder]:
         """The config collector and the step-time parser as line observers of a block scan."""
         return [Feeder(self.config, LogConfigCollector.ANCHORS, self.config.following),
-                Feeder(self.steps, StepLog.ANCHORS, fast=(b"elapsed time per iteration", self.steps.feed_raw))]
+                Feeder(self.steps, StepLog.ANCHORS, batch=True)]
 
 
 def _tee(lines: Iterable[Line], seen: Seen) -> Iterator[Line]:

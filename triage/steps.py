@@ -14,13 +14,15 @@ import math
 import random
 import statistics
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import re
 
 import regex
 
 from .anchors import Anchor
 from .rx import TIMEOUT
-from .sources import Line, make_line, normalise, parse_ts, split_prefix
+from .sources import MAX_LINE, Line, normalise, parse_ts, split_prefix
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
 MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"
@@ -32,6 +34,50 @@ _MEGATRON = regex.compile(
     r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
     r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
 )
+_HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
+_NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
+_MS_KEY = b"elapsed time per iteration (ms):"
+_TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
+
+
+def _num(s) -> Optional[float]:
+    """A `[\\d.]+` capture as a float, or None ("1.2.3" from a garbled line is no number)."""
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_step(buf: bytes, ls: int, le: int) -> Optional[Tuple[int, float, Optional[float]]]:
+    """_MEGATRON_B on one plain line with a few C-level finds (the usual layout: the first
+    "iteration" starts the header, the first "elapsed ..." and "throughput ..." carry numbers);
+    None when the layout is any other, and the caller runs the regex."""
+    i = buf.find(b"iteration", ls, le)
+    h = _HEAD_B.match(buf, i, le) if i >= 0 else None
+    if h is None:
+        return None
+    e = buf.find(_MS_KEY, h.end(), le)
+    n = _NUM_B.match(buf, e + len(_MS_KEY), le) if e >= 0 else None
+    if n is None:
+        return None
+    tf = None
+    t = buf.find(_TF_KEY, n.end(), le)
+    if t >= 0:
+        n2 = _NUM_B.match(buf, t + len(_TF_KEY), le)
+        if n2 is None:
+            return None
+        tf = float(n2.group(1))
+    try:
+        return int(h.group(1)), float(n.group(1)), tf
+    except ValueError:
+        return None
+
+
+# the same on the bytes of a plain line (no `\\s` that could cross a newline; linear per line)
+_SP = rb"[ \t\x0b\x0c]"
+_MEGATRON_B = re.compile(
+    rb"iteration" + _SP + rb"+(\d+)" + _SP + rb"*/" + _SP + rb"*\d+" + _SP + rb"*\|[^\n]*?elapsed time per iteration "
+    rb"\(ms\):" + _SP + rb"*([\d.]+)(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):" + _SP + rb"*([\d.]+))?")
 _NEMO = regex.compile(r"train_step_timing in s[=:]\s*([\d.]+)")
 _NEMO_STEP = regex.compile(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
 _CAPTURE = regex.compile(
@@ -58,6 +104,7 @@ class StepLog:
     _step_ts: Dict[int, float] = field(default_factory=dict)
     _nemo_i: int = 0
     _capture_set: set = field(default_factory=set)
+    _ev_window: set = field(default_factory=set)           # iterations around a capture (evidence kept)
     _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
 
     # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
@@ -70,22 +117,47 @@ class StepLog:
         Anchor(r"Rank \d+: \d+ graphable layers", 0, regex=True),
     ]
 
-    def feed_raw(self, raw: str, source: str, lineno: int, year: Optional[int] = None) -> None:
-        """A Megatron step line as read (no control characters): the block scanner's fast path,
-        the same result as feed(make_line(raw, ...)) without building a Line."""
-        m = _MEGATRON.search(raw, timeout=TIMEOUT) if "elapsed time per iteration" in raw else None
-        if m is None:
-            self.feed(make_line(raw, source, lineno, year_hint=year))
-            return
-        self._add_step(int(m.group(1)), float(m.group(2)), source, lineno, parse_ts(raw, year), raw, True,
-                       float(m.group(3)) if m.group(3) else None)
+    def scan_lines(self, buf: bytes, starts: Sequence[int], source: str, year: Optional[int] = None) -> Dict[int, tuple]:
+        """Parse the Megatron step lines among the lines starting at `starts`: {line start: record}.
+
+        The block scanner's batch path: only plain lines are claimed (ASCII, no carriage return
+        or control character, short enough not to be clipped), on which the bytes regex finds
+        what `_MEGATRON` finds in the normalised text; every other line goes through `feed`.
+        The scanner hands the records back in line order with `feed_record`."""
+        out: Dict[int, tuple] = {}
+        find, search = buf.find, _MEGATRON_B.search
+        ascii_block = buf.isascii()
+        for ls in starts:
+            le = find(b"\n", ls)
+            le = len(buf) if le < 0 else le
+            if le - ls > MAX_LINE or find(b"\r", ls, le) >= 0 or not (ascii_block or buf[ls:le].isascii()):
+                continue
+            rec = _parse_step(buf, ls, le)
+            if rec is None:
+                m = search(buf, ls, le)
+                if m is None:
+                    continue
+                g3 = m.group(3)
+                ms, tf = _num(m.group(2)), _num(g3) if g3 else None
+                if ms is None or (g3 and tf is None):
+                    continue          # "1.2.3" is no number: not a step line
+                rec = (int(m.group(1)), ms, tf)
+            out[ls] = rec + (ls, le, source, year)
+        return out
+
+    def feed_record(self, rec: tuple, buf: bytes, lineno: int) -> None:
+        it, ms, tflops, ls, le, source, year = rec
+        self._add_step(it, ms, source, lineno, parse_ts(buf[ls:min(le, ls + 200)].decode("ascii"), year),
+                       (buf, ls, le), True, tflops)
 
     def feed(self, line: Line) -> None:
         t = line.text
         if "iteration" in t and "elapsed time per iteration" in t:
             m = _MEGATRON.search(t, timeout=TIMEOUT)
             if m:
-                self._add(int(m.group(1)), float(m.group(2)), line, float(m.group(3)) if m.group(3) else None)
+                ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
+                if ms is not None and (tf is not None or not m.group(3)):
+                    self._add(int(m.group(1)), ms, line, tf)
             return
         if "train_step_timing" in t:
             m = _NEMO.search(t, timeout=TIMEOUT)
@@ -93,7 +165,9 @@ class StepLog:
                 s = _NEMO_STEP.search(t, timeout=TIMEOUT)
                 self._nemo_i += 1
                 it = int(s.group(1)) + 1 if s else self._nemo_i
-                self._add(it, float(m.group(1)) * 1000.0, line, None)
+                sec = _num(m.group(1))
+                if sec is not None:
+                    self._add(it, sec * 1000.0, line, None)
             return
         if "raph" in t:
             if _CAPTURE.search(t, timeout=TIMEOUT):
@@ -102,13 +176,13 @@ class StepLog:
             if m:
                 self._mark_capture(line)
                 self.graphs_built = int(m.group(1))
-                self.capture_seconds = max(self.capture_seconds or 0.0, float(m.group(2)))
+                self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
                 if m.group(3):
                     self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
             m = _TIME_SPENT.search(t, timeout=TIMEOUT)
             if m:
                 self._mark_capture(line)
-                self.capture_seconds = max(self.capture_seconds or 0.0, float(m.group(2)))
+                self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
             m = _GRAPHABLE.search(t, timeout=TIMEOUT)
             if m:
                 self.graphable_layers = int(m.group(2))
@@ -136,17 +210,17 @@ class StepLog:
                 ready = [c for c in self._cts_open if c <= line_ts]
                 if ready:
                     self._cts_open = [c for c in self._cts_open if c > line_ts]
-                    for cts in ready:
-                        if not any(self._step_ts.get(c, float("inf")) >= cts for c in self.capture_iters):
+                    for cts in ready:       # newest capture iterations first: the usual hit
+                        if not any(self._step_ts.get(c, float("inf")) >= cts for c in reversed(self.capture_iters)):
                             self._add_capture(it)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
             # evidence lines are kept for the first iterations and those around a capture (the
             # report quotes the first steady steps and the capture step), not for every step
-            if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or any(
-                    0 <= it - c <= 8 for c in self.capture_iters[-4:]):
-                if raw:
-                    text = split_prefix(normalise(text))[0]
+            if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or it in self._ev_window:
+                if raw:                  # (buf, start, end) of a plain line
+                    b, ls, le = text      # type: ignore[misc]
+                    text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
                 self.evidence[it] = (source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
@@ -155,6 +229,7 @@ class StepLog:
         if it not in self._capture_set:
             self._capture_set.add(it)
             self.capture_iters.append(it)
+            self._ev_window.update(range(it, it + 9))
 
     @property
     def graphs_seen(self) -> bool:

@@ -774,8 +774,11 @@ class Engine:
         view = View(self.window)
         sources: List[str] = []
         seq = 0
+        prev: Tuple[str, int] = ("", -1)
         for line in lines:
-            seq += 1
+            if (line.source, line.lineno) != prev:    # the updates of a progress bar share one line
+                seq += 1
+                prev = (line.source, line.lineno)
             if not sources or sources[-1] != line.source:
                 if line.source not in sources:
                     sources.append(line.source)

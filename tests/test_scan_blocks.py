@@ -1,0 +1,173 @@
+"""The block scanner (Engine.scan_paths) gives what the line scanner (Engine.scan over every line)
+gives: on every fixture log, with blocks small enough to cut lines and tracebacks in two, with
+and without Hyperscan, and on the traps of reading raw blocks (ANSI codes inside an anchor,
+carriage returns, UTF-16, gzip, lines longer than a block, no final newline)."""
+import gzip
+import os
+
+import pytest
+
+from triage import anchors
+from triage.engine import Engine
+from triage.patterns import load_all
+from triage.pipeline import Seen, _tee
+from triage.sources import iter_inputs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOGS = os.path.join(HERE, "fixtures", "logs")
+SKIP = (".json", ".md", ".py", ".sh", ".tsv")
+PATS = load_all()
+
+
+def fixture_logs():
+    out = []
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if not f.endswith(SKIP):
+                out.append(os.path.join(root, f))
+    out.append(os.path.join(os.path.dirname(HERE), "examples", "sample_job.log"))
+    return sorted(out)
+
+
+def summary(result, seen):
+    st = seen.steps
+    return {
+        "matches": [(m.pattern.id, m.rule.source_text, m.line.source, m.line.lineno, m.line.rank, m.line.text,
+                     m.seq, m.order_ts, m.group, [x.lineno for x in m.context], [x.text for x in m.before],
+                     [x.text for x in m.after]) for m in result.matches],
+        "blocks": [(b.source, b.rank, b.start, b.end, b.lines, b.seq, b.order_ts, b.group, b.explained)
+                   for b in result.blocks],
+        "lines": result.lines, "sources": result.sources, "root": result.launcher_root_rank,
+        "attempts": result.attempts, "ranks": result.ranks_seen,
+        "config": seen.config.config(), "versions": seen.config.versions,
+        "steps": (st.times, st.tflops, st.capture_iters, st.graphs_built, st.capture_seconds, st.evidence),
+    }
+
+
+def both(paths, block_size=1 << 23, pats=PATS):
+    eng = Engine(pats)
+    s1 = Seen()
+    r1 = eng.scan(_tee(iter_inputs(paths), s1))
+    s2 = Seen()
+    r2 = eng.scan_paths(paths, extra=s2.observers(), block_size=block_size)
+    return summary(r1, s1), summary(r2, s2)
+
+
+@pytest.mark.parametrize("path", fixture_logs(), ids=lambda p: os.path.relpath(p, HERE))
+def test_block_scan_equals_line_scan_on_every_fixture(path):
+    for bs in (1 << 23, 4096, 257):
+        line, block = both([path], bs)
+        assert block == line, f"block size {bs}"
+
+
+def test_without_hyperscan_the_stdlib_fallback_gives_the_same(monkeypatch):
+    monkeypatch.setattr(anchors, "_hs", None)
+    for path in fixture_logs()[::3]:
+        line, block = both([path], 1024)
+        assert block == line, path
+
+
+def test_directory_of_rank_files_in_order(tmp_path):
+    d = os.path.join(LOGS, "real", "torchrun-cpu")
+    if not os.path.isdir(d):
+        pytest.skip("no torchrun-cpu fixtures")
+    line, block = both([d], 300)
+    assert block == line
+
+
+# --- traps of raw blocks (synthetic layouts around real messages) ---------------------------
+IMA_LINE = "[rank5]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+WD_LINE = ("[rank1]:[E1203 07:12:11.426415540 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+           "ran for 600081 milliseconds before timing out.")
+
+
+def _write(tmp_path, name, text, mode="w", **kw):
+    p = tmp_path / name
+    if mode == "wb":
+        p.write_bytes(text)
+    else:
+        p.write_text(text, **kw)
+    return str(p)
+
+
+def test_ansi_code_inside_an_anchor_is_normalised_before_the_search(tmp_path):
+    # synthetic: a coloured terminal capture that splits the literal with a colour reset
+    p = _write(tmp_path, "c.log", "ok\n[rank5]: RuntimeError: CUDA error: an illegal\x1b[0m memory access was encountered\n")
+    line, block = both([p])
+    assert block == line
+    assert [m[0] for m in block["matches"]] == ["illegal-memory-access"]
+
+
+def test_carriage_return_progress_bars_and_crlf(tmp_path):
+    # synthetic: a tqdm-style bar rewritten with \r, then the real message with CRLF line ends
+    text = ("Epoch 0:  10%|#         | 1/10 [00:01<00:09, train_step_timing in s=1.51]\r"
+            "Epoch 0:  20%|##        | 2/10 [00:02<00:08, train_step_timing in s=1.49]\r\n"
+            + IMA_LINE + "\r\n" + WD_LINE + "\r\n")
+    p = _write(tmp_path, "cr.log", text, newline="")
+    line, block = both([p], 64)
+    assert block == line
+    assert {m[0] for m in block["matches"]} == {"illegal-memory-access", "nccl-watchdog-timeout"}
+    assert len(block["steps"][0]) == 2
+
+
+def test_utf16_gzip_and_no_final_newline(tmp_path):
+    text = "[rank0]: starting\n" + IMA_LINE + "\n" + WD_LINE
+    p16 = _write(tmp_path, "w.log", text.encode("utf-16"), mode="wb")
+    pgz = _write(tmp_path, "g.log.gz", gzip.compress(text.encode()), mode="wb")
+    for p in (p16, pgz):
+        line, block = both([p], 100)
+        assert block == line
+        assert [m[0] for m in block["matches"]] == ["illegal-memory-access", "nccl-watchdog-timeout"]
+        assert block["lines"] == 3
+
+
+def test_line_longer_than_a_block_is_kept_clipped(tmp_path):
+    long = "x" * 200_000 + " an illegal memory access was encountered"
+    p = _write(tmp_path, "long.log", "a\n" + long + "\n" + IMA_LINE + "\nb\n")
+    line, block = both([p], 4096)
+    assert block == line
+    assert block["lines"] == 4
+    assert [m[3] for m in block["matches"]] == [3]          # the clipped line loses its tail, as before
+
+
+def test_context_and_continuation_rank_across_a_block_boundary(tmp_path):
+    # synthetic traceback printed under one prefix, cut by blocks of 128 bytes
+    tb = ["[rank3]: Traceback (most recent call last):",
+          '  File "train.py", line 10, in <module>',
+          "    step()",
+          "RuntimeError: CUDA error: an illegal memory access was encountered",
+          "CUDA kernel errors might be asynchronously reported at some other API call"]
+    p = _write(tmp_path, "tb.log", "\n".join(["[rank0]: filler line %d" % i for i in range(20)] + tb) + "\n")
+    line, block = both([p], 128)
+    assert block == line
+    (m,) = [m for m in block["matches"] if m[0] == "illegal-memory-access"]
+    assert m[4] == 3                                         # rank from the traceback's prefix line
+    assert m[10] == ["Traceback (most recent call last):", '  File "train.py", line 10, in <module>', "    step()"]
+    assert m[11] == ["CUDA kernel errors might be asynchronously reported at some other API call"]
+
+
+def test_torchrun_banner_then_arguments_block_is_one_attempt(tmp_path):
+    # real torchrun banner text (torch/distributed/run.py) and Megatron-LM's arguments block markers
+    banner = ("W1203 06:40:00.061000 24290 torch/distributed/run.py:851] Setting OMP_NUM_THREADS environment "
+              "variable for each process to be 1 in default")
+    args = ["------------------------ arguments ------------------------",
+            "  cuda_graph_impl ................................. local",
+            "-------------------- end of arguments ---------------------"]
+    one = _write(tmp_path, "one.log", "\n".join([banner] + args + [IMA_LINE]) + "\n")
+    two = _write(tmp_path, "two.log", "\n".join([banner] + args + ["x"] + args + [IMA_LINE]) + "\n")
+    for p, n in ((one, 1), (two, 2)):
+        line, block = both([p])
+        assert block == line
+        assert block["attempts"] == n
+
+
+def test_garbled_numbers_on_step_lines_are_ignored(tmp_path):
+    # synthetic hostile lines: "1.2.3" matches [\d.]+ but is no number (was an internal error)
+    p = _write(tmp_path, "g.log", "[rank0]: iteration 3/ 10 | elapsed time per iteration (ms): 1.2.3 |\n"
+                                  "Time spent in CUDA Graphs capture on rank 0: 1.2.3s\n"
+                                  "train_step_timing in s=1.2.3\n"
+                                  " iteration        4/      10 | elapsed time per iteration (ms): 5.0 |\n")
+    line, block = both([p])
+    assert block == line
+    assert block["steps"][0] == {4: 5.0}

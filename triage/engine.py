@@ -811,25 +811,38 @@ class Engine:
         total_lines = 0
         nbytes = 0
         done_bytes = 0
-        for path in expand_paths(paths):
-            inp = InputState(describe_input(path), seq_base=total_lines)
-            core.inputs[inp.inp.label] = inp
-            base_bytes = done_bytes
-
-            def prog(n: int, _b=base_bytes) -> None:
-                if progress is not None:
-                    progress(_b + n)
-            n_lines, n_bytes = self._scan_input(inp, core, obs, rules_idx, aset,
-                                                block_size or BLOCK_SIZE, prog)
-            if n_lines:
-                sources.append(inp.inp.label)
-            total_lines += n_lines
-            nbytes += n_bytes
-            done_bytes += _size(path)
+        all_paths = expand_paths(paths)
+        batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
+        k = _Pool.jobs(all_paths)
+        pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k) if k else None
+        try:
+            for path in all_paths:
+                n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
+                                                  pool, total_lines, done_bytes)
+                if n_lines:
+                    sources.append(describe_input(path).label)
+                total_lines += n_lines
+                nbytes += n_bytes
+                done_bytes += _size(path)
+        finally:
+            if pool is not None:
+                pool.close()
         return self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
 
+    def _scan_one(self, path: str, core: Core, obs: List[Observer], rules_idx: int, aset: AnchorSet,
+                  block_size: int, progress, pool: Optional["_Pool"], seq_base: int, done_bytes: int) -> Tuple[int, int]:
+        from .sources import BLOCK_SIZE
+        inp = InputState(describe_input(path), seq_base=seq_base)
+        core.inputs[inp.inp.label] = inp
+
+        def prog(n: int) -> None:
+            if progress is not None:
+                progress(done_bytes + n)
+        return self._scan_input(inp, core, obs, rules_idx, aset, block_size or BLOCK_SIZE,
+                                prog if progress is not None else None, pool)
+
     def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
-                    aset: AnchorSet, block_size: int, progress) -> Tuple[int, int]:
+                    aset: AnchorSet, block_size: int, progress, pool: Optional["_Pool"] = None) -> Tuple[int, int]:
         view = BlockView(self.window, inp.inp)
         file_rank = inp.inp.file_rank
         eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
@@ -842,23 +855,22 @@ class Engine:
         n_obs = len(obs)
         rules_obs = obs[rules_idx]
         followers = [o for o in obs if type(o).following is not Observer.following]
-        batchers = [(o, {i}) for i, o in enumerate(obs) if getattr(o, "batch", False)]
-        for block in iter_blocks(inp.inp.path, block_size, progress):
+        batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
+        label = inp.inp.label
+        for bi, block in enumerate(iter_blocks(inp.inp.path, block_size, progress)):
             buf = tail + block if tail else block
             lo = len(tail)
             view.reset(buf)
-            hits = aset.scan(block, lo, buf)
-            _retag_normalised(hits, buf, aset)
+            prepared = pool.get(inp.inp.path, bi, len(block)) if pool is not None else None
+            if prepared is None:
+                prepared = prepare_block(block, aset, batchers)
+            rel_hits, rel_recs, rel_ln, block_nl = prepared
+            hits = {k + lo: v for k, v in rel_hits.items()} if lo else rel_hits
+            first = lineno + 1      # line number of the block's first line
             n = len(buf)
-            # observers that parse their own lines of the block in one pass: those lines leave `hits`
-            # when they wake nobody else, and are fed back in order (see Batch)
-            batches = []
-            for o, only in batchers:
-                mine = [ls for ls, t in hits.items() if t == only]
-                recs = o.obj.scan_lines(buf, mine, inp.inp.label, view.year)
-                for ls in recs:
-                    del hits[ls]
-                batches.append(_Batch(o, recs, lo, lineno + 1))
+            # lines an observer parsed in one pass over the block (see prepare_block) are fed back
+            # to it in line order, interleaved with the lines it gets through feed()
+            batches = [_Batch(o, recs, lo, lineno + 1, label, view.year) for (o, _), recs in zip(batchers, rel_recs)]
             starts = sorted(hits)
             hi_idx = 0
             pos = lo
@@ -875,7 +887,7 @@ class Engine:
                     if hi_idx >= len(starts):
                         break
                     start = starts[hi_idx]
-                    lineno += buf.count(b"\n", pos, start)
+                    lineno = first + rel_ln[start - lo] - 1
                     tags = hits[start]
                 nl = buf.find(b"\n", start)
                 end = nl if nl >= 0 else n
@@ -896,7 +908,7 @@ class Engine:
                 for b in batches:
                     if id(b.obs) in woken:
                         b.flush(buf, start)
-                        b.recs.pop(start, None)
+                        b.drop(start)
                 view.cur_off, view.cur_lineno = start, lineno
                 ln = view.line_at(start, lineno)
                 for seg_line in _segments(ln, buf, start, end, inp.inp, view.year):
@@ -915,7 +927,7 @@ class Engine:
                             _ranks_in(buf, seg_start, start, file_rank))
                     changes.append((nbytes + start - lo, att))
                     seg_start, seg_attempt = start, att
-            lineno += buf.count(b"\n", pos) if pos < n else 0
+            lineno = first - 1 + block_nl
             for b in batches:
                 b.flush(buf, n)
             if eager_ranks:
@@ -928,28 +940,151 @@ class Engine:
 
 
 class _Batch:
-    """Records a batch observer parsed from one block, fed back in line order."""
+    """Records a batch observer parsed from one block (offsets relative to the block), fed back
+    in line order; a record's line number is counted only when the observer asks for it."""
 
-    def __init__(self, obs: Feeder, recs: Dict[int, tuple], off: int, lineno: int):
+    def __init__(self, obs: Feeder, recs: Dict[int, tuple], lo: int, lineno: int, label: str,
+                 year: Optional[int]):
         self.obs = obs
         self.recs = recs
+        self.label = label
+        self.year = year
         self.keys = sorted(recs)
+        self.lo = lo              # where the block starts in the buffer
         self.i = 0
-        self.off = off            # a line start ...
+        self.off = lo             # a line start in the buffer ...
         self.ln = lineno          # ... and its line number
 
+    def lineno(self, buf: bytes, at: int) -> int:
+        self.ln += buf.count(b"\n", self.off, at)
+        self.off = at
+        return self.ln
+
     def flush(self, buf: bytes, upto: int) -> None:
-        """Feed the records of the lines before offset `upto`."""
-        keys, recs, feed = self.keys, self.recs, self.obs.obj.feed_record
-        while self.i < len(keys) and keys[self.i] < upto:
-            ls = keys[self.i]
+        """Feed the records of the lines before buffer offset `upto`."""
+        keys, recs, feed, lo = self.keys, self.recs, self.obs.obj.feed_record, self.lo
+        while self.i < len(keys) and keys[self.i] + lo < upto:
+            rel = keys[self.i]
             self.i += 1
-            rec = recs.get(ls)
-            if rec is None:
-                continue
-            self.ln += buf.count(b"\n", self.off, ls)
-            self.off = ls
-            feed(rec, buf, self.ln)
+            rec = recs.get(rel)
+            if rec is not None:
+                at = rel + lo
+                feed(rec, buf, at, self.label, lambda _at=at: self.lineno(buf, _at), self.year)
+
+    def drop(self, at: int) -> None:
+        """The line at buffer offset `at` went through feed(): forget its record."""
+        self.recs.pop(at - self.lo, None)
+
+
+POOL_MIN_BYTES = 32 << 20   # inputs smaller than this are scanned in one process (a fork costs more)
+
+
+def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int) -> None:
+    """Worker process: prepare_block for blocks w, w+k, w+2k, ... of the inputs, in order."""
+    try:
+        g = 0
+        for path in paths:
+            for bi, block in enumerate(iter_blocks(path, block_size)):
+                if g % k == w:
+                    conn.send((path, bi, len(block), prepare_block(block, aset, batchers)))
+                g += 1
+    except BaseException as e:  # noqa: BLE001 - the scanner then prepares the blocks itself
+        try:
+            conn.send(("error", str(e)))
+        except Exception:  # noqa: BLE001
+            pass
+    finally:
+        try:
+            conn.close()
+        finally:
+            os._exit(0)
+
+
+class _Pool:
+    """Worker processes that run prepare_block ahead of the scanner (block i on worker i mod k).
+
+    Each worker reads the inputs itself (regular files only); the scanner takes their results in
+    block order and checks path, block number and size, so results merge exactly as a serial scan;
+    on any mismatch or a dead worker it prepares the remaining blocks itself."""
+
+    def __init__(self, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, k: int):
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
+        self.k = k
+        self.conns = []
+        self.procs = []
+        for w in range(k):
+            r, wr = ctx.Pipe(duplex=False)
+            p = ctx.Process(target=_worker, args=(wr, list(paths), aset, batchers, block_size, w, k), daemon=True)
+            p.start()
+            wr.close()
+            self.conns.append(r)
+            self.procs.append(p)
+        self.counter = 0
+        self.broken = False
+
+    @staticmethod
+    def jobs(paths: Sequence[str]) -> int:
+        """Workers to start: one per core beyond the scanner's own, none for small or piped inputs."""
+        env = os.environ.get("TRIAGE_JOBS", "")
+        cores = int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
+        if cores < 2 or any(p == "-" for p in paths):
+            return 0
+        if not hasattr(os, "fork"):
+            return 0
+        if sum(_size(p) for p in paths) < POOL_MIN_BYTES:
+            return 0
+        if any(p.endswith(".gz") for p in paths):     # each worker would decompress every block
+            return 1
+        return cores - 1
+
+    def get(self, path: str, bi: int, nbytes: int):
+        if self.broken:
+            return None
+        conn = self.conns[self.counter % self.k]
+        self.counter += 1
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            self.broken = True
+            return None
+        if msg[0] != path or msg[1] != bi or msg[2] != nbytes:     # a file that changed under us
+            self.broken = True
+            return None
+        return msg[3]
+
+    def close(self) -> None:
+        for c in self.conns:
+            c.close()
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+            p.join(timeout=5)
+
+
+def prepare_block(block: bytes, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
+                  ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]:
+    """The pure, C-heavy part of scanning one block (a worker process can do it ahead of the
+    scanner): the anchor hits per line start, the lines each batch observer parsed itself
+    (those leave the hits when they wake nobody else), the index in the block of each hit line
+    and the block's line count.  Offsets are relative to the block."""
+    hits = aset.scan(block)
+    _retag_normalised(hits, block, aset)
+    recs_all: List[Dict[int, tuple]] = []
+    for o, idx in batchers:
+        only = {idx}
+        mine = [ls for ls, t in hits.items() if t == only]
+        recs = o.obj.scan_lines(block, mine)
+        for ls in recs:
+            del hits[ls]
+        recs_all.append(recs)
+    line_idx: Dict[int, int] = {}
+    prev, n = 0, 0
+    for s in sorted(hits):
+        n += block.count(b"\n", prev, s)
+        line_idx[s] = n
+        prev = s
+    return hits, recs_all, line_idx, n + block.count(b"\n", prev)
 
 
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:

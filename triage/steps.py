@@ -14,7 +14,7 @@ import math
 import random
 import statistics
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import re
 
@@ -34,6 +34,7 @@ _MEGATRON = regex.compile(
     r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
     r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
 )
+_ISO_TS = re.compile(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
 _HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
 _NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
 _MS_KEY = b"elapsed time per iteration (ms):"
@@ -117,7 +118,7 @@ class StepLog:
         Anchor(r"Rank \d+: \d+ graphable layers", 0, regex=True),
     ]
 
-    def scan_lines(self, buf: bytes, starts: Sequence[int], source: str, year: Optional[int] = None) -> Dict[int, tuple]:
+    def scan_lines(self, buf: bytes, starts: Sequence[int]) -> Dict[int, tuple]:
         """Parse the Megatron step lines among the lines starting at `starts`: {line start: record}.
 
         The block scanner's batch path: only plain lines are claimed (ASCII, no carriage return
@@ -142,13 +143,20 @@ class StepLog:
                 if ms is None or (g3 and tf is None):
                     continue          # "1.2.3" is no number: not a step line
                 rec = (int(m.group(1)), ms, tf)
-            out[ls] = rec + (ls, le, source, year)
+            probe = buf[ls:min(le, ls + 200)].decode("ascii")
+            # a dated stamp is parsed here (this may run in a worker); a glog stamp needs the
+            # scanner's year hint, so it is parsed when the record is fed (ts False)
+            ts = parse_ts(probe) if _ISO_TS.search(probe) else False
+            out[ls] = rec + (le - ls, ts)
         return out
 
-    def feed_record(self, rec: tuple, buf: bytes, lineno: int) -> None:
-        it, ms, tflops, ls, le, source, year = rec
-        self._add_step(it, ms, source, lineno, parse_ts(buf[ls:min(le, ls + 200)].decode("ascii"), year),
-                       (buf, ls, le), True, tflops)
+    def feed_record(self, rec: tuple, buf: bytes, ls: int, source: str, lineno: Callable[[], int],
+                    year: Optional[int] = None) -> None:
+        """A record of scan_lines for the line at buf[ls:]; `lineno()` counts its line number."""
+        it, ms, tflops, length, ts = rec
+        if ts is False:
+            ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
+        self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), True, tflops)
 
     def feed(self, line: Line) -> None:
         t = line.text
@@ -196,7 +204,7 @@ class StepLog:
     def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
         self._add_step(it, ms, line.source, line.lineno, line.ts, line.text, False, tflops)
 
-    def _add_step(self, it: int, ms: float, source: str, lineno: int, ts: Optional[float], text: str,
+    def _add_step(self, it: int, ms: float, source: str, lineno, ts: Optional[float], text,
                   raw: bool, tflops: Optional[float]) -> None:
         if self._capture_pending.get(source):
             self._add_capture(it)
@@ -221,7 +229,7 @@ class StepLog:
                 if raw:                  # (buf, start, end) of a plain line
                     b, ls, le = text      # type: ignore[misc]
                     text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
-                self.evidence[it] = (source, lineno, text)
+                self.evidence[it] = (source, lineno if isinstance(lineno, int) else lineno(), text)
         if tflops is not None:
             self.tflops[it] = tflops
 

@@ -1,0 +1,66 @@
+"""A progress bar on stderr for big inputs: bytes read, rate, ETA.  Only on a terminal, only for
+inputs of PROGRESS_MIN_BYTES or more, never on a pipe (the caller also turns it off for --quiet)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import IO, Optional, Sequence
+
+PROGRESS_MIN_BYTES = 64 << 20
+_EVERY_S = 0.2
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+class Progress:
+    """Call with the number of bytes read so far; `close()` clears the line."""
+
+    def __init__(self, total: int, stream: Optional[IO[str]] = None, clock=time.monotonic):
+        self.total = max(total, 1)
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+        self.t0 = clock()
+        self.last = -1.0
+        self.shown = False
+
+    def __call__(self, done: int) -> None:
+        now = self.clock()
+        if now - self.last < _EVERY_S and done < self.total:
+            return
+        self.last = now
+        el = max(now - self.t0, 1e-6)
+        rate = done / el
+        eta = (self.total - done) / rate if rate > 0 else 0.0
+        pct = min(100.0, 100.0 * done / self.total)
+        width = 24
+        fill = int(width * pct / 100)
+        line = (f"\rtriage: [{'#' * fill}{'.' * (width - fill)}] {pct:5.1f}%  {_mb(done)} / {_mb(self.total)}"
+                f"  {rate / 1e6:.0f} MB/s  ETA {eta:.0f}s ")
+        self.stream.write(line)
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+
+def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[Progress]:
+    """A Progress for these inputs when it should be shown, else None."""
+    s = stream if stream is not None else sys.stderr
+    if quiet or not getattr(s, "isatty", lambda: False)() or os.environ.get("TERM") == "dumb":
+        return None
+    from .sources import expand_paths
+    total = 0
+    for p in expand_paths(paths):
+        if p == "-":
+            continue
+        try:
+            total += os.path.getsize(p)
+        except OSError:
+            pass
+    return Progress(total, s) if total >= PROGRESS_MIN_BYTES else None

@@ -171,3 +171,37 @@ def test_garbled_numbers_on_step_lines_are_ignored(tmp_path):
     line, block = both([p])
     assert block == line
     assert block["steps"][0] == {4: 5.0}
+
+
+def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
+    from triage import engine
+    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers, blocks dealt round-robin
+    paths = [p for p in fixture_logs()[::4] if not p.endswith(".gz")]
+    assert engine._Pool.jobs(paths) == 2
+    assert engine._Pool.jobs(paths + [os.path.join(LOGS, "x.log.gz")]) == 1   # gz: one decompressing worker
+    calls = []
+    real_prepare = engine.prepare_block
+    monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
+    line, block = both(paths, 512)                         # several inputs, many blocks each
+    assert block == line
+    assert calls == []               # every block came from a worker (their calls are in their processes)
+
+
+def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
+    from triage import engine
+    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "2")
+    real_worker = engine._worker
+
+    def lying_worker(conn, paths, *a):     # reports other block sizes: a file that changed under us
+        real_worker(conn, [str(tmp_path / "other.log")] * len(paths), *a)
+    (tmp_path / "other.log").write_text("x\n" * 1000)
+    monkeypatch.setattr(engine, "_worker", lying_worker)
+    path = os.path.join(LOGS, "real", "gpu", "illegal_memory_access.log")
+    calls = []
+    real_prepare = engine.prepare_block
+    monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
+    line, block = both([path], 256)
+    assert block == line
+    assert calls                     # the scanner prepared the blocks itself

@@ -118,7 +118,7 @@ class AnchorSet:
     def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:
         """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:])."""
         out: Dict[int, Set[int]] = {}
-        if not self.anchors or not data:
+        if not self.anchors or not len(data):
             return out
         whole = buf or data
         if self._db is not None:

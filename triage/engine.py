@@ -41,7 +41,7 @@ from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, search
 from .sources import (_CONTINUATION, MAX_LINE, MAX_RAW, Input, Line, describe_input, expand_paths,
-                      iter_blocks, make_line, normalise)
+                      iter_blocks, iter_blocks_with_tail, make_line, normalise)
 
 StreamKey = Tuple[str, Optional[int]]
 
@@ -67,6 +67,7 @@ CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge lo
 AFTER_SPAN = 400           # physical lines after a match searched for its "after" context
 TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
+TAIL_BYTES = 256 << 10     # bytes of the previous block kept for walking back across a boundary
 FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most
 # Lines that start a (new) training attempt; a second one of the same kind in an input means a restart.
 _ATTEMPT_KINDS = [
@@ -857,20 +858,21 @@ class Engine:
         followers = [o for o in obs if type(o).following is not Observer.following]
         batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
         label = inp.inp.label
-        for bi, block in enumerate(iter_blocks(inp.inp.path, block_size, progress)):
-            buf = tail + block if tail else block
-            lo = len(tail)
+        for bi, (buf, lo) in enumerate(iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES)):
             view.reset(buf)
-            prepared = pool.get(inp.inp.path, bi, len(block)) if pool is not None else None
+            prepared = pool.get(inp.inp.path, bi, len(buf) - lo) if pool is not None else None
+            if prepared is not None and lo:      # a worker's offsets are relative to the block
+                h, r, li, nl_ = prepared
+                prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r],
+                            {k + lo: v for k, v in li.items()}, nl_)
             if prepared is None:
-                prepared = prepare_block(block, aset, batchers)
-            rel_hits, rel_recs, rel_ln, block_nl = prepared
-            hits = {k + lo: v for k, v in rel_hits.items()} if lo else rel_hits
+                prepared = prepare_block(buf, lo, aset, batchers)
+            hits, recs_all, line_idx, block_nl = prepared
             first = lineno + 1      # line number of the block's first line
             n = len(buf)
             # lines an observer parsed in one pass over the block (see prepare_block) are fed back
             # to it in line order, interleaved with the lines it gets through feed()
-            batches = [_Batch(o, recs, lo, lineno + 1, label, view.year) for (o, _), recs in zip(batchers, rel_recs)]
+            batches = [_Batch(o, recs, lo, first, label, view.year) for (o, _), recs in zip(batchers, recs_all)]
             starts = sorted(hits)
             hi_idx = 0
             pos = lo
@@ -887,7 +889,7 @@ class Engine:
                     if hi_idx >= len(starts):
                         break
                     start = starts[hi_idx]
-                    lineno = first + rel_ln[start - lo] - 1
+                    lineno = first + line_idx[start] - 1
                     tags = hits[start]
                 nl = buf.find(b"\n", start)
                 end = nl if nl >= 0 else n
@@ -932,10 +934,7 @@ class Engine:
                 b.flush(buf, n)
             if eager_ranks:
                 core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
-            nbytes += len(block)
-            # keep the end of this block for walking back from the start of the next one
-            cut = buf.find(b"\n", max(len(buf) - (256 << 10), 0))
-            tail = buf[cut + 1:] if cut >= 0 and len(buf) > (256 << 10) else buf
+            nbytes += len(buf) - lo
         return lineno, nbytes
 
 
@@ -950,7 +949,6 @@ class _Batch:
         self.label = label
         self.year = year
         self.keys = sorted(recs)
-        self.lo = lo              # where the block starts in the buffer
         self.i = 0
         self.off = lo             # a line start in the buffer ...
         self.ln = lineno          # ... and its line number
@@ -962,18 +960,17 @@ class _Batch:
 
     def flush(self, buf: bytes, upto: int) -> None:
         """Feed the records of the lines before buffer offset `upto`."""
-        keys, recs, feed, lo = self.keys, self.recs, self.obs.obj.feed_record, self.lo
-        while self.i < len(keys) and keys[self.i] + lo < upto:
-            rel = keys[self.i]
+        keys, recs, feed = self.keys, self.recs, self.obs.obj.feed_record
+        while self.i < len(keys) and keys[self.i] < upto:
+            at = keys[self.i]
             self.i += 1
-            rec = recs.get(rel)
+            rec = recs.get(at)
             if rec is not None:
-                at = rel + lo
                 feed(rec, buf, at, self.label, lambda _at=at: self.lineno(buf, _at), self.year)
 
     def drop(self, at: int) -> None:
         """The line at buffer offset `at` went through feed(): forget its record."""
-        self.recs.pop(at - self.lo, None)
+        self.recs.pop(at, None)
 
 
 POOL_MIN_BYTES = 32 << 20   # inputs smaller than this are scanned in one process (a fork costs more)
@@ -986,7 +983,7 @@ def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: i
         for path in paths:
             for bi, block in enumerate(iter_blocks(path, block_size)):
                 if g % k == w:
-                    conn.send((path, bi, len(block), prepare_block(block, aset, batchers)))
+                    conn.send((path, bi, len(block), prepare_block(block, 0, aset, batchers)))
                 g += 1
     except BaseException as e:  # noqa: BLE001 - the scanner then prepares the blocks itself
         try:
@@ -1062,29 +1059,29 @@ class _Pool:
             p.join(timeout=5)
 
 
-def prepare_block(block: bytes, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
+def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
                   ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]:
-    """The pure, C-heavy part of scanning one block (a worker process can do it ahead of the
-    scanner): the anchor hits per line start, the lines each batch observer parsed itself
+    """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
+    of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
     (those leave the hits when they wake nobody else), the index in the block of each hit line
-    and the block's line count.  Offsets are relative to the block."""
-    hits = aset.scan(block)
-    _retag_normalised(hits, block, aset)
+    and the block's line count.  Offsets are offsets in buf."""
+    hits = aset.scan(memoryview(buf)[lo:] if lo else buf, lo, buf)
+    _retag_normalised(hits, buf, aset)
     recs_all: List[Dict[int, tuple]] = []
     for o, idx in batchers:
         only = {idx}
         mine = [ls for ls, t in hits.items() if t == only]
-        recs = o.obj.scan_lines(block, mine)
+        recs = o.obj.scan_lines(buf, mine)
         for ls in recs:
             del hits[ls]
         recs_all.append(recs)
     line_idx: Dict[int, int] = {}
-    prev, n = 0, 0
+    prev, n = lo, 0
     for s in sorted(hits):
-        n += block.count(b"\n", prev, s)
+        n += buf.count(b"\n", prev, s)
         line_idx[s] = n
         prev = s
-    return hits, recs_all, line_idx, n + block.count(b"\n", prev)
+    return hits, recs_all, line_idx, n + buf.count(b"\n", prev)
 
 
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:

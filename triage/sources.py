@@ -351,8 +351,24 @@ def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None) -> Itera
 
     gzip is decompressed into the same loop, UTF-16 (a byte-order mark) is transcoded first, a
     physical line longer than a block keeps its first MAX_RAW bytes (the scanner cuts every line to
-    MAX_RAW bytes before decoding it, as readline did); `progress(n)` is called
-    with the number of bytes read from the file (compressed bytes for .gz) after each block."""
+    MAX_RAW bytes before decoding it, as readline did); `progress(n)` is called with the number of
+    bytes read from the file (compressed bytes for .gz) after each block."""
+    for buf, _lo in iter_blocks_with_tail(path, block_size, progress, 0):
+        yield buf
+
+
+def block_tail(buf: bytes, tail: int) -> int:
+    """Offset of the first whole line within the last `tail` bytes of `buf` (a block of lines)."""
+    if len(buf) <= tail:
+        return 0
+    nl = buf.find(b"\n", len(buf) - tail - 1)
+    return nl + 1 if nl >= 0 else len(buf)
+
+
+def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None,
+                          tail: int = 0) -> Iterator[Tuple[bytes, int]]:
+    """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
+    lines before it (for looking back across the boundary).  One copy per block."""
     label = "<stdin>" if path == "-" else path
     fb, enc = _open_binary(path)
     raw_f = getattr(fb, "fileobj", None) or fb
@@ -362,6 +378,7 @@ def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None) -> Itera
     else:
         read = fb.read
     carry = b""
+    prev = b""                  # tail of the previous block
     skipping = False            # inside the over-long remainder of a line
     try:
         while True:
@@ -386,19 +403,25 @@ def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None) -> Itera
             if cut < 0:
                 carry += data
                 if len(carry) > MAX_RAW:
-                    yield carry[:MAX_RAW] + b"\n"
+                    buf = prev + carry[:MAX_RAW] + b"\n"
+                    yield buf, len(prev)
+                    prev = buf[block_tail(buf, tail):] if tail else b""
                     carry = b""
                     skipping = True
                 continue
-            block = carry + data[:cut + 1] if carry else data[:cut + 1]
-            carry = data[cut + 1:]
-            if len(carry) > MAX_RAW:
-                block += carry[:MAX_RAW] + b"\n"
-                carry = b""
+            extra = b""
+            rest = data[cut + 1:]
+            if len(rest) > MAX_RAW:
+                extra = rest[:MAX_RAW] + b"\n"
+                rest = b""
                 skipping = True
-            yield block
+            buf = b"".join((prev, carry, memoryview(data)[:cut + 1], extra))
+            carry = rest
+            yield buf, len(prev)
+            prev = buf[block_tail(buf, tail):] if tail else b""
         if carry:
-            yield carry + b"\n"
+            buf = prev + carry + b"\n"
+            yield buf, len(prev)
     finally:
         if path != "-":
             fb.close()

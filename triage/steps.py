@@ -34,7 +34,6 @@ _MEGATRON = regex.compile(
     r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
     r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
 )
-_ISO_TS = re.compile(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
 _HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
 _NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
 _MS_KEY = b"elapsed time per iteration (ms):"
@@ -143,20 +142,22 @@ class StepLog:
                 if ms is None or (g3 and tf is None):
                     continue          # "1.2.3" is no number: not a step line
                 rec = (int(m.group(1)), ms, tf)
-            probe = buf[ls:min(le, ls + 200)].decode("ascii")
-            # a dated stamp is parsed here (this may run in a worker); a glog stamp needs the
-            # scanner's year hint, so it is parsed when the record is fed (ts False)
-            ts = parse_ts(probe) if _ISO_TS.search(probe) else False
-            out[ls] = rec + (le - ls, ts)
+            out[ls] = rec + (le - ls,)
         return out
 
     def feed_record(self, rec: tuple, buf: bytes, ls: int, source: str, lineno: Callable[[], int],
                     year: Optional[int] = None) -> None:
         """A record of scan_lines for the line at buf[ls:]; `lineno()` counts its line number."""
-        it, ms, tflops, length, ts = rec
-        if ts is False:
+        it, ms, tflops, length = rec
+        ts = None
+        if self._needs_ts(it, source):
             ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
         self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), True, tflops)
+
+    def _needs_ts(self, it: int, source: str) -> bool:
+        """A step's time matters only to place a capture by time: while a capture time waits for
+        its step, and for the capture iterations themselves (see _add_step)."""
+        return bool(self._cts_open) or it in self._capture_set or bool(self._capture_pending.get(source))
 
     def feed(self, line: Line) -> None:
         t = line.text
@@ -209,7 +210,7 @@ class StepLog:
         if self._capture_pending.get(source):
             self._add_capture(it)
             self._capture_pending[source] = False
-        if ts is not None:
+        if ts is not None and (self._cts_open or it in self._capture_set):
             line_ts = ts
             self._step_ts[it] = min(self._step_ts.get(it, line_ts), line_ts)
             # capture lines in another input (rank 0's file) place the capture by time: the first

@@ -205,3 +205,19 @@ def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
     line, block = both([path], 256)
     assert block == line
     assert calls                     # the scanner prepared the blocks itself
+
+
+def test_repeated_matches_are_counted_not_kept(tmp_path, monkeypatch):
+    from triage import engine
+    monkeypatch.setattr(engine, "MATCHES_PER_KEY", 5)
+    # synthetic: the real watchdog message repeated with other sequence numbers on two ranks
+    lines = [WD_LINE.replace("[rank1]", f"[rank{i % 2}]").replace("SeqNum=1", f"SeqNum={i}") for i in range(300)]
+    p = _write(tmp_path, "wd.log", "\n".join(lines) + "\n")
+    r = Engine(PATS).scan_paths([p])
+    kept = [m for m in r.matches if m.pattern.id == "nccl-watchdog-timeout"]
+    assert len(kept) == 10                                   # 5 per rank: the message differs only in digits
+    dropped = {k: v for k, v in r.dropped.items() if k[0] == "nccl-watchdog-timeout"}
+    assert sum(dropped.values()) == 290
+    assert {k[1] for k in dropped} == {0, 1}
+    assert all("Watchdog caught collective operation timeout" in k[2] for k in dropped)
+    assert r.matches == sorted(r.matches, key=lambda m: m.seq) and kept[0].line.lineno == 1

@@ -64,10 +64,14 @@ MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is swi
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
-AFTER_SPAN = 400           # physical lines after a match searched for its "after" context
+AFTER_SPAN = 200           # physical lines after a match searched for its "after" context
 TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
 TAIL_BYTES = 256 << 10     # bytes of the previous block kept for walking back across a boundary
+MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
+MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)
+MAX_DROPPED_KEYS = 10_000  # distinct dropped messages counted apart; the rest per (pattern, rank)
+_DIGITS = bytes.maketrans(b"0123456789", b"##########")
 FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most
 # Lines that start a (new) training attempt; a second one of the same kind in an input means a restart.
 _ATTEMPT_KINDS = [
@@ -119,6 +123,9 @@ class ScanResult:
     launcher_root_rank: Optional[int] = None
     attempts: int = 1
     disabled_rules: List[str] = field(default_factory=list)
+    # matches not kept (Core.add_match): (pattern id, rank, text of the first one) -> count;
+    # the text fingerprints like the kept ones of the same message ("" when past MAX_DROPPED_KEYS)
+    dropped: Dict[Tuple[str, Optional[int], str], int] = field(default_factory=dict)
     bytes: int = 0                                        # bytes read (block driver)
     anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
     ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
@@ -265,6 +272,24 @@ class Core:
         # block driver, re-readable inputs: (path, file rank, [(stream offset, attempt from there)])
         self.rank_segments: List[Tuple[str, Optional[int], List[Tuple[int, int]]]] = []
         self.inputs: Dict[str, InputState] = {}
+        self._kept: Dict[Tuple[int, Optional[int], bytes], int] = {}
+        # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
+        self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
+
+    def add_match(self, m: Match) -> None:
+        """Keep a match, or only count it: a message repeated on every rank a million times keeps
+        its first MATCHES_PER_KEY occurrences per (rule, rank, message up to its digits), at most
+        MAX_MATCHES in all; the rest are counted in `dropped` (memory stays bounded)."""
+        key = (id(m.rule), m.line.rank, m.line.text.encode("utf-8", "replace").translate(_DIGITS))
+        n = self._kept.get(key, 0)
+        if n < MATCHES_PER_KEY and len(self.matches) < MAX_MATCHES:
+            self._kept[key] = n + 1
+            self.matches.append(m)
+            return
+        dkey = (m.pattern.id, m.line.rank, m.line.text)
+        if dkey not in self.dropped and len(self.dropped) >= MAX_DROPPED_KEYS:
+            dkey = (m.pattern.id, m.line.rank, "")
+        self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))
@@ -355,14 +380,28 @@ class Followups(Observer):
     def __init__(self, core: Core):
         self.core = core
         self.pending: Dict[str, List[_Pending]] = {}
-        self.until: Dict[str, int] = {}          # per input: last line no. anything waits for
+        # per input: the streams whose matches still wait for "after" lines -> last line no. to wait
+        self.waiting: Dict[str, Dict[StreamKey, int]] = {}
 
-    def wait(self, source: str, lineno: int) -> None:
-        if lineno > self.until.get(source, 0):
-            self.until[source] = lineno
+    def wait_after(self, m: Match, st: Stream) -> None:
+        last = m.line.lineno + AFTER_SPAN
+        st.want_after.append((m, last))
+        self.waiting.setdefault(m.line.source, {})[(m.line.source, m.line.rank)] = last
 
     def following(self, inp: InputState, lineno: int) -> bool:
-        return lineno <= self.until.get(inp.inp.label, 0)
+        label = inp.inp.label
+        if self.pending.get(label):
+            return True
+        w = self.waiting.get(label)
+        if not w:
+            return False
+        for k, last in list(w.items()):
+            st = self.core.streams[k]
+            if last < lineno:
+                st.want_after = [x for x in st.want_after if x[1] >= lineno]
+            if not st.want_after:
+                del w[k]
+        return bool(w)
 
     def feed(self, line: Line, ev: Event) -> None:
         st = ev.st
@@ -381,7 +420,7 @@ class Followups(Observer):
                 pd.needs = [i for i in pd.needs if not _ctx_hit(pd.match.rule.context[i], line)]
                 if not pd.needs:
                     pd.match.context.append(line)
-                    self.core.matches.append(pd.match)
+                    self.core.add_match(pd.match)
                     self.core.stream(pd.match.line.source, pd.match.line.rank).block_matched = True
                 elif line.lineno <= pd.deadline:
                     keep_p.append(pd)
@@ -512,8 +551,7 @@ class Rules(Observer):
             if self.with_context < CONTEXT_MATCHES:
                 self.with_context += 1
                 m.before = view.before(line, st)[-CONTEXT_LINES:]
-                st.want_after.append((m, line.lineno + AFTER_SPAN))
-                self.followups.wait(line.source, line.lineno + AFTER_SPAN)
+                self.followups.wait_after(m, st)
             if rule.context:
                 needs = []
                 for j, c in enumerate(rule.context):
@@ -525,9 +563,8 @@ class Rules(Observer):
                 if needs:
                     deadline = line.lineno + max(rule.context[j].window for j in needs)
                     self.followups.pending.setdefault(line.source, []).append(_Pending(m, needs, deadline))
-                    self.followups.wait(line.source, deadline)
                     continue
-            self.core.matches.append(m)
+            self.core.add_match(m)
             hit_any = True
         if hit_any:
             st.block_matched = True
@@ -720,7 +757,7 @@ class Engine:
         obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), follow, blocks, rules]
         return core, obs, rules
 
-    def _anchor_set(self, obs: Sequence[Observer], rules_idx: int) -> AnchorSet:
+    def _anchor_set(self, obs: Sequence[Observer]) -> AnchorSet:
         key = tuple((i, tuple(o.anchors)) for i, o in enumerate(obs))
         cached = self._anchor_cache.get(key)
         if cached is not None:
@@ -764,7 +801,7 @@ class Engine:
             return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
-                          disabled_rules=sorted(rules.disabled.values()),
+                          disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
                           bytes=nbytes, anchor_engine=engine, ranks_fn=ranks)
 
     # --- the line driver ------------------------------------------------------------------------
@@ -807,7 +844,7 @@ class Engine:
         core, obs, rules = self._observers(extra)
         core.blocks_limit = blocks_limit
         rules_idx = obs.index(rules)
-        aset = self._anchor_set(obs, rules_idx)
+        aset = self._anchor_set(obs)
         sources: List[str] = []
         total_lines = 0
         nbytes = 0
@@ -851,7 +888,6 @@ class Engine:
         if not eager_ranks:
             core.rank_segments.append((inp.inp.path, file_rank, changes))
         lineno = 0              # line number of the last line processed / passed
-        tail = b""
         nbytes = 0              # stream offset of the current block
         n_obs = len(obs)
         rules_obs = obs[rules_idx]
@@ -1142,25 +1178,6 @@ def _size(path: str) -> int:
         return os.path.getsize(path) if path != "-" else 0
     except OSError:
         return 0
-
-
-def trie_regex(words) -> str:
-    """A regex matching any of `words`, shaped as a trie (shared prefixes factored out)."""
-    trie: Dict[str, dict] = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: Dict[str, dict]) -> str:
-        if list(node) == [""]:
-            return ""
-        alts = [regex.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        return "(?:" + body + ")?" if "" in node else body
-
-    return build(trie)
 
 
 _RECORD = regex.compile(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")

@@ -215,9 +215,11 @@ def test_repeated_matches_are_counted_not_kept(tmp_path, monkeypatch):
     p = _write(tmp_path, "wd.log", "\n".join(lines) + "\n")
     r = Engine(PATS).scan_paths([p])
     kept = [m for m in r.matches if m.pattern.id == "nccl-watchdog-timeout"]
-    assert len(kept) == 10                                   # 5 per rank: the message differs only in digits
+    # 5 per rank and message shape: SeqNum has 1, 2 or 3 digits (digits are masked one by one, so a
+    # kept message and the ones counted with it always fingerprint alike)
+    assert len(kept) == 2 * 3 * 5
     dropped = {k: v for k, v in r.dropped.items() if k[0] == "nccl-watchdog-timeout"}
-    assert sum(dropped.values()) == 290
+    assert sum(dropped.values()) == 300 - 30
     assert {k[1] for k in dropped} == {0, 1}
     assert all("Watchdog caught collective operation timeout" in k[2] for k in dropped)
     assert r.matches == sorted(r.matches, key=lambda m: m.seq) and kept[0].line.lineno == 1

@@ -16,8 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from triage.engine import Engine
 from triage.findings import analyse
 from triage.patterns import load_all
-from triage.pipeline import Seen, _tee
-from triage.sources import iter_inputs
+from triage.pipeline import Seen
 
 HEALTHY = [
     " [2026-12-03 06:42:22.923456] iteration {i:8d}/  100000 | consumed samples: {s:12d} | elapsed time per iteration (ms): 4800.2 | learning rate: 5.000000E-05 | global batch size:   256 | lm loss: 9.412345E+00 | loss scale: 1.0 | grad norm: 4.812 |",
@@ -47,7 +46,7 @@ def main():
         pats = load_all()
         t1 = time.perf_counter()
         seen = Seen()
-        a = analyse(Engine(pats).scan(_tee(iter_inputs([p]), seen)))
+        a = analyse(Engine(pats).scan_paths([p], extra=seen.observers()))     # what `triage analyze` runs
         t2 = time.perf_counter()
     print(f"lines            {n:,}")
     print(f"bytes            {size / 1e6:.1f} MB")

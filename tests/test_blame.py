@@ -36,11 +36,11 @@ def test_changed_key_that_violates_a_rule_and_is_implicated_ranks_first():
     new = load_config(os.path.join(CFG, "bad_run_config.yaml"))
     a = analyse(Engine([MOE]).scan(lines_of("AssertionError: cuda_graph_scope must not contain both moe and moe_router.")))
     sus = blame(old, new, [MOE], a.findings, a.primary)
-    assert sus[0]["key"] == "cuda_graph_scope" and sus[0]["because"] == ["moe-scope-conflict"]
-    assert sus[0]["score"] == 2.0 and not sus[0]["unrelated"]
-    rest = {s["key"]: s for s in sus[1:]}
+    assert sus[0].key == "cuda_graph_scope" and sus[0].because == ["moe-scope-conflict"]
+    assert sus[0].score == 2.0 and not sus[0].unrelated
+    rest = {s.key: s for s in sus[1:]}
     assert set(rest) == {"lr", "log_interval"}
-    assert all(s["unrelated"] and s["score"] == 0 for s in rest.values())
+    assert all(s.unrelated and s.score == 0 for s in rest.values())
 
 
 def test_rule_alone_blames_the_env_change_even_for_a_generic_crash():
@@ -48,8 +48,8 @@ def test_rule_alone_blames_the_env_change_even_for_a_generic_crash():
     new = load_config(os.path.join(CFG, "bad_flat.yaml"))
     a = analyse(Engine([IMA]).scan(lines_of("RuntimeError: CUDA error: an illegal memory access was encountered")))
     sus = blame(old, new, [NCCL, IMA], a.findings, a.primary)
-    assert sus[0]["key"] == "env.NCCL_GRAPH_REGISTER" and sus[0]["old"] == "0" and sus[0]["new"] is None
-    assert sus[0]["because"] == ["nccl-graph-register-expandable"]
+    assert sus[0].key == "env.NCCL_GRAPH_REGISTER" and sus[0].old == "0" and sus[0].new is None
+    assert sus[0].because == ["nccl-graph-register-expandable"]
 
 
 def test_no_diff_no_suspects():

@@ -77,7 +77,7 @@ def test_restart_splits_attempts_and_last_attempt_is_headline():
     a = run(log, IMA, CFG)
     assert a.attempts == 2
     assert a.primary.pitfall == "illegal-memory-access" and a.primary.rank == 2
-    assert [d["primary"] for d in a.extra["attempts"]] == ["moe-scope-conflict", "illegal-memory-access"]
+    assert [d.primary for d in a.verdict.attempts] == ["moe-scope-conflict", "illegal-memory-access"]
     assert a.summary.startswith("attempt 2 of 2: rank 2 failed first")
 
 
@@ -88,4 +88,4 @@ def test_torchelastic_restart_line_starts_new_attempt():
                      "iteration 1/10 | loss 1.0"])
     a = run(log, IMA)
     assert a.attempts == 2 and a.primary is None
-    assert a.extra["attempts"][0]["primary"] == "illegal-memory-access"
+    assert a.verdict.attempts[0].primary == "illegal-memory-access"

@@ -11,6 +11,7 @@ Keys with score 0 are listed last and marked unrelated.  No diff means no suspec
 """
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
 import regex
@@ -27,8 +28,23 @@ BOOKKEEPING = regex.compile(
 )
 
 
+@dataclass
+class Suspect:
+    """A changed config key, scored by what blames it."""
+    key: str
+    old: Any
+    new: Any
+    score: float
+    because: List[str] = field(default_factory=list)     # the pitfalls that blame it
+    unrelated: bool = False                               # score 0: nothing blames it
+    evidence: List[str] = field(default_factory=list)    # why, in a few lines
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
-          primary: Optional[Finding], partial: bool = False) -> List[Dict[str, Any]]:
+          primary: Optional[Finding], partial: bool = False) -> List[Suspect]:
     changes = diff(old, new, partial)
     if not changes:
         return []
@@ -55,9 +71,7 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
             score += 0.5 if ch.key in GRAPH_KEYS else 0.25
             because.extend(f.pitfall for f in findings if f.kind == "perf")
             evidence.append("may change step time")
-        out.append({
-            "key": ch.key, "old": ch.old, "new": ch.new, "score": round(score, 2),
-            "because": sorted(set(because)), "unrelated": score == 0, "evidence": evidence[:3],
-        })
-    out.sort(key=lambda s: (-s["score"], s["key"]))
+        out.append(Suspect(key=ch.key, old=ch.old, new=ch.new, score=round(score, 2),
+                           because=sorted(set(because)), unrelated=score == 0, evidence=evidence[:3]))
+    out.sort(key=lambda s: (-s.score, s.key))
     return out

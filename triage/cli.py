@@ -111,8 +111,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
     else:
         click.echo(out, nl=not out.endswith("\n"))
-    failed = a.primary is not None or any(f.role in ("root-cause", "cascade") for f in a.findings)
-    if failed and not exit_zero:
+    if a.failed and not exit_zero:
         raise click.exceptions.Exit(EXIT_FOUND)
 
 

@@ -9,7 +9,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 from .blame import blame
 from .config import Config, LogConfigCollector, build_config, check, diff
 from .engine import Engine, Feeder
-from .findings import Analysis, Evidence, add_findings, analyse, make_finding
+from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
 from .sources import InputError, Line, iter_inputs
 from .steps import StepLog, assess
@@ -60,7 +60,10 @@ def scan_baseline(paths: Sequence[str]) -> Seen:
 def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_files: Sequence[str] = (),
                         baseline_files: Sequence[str] = (), baseline_logs: Sequence[str] = (),
                         env: Sequence[str] = ()) -> None:
-    """Attach config, rule violations, step-time verdicts and blamed changes to the analysis."""
+    """Attach config, rule violations, step-time verdicts and blamed changes to the analysis.
+
+    Everything that feeds the verdict (the step-time findings) is added first; only then is the
+    verdict read (and so decided, once): the notes and the blame that depend on it come last."""
     current: Config = dict(seen.config.config())
     if config_files:
         current = build_config(config_files, env=env)
@@ -74,28 +77,26 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
         baseline = build_config(baseline_files)
     elif base_seen is not None:
         baseline = base_seen.config.config()
-    if seen.config.versions:
-        a.extra["versions"] = dict(seen.config.versions)
+    a.versions = dict(seen.config.versions)
     if current:
-        a.extra["config"] = current
-        a.extra["config_violations"] = [vars(v) for v in check(current, pats)]
-    # step times (run vs run, and before vs after capture)
+        a.config = ConfigAnalysis(config=current, violations=check(current, pats))
+    # step times (run vs run, and before vs after capture): findings of their own, before the verdict
     verdicts, perf = assess(seen.steps, current, base_seen.steps if base_seen else None, baseline)
-    if perf:
-        a.extra["step_times"] = perf
+    a.step_times = perf
+    by_id = {p.id: p for p in pats}
+    a.add_findings([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
+                    for v in verdicts if v.pitfall in by_id])
+    # -- the verdict is decided from here on
     if a.primary is not None and a.primary.pitfall == "cuda-oom" and (
             current.get("cuda_graph_impl") in ("local", "transformer_engine") or seen.steps.graphs_seen):
-        a.extra.setdefault("notes", []).append(
+        a.notes.append(
             "CUDA graphs were on in this run: graph memory pools may be what filled the GPU even though the "
             "OOM message has no 'allocated in private pools' clause (torch 2.11 counts graph memory as "
             "'allocated by PyTorch'); see capture-memory-overhead")
-    by_id = {p.id: p for p in pats}
-    add_findings(a, [make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
-                     for v in verdicts if v.pitfall in by_id])
-    if baseline and current:
+    if baseline and a.config is not None:
         partial = not (config_files and baseline_files)    # a config read from a log is partial
-        a.extra["diff"] = [vars(c) for c in diff(baseline, current, partial)]
-        a.extra["suspects"] = blame(baseline, current, pats, a.findings, a.primary, partial)
+        a.config.diff = diff(baseline, current, partial)
+        a.config.suspects = blame(baseline, current, pats, a.findings, a.primary, partial)
     elif baseline_logs and not baseline:
-        a.extra.setdefault("notes", []).append(
+        a.notes.append(
             "the baseline log shows no configuration (no arguments block or config summary): no config diff")

@@ -5,60 +5,275 @@ import html as _html
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .findings import Analysis, Finding, rank_ranges
+from .findings import TIMELINE_MAX, UNMATCHED_MAX, Analysis, Evidence, Finding, rank_ranges
 from .redact import redact, redact_obj
+from .sources import CLIP_MARK
 
 SCHEMA_VERSION = 1
 
+# ----------------------------------------------------------------------------------------------
+# the JSON contract, written out in one place: `to_dict`.  Fields are only ever added.
+#
+# Bounded output: whatever the log size, the JSON stays under MAX_JSON_BYTES.  The analysis keeps
+# at most EVIDENCE_MAX evidence lines per finding, TIMELINE_MAX timeline events and UNMATCHED_MAX
+# unexplained signatures (findings.py); the JSON adds FINDINGS_MAX findings and SERIES_MAX step-time
+# points per run (LEVELS[0]).  Should that still be too big (thousands of distinct findings, huge
+# lines, a huge config), the tighter LEVELS are tried in turn; the last one cuts every list and
+# string short.
+# `omitted` (present only when something was left out) counts what each part left out.
 
-def finding_dict(f: Finding) -> Dict[str, Any]:
+MAX_JSON_BYTES = 256 * 1024
+FINDINGS_MAX = 100         # findings written in full (the primary first, in verdict order)
+SERIES_MAX = 1000          # step-time points per run (evenly thinned, the last one kept)
+
+
+@dataclass(frozen=True)
+class Caps:
+    findings: int
+    evidence: Optional[int]      # evidence lines per finding (None: all the analysis kept)
+    context: Optional[int]       # context lines before / after one evidence line
+    timeline: int
+    unmatched: int
+    block_lines: Optional[int]   # lines of one unmatched block (the first and the last ones)
+    series: int                  # step-time points (and steady / capture iterations) per run
+    text: Optional[int]          # characters of one log line or config value
+    items: Optional[int]         # entries of rank_counts, config, diff, suspects, notes, sources, ...
+
+
+LEVELS = (
+    Caps(FINDINGS_MAX, None, None, TIMELINE_MAX, UNMATCHED_MAX, None, SERIES_MAX, None, None),
+    Caps(40, 6, 3, 200, 20, 20, 400, 1000, 1000),
+    Caps(15, 3, 1, 80, 8, 10, 150, 300, 200),
+    Caps(5, 1, 0, 20, 3, 4, 40, 120, 40),
+    Caps(3, 1, 0, 10, 2, 2, 10, 80, 10),        # last resort: every list and string cut short
+)
+SUMMARY_MAX = 2000         # characters of the summary (a hang of thousands of ranks lists them)
+MAX_DEPTH = 4              # nesting kept in config values and the like once the caps apply
+
+
+class _Cut:
+    """Applies one level's caps and counts what was left out (the `omitted` field)."""
+
+    def __init__(self, caps: Caps):
+        self.caps = caps
+        self.omitted: Dict[str, int] = {}
+
+    def count(self, part: str, n: int) -> None:
+        if n > 0:
+            self.omitted[part] = self.omitted.get(part, 0) + n
+
+    def list(self, xs: List[Any], n: Optional[int], part: str) -> List[Any]:
+        if n is None or len(xs) <= n:
+            return list(xs)
+        self.count(part, len(xs) - n)
+        return list(xs[:n])
+
+    def text(self, t: Any) -> Any:
+        n = self.caps.text
+        if not isinstance(t, str) or n is None or len(t) <= n:
+            return t
+        self.count("text", 1)
+        return t[:n] + CLIP_MARK
+
+    def value(self, x: Any, part: str, depth: int = 0) -> Any:
+        """A config value, diff row, note, ...: lists, dicts and strings cut to the level's caps (and,
+        once anything is cut, containers nested deeper than MAX_DEPTH written as clipped text)."""
+        if isinstance(x, str):
+            return self.text(x)
+        if isinstance(x, (dict, list, tuple)) and self.caps.items is not None and depth >= MAX_DEPTH:
+            self.count(part, 1)
+            return self.text(json.dumps(x, ensure_ascii=False, default=str))
+        if isinstance(x, dict):
+            items = self.list(list(x.items()), self.caps.items, part)
+            return {self.text(k): self.value(v, part, depth + 1) for k, v in items}
+        if isinstance(x, (list, tuple)):
+            return [self.value(v, part, depth + 1) for v in self.list(list(x), self.caps.items, part)]
+        return x
+
+
+def _spread(n: int, limit: int, first: Sequence[int] = ()) -> List[int]:
+    """Indexes of at most LIMIT of N items: FIRST (up to half of LIMIT), then evenly spread."""
+    if n <= limit:
+        return list(range(n))
+    chosen = set(list(first)[:limit // 2])
+    rest = [i for i in range(n) if i not in chosen]
+    room = limit - len(chosen)
+    chosen.update(rest[(k * len(rest)) // room] for k in range(room))
+    return sorted(chosen)
+
+
+def finding_dict(f: Finding, cut: Optional[_Cut] = None) -> Dict[str, Any]:
+    cut = cut or _Cut(LEVELS[0])
+    ev = cut.list(f.evidence, cut.caps.evidence, "evidence")
+    ctx = cut.caps.context
+
+    def before(e: Evidence) -> Tuple[List[str], List[int]]:
+        if ctx is None or len(e.before) <= ctx:
+            return e.before, e.before_lines
+        cut.count("evidence.context", len(e.before) - ctx)
+        return (e.before[len(e.before) - ctx:] if ctx else []), (e.before_lines[len(e.before_lines) - ctx:] if ctx else [])
+
+    def after(e: Evidence) -> Tuple[List[str], List[int]]:
+        if ctx is None or len(e.after) <= ctx:
+            return e.after, e.after_lines
+        cut.count("evidence.context", len(e.after) - ctx)
+        return e.after[:ctx], e.after_lines[:ctx]
+
+    detail = []
+    for e in ev:
+        (b, bl), (af, al) = before(e), after(e)
+        detail.append({"source": cut.text(e.source), "line": e.line, "rank": e.rank, "text": cut.text(e.text),
+                       "before": [cut.text(x) for x in b], "after": [cut.text(x) for x in af],
+                       "before_lines": list(bl), "after_lines": list(al)})
+    rc = cut.list(list(f.rank_counts.items()), cut.caps.items, "rank_counts")
+    t = cut.text
     return {
         "pitfall": f.pitfall,
-        "title": f.title,
+        "title": t(f.title),
         "severity": f.severity,
         "role": f.role,
         "rank": f.rank,
-        "ranks": f.ranks_text,
-        "source": f.source,
+        "ranks": t(f.ranks_text),
+        "source": t(f.source),
         "line": f.line,
         "count": f.count,
-        "evidence": [e.text for e in f.evidence],
-        "evidence_detail": [{"source": e.source, "line": e.line, "rank": e.rank, "text": e.text,
-                      "before": e.before, "after": e.after, "before_lines": e.before_lines,
-                      "after_lines": e.after_lines} for e in f.evidence],
+        "evidence": [t(e.text) for e in ev],
+        "evidence_detail": detail,
         "fingerprint": f.fingerprint,
-        "rule": {"pattern": f.pattern_path.rsplit("/", 1)[-1], "regex": f.rule},
-        "explanation": f.explanation,
-        "fix": f.fix,
-        "references": f.references,
-        "implicates": f.implicates,
+        "rule": {"pattern": t(f.pattern_path.rsplit("/", 1)[-1]), "regex": t(f.rule)},
+        "explanation": t(f.explanation),
+        "fix": t(f.fix),
+        "references": cut.value(f.references, "references"),
+        "implicates": cut.value(f.implicates, "implicates"),
+        "rank_counts": {str(r): n for r, n in rc},
+        "matched_lines": f.matched_lines,
     }
 
 
-def to_dict(a: Analysis) -> Dict[str, Any]:
+def _timeline(a: Analysis, cut: _Cut) -> List[Dict[str, Any]]:
+    roles = a.verdict.roles()
+    evs = a.timeline
+    cut.count("timeline", a.timeline_omitted)
+    if len(evs) > cut.caps.timeline:
+        firsts: Dict[Tuple[Any, str], int] = {}
+        for i, e in enumerate(evs):
+            if roles.get(e.fingerprint, e.rule_role) == "root-cause":
+                firsts.setdefault((None, e.fingerprint), i)
+        for i, e in enumerate(evs):
+            firsts.setdefault((e.rank if e.rank is not None else e.source, e.pitfall), i)
+        keep = _spread(len(evs), cut.caps.timeline, sorted(set(firsts.values()), key=lambda i: (
+            roles.get(evs[i].fingerprint, evs[i].rule_role) != "root-cause", i)))
+        cut.count("timeline", len(evs) - len(keep))
+        evs = [evs[i] for i in keep]
+    return [{"rank": e.rank, "t": e.t, "seq": e.seq, "pitfall": e.pitfall,
+             "role": roles.get(e.fingerprint, e.rule_role), "source": e.source, "line": e.line} for e in evs]
+
+
+def _unmatched(a: Analysis, cut: _Cut) -> List[Dict[str, Any]]:
+    cut.count("unmatched", a.unmatched_omitted)
+    out = []
+    n = cut.caps.block_lines
+    for u in cut.list(a.unmatched, cut.caps.unmatched, "unmatched"):
+        lines = list(u.lines)
+        if n is not None and len(lines) > n:       # the first line and the last ones (the exception)
+            cut.count("unmatched.lines", len(lines) - n)
+            lines = lines[:1] + lines[len(lines) - (n - 1):] if n > 1 else lines[:n]
+        out.append({"source": u.source, "line": u.line, "rank": u.rank, "ranks": cut.list(u.ranks, cut.caps.items, "unmatched.ranks"),
+                    "count": u.count, "lines": [cut.text(x) for x in lines], "fingerprint": u.fingerprint})
+    return out
+
+
+def _step_times(st: Dict[str, Any], cut: _Cut) -> Dict[str, Any]:
+    out = dict(st)
+    n = cut.caps.series
+    for name in ("current", "baseline"):
+        run = st.get(name)
+        if not isinstance(run, dict):
+            continue
+        run = dict(run)
+        series = run.get("series")
+        if isinstance(series, list) and len(series) > n:
+            keep = _spread(len(series), n)
+            keep[-1] = len(series) - 1               # the last iteration is always drawn
+            cut.count(f"step_times.{name}.series", len(series) - len(keep))
+            run["series"] = [series[i] for i in keep]
+        for key in ("steady_iterations", "capture_iterations"):
+            if isinstance(run.get(key), list):
+                run[key] = cut.list(run[key], n, f"step_times.{name}.{key}")
+        out[name] = run
+    return out
+
+
+def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
+    """The JSON report of an analysis, cut to CAPS (see LEVELS)."""
+    cut = _Cut(caps)
+    v = a.verdict
+    cfg = a.config
     d: Dict[str, Any] = {
         "schema": SCHEMA_VERSION,
-        "primary": a.primary.pitfall if a.primary else None,
-        "summary": a.summary,
-        "first_failing_rank": a.first_rank,
-        "findings": [finding_dict(f) for f in a.findings],
-        "suspects": a.extra.get("suspects", []),
-        "unmatched": [
-            {"source": u.source, "line": u.line, "rank": u.rank, "ranks": u.ranks, "count": u.count,
-             "lines": u.lines, "fingerprint": u.fingerprint}
-            for u in a.unmatched
-        ],
-        "stats": {"lines": a.lines, "sources": a.sources, "attempts": a.attempts},
+        "primary": v.primary.pitfall if v.primary else None,
+        "summary": v.summary if len(v.summary) <= SUMMARY_MAX else v.summary[:SUMMARY_MAX] + CLIP_MARK,
+        "first_failing_rank": v.first_rank,
+        "findings": [finding_dict(f, cut) for f in cut.list(v.findings, caps.findings, "findings")],
+        "suspects": cut.value([s.as_dict() for s in cfg.suspects], "suspects") if cfg else [],
+        "unmatched": _unmatched(a, cut),
+        "stats": {"lines": a.lines, "sources": cut.value(a.sources, "stats.sources"),
+                  "attempts": a.attempts},
     }
     if a.launcher_root_rank is not None:
         d["launcher_root_rank"] = a.launcher_root_rank
-    for k, v in a.extra.items():
-        if k not in d:
-            d[k] = v
+    d["timeline"] = _timeline(a, cut)
+    if v.first_failure is not None:
+        ff = v.first_failure
+        d["first_failure"] = {"rank": ff.rank, "source": ff.source, "line": ff.line, "message": ff.message,
+                              "explained": ff.explained}
+    if v.attempts:
+        d["attempts"] = [{"attempt": x.attempt, "primary": x.primary, "first_failing_rank": x.first_failing_rank,
+                          "summary": x.summary} for x in cut.list(v.attempts, caps.items, "attempts")]
+    if a.versions:
+        d["versions"] = cut.value(a.versions, "versions")
+    if cfg is not None:
+        d["config"] = cut.value(cfg.config, "config")
+        d["config_violations"] = cut.value([vars(x) for x in cfg.violations], "config_violations")
+    if a.step_times:
+        d["step_times"] = _step_times(a.step_times, cut)
+    if a.notes:
+        d["notes"] = cut.value(list(a.notes), "notes")
+    if cfg is not None and cfg.diff is not None:
+        d["diff"] = cut.value([vars(c) for c in cfg.diff], "diff")
+    if cut.omitted:
+        d["omitted"] = dict(sorted(cut.omitted.items()))
     return d
+
+
+def _json(d: Dict[str, Any]) -> str:
+    return json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def report_dict(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_BYTES) -> Dict[str, Any]:
+    """The report dict (secrets redacted unless REDACT_SECRETS is False) at the first level of LEVELS
+    whose JSON fits in LIMIT bytes; the JSON, markdown and HTML reports are all made from it."""
+    d: Dict[str, Any] = {}
+    for caps in LEVELS:
+        d = to_dict(a, caps)
+        if caps is not LEVELS[-1] and len(_json(d)) > limit * 1.1:
+            continue                  # clearly too big: no need to redact it first
+        if redact_secrets:
+            d = redact_obj(d)
+        if len(_json(d).encode("utf-8")) <= limit:
+            break
+    return d
+
+
+def render_json(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_BYTES) -> str:
+    return _json(report_dict(a, redact_secrets, limit))
+
+
+TEXT_MAX_ITEMS = 50        # findings / attempts listed in the text report (the JSON has more)
 
 
 def _clip(s: str, n: int = 300) -> str:
@@ -87,40 +302,45 @@ def render_text(a: Analysis) -> str:
         out.append("  fix: " + p.fix)
         out.append(f"  rule: {p.pattern_path.rsplit('/', 1)[-1]} /{_clip(p.rule, 120)}/")
         out.append(f"  fingerprint: {p.fingerprint}")
-    att = a.extra.get("attempts") or []
+    att = a.verdict.attempts
     if len(att) > 1:
         out.append("")
         out.append(f"ATTEMPTS (the job restarted; attempt {len(att)} is the headline)")
-        for d in att:
-            out.append(f"  attempt {d['attempt']}: {d['summary']}")
+        for d in att[:TEXT_MAX_ITEMS]:
+            out.append(f"  attempt {d.attempt}: {d.summary}")
+        if len(att) > TEXT_MAX_ITEMS:
+            out.append(f"  ... {len(att) - TEXT_MAX_ITEMS} more attempt(s) in the JSON report")
     others = [f for f in a.findings if f is not a.primary]
     if others:
         out.append("")
         out.append("OTHER FINDINGS")
-        for f in others:
-            rk = f" ranks {f.ranks_text}" if f.ranks else ""
+        for f in others[:TEXT_MAX_ITEMS]:
+            rk = f" ranks {_clip(f.ranks_text, 200)}" if f.ranks else ""
             out.append(f"  {f.role:<10} {f.pitfall:<32} x{f.count}{rk}  {f.source}:{f.line}  {f.fingerprint}")
             out.append(f"             {_clip(f.evidence[0].text, 200)}")
-    sus = a.extra.get("suspects") or []
+        if len(others) > TEXT_MAX_ITEMS:
+            out.append(f"  ... {len(others) - TEXT_MAX_ITEMS} more finding(s) in the JSON report")
+    cfg = a.config
+    sus = cfg.suspects if cfg else []
     if sus:
         out.append("")
         out.append("CONFIG CHANGES SINCE THE BASELINE (>> = suspect, ranked; the rest is unrelated)")
         for s in sus:
-            mark = ">>" if not s.get("unrelated") else "  "
-            because = ", ".join(s.get("because") or []) or "unrelated"
-            out.append(f"  {mark} {s['score']:>4.2f}  {s['key']}: {s['old']!r} -> {s['new']!r}   ({because})")
-    elif a.extra.get("diff") == []:
+            mark = ">>" if not s.unrelated else "  "
+            because = ", ".join(s.because) or "unrelated"
+            out.append(f"  {mark} {s.score:>4.2f}  {s.key}: {s.old!r} -> {s.new!r}   ({because})")
+    elif cfg is not None and cfg.diff == []:
         out.append("")
         out.append("CONFIG CHANGES SINCE THE BASELINE: none (nothing to blame on the config)")
-    viol = a.extra.get("config_violations") or []
+    viol = cfg.violations if cfg else []
     if viol:
         out.append("")
         out.append("CONFIG CHECK (rules the run's config breaks)")
         for v in viol:
-            out.append(f"  {v['pitfall']}: {v['message']}")
-            if v.get("fix"):
-                out.append(f"      fix: {v['fix']}")
-    st = a.extra.get("step_times") or {}
+            out.append(f"  {v.pitfall}: {v.message}")
+            if v.fix:
+                out.append(f"      fix: {v.fix}")
+    st = a.step_times
     if st:
         out.append("")
         out.append("STEP TIMES (steady state: warmup and capture iterations excluded)")
@@ -144,7 +364,7 @@ def render_text(a: Analysis) -> str:
             if c:
                 lo, hi = c["ci95_pct"]
                 out.append(f"  {label}: {c['delta_pct']:+.2f}% (95% CI {lo:+.2f}% .. {hi:+.2f}%): {c['verdict']}")
-    for n in a.extra.get("notes") or []:
+    for n in a.notes:
         out.append(f"note: {n}")
     if a.unmatched:
         out.append("")
@@ -167,11 +387,9 @@ def render(a: Analysis, fmt: str, redact_secrets: bool = True) -> str:
     if fmt == "text":
         out = render_text(a)
         return "\n".join(redact(x) for x in out.split("\n")) if redact_secrets else out
-    d = to_dict(a)
-    if redact_secrets:
-        d = redact_obj(d)
+    d = report_dict(a, redact_secrets)
     if fmt == "json":
-        return json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
+        return _json(d)
     if fmt == "markdown":
         return render_markdown(d)
     if fmt == "html":
@@ -301,7 +519,8 @@ def _num_text(x: Any, unit: str = "") -> str:
     return f"{x:g}{unit}"
 
 
-def _steps_view(st: Any) -> Optional[Dict[str, Any]]:
+def _steps_view(st: Any, omitted: Any = None) -> Optional[Dict[str, Any]]:
+    omitted = omitted if isinstance(omitted, dict) else {}
     if not isinstance(st, dict):
         return None
     runs = []
@@ -312,7 +531,8 @@ def _steps_view(st: Any) -> Optional[Dict[str, Any]]:
         caps = [c for c in _list(r.get("capture_iterations")) if isinstance(c, (int, float))]
         runs.append({
             "name": name, "iterations": _num_text(r.get("iterations", len(_list(r.get("series"))))),
-            "steady": len(_list(r.get("steady_iterations"))), "median": _num_text(r.get("steady_median_ms"), " ms"),
+            "steady": len(_list(r.get("steady_iterations")))
+            + (_int_or_none(omitted.get(f"step_times.{name}.steady_iterations")) or 0), "median": _num_text(r.get("steady_median_ms"), " ms"),
             "warmup": _num_text(r.get("warmup_steps")), "captures": ", ".join(str(c) for c in caps[:20]),
             "capture_seconds": _num_text(r.get("capture_seconds"), " s"), "graph_memory": _s(r.get("graph_memory"), 120),
             "tflops": _num_text(r.get("steady_median_tflops")),
@@ -344,7 +564,9 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
               next((i for i, f in enumerate(raw) if prim_id is not None and f.get("pitfall") == prim_id), None))
     primary = findings_all[pi] if pi is not None else None
     others = [f for i, f in enumerate(findings_all) if i != pi]
-    shown, hidden = others[:MAX_FINDINGS], max(0, len(others) - MAX_FINDINGS)
+    omitted = d.get("omitted") if isinstance(d.get("omitted"), dict) else {}
+    left_out = _int_or_none(omitted.get("findings")) or 0     # findings the bounded JSON left out
+    shown, hidden = others[:MAX_FINDINGS], max(0, len(others) - MAX_FINDINGS) + left_out
     suspects = sorted((_suspect_view(s) for s in _dicts(d.get("suspects"))),
                       key=lambda s: (s["unrelated"], -float(s["score"] or 0)))
     blamed = next((s for s in suspects if not s["unrelated"]), None)
@@ -403,13 +625,14 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
         "roots": [f for f in shown if f["role"] == "root-cause"],
         "cascades": [f for f in shown if f["role"] == "cascade"],
         "infos": [f for f in shown if f["role"] not in ("root-cause", "cascade")],
-        "hidden_findings": hidden, "n_findings": len(findings_all),
+        "hidden_findings": hidden, "n_findings": len(findings_all) + left_out,
         "suspects": suspects, "diff": diff_rows, "diff_more": max(0, len(_dicts(d.get("diff"))) - MAX_ROWS),
         "violations": violations,
-        "unmatched": unmatched, "unmatched_more": max(0, len(_dicts(d.get("unmatched"))) - MAX_UNMATCHED),
+        "unmatched": unmatched, "unmatched_more": max(0, len(_dicts(d.get("unmatched"))) - MAX_UNMATCHED)
+        + (_int_or_none(omitted.get("unmatched")) or 0),
         "versions": versions, "versions_found": any(v["value"] for v in versions),
         "patterns": list(patterns.values()),
-        "steps": _steps_view(d.get("step_times")),
+        "steps": _steps_view(d.get("step_times"), d.get("omitted")),
         "attempts": attempts,
         "stats": {"lines": _s(stats.get("lines"), 20), "sources": sources[:20], "more_sources": max(0, len(sources) - 20),
                   "attempts": _s(stats.get("attempts"), 10)},

@@ -174,3 +174,13 @@ def test_plain_oom_with_graphs_on_gets_a_note():
     assert any("graph memory pools may be what filled the GPU" in n for n in d["notes"])
     d = json.loads(invoke(["analyze", os.path.join(REAL, "gpu", "oom_plain.log"), "--format", "json"]).output)
     assert not d.get("notes")
+
+
+def test_json_added_fields_and_nothing_omitted_for_a_small_log():
+    d = json.loads(invoke(["analyze", os.path.join(SYN, "multirank_ima_cascade.log"), "--format", "json"]).output)
+    assert "omitted" not in d
+    ima, wd = d["findings"]
+    # rank 5's crash prints three matching lines (one occurrence); seven ranks then time out once each
+    assert (ima["count"], ima["matched_lines"], ima["rank_counts"]) == (1, 3, {"5": 3})
+    assert (wd["count"], wd["matched_lines"]) == (7, 7)
+    assert wd["rank_counts"] == {str(r): 1 for r in range(8) if r != 5}

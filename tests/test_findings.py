@@ -89,3 +89,23 @@ def test_torchelastic_restart_line_starts_new_attempt():
     a = run(log, IMA)
     assert a.attempts == 2 and a.primary is None
     assert a.verdict.attempts[0].primary == "illegal-memory-access"
+
+
+def test_rank_counts_and_matched_lines_count_every_line():
+    # rank 3 times out twice in a row (one occurrence, two lines); 120 more timeouts on rank 6 (the
+    # scan keeps a few and counts the rest): every line counts
+    log = "\n".join([wd(3, 10), wd(3, 11)] + [wd(6, 20 + i % 30) for i in range(120)])
+    a = run(log, WD)
+    [f] = a.findings
+    assert f.rank_counts == {3: 2, 6: 120} and f.matched_lines == 122 and f.ranks == [3, 6]
+    assert f.count >= 2 and len(f.evidence) <= 6
+
+
+def test_unmatched_keeps_the_first_block_of_each_signature():
+    # rank 0's second error was dropped when only the first block of each rank was kept
+    log = "\n".join(["[rank0]: KeyError: 'input_ids'", "[rank1]: KeyError: 'input_ids'",
+                     "[rank0]: ValueError: bad shard 17", "[rank1]: ValueError: bad shard 18"])
+    a = run(log, IMA)
+    assert [(u.lines, u.count, u.ranks) for u in a.unmatched] == [
+        (["KeyError: 'input_ids'"], 2, [0, 1]), (["ValueError: bad shard 17"], 2, [0, 1])]
+    assert a.unmatched_omitted == 0

@@ -217,7 +217,7 @@ class Analysis:
     unmatched: List[Unmatched] = field(default_factory=list)
     unmatched_omitted: int = 0                 # distinct signatures beyond UNMATCHED_MAX
     timeline: List[TimelineEvent] = field(default_factory=list)
-    timeline_omitted: int = 0                  # events beyond TIMELINE_MAX
+    timeline_omitted: int = 0                  # matched lines not in `timeline` (over the cap, or only counted)
     launcher_root_rank: Optional[int] = None
     analyser_findings: List[Finding] = field(default_factory=list)
     config: Optional[ConfigAnalysis] = None
@@ -475,7 +475,8 @@ def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
         primary, first_rank = None, ub.rank
         msg = _block_message(ub)
         first_failure = FirstFailure(ub.rank, ub.source, ub.start, msg)
-        summary = f"rank {ub.rank} failed first with an error no pattern explains ({msg})" + _cascade_clause(log, [ub.rank])
+        summary = (f"rank {ub.rank} failed first with an error no pattern explains ({msg})"
+                   + _cascade_clause(log, [ub.rank]))
     elif primary is not None:
         silent: List[int] = []
         if primary.generic:
@@ -543,7 +544,8 @@ def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[Li
         fp = hashlib.sha1("\n".join(sig).encode("utf-8", "replace")).hexdigest()[:12]
         u = by_fp.get(fp)
         if u is None:
-            by_fp[fp] = Unmatched(b.source, b.start, b.rank, [b.rank] if b.rank is not None else [], 1, list(b.lines), fp)
+            by_fp[fp] = Unmatched(b.source, b.start, b.rank, [b.rank] if b.rank is not None else [], 1,
+                                  list(b.lines), fp)
             streams[fp] = {stream}
         elif stream not in streams[fp]:
             streams[fp].add(stream)

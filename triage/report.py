@@ -111,11 +111,11 @@ def finding_dict(f: Finding, cut: Optional[_Cut] = None) -> Dict[str, Any]:
     ev = cut.list(f.evidence, cut.caps.evidence, "evidence")
     ctx = cut.caps.context
 
-    def before(e: Evidence) -> Tuple[List[str], List[int]]:
+    def before(e: Evidence) -> Tuple[List[str], List[int]]:     # the lines nearest the hit are kept
         if ctx is None or len(e.before) <= ctx:
             return e.before, e.before_lines
         cut.count("evidence.context", len(e.before) - ctx)
-        return (e.before[len(e.before) - ctx:] if ctx else []), (e.before_lines[len(e.before_lines) - ctx:] if ctx else [])
+        return e.before[len(e.before) - ctx:], e.before_lines[max(0, len(e.before_lines) - ctx):]
 
     def after(e: Evidence) -> Tuple[List[str], List[int]]:
         if ctx is None or len(e.after) <= ctx:
@@ -182,7 +182,8 @@ def _unmatched(a: Analysis, cut: _Cut) -> List[Dict[str, Any]]:
         if n is not None and len(lines) > n:       # the first line and the last ones (the exception)
             cut.count("unmatched.lines", len(lines) - n)
             lines = lines[:1] + lines[len(lines) - (n - 1):] if n > 1 else lines[:n]
-        out.append({"source": u.source, "line": u.line, "rank": u.rank, "ranks": cut.list(u.ranks, cut.caps.items, "unmatched.ranks"),
+        out.append({"source": u.source, "line": u.line, "rank": u.rank,
+                    "ranks": cut.list(u.ranks, cut.caps.items, "unmatched.ranks"),
                     "count": u.count, "lines": [cut.text(x) for x in lines], "fingerprint": u.fingerprint})
     return out
 
@@ -349,8 +350,10 @@ def render_text(a: Analysis) -> str:
             if not d:
                 continue
             extra = []
-            if d.get("capture_iterations"):
-                extra.append(f"capture in iteration {','.join(map(str, d['capture_iterations']))}")
+            caps = d.get("capture_iterations") or []
+            if caps:
+                extra.append(f"capture in iteration {','.join(map(str, caps[:20]))}"
+                             + (f" (+{len(caps) - 20} more)" if len(caps) > 20 else ""))
             if d.get("capture_seconds") is not None:
                 extra.append(f"capture {d['capture_seconds']} s")
             if d.get("graph_memory"):

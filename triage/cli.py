@@ -90,19 +90,25 @@ def cli() -> None:
 @click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Text: print only the verdict line. Never shows the progress bar (shown on a terminal "
+                   "for inputs of 64 MiB or more).")
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
-            baseline_logs: List[str], env: List[str]) -> None:
+            baseline_logs: List[str], env: List[str], quiet: bool) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit."""
     try:
         pats = load_all(pattern_dirs)
-        a, seen = run_analysis(logs, pattern_dirs, pats)
+        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet)
         add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     except (InputError, PatternError, ConfigError) as e:
         raise fail(str(e))
     if fmt is None:
         fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "text") if output else "text"
-    out = render(a, fmt, redact_secrets=not no_redact)
+    if quiet and fmt == "text":
+        out = render(a, fmt, redact_secrets=not no_redact).split("\n", 1)[0] + "\n"
+    else:
+        out = render(a, fmt, redact_secrets=not no_redact)
     if output:
         try:
             write_atomic(output, out, force)

@@ -11,6 +11,7 @@ from .config import Config, LogConfigCollector, build_config, check, diff
 from .engine import Engine, Feeder
 from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
+from .progress import for_inputs
 from .sources import InputError, Line, iter_inputs
 from .steps import StepLog, assess
 
@@ -43,11 +44,18 @@ def _logs(logs: Sequence[str]) -> Sequence[str]:
 
 
 def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
-                 pats: Optional[List[Pattern]] = None) -> Tuple[Analysis, Seen]:
-    """Scan LOGS once; returns the analysis and what else was seen (config, step times)."""
+                 pats: Optional[List[Pattern]] = None, progress: bool = False) -> Tuple[Analysis, Seen]:
+    """Scan LOGS once; returns the analysis and what else was seen (config, step times).
+    `progress`: show a progress bar on a terminal for big inputs (progress.for_inputs)."""
     pats = pats if pats is not None else load_all(pattern_dirs)
     seen = Seen()
-    a = analyse(Engine(pats).scan_paths(_logs(logs), extra=seen.observers()))
+    paths = _logs(logs)
+    bar = for_inputs(paths) if progress else None
+    try:
+        a = analyse(Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar))
+    finally:
+        if bar is not None:
+            bar.close()
     return a, seen
 
 

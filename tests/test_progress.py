@@ -1,0 +1,48 @@
+"""The progress bar: only on a terminal, only for big inputs, never with --quiet or on a pipe."""
+import io
+import os
+import subprocess
+import sys
+
+from triage.progress import PROGRESS_MIN_BYTES, Progress, for_inputs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_bar_shows_bytes_rate_and_eta_then_clears():
+    t = [0.0]
+    out = FakeTTY()
+    p = Progress(200_000_000, out, clock=lambda: t[0])
+    t[0] = 1.0
+    p(100_000_000)
+    text = out.getvalue()
+    assert "50.0%" in text and "100 MB / 200 MB" in text and "100 MB/s" in text and "ETA 1s" in text
+    p.close()
+    assert out.getvalue().endswith("\r\x1b[2K")
+
+
+def test_shown_only_on_a_terminal_for_big_inputs(tmp_path):
+    big = tmp_path / "big.log"
+    with open(big, "wb") as f:
+        f.truncate(PROGRESS_MIN_BYTES)          # sparse: size is what counts
+    small = tmp_path / "small.log"
+    small.write_text("x\n")
+    assert isinstance(for_inputs([str(big)], stream=FakeTTY()), Progress)
+    assert for_inputs([str(tmp_path)], stream=FakeTTY()) is not None        # a directory: its files
+    assert for_inputs([str(big)], stream=io.StringIO()) is None             # a pipe / file
+    assert for_inputs([str(big)], quiet=True, stream=FakeTTY()) is None
+    assert for_inputs([str(small)], stream=FakeTTY()) is None
+    assert for_inputs(["-"], stream=FakeTTY()) is None                      # stdin: size unknown
+
+
+def test_quiet_prints_only_the_verdict_line():
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "-q", os.path.join(ROOT, "examples", "sample_job.log")],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 1
+    assert r.stdout.count("\n") == 1 and r.stdout.startswith("triage: rank 1 failed first with moe-scope-conflict")
+    assert r.stderr == ""

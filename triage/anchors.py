@@ -46,13 +46,27 @@ def cache_dir() -> str:
     return os.path.join(base, "triage")
 
 
+CACHE_KEEP = 16            # compiled anchor databases kept (the most recently used)
+
+
 def _load_cached(key: str):
     path = os.path.join(cache_dir(), f"anchors-{key}.hsdb")
     try:
         with open(path, "rb") as f:
-            return _hs.loadb(f.read(), _hs.HS_MODE_BLOCK)
+            db = _hs.loadb(f.read(), _hs.HS_MODE_BLOCK)
+        os.utime(path)
+        return db
     except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache is just recompiled
         return None
+
+
+def _prune(d: str) -> None:
+    try:
+        files = [os.path.join(d, f) for f in os.listdir(d) if f.startswith("anchors-") and f.endswith(".hsdb")]
+        for f in sorted(files, key=os.path.getmtime)[:-CACHE_KEEP]:
+            os.remove(f)
+    except OSError:
+        pass
 
 
 def _store_cached(key: str, db) -> None:
@@ -63,6 +77,7 @@ def _store_cached(key: str, db) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(_hs.dumpb(db))
         os.replace(tmp, os.path.join(d, f"anchors-{key}.hsdb"))
+        _prune(d)
     except Exception:  # noqa: BLE001 - a read-only home just means no cache
         pass
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-import regex
+
+from .rx import lazy
 
 from .config import GRAPH_KEYS, Config, check, diff
 from .findings import Finding
 from .patterns import Pattern
 
 
-BOOKKEEPING = regex.compile(
+BOOKKEEPING = lazy(
     r"(?:^|[._])(?:lr|min_lr|learning_rate|lr_\w+|\w*_iters|train_samples|iterations|log_\w+|\w*logging\w*|save\w*|"
     r"load\w*|\w*checkpoint\w*|ckpt\w*|seed|wandb\w*|tensorboard\w*|exp_name|name|eval_\w+|weight_decay|"
     r"adam_\w+|clip_grad|lr_decay_\w+|lr_warmup_\w+|data_path|\w*_dir|\w*_path)$"

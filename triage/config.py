@@ -22,7 +22,7 @@ import yaml
 
 from .anchors import Anchor
 from .patterns import ConfigRule, Pattern
-from .rx import TIMEOUT
+from .rx import TIMEOUT, lazy
 from .sources import Line
 
 Config = Dict[str, Any]
@@ -34,7 +34,7 @@ class ConfigError(Exception):
 
 SCOPES = ("full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
 IMPLS = ("none", "local", "transformer_engine")
-_SCOPE_RX = regex.compile(r"(?<![A-Za-z0-9])(full_iteration_inference|full_iteration|moe_preprocess|moe_router|attn|mlp|moe|mamba|full)(?![A-Za-z0-9_])")
+_SCOPE_RX = lazy(r"(?<![A-Za-z0-9])(full_iteration_inference|full_iteration|moe_preprocess|moe_router|attn|mlp|moe|mamba|full)(?![A-Za-z0-9_])")
 
 # last-component aliases -> canonical key
 ALIASES = {
@@ -245,33 +245,33 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
 
 
 # --- config from log lines ----------------------------------------------------------
-_ARGS_START = regex.compile(r"^-{10,} arguments -{10,}$")
-_ARGS_END = regex.compile(r"^-{10,} end of arguments -{10,}$")
-_ARG_LINE = regex.compile(r"^\s+(\S+) \.{2,} (.*)$")
-_TASK_START = regex.compile(r"^-{3,} Task Configuration -{3,}$")
-_TASK_END = regex.compile(r"^-{10,}$")
-_SUMMARY_START = regex.compile(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")
-_SUMMARY_SECTION = regex.compile(r"^\[(\w+)\] Non-default values")
-_SUMMARY_LINE = regex.compile(r"^\s{2}(\w+): (.*?)(?:\s{2}\(Mcore default: .*\))?$")
-_ENV_LINE = regex.compile(
+_ARGS_START = lazy(r"^-{10,} arguments -{10,}$")
+_ARGS_END = lazy(r"^-{10,} end of arguments -{10,}$")
+_ARG_LINE = lazy(r"^\s+(\S+) \.{2,} (.*)$")
+_TASK_START = lazy(r"^-{3,} Task Configuration -{3,}$")
+_TASK_END = lazy(r"^-{10,}$")
+_SUMMARY_START = lazy(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")
+_SUMMARY_SECTION = lazy(r"^\[(\w+)\] Non-default values")
+_SUMMARY_LINE = lazy(r"^\s{2}(\w+): (.*?)(?:\s{2}\(Mcore default: .*\))?$")
+_ENV_LINE = lazy(
     r"(?<![A-Za-z0-9_])(" + "|".join(ENV_KEYS) + r")(?:\s*=\s*|\s+set by environment to\s+)(['\"]?)([^\s'\"]+)\2"
 )
 # an echoed command line names a launcher or a script; error messages that mention flags do not count
-_CMDLINE = regex.compile(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
-_EXC_TEXT = regex.compile(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b")
-_CMD_FLAG = regex.compile(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
+_CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
+_EXC_TEXT = lazy(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b")
+_CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
-    ("torch_version", regex.compile(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
-    ("te_version", regex.compile(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),
-    ("mcore_version", regex.compile(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", regex.I)),
-    ("nccl_version", regex.compile(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
-    ("cuda_version", regex.compile(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})")),
-    ("driver_version", regex.compile(r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)|cudaDriverVersion (\d+)")),
+    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
+    ("te_version", lazy(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),
+    ("mcore_version", lazy(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", regex.I)),
+    ("nccl_version", lazy(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
+    ("cuda_version", lazy(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})")),
+    ("driver_version", lazy(r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)|cudaDriverVersion (\d+)")),
 ]
 VERSION_KEYS = tuple(k for k, _ in _VERSION_LINES)
 
 
-_OVERRIDE_TOK = regex.compile(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+=")
+_OVERRIDE_TOK = lazy(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+=")
 
 
 MULTI_VALUE_FLAGS = {"cuda_graph_scope", "cuda_graph_modules", "recompute_modules", "data_path",

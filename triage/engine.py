@@ -34,31 +34,30 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Se
 
 import re
 
-import regex
 
 from . import rx as _rx
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
-from .rx import TIMEOUT, search
+from .rx import TIMEOUT, search, lazy
 from .sources import (_CONTINUATION, MAX_LINE, MAX_RAW, Input, Line, describe_input, expand_paths,
                       iter_blocks, iter_blocks_with_tail, make_line, normalise)
 
 StreamKey = Tuple[str, Optional[int]]
 
 # A Python traceback frame line; the next line is source code, not a message.
-_FRAME = regex.compile(r'^\s*File "[^"]*", line \d+')
+_FRAME = lazy(r'^\s*File "[^"]*", line \d+')
 # Source-code echo lines and caret markers never carry a message.
-_CODE = regex.compile(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
+_CODE = lazy(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
 # Error block detection (for `unmatched`)
 _TB_START = "Traceback (most recent call last):"
-_EXC_LINE = regex.compile(
+_EXC_LINE = lazy(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|$)"
 )
-_ERROR_LINE = regex.compile(
+_ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )
-_WRAPPER = regex.compile(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
-_ROOT_RANK = regex.compile(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
+_WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
+_ROOT_RANK = lazy(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 BLOCK_MAX_LINES = 40
 MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is switched off
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
@@ -75,13 +74,13 @@ _DIGITS = bytes.maketrans(b"0123456789", b"##########")
 FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most
 # Lines that start a (new) training attempt; a second one of the same kind in an input means a restart.
 _ATTEMPT_KINDS = [
-    ("args", regex.compile(r"^-{10,} arguments -{10,}$")),
-    ("task", regex.compile(r"^-{3,} Task Configuration -{3,}$")),
-    ("torchrun", regex.compile(r"Setting OMP_NUM_THREADS environment variable for each process to be")),
-    ("summary", regex.compile(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")),
+    ("args", lazy(r"^-{10,} arguments -{10,}$")),
+    ("task", lazy(r"^-{3,} Task Configuration -{3,}$")),
+    ("torchrun", lazy(r"Setting OMP_NUM_THREADS environment variable for each process to be")),
+    ("summary", lazy(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")),
 ]
 # Launcher lines that announce a restart explicitly (torchelastic).
-_RESTART = regex.compile(r"Restarting workers|will restart worker group|attempts left; will restart")
+_RESTART = lazy(r"Restarting workers|will restart worker group|attempts left; will restart")
 
 
 @dataclass
@@ -1012,13 +1011,23 @@ class _Batch:
 POOL_MIN_BYTES = 32 << 20   # inputs smaller than this are scanned in one process (a fork costs more)
 
 
+MAIN_EVERY = 4             # with one worker, the scanner prepares every 4th block itself (balance)
+
+
+def _owner(g: int, k: int) -> int:
+    """Who prepares the g-th block of a scan: a worker's index, or -1 for the scanner itself."""
+    if k == 1:
+        return -1 if g % MAIN_EVERY == MAIN_EVERY - 1 else 0
+    return g % k
+
+
 def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int) -> None:
-    """Worker process: prepare_block for blocks w, w+k, w+2k, ... of the inputs, in order."""
+    """Worker process: prepare_block for its share of the blocks of the inputs (_owner), in order."""
     try:
         g = 0
         for path in paths:
             for bi, block in enumerate(iter_blocks(path, block_size)):
-                if g % k == w:
+                if _owner(g, k) == w:
                     conn.send((path, bi, len(block), prepare_block(block, 0, aset, batchers)))
                 g += 1
     except BaseException as e:  # noqa: BLE001 - the scanner then prepares the blocks itself
@@ -1034,7 +1043,7 @@ def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: i
 
 
 class _Pool:
-    """Worker processes that run prepare_block ahead of the scanner (block i on worker i mod k).
+    """Worker processes that run prepare_block ahead of the scanner (see _owner for who does which).
 
     Each worker reads the inputs itself (regular files only); the scanner takes their results in
     block order and checks path, block number and size, so results merge exactly as a serial scan;
@@ -1072,10 +1081,12 @@ class _Pool:
         return cores - 1
 
     def get(self, path: str, bi: int, nbytes: int):
-        if self.broken:
-            return None
-        conn = self.conns[self.counter % self.k]
+        """The prepared block, or None when the scanner prepares it (its share, or a broken pool)."""
+        w = _owner(self.counter, self.k)
         self.counter += 1
+        if self.broken or w < 0:
+            return None
+        conn = self.conns[w]
         try:
             msg = conn.recv()
         except (EOFError, OSError):
@@ -1180,7 +1191,7 @@ def _size(path: str) -> int:
         return 0
 
 
-_RECORD = regex.compile(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
+_RECORD = lazy(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
 
 
 def _maybe_error(text: str) -> bool:

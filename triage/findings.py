@@ -24,10 +24,9 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-import regex
 
 from .engine import ErrorBlock, Match, ScanResult
-from .rx import TIMEOUT
+from .rx import TIMEOUT, lazy
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (blame and config import this module's types)
     from .blame import Suspect
@@ -43,15 +42,15 @@ _ROLE_RANK = {"root-cause": 0, "cascade": 1, "info": 2}
 
 _MASKS = [
     # NCCL's "host:pid:tid [dev]" prefix and hostnames: the same failure on another node is the same
-    (regex.compile(r"(?m)^(?:\[[^\]]*\] )?[\w.\-]+:\d+:\d+ \[\d+\]"), "<host>:<pid>:<tid> [<dev>]"),
-    (regex.compile(r"\b(?:host|hostname|node)\s*[:=]\s*[\w.\-]+"), "host: <host>"),
-    (regex.compile(r"(?:/[\w.\-+@]+)+/?|[A-Za-z]:\\[\w\\.\-]+"), "<path>"),
-    (regex.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b"), "<hex>"),
-    (regex.compile(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
-    (regex.compile(r"\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+"), "<time>"),
-    (regex.compile(r"\b(?:rank|Rank|RANK)\s*[:=]?\s*\d+"), "rank <n>"),
-    (regex.compile(r"\d+(?:\.\d+)?"), "<n>"),
-    (regex.compile(r"\s+"), " "),
+    (lazy(r"(?m)^(?:\[[^\]]*\] )?[\w.\-]+:\d+:\d+ \[\d+\]"), "<host>:<pid>:<tid> [<dev>]"),
+    (lazy(r"\b(?:host|hostname|node)\s*[:=]\s*[\w.\-]+"), "host: <host>"),
+    (lazy(r"(?:/[\w.\-+@]+)+/?|[A-Za-z]:\\[\w\\.\-]+"), "<path>"),
+    (lazy(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b"), "<hex>"),
+    (lazy(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
+    (lazy(r"\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+"), "<time>"),
+    (lazy(r"\b(?:rank|Rank|RANK)\s*[:=]?\s*\d+"), "rank <n>"),
+    (lazy(r"\d+(?:\.\d+)?"), "<n>"),
+    (lazy(r"\s+"), " "),
 ]
 
 

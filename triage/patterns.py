@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import regex
 import yaml
 
-from .rx import compile_rx
+from .rx import compile_rx, remember_valid
 
 SEVERITIES = ("critical", "error", "warning", "info")
 KINDS = ("config", "capture", "runtime", "perf")
@@ -265,4 +265,5 @@ def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:
         if p.id in seen and os.path.dirname(seen[p.id]) == os.path.dirname(p.path):
             raise PatternError(f"{os.path.basename(p.path)}: duplicate id {p.id!r} (also in {os.path.basename(seen[p.id])})")
         seen.setdefault(p.id, p.path)
+    remember_valid()
     return pats

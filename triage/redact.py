@@ -3,29 +3,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import regex
 
-from .rx import TIMEOUT
+from .rx import TIMEOUT, lazy
 
 MARK = "<redacted>"
-_SECRET_NAME = regex.compile(r"(?i)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY)")
+_SECRET_NAME = lazy(r"(?i)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY)")
 _RULES = [
     # Bearer / token auth headers
-    (regex.compile(r"(?i)\b(Bearer|token)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + MARK),
+    (lazy(r"(?i)\b(Bearer|token)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + MARK),
     # KEY=VALUE / KEY: VALUE for secret-looking variable names (WANDB_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY, ...)
     # (also quoted, as in JSON or an os.environ dump: "wandb_api_key": "...", {'HF_TOKEN': '...'})
-    (regex.compile(r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY(?:_ID)?|AUTH)[A-Z0-9_]*['\"]?)"
+    (lazy(r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY(?:_ID)?|AUTH)[A-Z0-9_]*['\"]?)"
                    r"(\s*[=:]\s*|\s+set by environment to\s+)(['\"]?)([^\s'\",;}]+)"), r"\1\2\3" + MARK),
     # Hugging Face, GitHub, Slack, OpenAI-style and AWS access key ids
-    (regex.compile(r"\bhf_[A-Za-z0-9]{20,}\b"), MARK),
-    (regex.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}\b"), MARK),
-    (regex.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"), MARK),
-    (regex.compile(r"\bsk-[A-Za-z0-9_\-]{20,}\b"), MARK),
-    (regex.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MARK),
+    (lazy(r"\bhf_[A-Za-z0-9]{20,}\b"), MARK),
+    (lazy(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}\b"), MARK),
+    (lazy(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"), MARK),
+    (lazy(r"\bsk-[A-Za-z0-9_\-]{20,}\b"), MARK),
+    (lazy(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MARK),
     # passwords in URLs: scheme://user:password@host
-    (regex.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@"), r"\1" + MARK + "@"),
+    (lazy(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@"), r"\1" + MARK + "@"),
     # W&B keys are 40 hex characters after `wandb login`
-    (regex.compile(r"(?i)(wandb\s+login\s+(?:--relogin\s+)?)[0-9a-f]{40}\b"), r"\1" + MARK),
+    (lazy(r"(?i)(wandb\s+login\s+(?:--relogin\s+)?)[0-9a-f]{40}\b"), r"\1" + MARK),
 ]
 
 

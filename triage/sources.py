@@ -21,7 +21,7 @@ from typing import IO, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import regex
 
-from .rx import TIMEOUT
+from .rx import TIMEOUT, lazy
 
 MAX_LINE = 4000  # characters kept of one line; the rest is clipped
 CLIP_MARK = " …[clipped]"
@@ -82,9 +82,9 @@ _INNER_RANK = re.compile(
 )
 
 _FILE_RANK = [
-    regex.compile(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", regex.I),
-    regex.compile(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", regex.I),
-    regex.compile(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", regex.I),
+    lazy(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", regex.I),
+    lazy(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", regex.I),
+    lazy(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", regex.I),
 ]
 
 
@@ -225,7 +225,7 @@ def expand_paths(paths: Iterable[str]) -> List[str]:
 
 
 # lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
-_CONTINUATION = regex.compile(
+_CONTINUATION = lazy(
     r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
     r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
@@ -269,7 +269,7 @@ def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = Non
                 attempt=attempt)
 
 
-_ATTEMPT_DIR = regex.compile(r"(?:^|/)attempt_(\d+)(?:/|$)")
+_ATTEMPT_DIR = lazy(r"(?:^|/)attempt_(\d+)(?:/|$)")
 
 
 def attempt_from_path(path: str) -> Optional[int]:

@@ -18,10 +18,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import re
 
-import regex
 
 from .anchors import Anchor
-from .rx import TIMEOUT
+from .rx import TIMEOUT, lazy
 from .sources import MAX_LINE, Line, normalise, parse_ts, split_prefix
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
@@ -30,7 +29,7 @@ EVIDENCE_KEEP = 64       # iterations whose step line is kept as evidence (plus 
 MIN_SAMPLES = 4           # fewer steady-state steps on either side: no verdict (a bootstrap of 2-3 is not honest)
 BOOTSTRAP = 2000
 
-_MEGATRON = regex.compile(
+_MEGATRON = lazy(
     r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
     r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
 )
@@ -78,15 +77,15 @@ _SP = rb"[ \t\x0b\x0c]"
 _MEGATRON_B = re.compile(
     rb"iteration" + _SP + rb"+(\d+)" + _SP + rb"*/" + _SP + rb"*\d+" + _SP + rb"*\|[^\n]*?elapsed time per iteration "
     rb"\(ms\):" + _SP + rb"*([\d.]+)(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):" + _SP + rb"*([\d.]+))?")
-_NEMO = regex.compile(r"train_step_timing in s[=:]\s*([\d.]+)")
-_NEMO_STEP = regex.compile(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
-_CAPTURE = regex.compile(
+_NEMO = lazy(r"train_step_timing in s[=:]\s*([\d.]+)")
+_NEMO_STEP = lazy(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
+_CAPTURE = lazy(
     r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
     r"|create cuda graphs|Capturing CUDA graph"
 )
-_BUILT = regex.compile(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")
-_TIME_SPENT = regex.compile(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
-_GRAPHABLE = regex.compile(r"Rank (\d+): (\d+) graphable layers")
+_BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")
+_TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
+_GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
 
 
 @dataclass

@@ -7,10 +7,10 @@ import regex
 import yaml
 
 from .engine import _EXC_LINE
-from .rx import TIMEOUT
+from .rx import TIMEOUT, lazy
 
-_VARIABLE = regex.compile(r"0x[0-9a-fA-F]+|(?:/[\w.\-+@]+)+/?|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"")
-_WORDS = regex.compile(r"[A-Za-z][A-Za-z _,:;()\-]{6,}[A-Za-z)]")
+_VARIABLE = lazy(r"0x[0-9a-fA-F]+|(?:/[\w.\-+@]+)+/?|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"")
+_WORDS = lazy(r"[A-Za-z][A-Za-z _,:;()\-]{6,}[A-Za-z)]")
 
 
 def _message_line(lines: List[str]) -> str:

@@ -145,15 +145,13 @@ class AnchorSet:
             self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)
             tags = self._tags
             rfind = whole.rfind
-            last_end = -1
-            cur: Set[int] = set()
-            for to, i in sorted(ends):
-                pos = base + to
-                if pos > last_end:               # a new line (hits sorted by their end)
-                    cur = out.setdefault(rfind(b"\n", 0, pos) + 1, set())
-                    nl = whole.find(b"\n", pos)
-                    last_end = nl if nl >= 0 else len(whole)
-                cur.add(tags[i])
+            for to, i in ends:                   # Hyperscan reports in order of end offset
+                start = rfind(b"\n", 0, base + to) + 1
+                t = out.get(start)
+                if t is None:
+                    out[start] = {tags[i]}
+                else:
+                    t.add(tags[i])
             return out
         starts: List[int] = []
         for rx in self._re_any:

@@ -230,10 +230,10 @@ class Feeder(Observer):
         self.obj = obj
         self.anchors = list(anchors)
         self._following = following
-        # batch: the lines of a block that wake only this observer go to
-        # obj.scan_lines(buf, starts, source, year) first, which parses those it can ({line start:
-        # record}); the scanner hands the records back in line order with
-        # obj.feed_record(record, buf, lineno), interleaved with the lines fed through feed()
+        # batch: the lines of a block that wake only this observer go to obj.scan_lines(buf,
+        # starts) first, which parses those it can ({line start: record}); the scanner hands the
+        # records back in line order with obj.feed_records(buf, [(start, record)], source,
+        # lineno_at, year), interleaved with the lines fed through feed()
         self.batch = batch
         self._since: Dict[str, int] = {}
 
@@ -995,13 +995,15 @@ class _Batch:
 
     def flush(self, buf: bytes, upto: int) -> None:
         """Feed the records of the lines before buffer offset `upto`."""
-        keys, recs, feed = self.keys, self.recs, self.obs.obj.feed_record
-        while self.i < len(keys) and keys[self.i] < upto:
-            at = keys[self.i]
-            self.i += 1
-            rec = recs.get(at)
-            if rec is not None:
-                feed(rec, buf, at, self.label, lambda _at=at: self.lineno(buf, _at), self.year)
+        keys, recs = self.keys, self.recs
+        i = j = self.i
+        while j < len(keys) and keys[j] < upto:
+            j += 1
+        if j == i:
+            return
+        self.i = j
+        items = [(at, recs[at]) for at in keys[i:j] if at in recs]
+        self.obs.obj.feed_records(buf, items, self.label, lambda at: self.lineno(buf, at), self.year)
 
     def drop(self, at: int) -> None:
         """The line at buffer offset `at` went through feed(): forget its record."""

@@ -103,7 +103,9 @@ class StepLog:
     _step_ts: Dict[int, float] = field(default_factory=dict)
     _nemo_i: int = 0
     _capture_set: set = field(default_factory=set)
-    _ev_window: set = field(default_factory=set)           # iterations around a capture (evidence kept)
+    _ev_window: set = field(default_factory=set)           # the latest capture and the steps after it
+    _ev_next: int = 0                                      # steps after the latest capture still to keep
+    _ev_early: set = field(default_factory=set)            # the first EVIDENCE_KEEP iterations
     _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
 
     # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
@@ -152,6 +154,24 @@ class StepLog:
         if self._needs_ts(it, source):
             ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
         self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), True, tflops)
+
+    def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
+                     lineno_at: Callable[[int], int], year: Optional[int] = None) -> None:
+        """Records of scan_lines in line order: [(line start, record)].  A step that needs nothing
+        but its time (no capture around it, no evidence kept) takes a tight path; the others go
+        through feed_record, so the result is the same."""
+        times, tfl, ev, window, capset = self.times, self.tflops, self.evidence, self._ev_window, self._capture_set
+        pending = self._capture_pending
+        for at, rec in items:
+            it, ms, tflops = rec[0], rec[1], rec[2]
+            if self._cts_open or pending.get(source) or it in capset or it in ev or len(ev) < EVIDENCE_KEEP \
+                    or it in window or self._ev_next:
+                self.feed_record(rec, buf, at, source, lambda _at=at: lineno_at(_at), year)
+                continue
+            if ms >= times.get(it, -1.0):
+                times[it] = ms
+            if tflops is not None:
+                tfl[it] = tflops
 
     def _needs_ts(self, it: int, source: str) -> bool:
         """A step's time matters only to place a capture by time: while a capture time waits for
@@ -225,7 +245,12 @@ class StepLog:
             self.times[it] = ms
             # evidence lines are kept for the first iterations and those around a capture (the
             # report quotes the first steady steps and the capture step), not for every step
+            if self._ev_next and it not in self._ev_window and it > max(self._ev_window):
+                self._ev_window.add(it)
+                self._ev_next -= 1
             if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or it in self._ev_window:
+                if len(self.evidence) < EVIDENCE_KEEP and it not in self.evidence:
+                    self._ev_early.add(it)
                 if raw:                  # (buf, start, end) of a plain line
                     b, ls, le = text      # type: ignore[misc]
                     text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
@@ -237,7 +262,13 @@ class StepLog:
         if it not in self._capture_set:
             self._capture_set.add(it)
             self.capture_iters.append(it)
-            self._ev_window.update(range(it, it + 9))
+            # evidence: the report quotes the first capture step and the first steady steps after the
+            # last capture; the steps kept for an earlier capture are let go
+            keep = self._ev_early | {self.capture_iters[0]}
+            for j in self._ev_window - keep:
+                self.evidence.pop(j, None)
+            self._ev_window = {it}
+            self._ev_next = 3
 
     @property
     def graphs_seen(self) -> bool:

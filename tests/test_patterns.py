@@ -10,24 +10,36 @@ from triage.taxonomy import IDS
 
 PATTERN_DIR = builtin_dir()
 FILES = sorted(f for f in os.listdir(PATTERN_DIR) if f.endswith(".yaml"))
+# Ids added to the taxonomy through a pattern file (its `note` says why) that triage/taxonomy.py
+# does not list yet; each must have its pattern file, and leaves this set once taxonomy.py has it.
+PENDING_IDS = {"nccl-watchdog-hang"}
+KNOWN_IDS = tuple(IDS) + tuple(sorted(PENDING_IDS - set(IDS)))
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_pattern_file_valid_and_examples_pass(name):
-    p = load_file(os.path.join(PATTERN_DIR, name), IDS)
+    p = load_file(os.path.join(PATTERN_DIR, name), KNOWN_IDS)
     assert name == f"{p.id}.yaml"
     assert check_examples([p]) == []
 
 
 def test_every_taxonomy_id_has_a_pattern():
-    ids = {p.id for p in load_dir(PATTERN_DIR, IDS)}
-    missing = sorted(set(IDS) - ids)
+    ids = {p.id for p in load_dir(PATTERN_DIR, KNOWN_IDS)}
+    missing = sorted(set(KNOWN_IDS) - ids)
     assert not missing, f"taxonomy ids without a pattern file: {missing}"
+
+
+def test_pending_ids_explain_themselves():
+    """An id added through a pattern file says in its `note` that it is new and why."""
+    for pid in sorted(PENDING_IDS - set(IDS)):
+        with open(os.path.join(PATTERN_DIR, f"{pid}.yaml"), encoding="utf-8") as f:
+            text = f.read()
+        assert "new taxonomy id" in text.lower() and "why not" in text.lower(), pid
 
 
 def test_examples_do_not_fire_other_patterns_as_primary_when_unrelated():
     """A no_match example of one pattern that is a healthy line must not be read as any pitfall."""
-    pats = load_dir(PATTERN_DIR, IDS)
+    pats = load_dir(PATTERN_DIR, KNOWN_IDS)
     eng = Engine(pats)
     healthy = [
         "  cuda_graph_scope ................................ ['attn']",

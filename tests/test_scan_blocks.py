@@ -223,3 +223,17 @@ def test_repeated_matches_are_counted_not_kept(tmp_path, monkeypatch):
     assert {k[1] for k in dropped} == {0, 1}
     assert all("Watchdog caught collective operation timeout" in k[2] for k in dropped)
     assert r.matches == sorted(r.matches, key=lambda m: m.seq) and kept[0].line.lineno == 1
+
+
+def test_the_line_after_nccl_last_error_keeps_the_rank_of_its_message(tmp_path):
+    # the real layout of tests/fixtures/logs/real/gpu/nccl_rank_early_exit.log lines 14-17
+    text = ("[rank0]: ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+            "Last error:\n"
+            "socketProgress: Connection closed by remote peer localhost<55012>\n"
+            "Exception raised from checkForNCCLErrorsInternal at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:2770 (most recent call first):\n")
+    p = _write(tmp_path, "last_error.log", text)
+    line, block = both([p], 64)
+    assert block == line
+    assert {m[4] for m in block["matches"]} == {0}        # every line of the message is rank 0's
+    lines = list(iter_inputs([p]))
+    assert [ln.rank for ln in lines] == [0, 0, 0, 0]

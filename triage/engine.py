@@ -39,8 +39,8 @@ from . import rx as _rx
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, search, lazy
-from .sources import (_CONTINUATION, MAX_LINE, MAX_RAW, Input, Line, describe_input, expand_paths,
-                      iter_blocks, iter_blocks_with_tail, make_line, normalise)
+from .sources import (MAX_LINE, MAX_RAW, Input, Line, describe_input, expand_paths,
+                      continues, iter_blocks, iter_blocks_with_tail, make_line, normalise)
 
 StreamKey = Tuple[str, Optional[int]]
 
@@ -606,25 +606,31 @@ class BlockView(View):
         ln = self.cache.get(off)
         if ln is not None:
             return ln
-        chain: List[Tuple[int, Line]] = []
+        chain: List[Tuple[int, Line, bool]] = []      # (offset, line, continues the line before)
         o, n = off, lineno
+        cur = self._parse(o, n)
         rank: Optional[int] = None
         while True:
-            cur = self._parse(o, n)
-            chain.append((o, cur))
             if cur.rank is not None:
                 rank = cur.rank
+                chain.append((o, cur, False))
                 break
-            if not _CONTINUATION.match(cur.text) or o == 0 or len(chain) > WALK_BACK:
+            if o == 0 or len(chain) > WALK_BACK:
+                chain.append((o, cur, False))
                 break
             po = self.buf.rfind(b"\n", 0, o - 1) + 1
             prev = self.cache.get(po)
+            prev_line = prev if prev is not None else self._parse(po, n - 1)
+            cont = continues(cur.text, prev_line.text)
+            chain.append((o, cur, cont))
+            if not cont:
+                break
             if prev is not None:
                 rank = prev.rank
                 break
-            o, n = po, n - 1
-        for o, cur in chain:
-            if cur.rank is None and rank is not None and _CONTINUATION.match(cur.text):
+            o, n, cur = po, n - 1, prev_line
+        for o, cur, cont in chain:
+            if cont and cur.rank is None and rank is not None:
                 cur.rank = rank
             self.cache[o] = cur
         return self.cache[off]

@@ -229,6 +229,12 @@ _CONTINUATION = lazy(
     r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
     r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
+def continues(text: str, prev_text: str) -> bool:
+    """A line that continues the message of the line before it (and so takes its rank): the
+    continuation shapes above, or the line after NCCL's "Last error:" (the error text itself)."""
+    return bool(_CONTINUATION.match(text)) or prev_text.startswith("Last error:")
+
+
 _READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError)
 
 
@@ -288,6 +294,7 @@ def read_lines(path: str) -> Iterator[Line]:
     lineno = 0
     year: Optional[int] = None
     prev_rank: Optional[int] = None
+    prev_text = ""
     try:
         while True:
             try:
@@ -310,9 +317,10 @@ def read_lines(path: str) -> Iterator[Line]:
                         yield make_line(seg, label, lineno, file_rank, year, attempt)
                 continue
             ln = make_line(raw, label, lineno, file_rank, year, attempt)
-            if ln.rank is None and prev_rank is not None and _CONTINUATION.match(ln.text):
+            if ln.rank is None and prev_rank is not None and continues(ln.text, prev_text):
                 ln.rank = prev_rank          # a multi-line message printed under one "[rankN]:" prefix
             prev_rank = ln.rank
+            prev_text = ln.text
             if ln.ts is not None and "-" in ln.raw[:40]:
                 year = time.gmtime(ln.ts).tm_year   # a dated line tells glog lines (no year) their year
             yield ln

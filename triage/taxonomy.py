@@ -13,4 +13,6 @@ IDS = (
     "scope-not-in-model", "invalid-graph-option", "deprecated-graph-flags", "graph-dropout-recompute",
     "moe-preprocess-dtoh", "ep-overlap-graph-scope", "step-time-regression", "recompute-graph-conflict",
     "te-required", "inference-graph-unsupported", "graph-runner-misuse",
+    # added through its pattern file (patterns/nccl-watchdog-hang.yaml says why)
+    "nccl-watchdog-hang",
 )

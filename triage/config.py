@@ -426,8 +426,8 @@ class LogConfigCollector:
     def _end_task(self) -> None:
         self._mode = None
         try:
-            data = yaml.load("\n".join(self._buf), Loader=_LenientLoader)  # noqa: S506 (safe subclass)
-        except yaml.YAMLError:
+            data = parse_config_text("\n".join(self._buf), "YAML", "task configuration")
+        except ConfigError:              # a log's block that is no readable YAML is just skipped
             data = None
         if isinstance(data, dict):
             for k, v in flatten(data).items():
@@ -454,6 +454,50 @@ def tee(lines: Iterable[Line], collector: LogConfigCollector) -> Iterator[Line]:
 
 
 # --- config files ------------------------------------------------------------------
+CONFIG_MAX_BYTES = 16 << 20      # a YAML/JSON config bigger than this is refused
+CONFIG_MAX_VALUES = 1_000_000    # values a config may expand to (YAML aliases re-used count again)
+CONFIG_MAX_DEPTH = 100           # nesting of a config
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _expansion(data: Any) -> None:
+    """Raise _TooBig when `data` expands beyond the limits: a YAML "billion laughs" document
+    holds few nodes but aliases that multiply; walking it as the rest of triage would hang."""
+    budget = [CONFIG_MAX_VALUES]
+
+    def walk(v: Any, depth: int) -> None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise _TooBig(f"expands to more than {CONFIG_MAX_VALUES:,} values (YAML alias expansion?)")
+        if depth > CONFIG_MAX_DEPTH:
+            raise _TooBig(f"is nested deeper than {CONFIG_MAX_DEPTH} levels")
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(k, depth + 1)
+                walk(x, depth + 1)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x, depth + 1)
+    walk(data, 0)
+
+
+def parse_config_text(text: str, kind: str, where: str) -> Any:
+    """Parse a YAML or JSON document within bounded time and memory; ConfigError otherwise."""
+    try:
+        data = json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_LenientLoader)  # noqa: S506
+        _expansion(data)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise ConfigError(f"{where}: not valid {kind}: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: {kind} nested too deeply to read") from None
+    except _TooBig as e:
+        raise ConfigError(f"{where}: {kind} {e}") from None
+    return data
+
+
 def load_config(path: str) -> Config:
     """A YAML/JSON config file, or a log (its arguments/config blocks are read)."""
     if not os.path.isfile(path):
@@ -466,14 +510,18 @@ def load_config(path: str) -> Config:
     looks_like_log = path.endswith((".log", ".out", ".err", ".gz", ".txt")) or head[:2] == b"\x1f\x8b"
     if not looks_like_log:
         try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                if path.endswith(".json"):
-                    data = json.load(f)
-                else:
-                    data = yaml.load(f, Loader=_LenientLoader)  # noqa: S506 (safe subclass)
-        except (json.JSONDecodeError, yaml.YAMLError) as e:
-            raise ConfigError(f"{path}: not valid {'JSON' if path.endswith('.json') else 'YAML'}: "
-                              f"{str(e).splitlines()[0]}") from None
+            size = os.path.getsize(path)
+            if size > CONFIG_MAX_BYTES:
+                raise ConfigError(f"{path}: {size:,} bytes; a config file may hold at most "
+                                  f"{CONFIG_MAX_BYTES >> 20} MiB")
+            with open(path, "rb") as fb:
+                raw = fb.read(CONFIG_MAX_BYTES + 1)
+        except OSError as e:
+            raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
+        if b"\x00" in raw[:1 << 16]:
+            raise ConfigError(f"{path}: a binary file, not a YAML/JSON config or a log")
+        data = parse_config_text(raw.decode("utf-8", errors="replace"), "JSON" if path.endswith(".json") else "YAML",
+                                 path)
         if isinstance(data, dict):
             cfg = canonical(flatten(data))
             fw = framework_of(data)

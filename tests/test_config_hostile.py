@@ -1,0 +1,66 @@
+"""Hostile configs: a clear one-line error and exit 2 within seconds, bounded memory (issue 13)."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from triage.config import CONFIG_MAX_BYTES, ConfigError, load_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+LAUGHS = "\n".join(
+    ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    + [f"{c}: &{c} [{', '.join(['*' + p] * 9)}]" for p, c in zip("abcdefgh", "bcdefghi")]) + "\n"
+
+
+def cli(*args):
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    return r, time.monotonic() - t
+
+
+@pytest.mark.parametrize("name,text,needle", [
+    ("laughs.yaml", LAUGHS, "expands to more than"),
+    ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested"),
+    ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ("list.yaml", "- 1\n- 2\n", "must be a mapping"),
+    ("broken.yaml", "a: [1, 2\n", "not valid YAML"),
+], ids=["laughs", "deep-yaml", "deep-json", "list", "broken"])
+def test_hostile_config_is_one_clear_line_and_exit_2(tmp_path, name, text, needle):
+    p = tmp_path / name
+    p.write_text(text)
+    r, took = cli("check-config", str(p))
+    assert r.returncode == 2
+    assert needle in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert took < 20
+
+
+def test_binary_and_huge_files_are_refused(tmp_path):
+    b = tmp_path / "bin.yaml"
+    b.write_bytes(bytes(range(256)) * 100)
+    with pytest.raises(ConfigError, match="binary"):
+        load_config(str(b))
+    big = tmp_path / "big.yaml"
+    with open(big, "wb") as f:
+        f.truncate(CONFIG_MAX_BYTES + 1)
+    with pytest.raises(ConfigError, match="at most"):
+        load_config(str(big))
+
+
+def test_python_tags_are_data_never_code(tmp_path):
+    p = tmp_path / "tag.yaml"
+    marker = tmp_path / "pwned"
+    p.write_text(f'x: !!python/object/apply:os.system ["touch {marker}"]\nmodel:\n  cuda_graph_impl: local\n')
+    cfg = load_config(str(p))
+    assert not marker.exists()
+    assert cfg["cuda_graph_impl"] == "local"
+
+
+def test_an_alias_bomb_inside_a_log_task_configuration_is_skipped(tmp_path):
+    # synthetic: Bridge's "Task Configuration" block (real markers) holding a YAML alias bomb
+    log = tmp_path / "job.log"
+    log.write_text("------- Task Configuration -------\n" + LAUGHS + "-" * 20 + "\nRuntimeError: boom\n")
+    r, took = cli("analyze", str(log), "--format", "json")
+    assert r.returncode in (0, 1, 3) and took < 20 and "Traceback" not in r.stderr

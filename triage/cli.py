@@ -90,16 +90,19 @@ def cli() -> None:
 @click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=0, metavar="N",
+              help="Read at most N bytes of each input (0: all); a note says when the cap was hit. "
+                   "For endless inputs (a FIFO, /dev/stdin of a stream).")
 @click.option("-q", "--quiet", is_flag=True,
               help="Text: print only the verdict line. Never shows the progress bar (shown on a terminal "
                    "for inputs of 64 MiB or more).")
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
-            baseline_logs: List[str], env: List[str], quiet: bool) -> None:
+            baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit."""
     try:
         pats = load_all(pattern_dirs)
-        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet)
+        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
         add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     except (InputError, PatternError, ConfigError) as e:
         raise fail(str(e))

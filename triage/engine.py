@@ -39,7 +39,7 @@ from . import rx as _rx
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, search, lazy
-from .sources import (MAX_LINE, MAX_RAW, Input, Line, describe_input, expand_paths,
+from .sources import (MAX_LINE, MAX_RAW, Input, InputError, Line, describe_input, expand_paths,
                       continues, iter_blocks, iter_blocks_with_tail, make_line, normalise)
 
 StreamKey = Tuple[str, Optional[int]]
@@ -125,6 +125,7 @@ class ScanResult:
     # matches not kept (Core.add_match): (pattern id, rank, text of the first one) -> count;
     # the text fingerprints like the kept ones of the same message ("" when past MAX_DROPPED_KEYS)
     dropped: Dict[Tuple[str, Optional[int], str], int] = field(default_factory=dict)
+    notes: List[str] = field(default_factory=list)        # about the inputs (unreadable, capped, ...)
     bytes: int = 0                                        # bytes read (block driver)
     anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
     ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
@@ -272,6 +273,8 @@ class Core:
         self.rank_segments: List[Tuple[str, Optional[int], List[Tuple[int, int]]]] = []
         self.inputs: Dict[str, InputState] = {}
         self._kept: Dict[Tuple[int, Optional[int], bytes], int] = {}
+        self.notes: List[str] = []          # about the inputs (unreadable, capped, a decompression bomb)
+        self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
 
@@ -802,11 +805,12 @@ class Engine:
         def ranks() -> Set[int]:
             seen = core.ranks_seen
             if core.rank_segments:
-                seen = _ranks_by_attempt(core.rank_segments, seen)
+                seen = _ranks_by_attempt(core.rank_segments, seen, core.max_bytes)
             return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
                           disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
+                          notes=list(core.notes),
                           bytes=nbytes, anchor_engine=engine, ranks_fn=ranks)
 
     # --- the line driver ------------------------------------------------------------------------
@@ -843,8 +847,11 @@ class Engine:
 
     # --- the block driver ---------------------------------------------------------------------
     def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,
-                   progress: Optional[Callable[[int], None]] = None, block_size: int = 0) -> ScanResult:
-        """Scan files / directories / stdin in large blocks; the same result as `scan` over their lines."""
+                   progress: Optional[Callable[[int], None]] = None, block_size: int = 0,
+                   max_bytes: int = 0) -> ScanResult:
+        """Scan files / directories / stdin in large blocks; the same result as `scan` over their lines.
+        `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
+        cannot be read is a note when others can be; an InputError when it is the only one."""
         from .sources import BLOCK_SIZE
         core, obs, rules = self._observers(extra)
         core.blocks_limit = blocks_limit
@@ -857,11 +864,22 @@ class Engine:
         all_paths = expand_paths(paths)
         batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
         k = _Pool.jobs(all_paths)
-        pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k) if k else None
+        pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k, max_bytes) if k else None
+        core.max_bytes = max_bytes
+        failed: List[InputError] = []
         try:
             for path in all_paths:
-                n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
-                                                  pool, total_lines, done_bytes)
+                try:
+                    n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
+                                                      pool, total_lines, done_bytes)
+                except InputError as e:
+                    if len(all_paths) == 1:
+                        raise
+                    failed.append(e)
+                    core.notes.append(f"{e} (the other inputs were triaged)")
+                    if pool is not None:
+                        pool.broken = True
+                    continue
                 if n_lines:
                     sources.append(describe_input(path).label)
                 total_lines += n_lines
@@ -870,6 +888,8 @@ class Engine:
         finally:
             if pool is not None:
                 pool.close()
+        if failed and len(failed) == len(all_paths):
+            raise InputError(f"no input could be read: {failed[0]}")
         return self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
 
     def _scan_one(self, path: str, core: Core, obs: List[Observer], rules_idx: int, aset: AnchorSet,
@@ -899,7 +919,8 @@ class Engine:
         followers = [o for o in obs if type(o).following is not Observer.following]
         batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
         label = inp.inp.label
-        for bi, (buf, lo) in enumerate(iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES)):
+        blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes)
+        for bi, (buf, lo) in enumerate(blocks):
             view.reset(buf)
             prepared = pool.get(inp.inp.path, bi, len(buf) - lo) if pool is not None else None
             if prepared is not None and lo:      # a worker's offsets are relative to the block
@@ -1032,12 +1053,13 @@ def _owner(g: int, k: int) -> int:
     return g % k
 
 
-def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int) -> None:
+def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int,
+            max_bytes: int = 0) -> None:
     """Worker process: prepare_block for its share of the blocks of the inputs (_owner), in order."""
     try:
         g = 0
         for path in paths:
-            for bi, block in enumerate(iter_blocks(path, block_size)):
+            for bi, block in enumerate(iter_blocks(path, block_size, max_bytes=max_bytes)):
                 if _owner(g, k) == w:
                     conn.send((path, bi, len(block), prepare_block(block, 0, aset, batchers)))
                 g += 1
@@ -1060,7 +1082,8 @@ class _Pool:
     block order and checks path, block number and size, so results merge exactly as a serial scan;
     on any mismatch or a dead worker it prepares the remaining blocks itself."""
 
-    def __init__(self, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, k: int):
+    def __init__(self, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, k: int,
+                 max_bytes: int = 0):
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
         self.k = k
@@ -1068,7 +1091,8 @@ class _Pool:
         self.procs = []
         for w in range(k):
             r, wr = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(wr, list(paths), aset, batchers, block_size, w, k), daemon=True)
+            p = ctx.Process(target=_worker, args=(wr, list(paths), aset, batchers, block_size, w, k, max_bytes),
+                            daemon=True)
             p.start()
             wr.close()
             self.conns.append(r)
@@ -1170,12 +1194,24 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
             del hits[s]
 
 
-def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]]:
+def _safe(blocks):
+    """Blocks of an input read again, stopping quietly where it cannot be read any more."""
+    try:
+        yield from blocks
+    except InputError:
+        return
+
+
+def _ranks_by_attempt(segments, seen: Dict[int, Set[int]], max_bytes: int = 0) -> Dict[int, Set[int]]:
     """Ranks per attempt of re-readable inputs: read them again, split at the attempt changes."""
     out = {k: set(v) for k, v in seen.items()}
     for path, file_rank, changes in segments:
         off = 0
-        for block in iter_blocks(path):
+        try:
+            blocks = iter_blocks(path, max_bytes=max_bytes)
+        except InputError:
+            continue
+        for block in _safe(blocks):
             end = off + len(block)
             for i, (c_off, att) in enumerate(changes):
                 c_end = changes[i + 1][0] if i + 1 < len(changes) else end

@@ -12,7 +12,7 @@ from .engine import Engine, Feeder
 from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
 from .progress import for_inputs
-from .sources import InputError, Line, iter_inputs
+from .sources import InputError, Line
 from .steps import StepLog, assess
 
 
@@ -44,18 +44,24 @@ def _logs(logs: Sequence[str]) -> Sequence[str]:
 
 
 def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
-                 pats: Optional[List[Pattern]] = None, progress: bool = False) -> Tuple[Analysis, Seen]:
+                 pats: Optional[List[Pattern]] = None, progress: bool = False,
+                 max_bytes: int = 0) -> Tuple[Analysis, Seen]:
     """Scan LOGS once; returns the analysis and what else was seen (config, step times).
-    `progress`: show a progress bar on a terminal for big inputs (progress.for_inputs)."""
+    `progress`: show a progress bar on a terminal for big inputs (progress.for_inputs);
+    `max_bytes`: read at most that many bytes of each input (0: all)."""
     pats = pats if pats is not None else load_all(pattern_dirs)
     seen = Seen()
     paths = _logs(logs)
     bar = for_inputs(paths) if progress else None
     try:
-        a = analyse(Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar))
+        scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=max_bytes)
     finally:
         if bar is not None:
             bar.close()
+    a = analyse(scan)
+    a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
+    if scan.lines == 0 and not scan.notes:
+        a.notes.append("read nothing: the input is empty")
     return a, seen
 
 

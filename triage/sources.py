@@ -11,8 +11,10 @@ from __future__ import annotations
 import calendar
 import re
 import gzip
+import lzma
 import io
 import os
+import stat
 import sys
 import time
 import zlib
@@ -93,8 +95,9 @@ def rank_from_filename(path: str) -> Optional[int]:
     parent = os.path.basename(os.path.dirname(path))
     if parent.isdigit() and name in ("stdout.log", "stderr.log", "error.json"):   # torchrun --log-dir
         return int(parent)
-    if name.endswith(".gz"):
-        name = name[:-3]
+    for suffix in _COMPRESSED:
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
     for rx_ in _FILE_RANK[:2]:
         m = rx_.search(name, timeout=TIMEOUT)
         if m:
@@ -196,7 +199,8 @@ def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
 
 
 # --- opening inputs -------------------------------------------------------------
-_LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".stdout", ".stderr")
+_LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".bz2", ".xz", ".zst", ".stdout", ".stderr")
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
 
 def expand_paths(paths: Iterable[str]) -> List[str]:
@@ -235,29 +239,102 @@ def continues(text: str, prev_text: str) -> bool:
     return bool(_CONTINUATION.match(text)) or prev_text.startswith("Last error:")
 
 
-_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError)
+_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError, lzma.LZMAError)
+
+
+# compressed inputs, by their magic bytes: (name, opener)
+_MAGIC = [(b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")]
+MAX_RATIO = 100          # decompressed / compressed bytes beyond which (and past MAX_EXPANDED) reading stops
+MAX_EXPANDED = 1 << 30   # ... a decompression bomb is told from a very repetitive log only past 1 GiB
+
+
+class _Limited(io.BufferedIOBase):
+    """A decompressing reader that stops at a decompression-bomb ratio (`stopped` says so)."""
+
+    def __init__(self, f, raw, label: str, kind: str):
+        super().__init__()
+        self.f, self.raw, self.label, self.kind = f, raw, label, kind
+        self.out = 0
+        self.stopped = ""
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, n: int = -1) -> bytes:
+        return self.read(n if n and n > 0 else 1 << 16)
+
+    def read(self, n: int = -1) -> bytes:
+        if self.stopped:
+            return b""
+        data = self.f.read(n)
+        self.out += len(data)
+        if self.out > MAX_EXPANDED:
+            try:
+                comp = self.raw.tell()
+            except (OSError, ValueError, AttributeError):
+                comp = 0
+            if comp and self.out > MAX_RATIO * comp:
+                self.stopped = (f"stopped reading {self.label} after {self.out >> 20:,} MiB decompressed from "
+                                f"{comp >> 10:,} KiB (ratio over {MAX_RATIO}: a decompression bomb?)")
+        return data
+
+    def peek(self, n: int) -> bytes:
+        return self.f.peek(n) if hasattr(self.f, "peek") else b""
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
+
+
+def _decompressor(kind: str, f):
+    import bz2
+    import lzma
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=f)
+    if kind == "bzip2":
+        return bz2.BZ2File(f)
+    if kind == "xz":
+        return lzma.LZMAFile(f)
+    try:
+        import zstandard  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError("a .zst (zstandard) input needs the `zstandard` package: pip install zstandard, "
+                         "or decompress it first (zstd -d)") from None
+    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(f))
 
 
 def _open_binary(path: str) -> Tuple[IO[bytes], str]:
-    """Open a file or stdin as bytes, gunzipping when it starts with the gzip magic; also return
-    the text encoding (UTF-16 when a byte-order mark says so, as PowerShell writes, else UTF-8)."""
+    """Open a file or stdin as bytes, decompressing gzip/bzip2/xz/zstd (by magic bytes, with a
+    decompression-bomb bound); also return the text encoding (UTF-16 when a byte-order mark says
+    so, as PowerShell writes, else UTF-8)."""
+    label = "<stdin>" if path == "-" else repr(path)
     if path == "-":
         f: IO[bytes] = sys.stdin.buffer
         peek = getattr(f, "peek", None)
-        head = peek(4)[:4] if peek else b""
+        head = peek(6)[:6] if peek else b""
     else:
         try:
+            st = os.stat(path)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+                raise InputError(f"cannot read {label}: not a regular file or a pipe")
             f = open(path, "rb")
+            head = f.read(6) if stat.S_ISREG(st.st_mode) else b""
+            if stat.S_ISREG(st.st_mode):
+                f.seek(0)
         except OSError as e:
-            raise InputError(f"cannot read {path!r}: {e.strerror or e}") from None
-        head = f.read(4)
-        f.seek(0)
-    if head[:2] == b"\x1f\x8b":
-        f = gzip.GzipFile(fileobj=f)  # type: ignore[assignment]
+            raise InputError(f"cannot read {label}: {e.strerror or e}") from None
+    kind = next((k for m, k in _MAGIC if head.startswith(m)), None)
+    if kind is not None:
         try:
+            f = _Limited(_decompressor(kind, f), f, label, kind)  # type: ignore[assignment]
             head = f.peek(4)[:4]  # type: ignore[attr-defined]
-        except _READ_ERRORS as e:
-            raise InputError(f"cannot read {'<stdin>' if path == '-' else path!r}: {e}") from None
+        except InputError:
+            raise
+        except _READ_ERRORS + (ValueError,) as e:
+            raise InputError(f"cannot read {label}: not a valid {kind} file ({e})") from None
     enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
     return f, enc
 
@@ -354,14 +431,14 @@ def describe_input(path: str) -> Input:
     return Input(path, path, rank_from_filename(path), attempt_from_path(path))
 
 
-def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None) -> Iterator[bytes]:
+def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None, max_bytes: int = 0) -> Iterator[bytes]:
     """Yield the input as UTF-8 blocks of whole lines (each ends with a newline), streaming.
 
     gzip is decompressed into the same loop, UTF-16 (a byte-order mark) is transcoded first, a
     physical line longer than a block keeps its first MAX_RAW bytes (the scanner cuts every line to
     MAX_RAW bytes before decoding it, as readline did); `progress(n)` is called with the number of
     bytes read from the file (compressed bytes for .gz) after each block."""
-    for buf, _lo in iter_blocks_with_tail(path, block_size, progress, 0):
+    for buf, _lo in iter_blocks_with_tail(path, block_size, progress, 0, max_bytes):
         yield buf
 
 
@@ -373,10 +450,11 @@ def block_tail(buf: bytes, tail: int) -> int:
     return nl + 1 if nl >= 0 else len(buf)
 
 
-def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None,
-                          tail: int = 0) -> Iterator[Tuple[bytes, int]]:
+def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None, tail: int = 0,
+                          max_bytes: int = 0, notes: Optional[List[str]] = None) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
-    lines before it (for looking back across the boundary).  One copy per block."""
+    lines before it (for looking back across the boundary).  One copy per block.  Reading stops
+    after `max_bytes` bytes (0: no cap) or at a decompression bomb, with a note in `notes`."""
     label = "<stdin>" if path == "-" else path
     fb, enc = _open_binary(path)
     raw_f = getattr(fb, "fileobj", None) or fb
@@ -388,12 +466,18 @@ def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None
     carry = b""
     prev = b""                  # tail of the previous block
     skipping = False            # inside the over-long remainder of a line
+    total = 0
     try:
         while True:
             try:
-                data = read(block_size)
+                data = read(block_size if not max_bytes else max(0, min(block_size, max_bytes - total)))
             except _READ_ERRORS as e:
                 raise InputError(f"cannot read {label!r}: {e}") from None
+            total += len(data)
+            if max_bytes and total >= max_bytes and data and notes is not None:
+                notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); the rest is not triaged")
+            if getattr(fb, "stopped", "") and notes is not None and fb.stopped not in notes:
+                notes.append(fb.stopped)
             if progress is not None:
                 try:
                     progress(raw_f.tell())

@@ -1,0 +1,106 @@
+"""Hostile inputs (issue 13): compressed formats, bombs, endless and unreadable inputs."""
+import bz2
+import gzip
+import lzma
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from triage import sources
+from triage.engine import Engine
+from triage.patterns import load_all
+from triage.sources import InputError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IMA = b"[rank5]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+PATS = load_all()
+
+
+def scan(paths, **kw):
+    return Engine(PATS).scan_paths(paths, **kw)
+
+
+@pytest.mark.parametrize("suffix,compress", [(".gz", gzip.compress), (".bz2", bz2.compress), (".xz", lzma.compress)])
+def test_compressed_inputs_by_their_magic_bytes(tmp_path, suffix, compress):
+    p = tmp_path / ("job.log" + suffix)
+    p.write_bytes(compress(b"[rank5]: starting\n" + IMA))
+    r = scan([str(p)])
+    assert [m.pattern.id for m in r.matches] == ["illegal-memory-access"] and r.lines == 2
+
+
+def test_zstd_is_read_or_refused_clearly(tmp_path):
+    p = tmp_path / "job.log.zst"
+    p.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 20)
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        with pytest.raises(InputError, match="zstandard"):
+            scan([str(p)])
+    else:
+        with pytest.raises(InputError):
+            scan([str(p)])                     # a corrupt frame: a clear error either way
+
+
+def test_corrupt_and_truncated_gzip_are_clear_errors(tmp_path):
+    good = gzip.compress(IMA * 1000)
+    for name, data in (("corrupt.gz", b"\x1f\x8b\x08\x00" + os.urandom(200)), ("cut.gz", good[: len(good) // 2])):
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(InputError, match="cannot read"):
+            scan([str(p)])
+
+
+def test_a_decompression_bomb_stops_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources, "MAX_EXPANDED", 1 << 20)
+    p = tmp_path / "bomb.log.gz"
+    p.write_bytes(gzip.compress(b"\n" * (64 << 20), 9))       # 64 MiB of empty lines in ~64 KiB
+    r = scan([str(p)], block_size=1 << 20)
+    assert any("decompression bomb" in n for n in r.notes)
+    assert r.lines < 8 << 20
+
+
+def test_devices_are_refused_and_fifos_capped(tmp_path):
+    with pytest.raises(InputError, match="not a regular file"):
+        scan(["/dev/zero"])
+    fifo = tmp_path / "endless"
+    os.mkfifo(fifo)
+
+    def writer():
+        try:
+            with open(fifo, "wb") as f:
+                while True:
+                    f.write(b"[rank0]: a healthy line\n" * 1000)
+        except (BrokenPipeError, OSError):
+            pass
+    threading.Thread(target=writer, daemon=True).start()
+    r = scan([str(fifo)], max_bytes=1 << 20)
+    assert r.lines < 50_000 and any("--max-bytes" in n for n in r.notes)
+
+
+def test_unreadable_inputs_are_notes_and_the_rest_is_triaged(tmp_path):
+    d = tmp_path / "job"
+    (d / "sub").mkdir(parents=True)
+    (d / "rank_5.log").write_bytes(IMA)
+    os.symlink("/nonexistent/rank_1.log", d / "rank_1.log")     # dangling
+    os.symlink("..", d / "sub" / "loop")                         # a directory loop
+    r = scan([str(d)])
+    assert [m.pattern.id for m in r.matches] == ["illegal-memory-access"]
+    assert any("rank_1.log" in n for n in r.notes)
+    with pytest.raises(InputError):
+        scan([str(d / "rank_1.log")])                            # the only input: an error
+
+
+def test_cli_max_bytes_and_empty_input(tmp_path):
+    p = tmp_path / "job.log"
+    p.write_bytes(b"[rank0]: fine\n" * 100 + IMA)
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--max-bytes", "200", str(p), "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert "--max-bytes" in r.stdout and "illegal-memory-access" not in r.stdout
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(empty), "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert "read nothing" in r.stdout

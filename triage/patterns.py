@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import regex
 import yaml
 
-from .rx import compile_rx, remember_valid
+from .rx import compile_rx, remember_valid, risky
 
 SEVERITIES = ("critical", "error", "warning", "info")
 KINDS = ("config", "capture", "runtime", "perf")
@@ -95,7 +95,12 @@ def _str_list(v: Any, where: str, key: str) -> List[str]:
     raise PatternError(f"{where}: '{key}' must be a string or a list of strings")
 
 
-def _compile(src: str, where: str, ignore_case: bool = False) -> Any:
+def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False) -> Any:
+    if user:                      # a user's pattern is refused when it risks a runaway search
+        why = risky(src)
+        if why:
+            raise PatternError(f"{where}: regex {src[:80]!r}: {why}; rewrite it (an atomic group (?>...) or a "
+                               "possessive quantifier such as \\w++ cannot backtrack)")
     try:
         return compile_rx(src, ignore_case)
     except regex.error as e:
@@ -109,7 +114,7 @@ def _literals(d: Dict[str, Any], where: str) -> List[str]:
     return lits
 
 
-def _parse_match(m: Any, where: str) -> MatchRule:
+def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
     if isinstance(m, str):
         raise PatternError(f"{where}: a match entry must be a mapping with 'regex' and 'literal'")
     if not isinstance(m, dict):
@@ -130,12 +135,12 @@ def _parse_match(m: Any, where: str) -> MatchRule:
         window = c.get("window", 50)
         if not isinstance(window, int) or window < 1 or window > 1000:
             raise PatternError(f"{cw}: window must be an integer 1..1000")
-        ctx.append(ContextReq(_compile(_req(c, "regex", str, cw), cw, ic), _literals(c, cw), window))
-    neg = [_compile(n, where, ic) for n in _str_list(m.get("not"), where, "not")]
+        ctx.append(ContextReq(_compile(_req(c, "regex", str, cw), cw + " regex", ic, user), _literals(c, cw), window))
+    neg = [_compile(n, where + " not", ic, user) for n in _str_list(m.get("not"), where, "not")]
     gen = m.get("generic")
     if gen is not None and not isinstance(gen, bool):
         raise PatternError(f"{where}: generic must be true or false")
-    return MatchRule(_compile(src, where, ic), _literals(m, where), ic, role, ctx, neg, src, gen)
+    return MatchRule(_compile(src, where + " regex", ic, user), _literals(m, where), ic, role, ctx, neg, src, gen)
 
 
 def _parse_rule(r: Any, where: str) -> ConfigRule:
@@ -161,7 +166,8 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
                       fix=str(r.get("fix", "")))
 
 
-def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:
+def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
+    """One pattern file's data; `user`: a user's file (risky regexes are refused, see rx.risky)."""
     where = os.path.basename(path)
     if not isinstance(data, dict):
         raise PatternError(f"{where}: top level must be a mapping")
@@ -210,7 +216,7 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         kind=kind,
         generic=bool(data.get("generic", False)),
         priority=prio,
-        match=[_parse_match(m, f"{where} match[{i}]") for i, m in enumerate(matches)],
+        match=[_parse_match(m, f"{where} match[{i}]", user) for i, m in enumerate(matches)],
         implicates=_str_list(data.get("implicates"), where, "implicates"),
         explanation=_req(data, "explanation", str, where).strip(),
         fix=_req(data, "fix", str, where).strip(),
@@ -235,7 +241,7 @@ def builtin_dir() -> str:
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_file(path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:
+def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
     try:
         with open(path, encoding="utf-8") as f:
             data = yaml.load(f, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader (libyaml's when present)
@@ -243,23 +249,36 @@ def load_file(path: str, known_ids: Optional[Sequence[str]] = None) -> Pattern:
         raise PatternError(f"{path}: cannot read: {e.strerror or e}") from None
     except yaml.YAMLError as e:
         raise PatternError(f"{os.path.basename(path)}: invalid YAML: {str(e).splitlines()[0]}") from None
-    return parse_pattern(data, path, known_ids)
+    return parse_pattern(data, path, known_ids, user)
 
 
-def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None) -> List[Pattern]:
+def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> List[Pattern]:
     if not os.path.isdir(directory):
         raise PatternError(f"pattern directory {directory!r} does not exist")
     files = sorted(f for f in os.listdir(directory) if f.endswith((".yaml", ".yml")))
     if not files:
         raise PatternError(f"pattern directory {directory!r} holds no .yaml files")
-    return [load_file(os.path.join(directory, f), known_ids) for f in files]
+    return [load_file(os.path.join(directory, f), known_ids, user) for f in files]
 
 
 def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:
-    """Built-in patterns plus user directories; a user pattern with a built-in id adds to it."""
+    """Built-in patterns plus the user's (directories or single files, from --patterns).  A user
+    pattern never replaces a shipped one: reusing a shipped id is an error."""
     pats = load_dir(builtin_dir())
+    shipped = {p.id: p.path for p in pats}
     for d in extra_dirs:
-        pats.extend(load_dir(d))
+        if os.path.isfile(d):
+            user = [load_file(d, None, user=True)]
+        elif os.path.isdir(d):
+            user = load_dir(d, None, user=True)
+        else:
+            raise PatternError(f"--patterns {d!r}: no such file or directory")
+        for p in user:
+            if p.id in shipped:
+                raise PatternError(f"{os.path.basename(p.path)}: id {p.id!r} is the id of a shipped pattern "
+                                   f"({os.path.basename(shipped[p.id])}); a user pattern cannot replace or extend it: "
+                                   "give it an id of its own")
+        pats.extend(user)
     seen: Dict[str, str] = {}
     for p in pats:
         if p.id in seen and os.path.dirname(seen[p.id]) == os.path.dirname(p.path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from typing import Optional, Set
+from typing import Callable, List, Optional, Set
 
 import regex
 
@@ -102,3 +102,111 @@ def search(rx, text: str) -> Optional["regex.Match[str]"]:
     except TimeoutError:
         timeouts += 1
         return None
+
+
+MAX_REPEAT_COUNT = 1000      # a {n} / {n,m} bound above this is refused in a pattern
+
+
+def risky(pattern: str) -> Optional[str]:
+    """Why a regex is a backtracking risk (nested unbounded quantifiers such as (a+)+ or (\\w*\\s?)*,
+    or a huge repetition count), or None.  Read with the stdlib parser; a pattern it cannot read
+    (a `regex`-only construct) is judged by its timeout alone."""
+    try:
+        import re._parser as sre_parse  # type: ignore[import-not-found]
+        from re._constants import MAXREPEAT  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import sre_parse  # type: ignore[no-redef]
+        from sre_constants import MAXREPEAT  # type: ignore[no-redef]
+    try:
+        tree = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001 - not the stdlib's dialect
+        return None
+    repeats = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+    def chars(item) -> Optional[Callable[[str], bool]]:
+        """What one item can match, as a predicate on a character (None: can't tell)."""
+        op, av = str(item[0]), item[1]
+        if op == "LITERAL":
+            return lambda c, v=av: ord(c) == v
+        if op == "ANY":
+            return lambda c: c != "\n"
+        if op == "IN":
+            tests, neg = [], False
+            for sop, sav in av:
+                sop = str(sop)
+                if sop == "NEGATE":
+                    neg = True
+                elif sop == "LITERAL":
+                    tests.append(lambda c, v=sav: ord(c) == v)
+                elif sop == "RANGE":
+                    tests.append(lambda c, v=sav: v[0] <= ord(c) <= v[1])
+                elif sop == "CATEGORY":
+                    cat = str(sav)
+                    base = {"CATEGORY_DIGIT": str.isdigit, "CATEGORY_WORD": lambda c: c.isalnum() or c == "_",
+                            "CATEGORY_SPACE": str.isspace}
+                    for key, fn in base.items():
+                        if cat == key:
+                            tests.append(fn)
+                        elif cat == key.replace("CATEGORY_", "CATEGORY_NOT_"):
+                            tests.append(lambda c, f=fn: not f(c))
+                else:
+                    return None
+            return (lambda c: not any(t(c) for t in tests)) if neg else (lambda c: any(t(c) for t in tests))
+        return None
+
+    def inner_repeats(items) -> List[Optional[Callable[[str], bool]]]:
+        """Character predicates of the unbounded repeats inside `items` (None when unknown)."""
+        out: List[Optional[Callable[[str], bool]]] = []
+        for op, av in items:
+            name = str(op)
+            if name in repeats:
+                lo, hi, sub = av
+                if hi is MAXREPEAT and name != "POSSESSIVE_REPEAT":
+                    out.append(chars(sub[0]) if len(sub) == 1 else None)
+                out += inner_repeats(sub)
+            elif name == "SUBPATTERN":
+                out += inner_repeats(av[-1])
+            elif name == "BRANCH":
+                for alt in av[1]:
+                    out += inner_repeats(alt)
+        return out
+
+    def delimited(body, inner) -> bool:
+        r"""The repeated body holds a mandatory character no inner repeat can match (as the "." of
+        (\w+\.)* or the '|' of ([^|]*\|)*): each round is then anchored, no catastrophe."""
+        for op, av in body:
+            if str(op) == "LITERAL" and all(p is not None and not p(chr(av)) for p in inner):
+                return True
+        return False
+
+    def walk(items, outer: bool) -> Optional[str]:
+        for op, av in items:
+            name = str(op)
+            if name in repeats:
+                lo, hi, sub = av
+                if (hi is not MAXREPEAT and hi > MAX_REPEAT_COUNT) or lo > MAX_REPEAT_COUNT:
+                    return f"repetition count above {MAX_REPEAT_COUNT}"
+                unbounded = hi is MAXREPEAT and name != "POSSESSIVE_REPEAT"
+                body = sub[0][1][-1] if len(sub) == 1 and str(sub[0][0]) == "SUBPATTERN" else sub
+                if unbounded:
+                    inner = inner_repeats(body)
+                    if inner and not delimited(body, inner):
+                        return "nested unbounded quantifiers (catastrophic backtracking)"
+                why = walk(sub, outer or unbounded)
+                if why:
+                    return why
+            elif name == "SUBPATTERN":
+                why = walk(av[-1], outer)
+                if why:
+                    return why
+            elif name == "BRANCH":
+                for alt in av[1]:
+                    why = walk(alt, outer)
+                    if why:
+                        return why
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                why = walk(av[1], outer)
+                if why:
+                    return why
+        return None
+    return walk(tree, False)

@@ -19,8 +19,14 @@ def fired(engine: Engine, example: str) -> set:
 def check_examples(patterns: List[Pattern]) -> List[str]:
     """Each match example must fire its pattern; each no_match example must not."""
     from . import rx
+    from .rx import risky
     problems = []
     for p in patterns:
+        for i, r in enumerate(p.match):
+            for src in [r.source_text] + [c.rx.pattern for c in r.context] + [n.pattern for n in r.negative]:
+                why = risky(src)
+                if why:
+                    problems.append(f"{p.path}: match[{i}]: regex {src[:80]!r}: {why}")
         own = Engine([p])
         before = rx.timeouts
         for ex in p.examples_match:

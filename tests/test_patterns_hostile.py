@@ -1,0 +1,86 @@
+"""User patterns (--patterns): malformed files, risky regexes and shipped ids are clear errors (issue 13)."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from triage.patterns import PatternError, load_all
+from triage.rx import risky
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOOD = """id: my-thing
+title: My thing
+severity: error
+kind: runtime
+match:
+  - regex: '{rx}'
+    literal: "{lit}"
+explanation: e
+fix: f
+references: [{{source: me}}]
+examples: {{match: ["x {lit} y"], no_match: ["nothing"]}}
+"""
+
+
+def write(tmp_path, text, name="mine.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("rx,why", [
+    (r"(a+)+b", "nested unbounded"),
+    (r"(\w+\s?)+$", "nested unbounded"),
+    (r"(.*x)*", "nested unbounded"),
+    (r"a{1,100000}", "repetition count"),
+])
+def test_risky_user_regexes_are_refused_naming_file_and_field(tmp_path, rx, why):
+    p = write(tmp_path, GOOD.format(rx=rx, lit="a"))
+    with pytest.raises(PatternError) as e:
+        load_all([p])
+    assert "mine.yaml match[0] regex" in str(e.value) and why in str(e.value)
+
+
+def test_safe_shapes_are_not_flagged():
+    for rx in (r"(\d+\.)+\d+", r"^(?:\w+\.)*KeyError: '\w+'$", r"(?:[^|\n]*\|)*?x", r"(a|b)+", r"(?>a+)+b", r"a++"):
+        assert risky(rx) is None, rx
+
+
+def test_every_shipped_regex_passes_the_check():
+    for p in load_all():
+        for r in p.match:
+            assert risky(r.source_text) is None, (p.id, r.source_text)
+
+
+def test_a_user_pattern_cannot_reuse_a_shipped_id(tmp_path):
+    p = write(tmp_path, GOOD.format(rx="boom", lit="boom").replace("id: my-thing", "id: cuda-oom"))
+    with pytest.raises(PatternError, match="shipped pattern"):
+        load_all([p])
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("id: x\n", "missing required field 'title'"),
+    ("- just a list\n", "top level must be a mapping"),
+    (GOOD.format(rx="(unclosed", lit="a"), "bad regex"),
+    (GOOD.format(rx="a", lit="a").replace("literal: \"a\"", "literal: \"\""), "literal"),
+    ("id: [unclosed\n", "invalid YAML"),
+])
+def test_malformed_user_patterns_are_one_line_errors(tmp_path, text, needle):
+    p = write(tmp_path, text)
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--patterns", p,
+                        os.path.join(ROOT, "examples", "sample_job.log")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1
+    assert "mine.yaml" in r.stderr and time.monotonic() - t < 20
+
+
+def test_patterns_check_reports_risky_regexes(tmp_path):
+    d = tmp_path / "pats"
+    d.mkdir()
+    # shipped check: the file is read as a catalog (not refused at load), and `check` names the risk
+    (d / "mine.yaml").write_text(GOOD.format(rx="(x+)+y", lit="x"))
+    r = subprocess.run([sys.executable, "-m", "triage", "patterns", "check", str(d)], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 1 and "nested unbounded quantifiers" in r.stderr

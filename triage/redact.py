@@ -1,57 +1,625 @@
-"""Secret redaction for every output format (on by default; `--no-redact` turns it off)."""
+"""Secret redaction for every output format (on by default; `--no-redact` turns it off).
+
+What is redacted (tests/test_redact_recall.py measures each family on a table of real formats):
+
+* tokens recognisable on their own: AWS access key ids (AKIA/ASIA/...), GitHub (ghp_/gho_/ghu_/
+  ghs_/ghr_/github_pat_), GitLab (glpat-, gldt-, glrt-, GR1348941, ...), Slack (xox?-, xapp-,
+  webhook URLs), Hugging Face (hf_, api_org_), NVIDIA/NGC (nvapi-), OpenAI/Anthropic (sk-),
+  Stripe, npm, PyPI, Docker Hub, Databricks, Google (AIza, ya29.), Vault, SendGrid, Replicate,
+  Groq, age, JWTs;
+* values of secret-named keys: `NAME=VALUE`, `NAME: VALUE`, `"NAME": "VALUE"`, `--name VALUE`,
+  Megatron's `name ..... VALUE`, YAML lines, and dict keys of the report itself;
+* `Authorization:` / `Bearer` credentials, passwords in URLs (`scheme://user:PASSWORD@host`),
+  netrc `password`, `docker login -p`, `wandb login KEY`, `wandb.login(key=...)`, Azure SAS `sig=`;
+* PEM / OpenSSH / PGP private key blocks: every line between BEGIN and END, whether the block is
+  one string (escaped or real newlines) or consecutive strings of a list (see `redact_lines`).
+
+Key names are matched on whole words (split at `_ - .` and camelCase), the secret word last:
+`HF_TOKEN`, `wandb_api_key`, `aws_secret_access_key`, `clientSecret`, `PGPASSWORD` are secret
+names; `tokenizer_type`, `max_tokens`, `num_key_value_heads`, `moe_token_dispatcher_type`,
+`keyframe`, `text_key` are not.  A lower-case `..._token` that is not an access token by its
+qualifier (`fim_pad_token`, `bos_token`) loses its value only when the value looks like a
+credential (16+ characters of letters and digits), never `<fim_pad>` or `False`.
+
+Speed: a string is first searched for any of the literal hints every rule needs (one C-level
+search: Hyperscan when the wheel is there, else one stdlib `re` over the lower-cased string);
+only the rules of the hints found then run, each with the `regex` timeout.  `redact_obj` searches
+all the strings of a report in one Hyperscan scan.
+"""
 from __future__ import annotations
 
 import re
-from typing import Any
-
+from bisect import bisect_right
+from functools import lru_cache
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .rx import TIMEOUT, lazy
 
 MARK = "<redacted>"
-_SECRET_NAME = lazy(r"(?i)(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY)")
-_RULES = [
-    # Bearer / token auth headers
-    (lazy(r"(?i)\b(Bearer|token)\s+[A-Za-z0-9._~+/=\-]{8,}"), r"\1 " + MARK),
-    # KEY=VALUE / KEY: VALUE for secret-looking variable names (WANDB_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY, ...)
-    # (also quoted, as in JSON or an os.environ dump: "wandb_api_key": "...", {'HF_TOKEN': '...'})
-    (lazy(r"(?i)\b([A-Z0-9_]*(?:API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|ACCESS_KEY(?:_ID)?|AUTH)[A-Z0-9_]*['\"]?)"
-                   r"(\s*[=:]\s*|\s+set by environment to\s+)(['\"]?)([^\s'\",;}]+)"), r"\1\2\3" + MARK),
-    # Hugging Face, GitHub, Slack, OpenAI-style and AWS access key ids
-    (lazy(r"\bhf_[A-Za-z0-9]{20,}\b"), MARK),
-    (lazy(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}\b"), MARK),
-    (lazy(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"), MARK),
-    (lazy(r"\bsk-[A-Za-z0-9_\-]{20,}\b"), MARK),
-    (lazy(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), MARK),
-    # passwords in URLs: scheme://user:password@host
-    (lazy(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@]+:)[^\s@/]+@"), r"\1" + MARK + "@"),
-    # W&B keys are 40 hex characters after `wandb login`
-    (lazy(r"(?i)(wandb\s+login\s+(?:--relogin\s+)?)[0-9a-f]{40}\b"), r"\1" + MARK),
-]
+WITHHELD = MARK + " (line withheld: redaction timed out)"
+
+# ----------------------------------------------------------------------------------------------
+# hints: literal (lower-case) substrings, each naming the rule groups that need it.  Every rule
+# below needs one of its group's literals, so a string with none of them skips every rule.
+
+KV, AUTHZ, BEARER, URL, TOKENS, PEM, WANDB, DOCKER, SAS = range(9)
+
+_HINTS: Dict[str, Tuple[int, ...]] = {
+    "token": (KV,), "secret": (KV,), "passw": (KV,), "passphr": (KV,), "pwd": (KV,), "key": (KV,),
+    "auth": (KV, AUTHZ), "bearer": (BEARER,), "://": (URL,),
+    "-----begin": (PEM,), "---- begin": (PEM,), "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,),
+}
+for _lit in ("akia", "asia", "abia", "acca", "a3t", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
+             "glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-", "glsoat-", "glffct-", "glimt-",
+             "glagent-", "glft-", "glwt-", "gr1348941", "xox", "xapp-", "hf_", "api_org_", "nvapi-",
+             "sk-", "k_live_", "k_test_", "npm_", "pypi-", "dckr_pat_", "dapi", "ya29.", "aiza",
+             "hvs.", "hvb.", "sg.", "r8_", "gsk_", "age-secret", "eyj"):
+    _HINTS[_lit] = (TOKENS,)
+_LITS: List[str] = list(_HINTS)
 
 
-# every rule above needs one of these substrings: most strings meet one C-level search and no rule
-_HINT = re.compile(r"(?i)bearer|token|key|secret|passw|auth|hf_|gh[opusr]_|github_pat|xox|sk-|akia|asia|://|wandb")
+def _trie(words: Sequence[str]) -> str:
+    """An alternation of literals factored by prefix (the stdlib engine tries far fewer branches)."""
+    t: Dict[str, Any] = {}
+    for w in words:
+        d = t
+        for c in w:
+            d = d.setdefault(c, {})
+        d[""] = {}
+
+    def emit(d: Dict[str, Any]) -> str:
+        alts = [re.escape(c) + emit(sub) for c, sub in sorted(d.items()) if c]
+        if not alts:
+            return ""
+        end = "" in d        # a literal ends here: the shortest hint is enough
+        if end:
+            return ""
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return emit(t)
 
 
-def redact(text: str) -> str:
-    if not text or not _HINT.search(text):
-        return text
-    for rx, rep in _RULES:
+_HINT = re.compile(_trie(_LITS))       # searched in the lower-cased string
+
+
+def _groups_of(found) -> FrozenSet[int]:
+    g: set = set()
+    for lit in found:
+        g.update(_HINTS[lit])
+    return frozenset(g)
+
+
+def _hint(text: str) -> FrozenSet[int]:
+    """The rule groups a string needs (empty: nothing secret-like in it)."""
+    low = text.lower()
+    m = _HINT.search(low)
+    if m is None:
+        return _NONE
+    return _groups_of(_HINT.findall(low, m.start()))
+
+
+_NONE: FrozenSet[int] = frozenset()
+
+# Hyperscan for many strings at once (redact_obj); None: not tried yet, False: not available.
+_hs_db: Any = None
+
+
+def _hs():
+    global _hs_db
+    if _hs_db is None:
         try:
-            text = rx.sub(rep, text, timeout=TIMEOUT)
-        except TimeoutError:
-            return MARK + " (line withheld: redaction timed out)"
+            import hyperscan
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(expressions=[_hs_literal(x) for x in _LITS],
+                       ids=list(range(len(_LITS))), elements=len(_LITS),
+                       flags=[hyperscan.HS_FLAG_CASELESS] * len(_LITS))
+            _hs_db = (db, hyperscan.Scratch(db))
+        except Exception:  # noqa: BLE001 - no wheel, or it cannot compile here: the stdlib search
+            _hs_db = False
+    return _hs_db
+
+
+def _hs_literal(lit: str) -> bytes:
+    return b"".join(bytes([c]) if chr(c).isalnum() else b"\\x%02x" % c for c in lit.encode())
+
+
+def _hint_many(strings: List[str]) -> Dict[str, FrozenSet[int]]:
+    """{string: rule groups} for the strings that hold a hint."""
+    hs = _hs() if len(strings) > 8 else False
+    if not hs:
+        out = {}
+        for s in strings:
+            g = _hint(s)
+            if g:
+                out[s] = g
+        return out
+    db, scratch = hs
+    bs = [s.encode("utf-8", "surrogatepass") for s in strings]
+    starts, pos = [], 0
+    for b in bs:
+        starts.append(pos)
+        pos += len(b) + 1
+    found: Dict[int, set] = {}
+
+    def on(lit_id: int, _from: int, to: int, _flags: int, _ctx: Any) -> None:
+        found.setdefault(bisect_right(starts, to - 1) - 1, set()).add(lit_id)
+
+    db.scan(b"\x00".join(bs), match_event_handler=on, scratch=scratch)
+    return {strings[i]: _groups_of(_LITS[j] for j in ids) for i, ids in found.items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# key names: whole words, the secret word last
+
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_ALWAYS = {"password", "passwd", "passphrase", "secret"}
+# words that make `..._token` / `..._key` an access credential (not a tokenizer token, a dict key)
+_CRED = {"access", "auth", "api", "app", "bearer", "refresh", "session", "id", "oauth", "oauth2", "private",
+         "personal", "pat", "security", "secret", "service", "client", "bot", "user", "login", "admin",
+         "write", "read", "deploy", "job", "trigger", "runner", "registration", "webhook", "cloud", "sas",
+         "jwt", "csrf", "xsrf", "hf", "hub", "huggingface", "github", "gh", "gitlab", "gl", "slack",
+         "wandb", "ngc", "nvidia", "nvapi", "npm", "pypi", "docker", "registry", "vault", "openai",
+         "anthropic", "kaggle", "comet", "neptune", "mlflow", "databricks", "aws", "azure", "gcp", "google",
+         "discord", "telegram", "twilio", "stripe", "sendgrid", "mailgun", "cohere", "mistral", "groq",
+         "together", "replicate", "pinecone", "gemini", "deepseek", "fireworks", "perplexity", "clearml",
+         "account", "master", "encryption", "decryption", "signing", "license", "ssh", "storage",
+         "subscription", "shared", "consumer", "hmac", "crypto", "x"}
+
+
+@lru_cache(maxsize=4096)
+def name_class(name: str) -> int:
+    """2: a secret name (its value is redacted), 1: a secret name only if the value looks like a
+    credential (a lower-case `..._token` of no credential qualifier), 0: not a secret name."""
+    words = _WORD.findall(name)
+    if not words:
+        return 0
+    ws = [w.lower() for w in words]
+    last = ws[-1]
+    for suf in ("password", "passwd", "passphrase", "secret", "token", "key"):   # apikey, PGPASSWORD
+        if last != suf and last.endswith(suf):
+            pre = last[:-len(suf)]
+            if suf in _ALWAYS or pre in _CRED:
+                ws[-1:] = [pre, suf]
+                last = suf
+            break
+    prev = ws[-2] if len(ws) > 1 else ""
+    tail = name.rsplit(".", 1)[-1]
+    caps = tail.upper() == tail                     # an environment variable: HF_TOKEN, MY_API_KEY
+    if last in _ALWAYS:
+        return 2
+    if last == "token":
+        return 2 if caps or prev in _CRED else 1
+    if last == "key":
+        return 2 if caps or prev in _CRED else 0
+    if last == "pwd":                              # MYSQL_PWD, never PWD (the working directory)
+        return 2 if prev else 0
+    if last == "auth":                             # docker config.json "auth": base64(user:password)
+        return 1
+    if last == "authorization":
+        return 2
+    if last == "id" and prev == "key" and len(ws) > 2 and ws[-3] in _CRED:   # aws_access_key_id
+        return 2
+    return 0
+
+
+_PLACEHOLDER = re.compile(r"(?i)(?:none|null|nil|undefined|true|false|yes|no|on|off|\**|x+|\.+|#+|\?+|-+"
+                          r"|<[^<>]*>|\[[^\[\]]*\]|\$\{[^}]*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\w+%|\{\{.*\}\})")
+_CREDLIKE = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+/=~]{16,}")
+
+
+def _keep_value(v: str, cls: int) -> bool:
+    """True when the value of a secret name is not to be redacted (empty, None, a placeholder,
+    already redacted; for class 1 also anything that does not look like a credential)."""
+    v = v.strip()
+    if not v or MARK in v or _PLACEHOLDER.fullmatch(v):
+        return True
+    return cls == 1 and not _CREDLIKE.fullmatch(v)
+
+
+# ----------------------------------------------------------------------------------------------
+# rules (every one runs with the `regex` timeout)
+
+_VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|\$\{[^}\s]*\}|(?![{\[(])[^\s'",;}\]&)]+)"""
+_NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|passw|passphr|pwd|key|auth))"
+_KV = lazy(r"""(?<![\w.\-$@/])(?:
+    (?P<flag>--?""" + _NAMEHINT + r"""[A-Za-z][\w.\-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?=[^\s\-])
+  | (?P<q>["']?)""" + _NAMEHINT + r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)
+    (?:[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+)
+)""" + _VAL, re.X)
+# a YAML line: the value runs to the end of the line (or a comment)
+_YAML = lazy(r"""(?m)^(?P<pre>[ \t]*(?:-[ \t]+)?(?P<q>["']?)""" + _NAMEHINT +
+             r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*:[ \t]+)(?P<val>[^\s"'{\[|>&*!#][^\n#]*?)[ \t]*(?=[ \t]\#|$)""")
+_NETRC = lazy(r"(?i)\b(?:login|user(?:name)?)[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?P<val>\S+)")
+_AUTHZ = lazy(r"""(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|bearer|token|digest|bot|"""
+              r"""negotiate|ntlm|apikey|sso-key|hoba|mutual|vapid|aws4-hmac-sha256|scram-sha-\d+)[ \t]+)?"""
+              r"""(?P<val>[^\s"',;]+)""")
+_BEARER = lazy(r"(?i)\bbearer[ \t]+(?P<val>[A-Za-z0-9._~+/\-]{8,}=*)")
+_URL = lazy(r"""(?i)\b(?:[a-z][a-z0-9+.\-]*://(?:[^\s:/?#@"'<>]*:(?P<val>[^\s/?#"'<>]+)@|(?P<user>[^\s:/?#@"'<>]{20,})@)"""
+            r"""|https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9_/+\-]{16,})"""
+            r"""|https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/(?P<path2>[A-Za-z0-9_\-]{16,}))""")
+_TOKENS = lazy(r"""\b(?:
+    (?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b
+  | gh[pousr]_[A-Za-z0-9]{30,}\b
+  | github_pat_[A-Za-z0-9_]{40,}\b
+  | gl(?:pat|dt|ptt|rt|cbt|oas|soat|ffct|imt|agent|ft|wt)-[A-Za-z0-9_\-]{20,}
+  | GR1348941[A-Za-z0-9_\-]{20,}
+  | xox[abposre](?:\.xox[bp])?-[A-Za-z0-9\-]{10,}
+  | xapp-\d-[A-Za-z0-9\-]{20,}
+  | hf_[A-Za-z0-9]{20,}\b
+  | api_org_[A-Za-z0-9]{20,}\b
+  | nvapi-[A-Za-z0-9_\-]{40,}
+  | sk-(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}
+  | [sr]k_(?:live|test)_[A-Za-z0-9]{16,}\b
+  | npm_[A-Za-z0-9]{36}\b
+  | pypi-AgE[A-Za-z0-9_\-]{50,}
+  | dckr_pat_[A-Za-z0-9_\-]{20,}
+  | dapi[a-f0-9]{32}(?:-\d)?\b
+  | ya29\.[A-Za-z0-9_\-]{20,}
+  | AIza[A-Za-z0-9_\-]{35}
+  | hv[sb]\.[A-Za-z0-9_\-]{24,}
+  | SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}
+  | r8_[A-Za-z0-9]{30,}\b
+  | gsk_[A-Za-z0-9]{40,}\b
+  | AGE-SECRET-KEY-1[0-9A-Z]{58}\b
+  | eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*
+)""", re.X)
+_WANDB = lazy(r"""\bwandb[ \t]+login\b(?:[ \t]+\S+)*?[ \t]+(?P<val>[A-Za-z0-9_\-]{32,})\b"""
+              r"""|\bwandb\.login\([^)\n]*?\bkey[ \t]*=[ \t]*(?P<q>["'])(?P<val2>[^"'\n]+)(?P=q)""")
+_DOCKER = lazy(r"""\bdocker[ \t]+login\b[^\n]*?[ \t]-p(?:[ \t]+|=)(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"']+)""")
+_SAS = lazy(r"(?i)[?&]sig=(?P<val>[A-Za-z0-9%+/=]{16,})")
+
+
+def _quoted(v: str) -> Tuple[str, str, str]:
+    """(opening quote, inside, closing quote)."""
+    if v[:1] in ("'", '"'):
+        q = v[0]
+        return (q, v[1:-1], q) if len(v) > 1 and v.endswith(q) else (q, v[1:], "")
+    return "", v, ""
+
+
+def _kv(m) -> str:
+    name = m.group("flag") or m.group("name")
+    cls = name_class(name)
+    if not cls:
+        return m.group(0)
+    q, inner, q2 = _quoted(m.group("val"))
+    if _keep_value(inner, cls) or inner.lower() in _SCHEMES:    # `Authorization: Bearer <redacted>`
+        return m.group(0)
+    if not q and len(inner) <= 2 and m.string[m.end():m.end() + 1] in ("'", '"'):   # f"..." b'...'
+        return m.group(0)
+    return m.group(0)[:m.start("val") - m.start()] + q + MARK + q2
+
+
+def _yaml(m) -> str:
+    cls = name_class(m.group("name"))
+    if not cls or _keep_value(m.group("val"), cls):
+        return m.group(0)
+    return m.group("pre") + MARK
+
+
+def _val(m) -> str:
+    """Replace the named groups val/val2/user/path/path2 that took part (a plain value, kept when it
+    is a placeholder)."""
+    s, base = m.group(0), m.start()
+    for g in ("val", "val2", "user", "path", "path2"):
+        try:
+            v = m.group(g)
+        except IndexError:
+            continue
+        if v is None:
+            continue
+        q, inner, q2 = _quoted(v)
+        if _keep_value(inner, 2) or (g == "user" and not _CREDLIKE.fullmatch(inner)):
+            return s
+        a, b = m.start(g) - base, m.end(g) - base
+        return s[:a] + q + MARK + q2 + s[b:]
+    return s
+
+
+_SCHEMES = {"basic", "bearer", "token", "digest", "bot", "negotiate", "ntlm", "apikey", "sso-key"}
+
+
+def _authz(m) -> str:
+    v = m.group("val")
+    if len(v) < 8 or v.lower() in _SCHEMES:      # `Authorization: f"Bearer {token}"`, a bare scheme
+        return m.group(0)
+    return _val(m)
+
+
+def _bearer(m) -> str:
+    v = m.group("val")
+    if len(v) < 20 and not any(c.isdigit() for c in v):   # "Bearer authentication", not a credential
+        return m.group(0)
+    return _val(m)
+
+
+_RULES: Dict[int, Tuple[Tuple[Any, Any], ...]] = {
+    KV: ((_YAML, _yaml), (_KV, _kv), (_NETRC, _val)),
+    AUTHZ: ((_AUTHZ, _authz),),
+    BEARER: ((_BEARER, _bearer),),
+    URL: ((_URL, _val),),
+    TOKENS: ((_TOKENS, MARK),),
+    WANDB: ((_WANDB, _val),),
+    DOCKER: ((_DOCKER, _val),),
+    SAS: ((_SAS, _val),),
+}
+_ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, KV)   # recognisable tokens first
+
+
+def _apply(text: str, groups: FrozenSet[int]) -> str:
+    """Run the rules of GROUPS over one string (PEM blocks aside)."""
+    try:
+        for g in _ORDER:
+            if g in groups:
+                for rx, rep in _RULES[g]:
+                    text = rx.sub(rep, text, timeout=TIMEOUT)
+    except TimeoutError:
+        return WITHHELD
     return text
 
 
+# ----------------------------------------------------------------------------------------------
+# private key blocks: every line from BEGIN to END
+
+_BEGIN = re.compile(r"-{4,5} ?BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_END = re.compile(r"-{4,5} ?END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_B64RUN = re.compile(r"[A-Za-z0-9+/=]{16,}")
+_BODY = re.compile(r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]*={1,2})[\"',\\]*")
+_ARMOR_HEADER = re.compile(r"(?:^|\s)(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset|Subject):\s")
+MAX_BLOCK = 400            # lines looked ahead for the END of a block (an 8192-bit RSA key is ~100)
+_HAS_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
+def _cut_body(line: str) -> str:
+    """A line inside a key block: its last token and every base64 run go (a prefix such as
+    `[rank0]: ` or the report's `file:line: ` stays)."""
+    s = line.rstrip()
+    if not s.strip():
+        return line
+    k = max(s.rfind(" "), s.rfind("\t"))
+    return _B64RUN.sub(MARK, s[:k + 1]) + MARK + line[len(s):]
+
+
+def _body_like(line: str) -> bool:
+    s = line.strip()
+    if not s or _ARMOR_HEADER.search(s):
+        return True
+    tok = s.rsplit(None, 1)[-1]
+    return MARK in tok or _BODY.fullmatch(tok) is not None
+
+
+def _find_end(lines: List[str], i: int) -> Optional[int]:
+    for j in range(i, min(len(lines), i + MAX_BLOCK)):
+        if "END" in lines[j] and _END.search(lines[j]):
+            return j
+    return None
+
+
+def _plain(line: str) -> str:
+    g = _hint(line)
+    return _apply(line, g - {PEM}) if g else line
+
+
+def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
+    """Redact consecutive lines; CARRY: the first line continues a key block opened before them.
+    Returns the lines and whether a key block is still open after the last one."""
+    out: List[str] = []
+    n, i = len(lines), 0
+    open_, end = carry, (_find_end(lines, 0) if carry else None)
+    while i < n:
+        ln = lines[i]
+        if open_:
+            if end is None:                       # no END in sight: the body-like lines that follow
+                if not _body_like(ln):
+                    open_ = False
+                    continue                      # this line is outside the block
+                out.append(_cut_body(ln))
+                i += 1
+                continue
+            if i < end:
+                out.append(_cut_body(ln))
+                i += 1
+                continue
+            m = _END.search(ln)                   # i == end
+            open_ = False
+            tail = ln[m.end():]                   # what follows END is read as a line of its own
+            out.append(_B64RUN.sub(MARK, ln[:m.start()]) + m.group(0) + (_lines([tail])[0][0] if tail else ""))
+            i += 1
+            continue
+        m = _BEGIN.search(ln) if "BEGIN" in ln else None
+        if m is None:
+            out.append(_plain(ln))
+            i += 1
+            continue
+        head, rest = _plain(ln[:m.start()]) + m.group(0), ln[m.end():]
+        e = _END.search(rest)
+        if e is not None:                         # a whole block on one line (JSON: "...\n...")
+            inner = rest[:e.start()]
+            tail = rest[e.end():]
+            out.append(head + (MARK if _HAS_ALNUM.search(inner) else inner) + e.group(0)
+                       + (_lines([tail])[0][0] if tail else ""))
+        else:
+            out.append(head + (MARK if _HAS_ALNUM.search(rest) else rest))
+            open_, end = True, _find_end(lines, i + 1)
+        i += 1
+    return out, open_
+
+
+def _items(items: List[str], carry: bool = False) -> Tuple[List[str], bool]:
+    """Consecutive strings (each may hold several lines) read as one stream of lines."""
+    flat: List[str] = []
+    counts: List[int] = []
+    for s in items:
+        parts = s.split("\n")
+        flat.extend(parts)
+        counts.append(len(parts))
+    red, open_ = _lines(flat, carry)
+    out, k = [], 0
+    for c in counts:
+        out.append("\n".join(red[k:k + c]))
+        k += c
+    return out, open_
+
+
+# ----------------------------------------------------------------------------------------------
+# the API
+
+def redact(text: str) -> str:
+    """Redact one string (several lines allowed: a key block across them is redacted whole)."""
+    if not text:
+        return text
+    g = _hint(text)
+    if not g:
+        return text
+    if PEM in g:
+        return _items([text])[0][0]
+    return _apply(text, g)
+
+
+def redact_lines(lines: Sequence[str]) -> List[str]:
+    """Redact consecutive lines of one stream (a key block spread over them is redacted whole)."""
+    lines = list(lines)
+    hits = _hint_many(lines)
+    if any(PEM in g for g in hits.values()):
+        return _items(lines)[0]
+    return [_apply(s, hits[s]) if s in hits else s for s in lines]
+
+
+def redact_text(text: str) -> str:
+    """A whole rendered report (the text format): the same as `redact`."""
+    return redact(text)
+
+
 def redact_obj(obj: Any) -> Any:
-    """Redact every string inside a JSON-like structure (keys included)."""
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, dict):
-        return {redact(k) if isinstance(k, str) else k:
-                (MARK if isinstance(k, str) and _SECRET_NAME.search(k) and isinstance(v, str) else redact_obj(v))
-                for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [redact_obj(x) for x in obj]
-    return obj
+    """Redact every string inside a JSON-like structure (keys included).  The value of a key whose
+    name is a secret name is redacted whole; a list of strings is read as consecutive lines (a key
+    block spread over them is redacted whole), and a block left open at the end of a dict's string
+    or list continues into its sibling lists (a log line's `text`, `before`, `after`)."""
+    strings: List[str] = []
+    _collect(obj, strings)
+    if not strings:
+        return _rebuild(obj, {})
+    return _rebuild(obj, _hint_many(list(dict.fromkeys(strings))))
+
+
+def _collect(o: Any, acc: List[str]) -> None:
+    if isinstance(o, str):
+        acc.append(o)
+    elif isinstance(o, dict):
+        for k, v in o.items():
+            if isinstance(k, str):
+                acc.append(k)
+            if isinstance(v, str):
+                acc.append(v)
+            elif isinstance(v, (dict, list, tuple)):
+                _collect(v, acc)
+    elif isinstance(o, (list, tuple)):
+        for x in o:
+            if isinstance(x, str):
+                acc.append(x)
+            elif isinstance(x, (dict, list, tuple)):
+                _collect(x, acc)
+
+
+_VALUE_FIELDS = ("old", "new", "value", "default", "current", "baseline")
+
+
+def _rebuild(o: Any, hits: Dict[str, FrozenSet[int]]) -> Any:
+    if isinstance(o, str):
+        g = hits.get(o)
+        return o if g is None else redact(o) if PEM in g else _apply(o, g)
+    if isinstance(o, dict):
+        return _rebuild_dict(o, hits)
+    if isinstance(o, (list, tuple)):
+        return _rebuild_list(o, hits)[0]
+    return o
+
+
+def _rebuild_list(o: Sequence[Any], hits: Dict[str, FrozenSet[int]], carry: bool = False) -> Tuple[List[Any], bool]:
+    """A list: its runs of strings are read as consecutive lines when one holds a key block's
+    BEGIN (or CARRY: a block is open before the first); returns the list and whether a block is
+    still open after it."""
+    pem = carry
+    if not pem:
+        for x in o:
+            if isinstance(x, str):
+                g = hits.get(x)
+                if g is not None and PEM in g:
+                    pem = True
+                    break
+    if not pem:
+        return [_rebuild(x, hits) for x in o], False
+    out: List[Any] = []
+    run: List[str] = []
+    open_ = carry
+    for x in list(o) + [_STOP]:
+        if isinstance(x, str):
+            run.append(x)
+            continue
+        if run:
+            red, open_ = _items(run, open_)
+            out.extend(red)
+            run = []
+        if x is not _STOP:
+            out.append(_rebuild(x, hits))
+            open_ = False
+    return out, open_
+
+
+_STOP = object()
+
+
+def _rebuild_dict(o: Dict[Any, Any], hits: Dict[str, FrozenSet[int]]) -> Dict[Any, Any]:
+    out: Dict[Any, Any] = {}
+    opened: List[Any] = []         # the keys whose string or list leaves a key block open
+    secret_row = 0                 # {"key": "env.HF_TOKEN", "old": ..., "new": ...}
+    for f in ("key", "name"):
+        v = o.get(f)
+        if isinstance(v, str) and v in hits and KV in hits[v]:
+            secret_row = max(secret_row, name_class(v))
+    for k, v in o.items():
+        cls = 0
+        k2 = k
+        if isinstance(k, str):
+            g = hits.get(k)
+            if g is not None:
+                cls = name_class(k) if KV in g else 0
+                k2 = redact(k) if PEM in g else _apply(k, g)
+        if secret_row and k in _VALUE_FIELDS:
+            cls = max(cls, secret_row)
+        if cls and _secret_value(v, cls):
+            out[k2] = MARK
+            continue
+        if isinstance(v, str):
+            g = hits.get(v)
+            if g is not None and PEM in g:
+                red, op = _items([v])
+                out[k2] = red[0]
+                if op:
+                    opened.append(k2)
+            else:
+                out[k2] = v if g is None else _apply(v, g)
+        elif isinstance(v, (list, tuple)):
+            out[k2], op = _rebuild_list(v, hits)
+            if op:
+                opened.append(k2)
+        else:
+            out[k2] = _rebuild(v, hits)
+    if opened:                     # a block left open continues into the sibling strings and lists
+        for k2, v in out.items():  # (an evidence line's `text` into its `after` lines)
+            if k2 in opened or v == MARK:
+                continue
+            if isinstance(v, str) and v:
+                out[k2] = _items([v], True)[0][0]
+            elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                out[k2] = _items(v, True)[0]
+    return out
+
+
+def _secret_value(v: Any, cls: int) -> bool:
+    if isinstance(v, bool) or v is None:
+        return False
+    if isinstance(v, (int, float)):
+        return cls == 2
+    if isinstance(v, str):
+        return not _keep_value(v, cls)
+    return False

@@ -128,9 +128,13 @@ def test_unexplained_crash_before_timeouts_is_named_first(tmp_path):
     log = os.path.join(SYN, "multirank", "unexplained_crash_then_timeouts.log")
     r = invoke(["analyze", log, "--format", "json"])
     d = json.loads(r.output)
-    assert r.exit_code == 1 and d["primary"] is None and d["first_failing_rank"] == 5
+    # the timeouts are known patterns, the crash that caused them is not: an unexplained failure
+    assert r.exit_code == 3 and d["outcome"] == "unexplained-failure"
+    assert d["primary"] is None and d["first_failing_rank"] == 5
     assert d["summary"].startswith("rank 5 failed first with an error no pattern explains (KeyError")
     assert all(f["role"] == "cascade" for f in d["findings"])
+    assert d["first_failure"]["message"] == "KeyError: 'input_ids'" and d["first_failure"]["kind"] == "uncaught-exception"
+    assert d["first_failure"]["lines"][0] == "Traceback (most recent call last):"
 
 
 REAL = os.path.join(HERE, "fixtures", "logs", "real")
@@ -152,6 +156,7 @@ def test_truncated_torchrun_paste_names_the_launcher_rank():
         tail = "".join(f.readlines()[-30:])
     d = _summary_of(tail)
     assert d["primary"] is None and d["first_failing_rank"] == 1 and "reports rank 1" in d["summary"]
+    assert d["outcome"] == "unexplained-failure"
 
 
 def test_hang_names_the_silent_rank():

@@ -32,7 +32,7 @@ def analyze_json(log_text, tmp_path, *args):
     p = tmp_path / "job.log"
     p.write_text(log_text)
     r = CliRunner().invoke(cli, ["analyze", str(p), "--format", "json", *args])
-    assert r.exit_code in (0, 1), r.output
+    assert r.exit_code in (0, 1, 3), r.output
     return r.exit_code, json.loads(r.output)
 
 
@@ -59,7 +59,7 @@ def test_unexplained_crash_with_a_step_time_finding_keeps_its_first_failing_rank
     # synthetic: the graph run (slower than its eager baseline), then rank 5 crashes with an error no
     # pattern knows and ranks 0-1 time out
     code, d = analyze_json(read(GRAPHS) + read(CRASH), tmp_path, "--baseline-log", EAGER)
-    assert code == 1
+    assert code == 3 and d["outcome"] == "unexplained-failure"
     assert d["primary"] is None and d["first_failing_rank"] == 5
     assert d["first_failure"]["rank"] == 5 and d["first_failure"]["message"] == "KeyError: 'input_ids'"
     assert d["summary"] == ("rank 5 failed first with an error no pattern explains (KeyError: 'input_ids'); "
@@ -75,7 +75,9 @@ def test_timeouts_with_a_step_time_finding_keep_the_first_timed_out_rank(tmp_pat
     wd = "".join(ln for ln in read(CRASH).splitlines(True) if "Watchdog caught" in ln)
     code, d = analyze_json(read(GRAPHS) + wd, tmp_path, "--baseline-log", EAGER)
     assert d["primary"] == "nccl-watchdog-timeout" and d["first_failing_rank"] == 0
-    assert d["summary"].startswith("2 ranks (0-1) failed with nccl-watchdog-timeout")
+    assert d["outcome"] == "pitfall" and code == 1
+    assert d["summary"].startswith("2 ranks (0-1) timed out waiting for a collective (nccl-watchdog-timeout): a hang")
+    assert "hang_suspects" in d
     roles = {f["pitfall"]: f["role"] for f in d["findings"]}
     assert roles == {"nccl-watchdog-timeout": "root-cause", "graph-no-speedup": "root-cause"}
     assert d["findings"][0]["pitfall"] == "nccl-watchdog-timeout"

@@ -17,7 +17,9 @@ from .report import FORMATS, SUFFIX_FORMAT, render
 from .sources import InputError
 from .taxonomy import IDS
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE = 0, 1, 2
+# exit codes of `triage analyze` (README "Exit codes"; --exit-zero makes 1 and 3 exit 0)
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNEXPLAINED = 0, 1, 2, 3
+OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
 
 
 def fail(msg: str) -> "click.exceptions.Exit":
@@ -85,7 +87,7 @@ def cli() -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--no-redact", is_flag=True, help="Do not redact secrets (tokens, keys, passwords) in the output.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help="Extra pattern directory (repeatable).")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when a pitfall is found.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when a pitfall or a failure is found (usage errors still exit 2).")
 @click.option("--config", "config_files", multiple=True, type=click.Path(), help="Config of the failed run (YAML/JSON/log).")
 @click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
@@ -99,7 +101,17 @@ def cli() -> None:
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool) -> None:
-    """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit."""
+    """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
+
+    \b
+    Exit codes (the JSON's `outcome`):
+      0  healthy: no failure and no known pitfall in the log
+      1  pitfall: a known pitfall is the root cause (or a cascade of one)
+      2  usage or input error (one line on stderr)
+      3  unexplained-failure: the job failed (a traceback, Fatal Python error,
+         torchrun's or srun's failure report, ...) and no pattern explains it;
+         the report names the first failing rank and its error block
+    --exit-zero turns 1 and 3 into 0."""
     try:
         pats = load_all(pattern_dirs)
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
@@ -120,8 +132,9 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
     else:
         click.echo(out, nl=not out.endswith("\n"))
-    if a.failed and not exit_zero:
-        raise click.exceptions.Exit(EXIT_FOUND)
+    code = OUTCOME_EXIT.get(a.outcome, EXIT_FOUND)
+    if code and not exit_zero:
+        raise click.exceptions.Exit(code)
 
 
 @cli.command("check-config")

@@ -12,7 +12,17 @@ by `decide`, the first time it is read.  Roles:
 - the primary is the root-cause finding of highest priority, earliest first;
 - an error no pattern explains that came before a generic primary on another rank is the
   first failure (primary null, the generic findings its cascade);
-- an analyser's finding (a step-time verdict) is primary only when the log shows no failure.
+- an analyser's finding (a step-time verdict) is primary only when the log shows no failure;
+- among generic root causes, an error (not a timeout) on the rank the launcher names as root
+  cause beats timeouts on other ranks, with or without timestamps;
+- a verdict whose primary is a timeout, a hung watchdog or a lost peer is a hang: no rank "failed
+  first"; the suspects are the ranks that logged nothing failing and the peers NCCL names.
+
+The outcome is decided with the verdict: `pitfall` (a known root cause), `unexplained-failure` (the
+job evidently failed -- a failing finding, an uncaught exception ending a traceback, `Fatal Python
+error`, a launcher's failure summary, Slurm's task exit or cancel lines -- and no pattern explains
+the root cause) or `healthy`.  A traceback counts as uncaught when its input ends within
+TAIL_LINES lines of it (the process went on otherwise: an exception that was caught and logged).
 
 Everything kept is bounded, whatever the log size: EVIDENCE_MAX evidence lines per finding
 (`count` counts its occurrences, `matched_lines` and `rank_counts` its log lines, those the scan
@@ -21,12 +31,13 @@ only counted included), TIMELINE_MAX timeline events, UNMATCHED_MAX unexplained 
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 
 from .engine import ErrorBlock, Match, ScanResult
-from .rx import TIMEOUT, lazy
+from .rx import TIMEOUT, lazy, search
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (blame and config import this module's types)
     from .blame import Suspect
@@ -36,8 +47,12 @@ EVIDENCE_MAX = 6       # evidence lines kept per finding (the first ones, each w
 TIMELINE_MAX = 500     # timeline events kept (the first of each rank and pitfall, then evenly spread)
 UNMATCHED_MAX = 50     # unexplained error blocks kept: the first of each distinct masked signature
 OCCURRENCE_GAP = 40    # matches of one pattern this close in one rank's stream are one occurrence
+TAIL_LINES = 40        # a traceback this close to the end of its input ended the process (uncaught)
+CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this close after its message
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING = ("root-cause", "cascade")
+OUTCOMES = ("healthy", "pitfall", "unexplained-failure")
+HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang")   # a rank waiting, not a rank failing
 _ROLE_RANK = {"root-cause": 0, "cascade": 1, "info": 2}
 
 _MASKS = [
@@ -155,8 +170,38 @@ class FirstFailure:
     rank: Optional[int]
     source: str
     line: int
-    message: str
+    message: str                  # the error line itself (an exception line, never a frame or caret)
     explained: bool = False
+    lines: List[str] = field(default_factory=list)   # the error block
+    kind: str = "error"           # uncaught-exception | fatal-python-error | srun | slurm | launcher | error
+
+
+@dataclass
+class Crash:
+    """Evidence, outside the patterns, that a process or the job died: see `crashes`."""
+    kind: str                     # uncaught-exception | fatal-python-error | srun | slurm
+    rank: Optional[int]
+    source: str
+    line: int
+    message: str
+    lines: List[str]
+    order: Tuple[float, int]
+    weight: int = 0               # 0 a process's own error, 1 a launcher's report, 2 a scheduler's cancel
+
+
+@dataclass
+class HangSuspect:
+    """A likely culprit of a hang: a rank that logged nothing failing, or a peer NCCL names."""
+    rank: Optional[int]
+    peer: Optional[str]
+    because: str
+
+
+@dataclass
+class FlightRecorder:
+    """PyTorch Flight Recorder dump lines seen in the log (ProcessGroupNCCL's dump on a timeout)."""
+    ranks: List[int]
+    evidence: List[Evidence]
 
 
 @dataclass
@@ -171,14 +216,19 @@ class AttemptVerdict:
 class Verdict:
     primary: Optional[Finding]
     findings: List[Finding]       # every finding with its decided role, the primary first
-    first_rank: Optional[int]
+    first_rank: Optional[int]     # None for a hang: the first rank to time out did not fail first
     summary: str
     first_failure: Optional[FirstFailure] = None
     attempts: List[AttemptVerdict] = field(default_factory=list)   # one per attempt of a restarted job
+    outcome: str = "healthy"      # healthy | pitfall | unexplained-failure (OUTCOMES)
+    hang: bool = False            # the primary is a timeout, a hung watchdog or a lost peer
+    hang_suspects: List[HangSuspect] = field(default_factory=list)
+    flight_recorder: Optional[FlightRecorder] = None
+    signature: Optional[str] = None   # one per job: pitfall id + title, or the masked unexplained error
 
     @property
     def failed(self) -> bool:
-        return self.primary is not None or any(f.role in FAILING for f in self.findings)
+        return self.outcome != "healthy"
 
     def roles(self) -> Dict[str, str]:
         return {f.fingerprint: f.role for f in self.findings}
@@ -191,6 +241,10 @@ class Case:
     blocks: List[ErrorBlock]                   # error blocks no pattern explains
     launcher_root_rank: Optional[int] = None
     ranks_seen: List[int] = field(default_factory=list)   # ranks with any line (fetched only for a hang)
+    crashes: List[Crash] = field(default_factory=list)    # the job died here, whatever the patterns say
+    peers: List[HangSuspect] = field(default_factory=list)   # peers / ranks that NCCL or gloo say went away
+    flight_recorder: Optional[FlightRecorder] = None
+    ended: bool = False                        # an earlier attempt (the job restarted after it)
 
 
 @dataclass
@@ -269,6 +323,10 @@ class Analysis:
     @property
     def failed(self) -> bool:
         return self.verdict.failed
+
+    @property
+    def outcome(self) -> str:
+        return self.verdict.outcome
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,8 +427,28 @@ def make_finding(p, evidence: List[Evidence], message: str) -> Finding:
 # the verdict
 
 
-def assign_roles(findings: List[Finding]) -> Optional[Finding]:
-    """Set cascade roles (in place) and return the primary finding."""
+def _covers(f: Finding, rank: Optional[int]) -> bool:
+    return rank is not None and (f.rank == rank or rank in f.ranks)
+
+
+_LOST_PEER = lazy(r"ncclRemoteError|remote process exited or there was a network error|"
+                  r"Connection closed by (?:remote )?peer|remote worker crashing")
+
+
+def _lost_peer(f: Finding) -> bool:
+    """An NCCL / gloo error that only says a peer went away (the peer failed, not this rank)."""
+    return f.pitfall == "nccl-error" and any(search(_LOST_PEER, e.text) for e in f.evidence[:EVIDENCE_MAX])
+
+
+def _waiting(f: Finding) -> bool:
+    """A finding that shows a rank waiting for others (timed out, watchdog hung, peer gone), not failing."""
+    return f.generic and (f.pitfall in HANG_PITFALLS or _lost_peer(f))
+
+
+def assign_roles(findings: List[Finding], launcher_rank: Optional[int] = None) -> Optional[Finding]:
+    """Set cascade roles (in place) and return the primary finding.  LAUNCHER_RANK, the rank the
+    launcher names as root cause, breaks ties the times cannot: an error there (not a timeout)
+    beats the timeouts of other ranks, timestamped or not."""
     specific = [f for f in findings if f.role == "root-cause" and not f.generic]
     generic = [f for f in findings if f.role == "root-cause" and f.generic]
     if specific:
@@ -379,32 +457,33 @@ def assign_roles(findings: List[Finding]) -> Optional[Finding]:
         candidates = specific
     elif generic:
         generic.sort(key=lambda f: f.order)
-        for f in generic[1:]:
-            f.role = "cascade"
-        candidates = generic[:1]
+        first = generic[0]
+        if launcher_rank is not None and not (_covers(first, launcher_rank) and not _waiting(first)):
+            named = [f for f in generic if _covers(f, launcher_rank) and not _waiting(f)
+                     and (f.order[0] == float("inf") or f.order[0] - first.order[0] <= SAME_BURST_S)]
+            if named:
+                first = named[0]
+        for f in generic:
+            if f is not first:
+                f.role = "cascade"
+        candidates = [first]
     else:
         return None
-    # Earliest failure first; among failures of one burst (or without times), the most specific.
+    # Earliest failure first; among failures of one burst (or without times), the most specific --
+    # and the one on the launcher's root-cause rank when the launcher names one of them.
     cands = sorted(candidates, key=lambda f: f.order)
     t0 = cands[0].order[0]
     burst = [f for f in cands if f.order[0] == float("inf") or f.order[0] - t0 <= SAME_BURST_S]
-    return sorted(burst, key=lambda f: (-f.priority, f.order))[0]
+    named = [f for f in burst if _covers(f, launcher_rank)]
+    return sorted(named or burst, key=lambda f: (-f.priority, f.order))[0]
 
 
 _CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "hit NCCL / collective errors"}
 
 
-def _summary(primary: Optional[Finding], findings: List[Finding], silent: Sequence[int] = ()) -> str:
+def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
     if primary is None:
         return "no known pitfall found"
-    if primary.generic and silent:
-        who = f"rank {primary.rank}" if primary.rank is not None else "a rank"
-        what = ("'s NCCL watchdog timed out waiting for a collective" if primary.pitfall == "nccl-watchdog-timeout"
-                else " lost its collective peer")
-        never = "never joined it" if primary.pitfall == "nccl-watchdog-timeout" else "exited or hung first"
-        return (f"{who}{what} ({primary.pitfall}); "
-                f"rank{'s' if len(silent) > 1 else ''} {rank_ranges(silent)} logged no error and {never}: "
-                f"the likely culprit{'s' if len(silent) > 1 else ''} (stuck or dead) -- look at {'their' if len(silent) > 1 else 'its'} output")
     if primary.kind == "perf" and primary.evidence:
         s = f"{primary.pitfall}: " + primary.evidence[0].text.replace("triage: ", "", 1)
     elif primary.rank is not None and len(primary.ranks) > 1:
@@ -415,6 +494,43 @@ def _summary(primary: Optional[Finding], findings: List[Finding], silent: Sequen
     else:
         s = f"{primary.pitfall} ({primary.title}) at {primary.source}:{primary.line}"
     return s + _cascade_clause(findings, primary.ranks or [primary.rank])
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+def _hang_summary(primary: Finding, rs: Sequence[int], suspects: List[HangSuspect]) -> str:
+    """A hang's verdict: who waited (ranks RS; never "failed first"), and who the culprits likely are."""
+    if primary.pitfall == "nccl-watchdog-hang":
+        who = (f"rank {rs[0]}'s" if len(rs) == 1 else f"{len(rs)} ranks' ({rank_ranges(rs)})" if rs else "a rank's")
+        head = f"{who} ProcessGroupNCCL watchdog hung (nccl-watchdog-hang): a hang, not a crash"
+    elif primary.pitfall == "nccl-watchdog-timeout":
+        if len(rs) == 1:
+            head = f"rank {rs[0]}'s NCCL watchdog timed out waiting for a collective (nccl-watchdog-timeout)"
+        elif rs:
+            head = (f"{len(rs)} ranks ({rank_ranges(rs)}) timed out waiting for a collective "
+                    f"(nccl-watchdog-timeout): a hang")
+        else:
+            head = "a NCCL watchdog timed out waiting for a collective (nccl-watchdog-timeout): a hang"
+    else:
+        who = f"rank {rs[0]}" if len(rs) == 1 else f"{len(rs)} ranks ({rank_ranges(rs)})" if rs else "a rank"
+        head = f"{who} lost {_plural(len(rs), 'its', 'their')} collective peer ({primary.pitfall})"
+    silent = [s.rank for s in suspects if s.peer is None and s.rank is not None]
+    peers = [s for s in suspects if s.peer is not None or s.rank not in silent]
+    parts = []
+    if silent:
+        never = "never joined it" if primary.pitfall == "nccl-watchdog-timeout" else "exited or hung first"
+        parts.append(f"rank{_plural(len(silent), '', 's')} {rank_ranges(silent)} logged no error and {never}: "
+                     f"the likely culprit{_plural(len(silent), '', 's')} (stuck or dead) -- look at "
+                     f"{_plural(len(silent), 'its', 'their')} output")
+    if peers:
+        names = ", ".join(s.peer if s.peer is not None else f"rank {s.rank}" for s in peers[:5])
+        parts.append(f"NCCL names the peer{_plural(len(peers), '', 's')} that went away: {names}")
+    if not parts:
+        parts.append("no rank in this log failed first; the culprit is a rank whose output is missing "
+                     "or that logged no timeout")
+    return head + "; " + "; ".join(parts)
 
 
 def _cascade_clause(findings: List[Finding], first_ranks: Sequence[Optional[int]]) -> str:
@@ -443,7 +559,7 @@ def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock],
     if primary is None or not primary.generic:
         return None
     cands = [b for b in blocks if b.rank is not None and b.rank not in primary.ranks]
-    if launcher_rank is not None:
+    if launcher_rank is not None and not (_covers(primary, launcher_rank) and not _waiting(primary)):
         named = [b for b in cands if b.rank == launcher_rank]
         if named:
             return min(named, key=_block_order)
@@ -452,20 +568,92 @@ def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock],
     return min(earlier, key=_block_order) if earlier else None
 
 
-def _block_message(b: ErrorBlock) -> str:
+_CARET = lazy(r"^\s*[~^]+\s*$")
+_NOT_A_MESSAGE = lazy(r'^\s*File "[^"]*", line \d+|^\s*(?:frame )?#\d+[: ]|^Last error:|^Exception raised from |'
+                      r"^Traceback \(most recent call last\):|^\s*$")
+
+
+def exception_line(lines: Sequence[str]) -> Optional[str]:
+    """The exception line of a traceback block (its last one: a chained or wrapped error ends with
+    the one that was raised), never a frame, a source line or a caret line."""
     from .engine import _EXC_LINE
-    for ln in reversed(b.lines):
-        if _EXC_LINE.match(ln):
+    for ln in reversed(lines):
+        if _EXC_LINE.match(ln) and not _CARET.match(ln):
+            return ln
+    return None
+
+
+def block_message(lines: Sequence[str], source: str = "", end: int = 0) -> str:
+    """The error line of a block: a traceback's exception line, else the first line that is a
+    message (not a frame, a caret line or a `Last error:` continuation)."""
+    exc = exception_line(lines)
+    if exc is not None:
+        return exc[:200]
+    for ln in lines:
+        if not _NOT_A_MESSAGE.match(ln) and not _CARET.match(ln) and not _CODE_ECHO.match(ln):
             return ln[:200]
-    return (b.lines[-1] if b.lines else "")[:200]
+    where = f" near {source}:{end}" if source else ""
+    return f"an exception whose traceback runs past the lines the scanner keeps of it; its message is{where}"
+
+
+def _block_message(b: ErrorBlock) -> str:
+    return block_message(b.lines, b.source, b.end)
+
+
+_CODE_ECHO = lazy(r"^\s{4,}\S")     # an indented source line under a frame
+
+
+def _block_kind(b: ErrorBlock) -> str:
+    first = b.lines[0] if b.lines else ""
+    if first.startswith(_TB_HEAD):
+        return "uncaught-exception"
+    if first.startswith("Fatal Python error:"):
+        return "fatal-python-error"
+    return "error"
+
+
+def first_crash(case: Case) -> Optional[Crash]:
+    """The crash that came first: on the launcher's root-cause rank when it names one, else the
+    earliest process error, else the earliest launcher / scheduler report."""
+    if not case.crashes:
+        return None
+    named = [c for c in case.crashes if c.rank is not None and c.rank == case.launcher_root_rank]
+    pool = named or case.crashes
+    return min(pool, key=lambda c: (c.weight, c.order))
+
+
+def _signature(v: "Verdict") -> Optional[str]:
+    if v.primary is not None:
+        return f"{v.primary.pitfall}: {mask(v.primary.title)}"
+    if v.outcome == "unexplained-failure":
+        msg = v.first_failure.message if v.first_failure is not None else v.summary
+        return f"unexplained-failure: {mask(msg)[:200]}"
+    return None
+
+
+def _hang_suspects(case: Case, log: List[Finding]) -> List[HangSuspect]:
+    """Ranks that logged nothing failing (when any rank did), then the peers NCCL / gloo name."""
+    out: List[HangSuspect] = []
+    erred = _erred(log, case.blocks)
+    if erred:
+        for r in sorted(set(case.ranks_seen) - erred):
+            out.append(HangSuspect(r, None, "logged no error or timeout while other ranks waited for it"))
+    seen = {(s.rank, s.peer) for s in out}
+    for p in case.peers:
+        if (p.rank, p.peer) not in seen and not (p.rank is not None and p.rank in erred and p.peer is None):
+            seen.add((p.rank, p.peer))
+            out.append(p)
+    return out
 
 
 def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
     """The rules for one attempt (see the module docstring); works on copies of the findings."""
     log = [replace(f) for f in case.findings]
-    primary = assign_roles(log)
+    primary = assign_roles(log, case.launcher_root_rank)
     first_rank = primary.rank if primary else None
     first_failure: Optional[FirstFailure] = None
+    hang = False
+    suspects: List[HangSuspect] = []
     ub = unexplained_first(primary, case.blocks, case.launcher_root_rank)
     if ub is not None and primary is not None:
         for f in log:
@@ -473,45 +661,66 @@ def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
                 f.role = "cascade"
         primary, first_rank = None, ub.rank
         msg = _block_message(ub)
-        first_failure = FirstFailure(ub.rank, ub.source, ub.start, msg)
+        first_failure = FirstFailure(ub.rank, ub.source, ub.start, msg, lines=list(ub.lines),
+                                     kind=_block_kind(ub))
         summary = (f"rank {ub.rank} failed first with an error no pattern explains ({msg})"
                    + _cascade_clause(log, [ub.rank]))
     elif primary is not None:
-        silent: List[int] = []
-        if primary.generic:
-            erred = _erred(log, case.blocks)
-            if erred:
-                silent = sorted(set(case.ranks_seen) - erred)
-        summary = _summary(primary, log, silent)
-    elif case.launcher_root_rank is not None and not any(f.role in FAILING for f in log):
-        first_rank = case.launcher_root_rank
-        own = [b for b in case.blocks if b.rank == first_rank]
-        if own:
-            b = min(own, key=_block_order)
-            summary = (f"rank {b.rank} failed first (the launcher, torchrun, names it) with an error no pattern "
-                       f"explains ({_block_message(b)})")
+        if _waiting(primary):
+            hang = True
+            suspects = _hang_suspects(case, log)
+            waiting = sorted({r for f in log if f.role in FAILING and _waiting(f)
+                              for r in (f.ranks or ([f.rank] if f.rank is not None else []))})
+            summary = _hang_summary(primary, waiting, suspects) + _cascade_clause(
+                [f for f in log if not _waiting(f)], waiting)
         else:
-            summary = (f"no known pitfall in this log; the launcher (torchrun) reports rank {first_rank} "
-                       f"as the first failure: look at (or paste) that rank's output")
+            summary = _summary(primary, log)
     else:
-        summary = _summary(None, log)
+        crash = first_crash(case)
+        cascades = [f for f in log if f.role in FAILING]
+        if crash is not None:
+            first_rank = crash.rank if crash.rank is not None else case.launcher_root_rank
+            first_failure = FirstFailure(crash.rank, crash.source, crash.line, crash.message,
+                                         lines=list(crash.lines), kind=crash.kind)
+            who = f"rank {first_rank}" if first_rank is not None else "the job"
+            by = " (the launcher, torchrun, names it)" if (
+                case.launcher_root_rank is not None and first_rank == case.launcher_root_rank) else ""
+            summary = (f"{who} failed first{by} with an error no pattern explains ({crash.message[:200]})"
+                       + _cascade_clause(log, [first_rank]))
+        elif case.launcher_root_rank is not None:
+            first_rank = case.launcher_root_rank
+            summary = (f"no known pitfall in this log; the launcher (torchrun) reports rank {first_rank} "
+                       f"as the first failure: look at (or paste) that rank's output"
+                       + _cascade_clause(log, [first_rank]))
+        elif cascades:
+            kinds = sorted({f.pitfall for f in cascades})
+            summary = (f"the job failed, but this log holds only follow-on errors ({', '.join(kinds)}) "
+                       f"and not the failure that caused them: look for the first rank's own output")
+        else:
+            summary = _summary(None, log)
+    log_failed = (primary is not None or first_rank is not None or first_failure is not None
+                  or any(f.role in FAILING for f in log) or bool(case.crashes)
+                  or case.launcher_root_rank is not None)
     # an analyser's finding (step times) never outranks a failure the log shows
     extra = [replace(f) for f in analysers]
     top = assign_roles(extra)
-    log_failed = primary is not None or first_rank is not None or any(f.role in FAILING for f in log)
     if top is not None and not log_failed:
         primary, first_rank = top, top.rank
         summary = _summary(top, log + extra)
     findings = log + extra
     findings.sort(key=lambda f: (f is not primary, _ROLE_RANK[f.role], -f.priority, f.order))
-    return Verdict(primary, findings, first_rank, summary, first_failure)
+    outcome = "pitfall" if primary is not None else "unexplained-failure" if log_failed else "healthy"
+    v = Verdict(primary, findings, first_rank, summary, first_failure, outcome=outcome, hang=hang,
+                hang_suspects=suspects, flight_recorder=case.flight_recorder)
+    v.signature = _signature(v)
+    return v
 
 
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = ()) -> Verdict:
-    """The verdict of a log: primary, roles, first failing rank, first failure and summary, decided
-    here and nowhere else.  CASE is the last attempt (the headline), ANALYSERS the findings of the
-    analysers (step times), EARLIER the earlier attempts of a restarted job (each gets its own
-    verdict, in `attempts`)."""
+    """The verdict of a log: primary, roles, first failing rank, first failure, outcome and summary,
+    decided here and nowhere else.  CASE is the last attempt (the headline), ANALYSERS the findings
+    of the analysers (step times), EARLIER the earlier attempts of a restarted job (each gets its
+    own verdict, in `attempts`)."""
     v = _decide_attempt(case, analysers)
     if earlier:
         n = len(earlier) + 1
@@ -520,6 +729,160 @@ def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case
                       for i, x in enumerate(per)]
         v.summary = f"attempt {n} of {n}: " + v.summary
     return v
+
+
+# --------------------------------------------------------------------------------------------
+# evidence of a failure that no pattern explains, and of who a hang waits for
+
+_TB_HEAD = "Traceback (most recent call last):"
+# a block that only continues the message above it (NCCL's "Last error:", a C++ exception's trailer)
+_CONT_HEAD = lazy(r"^(?:Last error:|Exception raised from |frame #\d+|terminate called after|  what\(\): |"
+                  r"nccl[A-Z]\w*: )")
+_FATAL_PY = lazy(r"^Fatal Python error: ")
+# Slurm src/srun/launch.c: error("%s: %s %s: Exited with exit code %d" | "%s%s" (strsignal, core) |
+# "Out Of Memory", hosts, "task"/"tasks", task ids) printed as "srun: error: ..."
+_SRUN = lazy(r"^srun: error: (\S+): (tasks?) ([\d,\-\[\]]+): (.+?)\s*$")
+# Slurm src/slurmd/slurmstepd/req.c: "*** JOB %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***", ...
+_SLURM_END = lazy(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED AT \S+ DUE (?:TO|to) .+?|FAILED \(.*?\)) \*\*\*")
+_CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
+# a peer that went away, as NCCL (socket / IB / proxy service) and gloo name it
+_PEER_ADDR = lazy(r"Connection closed by remote peer (\S+)|Connection closed by peer \[([^\]]+)\]:(\d+)|"
+                  r"Got completion from peer (\S+) with|Call to recv from (\S+) failed")
+_PEER_RANK = lazy(r"Failed to execute operation \S+ from rank (\d+)")
+# PyTorch ProcessGroupNCCL's Flight Recorder dump on a timeout / watchdog hang
+_FLIGHT = lazy(r"Received a dump signal|[Ff]light [Rr]ecorder|dump debug info|dumping debug info")
+
+
+def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[ErrorBlock]:
+    """Blocks that only continue a message -- NCCL's `Last error:` and the line after it, a C++
+    exception's `Exception raised from` trailer and its frames -- are part of the message above
+    them: of the finding whose matched line they follow (dropped here: the finding's evidence shows
+    them), or of the error block they follow (merged into it).  Returns copies, in scan order."""
+    matched: Dict[Tuple[str, Optional[int]], List[int]] = {}
+    for m in matches:
+        matched.setdefault((m.line.source, m.line.rank), []).append(m.line.lineno)
+    for v in matched.values():
+        v.sort()
+
+    def follows_a_match(b: ErrorBlock) -> bool:
+        for key in {(b.source, b.rank), (b.source, None)}:
+            ls = matched.get(key)
+            if ls:
+                i = bisect_left(ls, b.start)
+                if i and b.start - ls[i - 1] <= CONT_GAP:
+                    return True
+        return False
+
+    out: List[ErrorBlock] = []
+    last: Dict[Tuple[str, Optional[int]], ErrorBlock] = {}
+    for b in sorted(blocks, key=lambda b: b.seq):
+        key = (b.source, b.rank)
+        if b.lines and _CONT_HEAD.match(b.lines[0]):
+            if follows_a_match(b):
+                continue
+            prev = last.get(key)
+            if prev is not None and 0 < b.start - prev.end <= CONT_GAP:
+                prev.lines = (prev.lines + b.lines)[:2 * EVIDENCE_MAX * 10]
+                prev.end = b.end
+                continue
+        nb = replace(b, lines=list(b.lines))
+        out.append(nb)
+        last[key] = nb
+    return out
+
+
+def _input_ends(scan: ScanResult) -> Dict[str, Optional[int]]:
+    """The scan order number (seq) of each input's last line where the scan shows it: a line's seq is
+    the lines of the inputs before it plus its line number, and the last input ends the scan."""
+    base: Dict[str, int] = {}
+    for m in scan.matches:
+        base.setdefault(m.line.source, m.seq - m.line.lineno)
+    for b in scan.blocks:
+        base.setdefault(b.source, b.seq - b.start)
+    srcs = list(scan.sources)
+    ends: Dict[str, Optional[int]] = {}
+    for i, src in enumerate(srcs):
+        ends[src] = scan.lines if i == len(srcs) - 1 else base.get(srcs[i + 1])
+    return ends
+
+
+def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bool = False) -> Optional[Crash]:
+    """What block B says about the job dying: an uncaught exception (a traceback that ends the
+    process: its input ends within TAIL_LINES lines, AFTER, of it -- or the attempt ENDED, or the
+    launcher NAMED its rank), `Fatal Python error`, srun's report of a task that exited non-zero or
+    died of a signal, slurmstepd's cancel line; None for anything else (an error line a process
+    logged and went on, a traceback it caught and printed, SystemExit(0))."""
+    lines = b.lines
+    first = lines[0] if lines else ""
+    order = _block_order(b)
+    if _FATAL_PY.match(first):
+        return Crash("fatal-python-error", b.rank, b.source, b.start, first[:200], list(lines), order, 0)
+    m = _SRUN.match(first)
+    if m:
+        what = m.group(4)
+        if what == "Completed" or what.startswith("Exited with exit code 0"):
+            return None
+        rank = b.rank
+        if rank is None and m.group(2) == "task" and m.group(3).isdigit():
+            rank = int(m.group(3))         # a Slurm task id: the rank when srun starts one task per rank
+        return Crash("srun", rank, b.source, b.start, first[:200], list(lines), order, 1)
+    if search(_SLURM_END, first[:300]):
+        return Crash("slurm", b.rank, b.source, b.start, first[:200], list(lines), order, 2)
+    if first.startswith(_TB_HEAD):
+        exc = exception_line(lines)
+        if exc is not None and _CLEAN_EXIT.match(exc):
+            return None
+        if not (ended or named) and after is not None and after > TAIL_LINES:
+            return None                    # the process went on: a caught exception it printed
+        return Crash("uncaught-exception", b.rank, b.source, b.start, block_message(lines, b.source, b.end),
+                     list(lines), order, 0)
+    return None
+
+
+def _peers(matches: List[Match], blocks: List[ErrorBlock]) -> List[HangSuspect]:
+    """Peers that NCCL or gloo report gone (a closed socket, a failed proxy operation)."""
+    texts: List[Tuple[Optional[int], str]] = [(m.line.rank, m.line.text) for m in matches
+                                              if "peer" in m.line.text or "from rank" in m.line.text]
+    texts += [(b.rank, x) for b in blocks for x in b.lines if "peer" in x or "from rank" in x]
+    out: List[HangSuspect] = []
+    seen = set()
+    for rank, text in texts:
+        who = f"rank {rank}" if rank is not None else "a rank"
+        m = search(_PEER_ADDR, text[:MAX_TEXT])
+        if m:
+            peer = m.group(1) or (f"{m.group(2)}:{m.group(3)}" if m.group(2) else None) or m.group(4) or m.group(5)
+            if peer and peer not in seen:
+                seen.add(peer)
+                out.append(HangSuspect(None, peer.rstrip(".,;"), f"{who} lost its connection to it: {text[:160]}"))
+            continue
+        m = search(_PEER_RANK, text[:MAX_TEXT])
+        if m and int(m.group(1)) not in seen:
+            seen.add(int(m.group(1)))
+            out.append(HangSuspect(int(m.group(1)), None, f"{who} reports it failed: {text[:160]}"))
+    return out[:20]
+
+
+def _flight_recorder(matches: List[Match]) -> Optional[FlightRecorder]:
+    ranks = set()
+    ev: List[Evidence] = []
+    for m in matches:
+        if search(_FLIGHT, m.line.text[:MAX_TEXT]):
+            if m.line.rank is not None:
+                ranks.add(m.line.rank)
+            if len(ev) < EVIDENCE_MAX:
+                ev.append(Evidence(m.line.source, m.line.lineno, m.line.rank, m.line.text))
+    return FlightRecorder(sorted(ranks), ev) if ev else None
+
+
+MAX_TEXT = 2000
+# Where PyTorch's Flight Recorder dumps go and what reads them (torch 2.13.0: DebugInfoWriter::getWriter
+# in libtorch_cpu.so; the analyser is the `torchfrtrace` console script of the torch wheel).
+FR_DUMPS = ("each rank writes <prefix><rank> on its own node; <prefix> is $TORCH_FR_DUMP_TEMP_FILE, else "
+            "$TORCH_NCCL_DEBUG_INFO_TEMP_FILE, else ${XDG_CACHE_HOME:-~/.cache}/torch/comm_lib_trace_rank_ "
+            "(torch 2.13); the buffer holds TORCH_FR_BUFFER_SIZE (TORCH_NCCL_TRACE_BUFFER_SIZE) entries, "
+            "2000 by default, 0 turns it off")
+FR_ANALYSE = ("torchfrtrace <folder holding every rank's dump> -p comm_lib_trace_rank_ "
+              "(python -m torch.distributed.flight_recorder.fr_trace; -j prints each rank's entries)")
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,7 +954,7 @@ def _hang_possible(case: Case) -> bool:
     generic failure (a timeout) and some rank erred.  scan.ranks_seen costs a second pass over the
     inputs, so analyse fetches it only then."""
     log = [replace(f) for f in case.findings]
-    p = assign_roles(log)
+    p = assign_roles(log, case.launcher_root_rank)
     return p is not None and p.generic and bool(_erred(log, case.blocks))
 
 
@@ -636,10 +999,24 @@ def analyse(scan: ScanResult) -> Analysis:
     blocks_by_group: Dict[int, List[ErrorBlock]] = {}
     for b in scan.blocks:
         blocks_by_group.setdefault(b.group, []).append(b)
-    cases = [Case(_group(by_group.get(g, [])), blocks_by_group.get(g, [])) for g in range(scan.attempts)]
+    cases = [Case(_group(by_group.get(g, [])), merge_continuations(blocks_by_group.get(g, []), by_group.get(g, [])))
+             for g in range(scan.attempts)]
     dropped = _add_dropped(cases, getattr(scan, "dropped", None) or {})
     head = cases[last]
     head.launcher_root_rank = scan.launcher_root_rank
+    ends = _input_ends(scan)
+    for g, c in enumerate(cases):
+        c.ended = g < last
+        for b in c.blocks:
+            end = ends.get(b.source)
+            after = None if end is None else end - (b.seq + b.end - b.start)
+            cr = crash_of(b, after, c.ended, named=c is head and b.rank is not None
+                          and b.rank == scan.launcher_root_rank)
+            if cr is not None:
+                c.crashes.append(cr)
+        ms = by_group.get(g, [])
+        c.peers = _peers(ms, c.blocks)
+        c.flight_recorder = _flight_recorder(ms)
     if _hang_possible(head):
         head.ranks_seen = list(scan.ranks_seen)
     unmatched, unmatched_omitted = _unmatched(head.blocks)

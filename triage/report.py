@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
-from .findings import TIMELINE_MAX, UNMATCHED_MAX, Analysis, Evidence, Finding, rank_ranges
+from .findings import FR_ANALYSE, FR_DUMPS, TIMELINE_MAX, UNMATCHED_MAX, Analysis, Evidence, Finding, rank_ranges
 from .redact import redact, redact_obj
 from .sources import CLIP_MARK
 
@@ -173,6 +173,16 @@ def _timeline(a: Analysis, cut: _Cut) -> List[Dict[str, Any]]:
              "role": roles.get(e.fingerprint, e.rule_role), "source": e.source, "line": e.line} for e in evs]
 
 
+def _block_lines(lines: Sequence[str], cut: _Cut, part: str = "first_failure.lines") -> List[str]:
+    """An error block's lines, cut to the level's block_lines (the first line and the last ones)."""
+    lines = list(lines)
+    n = cut.caps.block_lines
+    if n is not None and len(lines) > n:
+        cut.count(part, len(lines) - n)
+        lines = lines[:1] + lines[len(lines) - (n - 1):] if n > 1 else lines[:n]
+    return [cut.text(x) for x in lines]
+
+
 def _unmatched(a: Analysis, cut: _Cut) -> List[Dict[str, Any]]:
     cut.count("unmatched", a.unmatched_omitted)
     out = []
@@ -216,6 +226,7 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     cfg = a.config
     d: Dict[str, Any] = {
         "schema": SCHEMA_VERSION,
+        "outcome": v.outcome,
         "primary": v.primary.pitfall if v.primary else None,
         "summary": v.summary if len(v.summary) <= SUMMARY_MAX else v.summary[:SUMMARY_MAX] + CLIP_MARK,
         "first_failing_rank": v.first_rank,
@@ -228,10 +239,22 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     if a.launcher_root_rank is not None:
         d["launcher_root_rank"] = a.launcher_root_rank
     d["timeline"] = _timeline(a, cut)
+    if v.signature is not None:
+        d["signature"] = cut.text(v.signature)
     if v.first_failure is not None:
         ff = v.first_failure
-        d["first_failure"] = {"rank": ff.rank, "source": ff.source, "line": ff.line, "message": ff.message,
-                              "explained": ff.explained}
+        d["first_failure"] = {"rank": ff.rank, "source": ff.source, "line": ff.line, "message": cut.text(ff.message),
+                              "explained": ff.explained, "kind": ff.kind, "lines": _block_lines(ff.lines, cut)}
+    if v.hang:
+        d["hang_suspects"] = [{"rank": x.rank, "peer": cut.text(x.peer), "because": cut.text(x.because)}
+                              for x in cut.list(v.hang_suspects, caps.items, "hang_suspects")]
+    if v.flight_recorder is not None:
+        fr = v.flight_recorder
+        d["flight_recorder"] = {
+            "ranks": cut.list(fr.ranks, caps.items, "flight_recorder.ranks"),
+            "evidence": [{"source": cut.text(e.source), "line": e.line, "rank": e.rank, "text": cut.text(e.text)}
+                         for e in cut.list(fr.evidence, caps.evidence, "flight_recorder.evidence")],
+            "dumps": FR_DUMPS, "analyse": FR_ANALYSE}
     if v.attempts:
         d["attempts"] = [{"attempt": x.attempt, "primary": x.primary, "first_failing_rank": x.first_failing_rank,
                           "summary": x.summary} for x in cut.list(v.attempts, caps.items, "attempts")]
@@ -283,8 +306,27 @@ def _clip(s: str, n: int = 300) -> str:
 
 def render_text(a: Analysis) -> str:
     out: List[str] = []
+    v = a.verdict
     if a.primary is None:
         out.append(f"triage: {a.summary}")
+        ff = v.first_failure
+        if v.outcome == "unexplained-failure":
+            out.append("")
+            out.append("UNEXPLAINED FAILURE  the job failed and no known pitfall explains it")
+            if ff is not None:
+                rk = f"rank {ff.rank}" if ff.rank is not None else (
+                    f"rank {v.first_rank}" if v.first_rank is not None else "rank unknown")
+                out.append(f"  first failing: {rk}  at {ff.source}:{ff.line}  ({ff.kind})")
+                out.append(f"  error: {_clip(ff.message)}")
+                if ff.lines:
+                    out.append("  error block:")
+                    shown = ff.lines if len(ff.lines) <= 12 else ff.lines[:1] + ["..."] + ff.lines[-10:]
+                    for x in shown:
+                        out.append(f"    | {_clip(x, 200)}")
+            elif v.first_rank is not None:
+                out.append(f"  first failing: rank {v.first_rank} (the launcher reports it; its own output is not here)")
+            if a.launcher_root_rank is not None and (ff is None or ff.rank != a.launcher_root_rank):
+                out.append(f"  launcher (torchrun) root-cause rank: {a.launcher_root_rank}")
     else:
         p = a.primary
         out.append(f"triage: {a.summary}")
@@ -292,7 +334,9 @@ def render_text(a: Analysis) -> str:
         out.append(f"PRIMARY  {p.pitfall}  [{p.severity}]  {p.title}")
         out.append(f"  first seen: {p.source}:{p.line}" + (f" (rank {p.rank})" if p.rank is not None else ""))
         if a.launcher_root_rank is not None:
-            agree = "agrees" if a.launcher_root_rank == p.rank else "differs: it reports the first process to exit"
+            agree = ("agrees" if a.launcher_root_rank == p.rank and not v.hang else
+                     "the first process to exit: in a hang, only the first rank to time out" if v.hang else
+                     "differs: it reports the first process to exit")
             out.append(f"  launcher (torchrun) root-cause rank: {a.launcher_root_rank} ({agree})")
         if p.ranks:
             out.append(f"  ranks: {p.ranks_text}  count: {p.count}")
@@ -303,6 +347,23 @@ def render_text(a: Analysis) -> str:
         out.append("  fix: " + p.fix)
         out.append(f"  rule: {p.pattern_path.rsplit('/', 1)[-1]} /{_clip(p.rule, 120)}/")
         out.append(f"  fingerprint: {p.fingerprint}")
+    if v.hang:
+        out.append("")
+        out.append("HANG  no rank failed first: the ranks above waited for one that did not come")
+        if v.hang_suspects:
+            for x in v.hang_suspects[:TEXT_MAX_ITEMS]:
+                who = f"rank {x.rank}" if x.rank is not None else f"peer {x.peer}"
+                out.append(f"  suspect: {who}: {_clip(x.because, 200)}")
+        else:
+            out.append("  suspects: none in this log (every rank that printed anything timed out); look at the "
+                       "missing ranks' output")
+    fr = v.flight_recorder
+    if fr is not None:
+        out.append("")
+        out.append("FLIGHT RECORDER  PyTorch dumped its collective trace"
+                   + (f" (ranks {rank_ranges(fr.ranks)})" if fr.ranks else ""))
+        out.append(f"  dumps: {FR_DUMPS}")
+        out.append(f"  analyse: {FR_ANALYSE}")
     att = a.verdict.attempts
     if len(att) > 1:
         out.append("")
@@ -615,10 +676,33 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
     violations = [{"pitfall": _s(v.get("pitfall"), 120), "settings": [_s(k, 120) for k in _list(v.get("keys"))][:10],
                    "message": _s(v.get("message"), 1000), "fix": _s(v.get("fix"), 1000)}
                   for v in _dicts(d.get("config_violations"))[:50]]
-    failed = primary is not None or any(_s(f.get("role")) in ("root-cause", "cascade") for f in _dicts(d.get("findings"))) \
-        or isinstance(d.get("first_failure"), dict)
+    outcome = d.get("outcome")
+    if outcome not in ("healthy", "pitfall", "unexplained-failure"):      # a dict from before `outcome`
+        failed = primary is not None or any(_s(f.get("role")) in ("root-cause", "cascade")
+                                            for f in _dicts(d.get("findings"))) or isinstance(d.get("first_failure"), dict)
+        outcome = "pitfall" if primary is not None else "unexplained-failure" if failed else "healthy"
+    ff = d.get("first_failure") if isinstance(d.get("first_failure"), dict) else None
+    first_failure = None
+    if ff is not None:
+        lines = [_s(x) for x in _list(ff.get("lines"))]
+        first_failure = {"rank": _rank(ff.get("rank")), "loc": _loc(ff.get("source"), ff.get("line")),
+                         "message": _s(ff.get("message")), "kind": _s(ff.get("kind"), 40),
+                         "lines": lines[:MAX_BLOCK_LINES], "more": max(0, len(lines) - MAX_BLOCK_LINES)}
+    hang = "hang_suspects" in d
+    suspects_h = [{"who": (f"rank {_rank(x.get('rank'))}" if _int_or_none(x.get("rank")) is not None
+                           else f"peer {_s(x.get('peer'), 200)}"), "because": _s(x.get("because"), 400)}
+                  for x in _dicts(d.get("hang_suspects"))[:50]]
+    frd = d.get("flight_recorder") if isinstance(d.get("flight_recorder"), dict) else None
+    flight = None
+    if frd is not None:
+        flight = {"ranks": _ranks(frd.get("ranks")), "dumps": _s(frd.get("dumps"), 1000),
+                  "analyse": _s(frd.get("analyse"), 1000),
+                  "evidence": [{"loc": _loc(e.get("source"), e.get("line")), "rank": _rank(e.get("rank")),
+                                "text": _s(e.get("text"))} for e in _dicts(frd.get("evidence"))[:MAX_EVIDENCE]]}
     return {
-        "failed": failed,
+        "failed": outcome != "healthy", "outcome": outcome, "first_failure": first_failure,
+        "hang": hang, "hang_suspects": suspects_h, "flight_recorder": flight,
+        "signature": _s(d.get("signature"), 300) if d.get("signature") is not None else None,
         "summary": _s(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
         "primary": primary, "primary_id": _s(prim_id, 120) if prim_id is not None else None,
         "first_rank": _rank(d.get("first_failing_rank")) if d.get("first_failing_rank") is not None else None,
@@ -720,9 +804,16 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
     head.append("|---|---|")
     if p:
         head.append(f"| Pitfall | {_code(p['pitfall'])} ({_md(p['severity'])}) |")
-    head.append(f"| First failing rank | {_md(v['first_rank']) if v['first_rank'] is not None else 'unknown'}"
-                + (f" (launcher: rank {_md(v['launcher_root_rank'])})" if v["launcher_root_rank"] is not None else "")
-                + " |")
+    head.append(f"| Outcome | {_code(v['outcome'])} |")
+    if v["hang"]:
+        sus = ", ".join(_md(x["who"]) for x in v["hang_suspects"][:10]) or "none in this log"
+        head.append(f"| First failing rank | none: a hang (suspects: {sus})"
+                    + (f" (launcher: rank {_md(v['launcher_root_rank'])}, the first to exit)"
+                       if v["launcher_root_rank"] is not None else "") + " |")
+    else:
+        head.append(f"| First failing rank | {_md(v['first_rank']) if v['first_rank'] is not None else 'unknown'}"
+                    + (f" (launcher: rank {_md(v['launcher_root_rank'])})" if v["launcher_root_rank"] is not None else "")
+                    + " |")
     b = v["blamed"]
     head.append("| Blamed setting | " + (f"{_code(b['key'])}: {_code(b['old'])} → {_code(b['new'])}" if b else "none")
                 + " |")
@@ -730,7 +821,22 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
         head.append(f"| First seen | {_code(p['loc'])} |")
         head.append(f"| Fingerprint | {_code(p['fingerprint'])} |")
         head.append(f"| Pattern | {_code(p['pattern_file'])} |")
+    if v["signature"]:
+        head.append(f"| Signature | {_code(v['signature'])} |")
     blocks: List[str] = []
+    ffv = v["first_failure"]
+    if not p and ffv is not None:
+        body = _fence(ffv["lines"] + ([f"… {ffv['more']} more line(s)"] if ffv["more"] else [])) if ffv["lines"] else ""
+        blocks.append(f"**Error** ({_md(ffv['kind'])}, rank {_md(ffv['rank'])}, {_code(ffv['loc'])}): "
+                      f"{_code(ffv['message'])}" + (f"\n\n{body}" if body else ""))
+    if v["hang"] and v["hang_suspects"]:
+        blocks.append("**Hang suspects:**\n\n" + "\n".join(f"- {_md(x['who'])}: {_md(x['because'])}"
+                                                         for x in v["hang_suspects"][:20]))
+    if v["flight_recorder"]:
+        frv = v["flight_recorder"]
+        blocks.append(f"**Flight Recorder:** PyTorch dumped its collective trace"
+                      + (f" (ranks {_md(frv['ranks'])})" if frv["ranks"] else "")
+                      + f". Dumps: {_md(frv['dumps'])} Analyse them with {_code(frv['analyse'])}.")
     if p:
         blocks.append(f"**Fix:** {_md(p['fix'])}\n\n**Why:** {_md(p['explanation'])}")
         blocks.append(_details(f"Evidence ({p['loc']}, x{p['count']}" + (f", ranks {p['ranks']}" if p["ranks"] else "")

@@ -40,7 +40,8 @@ from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, search, lazy
 from .sources import (MAX_LINE, MAX_RAW, Input, InputError, Line, describe_input, expand_paths,
-                      continues, iter_blocks, iter_blocks_with_tail, make_line, normalise)
+                      continues, inner_rank, iter_blocks, iter_blocks_with_tail, make_line, normalise,
+                      split_prefix)
 
 StreamKey = Tuple[str, Optional[int]]
 
@@ -270,7 +271,8 @@ class Core:
         self.root_rank: Optional[int] = None
         self.ranks_seen: Dict[int, Set[int]] = {}
         # block driver, re-readable inputs: (path, file rank, [(stream offset, attempt from there)])
-        self.rank_segments: List[Tuple[str, Optional[int], List[Tuple[int, int]]]] = []
+        # (path, file rank, [(stream offset, attempt from there)], [bytes scanned])
+        self.rank_segments: List[Tuple[str, Optional[int], List[Tuple[int, int]], List[int]]] = []
         self.inputs: Dict[str, InputState] = {}
         self._kept: Dict[Tuple[int, Optional[int], bytes], int] = {}
         self.notes: List[str] = []          # about the inputs (unreadable, capped, a decompression bomb)
@@ -704,6 +706,11 @@ _QUOTED_RANK_B = re.compile(
     rb"\n(?:> ?)+(?:\[(?:rank|default|trainer|worker)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|[ ]{0,4}(\d{1,6}): )")
 _INNER_RANK_B = re.compile(
     rb"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b")
+_CTRL_B = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+_DIRTY_LINE_B = re.compile(rb"\n[^\n]*[\x00-\x08\x0b-\x1f\x7f][^\n]*")
+# a line that starts with no rank prefix (it takes the rank of its file name)
+_UNPREFIXED_B = re.compile(
+    rb"\n(?!(?:> ?)*(?:\[(?:rank|default|trainer|worker)\d+\]:|\[\d+,\d+\]<std(?:out|err)>:|[ ]{0,4}\d{1,6}: ))")
 MAX_ELIMINATE = 64        # past this many ranks in one block, one findall is cheaper
 
 
@@ -724,16 +731,34 @@ def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int
     """The ranks of the lines in buf[lo:hi], as make_line would tag them (C-level searches only)."""
     if hi <= lo:
         return set()
-    if file_rank is not None:
-        return {file_rank}
     seg = b"\n" + buf[lo:hi]
     out: Set[int] = set()
+    if _CTRL_B.search(seg):
+        # lines with ANSI codes, carriage returns or other control characters are normalised in
+        # Python first (their prefix may follow a colour code); the rest stays C-level
+        keep, pos = [], 0
+        for m in _DIRTY_LINE_B.finditer(seg):
+            keep.append(seg[pos:m.start()])
+            pos = m.end()
+            text, rank = split_prefix(normalise(m.group()[1:].decode("utf-8", "replace")))
+            if rank is None:
+                rank = file_rank if file_rank is not None else inner_rank(text)
+            if rank is not None:
+                out.add(rank)
+        keep.append(seg[pos:])
+        seg = b"".join(keep)
+        if seg in (b"", b"\n"):
+            return out
     for probe, head, tail in _RANK_KINDS:
         if probe is None or probe in seg:
             out |= _distinct_ranks(seg, head, tail)
     if b"\n>" in seg:
         for m in _QUOTED_RANK_B.finditer(seg):
             out.add(int(m.group(1) or m.group(2) or m.group(3)))
+    if file_rank is not None:             # a launcher prefix beats the file name; other lines are its
+        if not out or _UNPREFIXED_B.search(seg[:-1] if seg.endswith(b"\n") else seg):
+            out.add(file_rank)
+        return out
     if not out and (b"Rank " in seg or b"[rank:" in seg or b"global rank" in seg):
         for m in _INNER_RANK_B.finditer(seg):
             out.add(int(m.group(1) or m.group(2) or m.group(3)))
@@ -805,7 +830,7 @@ class Engine:
         def ranks() -> Set[int]:
             seen = core.ranks_seen
             if core.rank_segments:
-                seen = _ranks_by_attempt(core.rank_segments, seen, core.max_bytes)
+                seen = _ranks_by_attempt(core.rank_segments, seen)
             return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
@@ -911,7 +936,8 @@ class Engine:
         eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
         changes: List[Tuple[int, int]] = [(0, inp.current())]
         if not eager_ranks:
-            core.rank_segments.append((inp.inp.path, file_rank, changes))
+            scanned = [0]
+            core.rank_segments.append((inp.inp.path, file_rank, changes, scanned))
         lineno = 0              # line number of the last line processed / passed
         nbytes = 0              # stream offset of the current block
         n_obs = len(obs)
@@ -919,7 +945,9 @@ class Engine:
         followers = [o for o in obs if type(o).following is not Observer.following]
         batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
         label = inp.inp.label
-        blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes)
+        consumed = [0]
+        blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
+                                       consumed)
         for bi, (buf, lo) in enumerate(blocks):
             view.reset(buf)
             prepared = pool.get(inp.inp.path, bi, len(buf) - lo) if pool is not None else None
@@ -997,6 +1025,8 @@ class Engine:
             if eager_ranks:
                 core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
             nbytes += len(buf) - lo
+        if not eager_ranks:
+            scanned[0] = consumed[0]
         return lineno, nbytes
 
 
@@ -1202,13 +1232,16 @@ def _safe(blocks):
         return
 
 
-def _ranks_by_attempt(segments, seen: Dict[int, Set[int]], max_bytes: int = 0) -> Dict[int, Set[int]]:
-    """Ranks per attempt of re-readable inputs: read them again, split at the attempt changes."""
+def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]]:
+    """Ranks per attempt of re-readable inputs: read them again (only as far as they were scanned:
+    a file still being written has grown since), split at the attempt changes."""
     out = {k: set(v) for k, v in seen.items()}
-    for path, file_rank, changes in segments:
+    for path, file_rank, changes, scanned in segments:
         off = 0
+        if not scanned[0]:
+            continue
         try:
-            blocks = iter_blocks(path, max_bytes=max_bytes)
+            blocks = iter_blocks(path, max_bytes=scanned[0])
         except InputError:
             continue
         for block in _safe(blocks):

@@ -451,16 +451,18 @@ def block_tail(buf: bytes, tail: int) -> int:
 
 
 def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None, tail: int = 0,
-                          max_bytes: int = 0, notes: Optional[List[str]] = None) -> Iterator[Tuple[bytes, int]]:
+                          max_bytes: int = 0, notes: Optional[List[str]] = None,
+                          consumed: Optional[List[int]] = None) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
     lines before it (for looking back across the boundary).  One copy per block.  Reading stops
-    after `max_bytes` bytes (0: no cap) or at a decompression bomb, with a note in `notes`."""
+    after `max_bytes` bytes (0: no cap) or at a decompression bomb, with a note in `notes`;
+    `consumed[0]` tells how many bytes of the stream were read (over-long lines included)."""
     label = "<stdin>" if path == "-" else path
     fb, enc = _open_binary(path)
     raw_f = getattr(fb, "fileobj", None) or fb
     if enc == "utf-16":
         tw = io.TextIOWrapper(fb, encoding="utf-16", errors="replace", newline="\n")
-        read = lambda n: tw.read(n // 2).encode("utf-8", "replace")  # noqa: E731
+        read = lambda n: tw.read(max(1, n // 2)).encode("utf-8", "replace")  # noqa: E731
     else:
         read = fb.read
     carry = b""
@@ -469,11 +471,16 @@ def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None
     total = 0
     try:
         while True:
+            want = block_size if not max_bytes else min(block_size, max_bytes - total)
+            if want <= 0:
+                break
             try:
-                data = read(block_size if not max_bytes else max(0, min(block_size, max_bytes - total)))
+                data = read(want)
             except _READ_ERRORS as e:
                 raise InputError(f"cannot read {label!r}: {e}") from None
             total += len(data)
+            if consumed is not None:
+                consumed[0] = total     # bytes of the (decompressed) stream read so far
             if max_bytes and total >= max_bytes and data and notes is not None:
                 notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); the rest is not triaged")
             if getattr(fb, "stopped", "") and notes is not None and fb.stopped not in notes:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import tempfile
 from typing import List, Optional
@@ -28,7 +29,11 @@ def fail(msg: str) -> "click.exceptions.Exit":
 
 
 def write_atomic(path: str, text: str, force: bool) -> None:
-    """Write to a temp file beside PATH, then rename: never a half-written report."""
+    """Write to a temp file beside PATH, then rename: never a half-written report; concurrent
+    writers each rename a whole file.  A symlink is never followed onto another file: without
+    --force it is an error, with --force the link itself is replaced."""
+    if os.path.islink(path) and not force:
+        raise fail(f"{path!r} is a symbolic link (to {os.readlink(path)!r}); pass --force to replace the link")
     if os.path.exists(path) and not force:
         raise fail(f"{path!r} exists; pass --force to overwrite it")
     if os.path.exists(path) and not os.path.isfile(path):
@@ -50,8 +55,16 @@ def write_atomic(path: str, text: str, force: bool) -> None:
         raise
 
 
+def _on_term(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt    # unwinds like Ctrl-C: a report being written is removed, never left half
+
+
 class _Group(click.Group):
     def main(self, *args, **kwargs):  # type: ignore[override]
+        try:
+            signal.signal(signal.SIGTERM, _on_term)
+        except (ValueError, OSError):     # not the main thread
+            pass
         # usage errors exit 2 (click's default); anything unexpected becomes one line, not a traceback
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)

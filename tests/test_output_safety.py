@@ -1,0 +1,57 @@
+"""-o never follows a symlink without --force, writes atomically, concurrent writers and interrupted
+runs never leave a half report (issue 13)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
+
+
+def run(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT, **kw)
+
+
+def test_a_symlink_is_not_followed_onto_another_file(tmp_path):
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    link = tmp_path / "report.json"
+    os.symlink(victim, link)
+    r = run("analyze", SAMPLE, "-o", str(link))
+    assert r.returncode == 2 and "symbolic link" in r.stderr
+    assert victim.read_text() == "keep me"
+    r = run("analyze", SAMPLE, "-o", str(link), "--force")
+    assert r.returncode == 1
+    assert victim.read_text() == "keep me" and not os.path.islink(link) and '"primary"' in link.read_text()
+    dangling = tmp_path / "dangling.json"
+    os.symlink(tmp_path / "nowhere" / "x.json", dangling)
+    assert run("analyze", SAMPLE, "-o", str(dangling)).returncode == 2
+
+
+def test_concurrent_writers_leave_one_whole_report(tmp_path):
+    out = tmp_path / "r.json"
+    procs = [subprocess.Popen([sys.executable, "-m", "triage", "analyze", SAMPLE, "-o", str(out), "--force"],
+                              cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(6)]
+    for p in procs:
+        p.wait(timeout=60)
+    import json
+    assert json.loads(out.read_text())["primary"] == "moe-scope-conflict"
+    assert [f for f in os.listdir(tmp_path) if f.startswith(".triage-")] == []
+
+
+def test_an_interrupted_run_leaves_no_report_and_no_temp_file(tmp_path):
+    fifo = tmp_path / "live.log"
+    os.mkfifo(fifo)
+    out = tmp_path / "r.html"
+    p = subprocess.Popen([sys.executable, "-m", "triage", "analyze", str(fifo), "-o", str(out)], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with open(fifo, "w") as w:                       # a log still being written: triage waits for more
+        w.write("[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+        w.flush()
+        time.sleep(1.0)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 130
+    assert not out.exists()
+    assert [f for f in os.listdir(tmp_path) if f.startswith(".triage-")] == []

@@ -237,3 +237,18 @@ def test_the_line_after_nccl_last_error_keeps_the_rank_of_its_message(tmp_path):
     assert {m[4] for m in block["matches"]} == {0}        # every line of the message is rank 0's
     lines = list(iter_inputs([p]))
     assert [ln.rank for ln in lines] == [0, 0, 0, 0]
+
+
+def test_ranks_seen_regressions_found_by_the_property_tests(tmp_path):
+    # each was a falsifying example of tests/test_properties.py (block scanner != line scanner)
+    cases = [("rank_0.log", b"[rank5]:\n", [5]),                       # a prefix beats the file's rank
+             ("rank_0.log", b"\x1b[31m[rank5]:\n", [5]),               # ... even behind a colour code
+             ("rank_0.log", b"plain\n[rank5]: x\n", [0, 5]),
+             ("rank_0.log", "\n".encode("utf-16"), [0])]              # UTF-16, one empty line
+    for name, data, ranks in cases:
+        d = tmp_path / str(len(list(tmp_path.iterdir())))
+        d.mkdir()
+        p = d / name
+        p.write_bytes(data)
+        line, block = both([str(p)], 64)
+        assert block == line and block["ranks"] == ranks, (data, block["ranks"], line["ranks"])

@@ -48,6 +48,7 @@ TIMELINE_MAX = 500     # timeline events kept (the first of each rank and pitfal
 UNMATCHED_MAX = 50     # unexplained error blocks kept: the first of each distinct masked signature
 OCCURRENCE_GAP = 40    # matches of one pattern this close in one rank's stream are one occurrence
 TAIL_LINES = 40        # a traceback this close to the end of its input ended the process (uncaught)
+LOGGED_TAIL = 5        # ... or this close, when a log record ("ERROR ...: msg") introduces it (logging.exception)
 CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this close after its message
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING = ("root-cause", "cascade")
@@ -682,10 +683,10 @@ def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
             first_rank = crash.rank if crash.rank is not None else case.launcher_root_rank
             first_failure = FirstFailure(crash.rank, crash.source, crash.line, crash.message,
                                          lines=list(crash.lines), kind=crash.kind)
-            who = f"rank {first_rank}" if first_rank is not None else "the job"
+            who = f"rank {first_rank} failed first" if first_rank is not None else "the job failed"
             by = " (the launcher, torchrun, names it)" if (
                 case.launcher_root_rank is not None and first_rank == case.launcher_root_rank) else ""
-            summary = (f"{who} failed first{by} with an error no pattern explains ({crash.message[:200]})"
+            summary = (f"{who}{by} with an error no pattern explains ({crash.message[:200]})"
                        + _cascade_clause(log, [first_rank]))
         elif case.launcher_root_rank is not None:
             first_rank = case.launcher_root_rank
@@ -748,7 +749,7 @@ _CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
 # a peer that went away, as NCCL (socket / IB / proxy service) and gloo name it
 _PEER_ADDR = lazy(r"Connection closed by remote peer (\S+)|Connection closed by peer \[([^\]]+)\]:(\d+)|"
                   r"Got completion from peer (\S+) with|Call to recv from (\S+) failed")
-_PEER_RANK = lazy(r"Failed to execute operation \S+ from rank (\d+)")
+_PEER_LOCAL = lazy(r"Connection closed by localRank (\d+)")   # NCCL proxy service thread
 # PyTorch ProcessGroupNCCL's Flight Recorder dump on a timeout / watchdog hang
 _FLIGHT = lazy(r"Received a dump signal|[Ff]light [Rr]ecorder|dump debug info|dumping debug info")
 
@@ -806,12 +807,14 @@ def _input_ends(scan: ScanResult) -> Dict[str, Optional[int]]:
     return ends
 
 
-def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bool = False) -> Optional[Crash]:
+def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bool = False,
+             logged: bool = False) -> Optional[Crash]:
     """What block B says about the job dying: an uncaught exception (a traceback that ends the
-    process: its input ends within TAIL_LINES lines, AFTER, of it -- or the attempt ENDED, or the
-    launcher NAMED its rank), `Fatal Python error`, srun's report of a task that exited non-zero or
-    died of a signal, slurmstepd's cancel line; None for anything else (an error line a process
-    logged and went on, a traceback it caught and printed, SystemExit(0))."""
+    process: its input ends within TAIL_LINES lines, AFTER, of it -- LOGGED_TAIL when a log record
+    introduces it, as logging.exception prints a caught one -- or the attempt ENDED, or the launcher
+    NAMED its rank), `Fatal Python error`, srun's report of a task that exited non-zero or died of a
+    signal, slurmstepd's cancel line; None for anything else (an error line a process logged and
+    went on, a traceback it caught and printed, SystemExit(0))."""
     lines = b.lines
     first = lines[0] if lines else ""
     order = _block_order(b)
@@ -832,18 +835,38 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
         exc = exception_line(lines)
         if exc is not None and _CLEAN_EXIT.match(exc):
             return None
-        if not (ended or named) and after is not None and after > TAIL_LINES:
+        if not (ended or named) and after is not None and after > (LOGGED_TAIL if logged else TAIL_LINES):
             return None                    # the process went on: a caught exception it printed
         return Crash("uncaught-exception", b.rank, b.source, b.start, block_message(lines, b.source, b.end),
                      list(lines), order, 0)
     return None
 
 
+_LOG_RECORD = lazy(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
+
+
+def logged_tracebacks(blocks: List[ErrorBlock]) -> set:
+    """Ids of the traceback blocks that a log record of their own stream introduces (the line just
+    before them: "2026-12-03 14:54:45,023 ERROR train: skipping a bad sample", as logging.exception
+    and logger.error(..., exc_info=True) print a caught exception)."""
+    out = set()
+    prev: Dict[Tuple[str, Optional[int]], ErrorBlock] = {}
+    for b in sorted(blocks, key=lambda b: b.seq):
+        key = (b.source, b.rank)
+        p = prev.get(key)
+        if (p is not None and b.lines and b.lines[0].startswith(_TB_HEAD) and p.lines
+                and not p.lines[0].startswith(_TB_HEAD) and 0 < b.start - p.end <= CONT_GAP
+                and search(_LOG_RECORD, p.lines[-1][:300])):
+            out.add(id(b))
+        prev[key] = b
+    return out
+
+
 def _peers(matches: List[Match], blocks: List[ErrorBlock]) -> List[HangSuspect]:
     """Peers that NCCL or gloo report gone (a closed socket, a failed proxy operation)."""
     texts: List[Tuple[Optional[int], str]] = [(m.line.rank, m.line.text) for m in matches
-                                              if "peer" in m.line.text or "from rank" in m.line.text]
-    texts += [(b.rank, x) for b in blocks for x in b.lines if "peer" in x or "from rank" in x]
+                                              if "peer" in m.line.text or "localRank" in m.line.text]
+    texts += [(b.rank, x) for b in blocks for x in b.lines if "peer" in x or "localRank" in x]
     out: List[HangSuspect] = []
     seen = set()
     for rank, text in texts:
@@ -855,10 +878,11 @@ def _peers(matches: List[Match], blocks: List[ErrorBlock]) -> List[HangSuspect]:
                 seen.add(peer)
                 out.append(HangSuspect(None, peer.rstrip(".,;"), f"{who} lost its connection to it: {text[:160]}"))
             continue
-        m = search(_PEER_RANK, text[:MAX_TEXT])
-        if m and int(m.group(1)) not in seen:
-            seen.add(int(m.group(1)))
-            out.append(HangSuspect(int(m.group(1)), None, f"{who} reports it failed: {text[:160]}"))
+        m = search(_PEER_LOCAL, text[:MAX_TEXT])
+        if m and f"localRank {m.group(1)}" not in seen:
+            peer = f"localRank {m.group(1)}"
+            seen.add(peer)
+            out.append(HangSuspect(None, peer, f"{who}'s NCCL proxy lost its connection to it: {text[:160]}"))
     return out[:20]
 
 
@@ -1007,11 +1031,12 @@ def analyse(scan: ScanResult) -> Analysis:
     ends = _input_ends(scan)
     for g, c in enumerate(cases):
         c.ended = g < last
+        logged = logged_tracebacks(c.blocks)
         for b in c.blocks:
             end = ends.get(b.source)
             after = None if end is None else end - (b.seq + b.end - b.start)
             cr = crash_of(b, after, c.ended, named=c is head and b.rank is not None
-                          and b.rank == scan.launcher_root_rank)
+                          and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
             if cr is not None:
                 c.crashes.append(cr)
         ms = by_group.get(g, [])

@@ -668,7 +668,7 @@ def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
                    + _cascade_clause(log, [ub.rank]))
     elif primary is not None:
         if _waiting(primary):
-            hang = True
+            hang, first_rank = True, None      # the first rank to time out did not fail first
             suspects = _hang_suspects(case, log)
             waiting = sorted({r for f in log if f.role in FAILING and _waiting(f)
                               for r in (f.ranks or ([f.rank] if f.rank is not None else []))})

@@ -29,7 +29,9 @@ all the strings of a report in one Hyperscan scan.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
+from itertools import accumulate
+from operator import add
 from functools import lru_cache
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
@@ -42,12 +44,12 @@ WITHHELD = MARK + " (line withheld: redaction timed out)"
 # hints: literal (lower-case) substrings, each naming the rule groups that need it.  Every rule
 # below needs one of its group's literals, so a string with none of them skips every rule.
 
-KV, AUTHZ, BEARER, URL, TOKENS, PEM, WANDB, DOCKER, SAS = range(9)
+KV, AUTHZ, BEARER, URL, TOKENS, PEM, WANDB, DOCKER, SAS, B64 = range(10)
 
 _HINTS: Dict[str, Tuple[int, ...]] = {
     "token": (KV,), "secret": (KV,), "passw": (KV,), "passphr": (KV,), "pwd": (KV,), "key": (KV,),
     "auth": (KV, AUTHZ), "bearer": (BEARER,), "://": (URL,),
-    "-----begin": (PEM,), "---- begin": (PEM,), "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,),
+    "-----begin": (PEM,), "---- begin": (PEM,), "-----end": (PEM,), "---- end": (PEM,), "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,),
 }
 for _lit in ("akia", "asia", "abia", "acca", "a3t", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
              "glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-", "glsoat-", "glffct-", "glimt-",
@@ -88,16 +90,50 @@ def _groups_of(found) -> FrozenSet[int]:
     return frozenset(g)
 
 
+def _groups_of_ids(ids) -> FrozenSet[int]:
+    g: set = set()
+    for j in ids:
+        g.update(_ID_GROUPS[j])
+    return frozenset(g)
+
+
+# a line that is only base64 of a key block's width (64: PEM, 70: OpenSSH, 76: MIME), a block
+# whose BEGIN and END are both out of sight; the hint is a run of 64 such characters
+_B64_RUN = re.compile(r"[A-Za-z0-9+/]{64}")
+_B64_HS = rb"(?:^|[^A-Za-z0-9+/=])[A-Za-z0-9+/]{64}(?:[A-Za-z0-9+/]{6}|[A-Za-z0-9+/]{12})?(?:[^A-Za-z0-9+/=]|$)"
+
+
 def _hint(text: str) -> FrozenSet[int]:
     """The rule groups a string needs (empty: nothing secret-like in it)."""
+    hs = _hs()
+    if hs:
+        found: List[int] = []
+        try:
+            hs[0].scan(text.encode("utf-8", "surrogatepass"), match_event_handler=_on_hit, context=found,
+                       scratch=hs[1])
+        except Exception:  # noqa: BLE001 - e.g. the scratch busy in another thread
+            return _hint_re(text)
+        return _groups_of_ids(found) if found else _NONE
+    return _hint_re(text)
+
+
+def _on_hit(lit_id: int, _from: int, _to: int, _flags: int, found: List[int]) -> None:
+    found.append(lit_id)
+
+
+def _hint_re(text: str) -> FrozenSet[int]:
     low = text.lower()
     m = _HINT.search(low)
+    b64 = len(text) >= 64 and _B64_RUN.search(text) is not None
     if m is None:
-        return _NONE
-    return _groups_of(_HINT.findall(low, m.start()))
+        return _B64_ONLY if b64 else _NONE
+    g = _groups_of(_HINT.findall(low, m.start()))
+    return g | _B64_ONLY if b64 else g
 
 
 _NONE: FrozenSet[int] = frozenset()
+_B64_ONLY: FrozenSet[int] = frozenset((B64,))
+_ID_GROUPS: List[Tuple[int, ...]] = [_HINTS[x] for x in _LITS] + [(B64,)]     # Hyperscan ids
 
 # Hyperscan for many strings at once (redact_obj); None: not tried yet, False: not available.
 _hs_db: Any = None
@@ -109,9 +145,9 @@ def _hs():
         try:
             import hyperscan
             db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(expressions=[_hs_literal(x) for x in _LITS],
-                       ids=list(range(len(_LITS))), elements=len(_LITS),
-                       flags=[hyperscan.HS_FLAG_CASELESS] * len(_LITS))
+            db.compile(expressions=[_hs_literal(x) for x in _LITS] + [_B64_HS],
+                       ids=list(range(len(_LITS) + 1)), elements=len(_LITS) + 1,
+                       flags=[hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0])
             _hs_db = (db, hyperscan.Scratch(db))
         except Exception:  # noqa: BLE001 - no wheel, or it cannot compile here: the stdlib search
             _hs_db = False
@@ -122,29 +158,34 @@ def _hs_literal(lit: str) -> bytes:
     return b"".join(bytes([c]) if chr(c).isalnum() else b"\\x%02x" % c for c in lit.encode())
 
 
-def _hint_many(strings: List[str]) -> Dict[str, FrozenSet[int]]:
-    """{string: rule groups} for the strings that hold a hint."""
+def _hint_many(strings: List[str]) -> Dict[int, FrozenSet[int]]:
+    """{index: rule groups} for the strings that hold a hint (one Hyperscan scan of them all)."""
     hs = _hs() if len(strings) > 8 else False
     if not hs:
+        memo: Dict[str, FrozenSet[int]] = {}
         out = {}
-        for s in strings:
-            g = _hint(s)
+        for i, s in enumerate(strings):
+            g = memo.get(s)
+            if g is None:
+                g = memo[s] = _hint_re(s)
             if g:
-                out[s] = g
+                out[i] = g
         return out
     db, scratch = hs
-    bs = [s.encode("utf-8", "surrogatepass") for s in strings]
-    starts, pos = [], 0
-    for b in bs:
-        starts.append(pos)
-        pos += len(b) + 1
+    # one byte per character (a non-ASCII character reads as "?"), one newline between strings
+    data = "\n".join(strings).encode("ascii", "replace")
+    starts = list(map(add, accumulate(map(len, strings), initial=0), range(len(strings) + 1)))
     found: Dict[int, set] = {}
 
     def on(lit_id: int, _from: int, to: int, _flags: int, _ctx: Any) -> None:
         found.setdefault(bisect_right(starts, to - 1) - 1, set()).add(lit_id)
 
-    db.scan(b"\x00".join(bs), match_event_handler=on, scratch=scratch)
-    return {strings[i]: _groups_of(_LITS[j] for j in ids) for i, ids in found.items()}
+    try:
+        db.scan(data, match_event_handler=on, scratch=scratch)
+    except Exception:  # noqa: BLE001 - e.g. the scratch busy in another thread: the stdlib search
+        return _hint_many(strings[:8]) if len(strings) <= 8 else {
+            i: g for i, g in ((i, _hint_re(x)) for i, x in enumerate(strings)) if g}
+    return {i: _groups_of_ids(ids) for i, ids in found.items()}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -190,8 +231,8 @@ def name_class(name: str) -> int:
         return 2 if caps or prev in _CRED else 1
     if last == "key":
         return 2 if caps or prev in _CRED else 0
-    if last == "pwd":                              # MYSQL_PWD, never PWD (the working directory)
-        return 2 if prev else 0
+    if last == "pwd":                 # MYSQL_PWD, never PWD or env.PWD (the working directory)
+        return 2 if len(_WORD.findall(tail)) > 1 else 0
     if last == "auth":                             # docker config.json "auth": base64(user:password)
         return 1
     if last == "authorization":
@@ -220,14 +261,16 @@ def _keep_value(v: str, cls: int) -> bool:
 
 _VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|\$\{[^}\s]*\}|(?![{\[(])[^\s'",;}\]&)]+)"""
 _NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|passw|passphr|pwd|key|auth))"
-_KV = lazy(r"""(?<![\w.\-$@/])(?:
+# _KV and _KVVAL are stdlib patterns, linear: _kv_rule matches _KV once per name (a maximal run of
+# name characters), and its cost is the name (the look-ahead and the back-tracking to the separator
+# stay inside it) plus the blanks and dots after it; _KVVAL runs once per secret name, from the end
+# of its separator, and what it matches is consumed (its alternatives are disjoint single passes).
+_KV = re.compile(r"""(?<![\w.\-$@/])(?:
     (?P<flag>--?""" + _NAMEHINT + r"""[A-Za-z][\w.\-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?=[^\s\-])
   | (?P<q>["']?)""" + _NAMEHINT + r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)
-    (?:[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+)
-)""" + _VAL, re.X)
-# a YAML line: the value runs to the end of the line (or a comment)
-_YAML = lazy(r"""(?m)^(?P<pre>[ \t]*(?:-[ \t]+)?(?P<q>["']?)""" + _NAMEHINT +
-             r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)[ \t]*:[ \t]+)(?P<val>[^\s"'{\[|>&*!#][^\n#]*?)[ \t]*(?=[ \t]\#|$)""")
+    (?P<sep>[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+)
+)""", re.X)
+_KVVAL = re.compile(_VAL)
 _NETRC = lazy(r"(?i)\b(?:login|user(?:name)?)[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?P<val>\S+)")
 _AUTHZ = lazy(r"""(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|bearer|token|digest|bot|"""
               r"""negotiate|ntlm|apikey|sso-key|hoba|mutual|vapid|aws4-hmac-sha256|scram-sha-\d+)[ \t]+)?"""
@@ -276,24 +319,86 @@ def _quoted(v: str) -> Tuple[str, str, str]:
     return "", v, ""
 
 
-def _kv(m) -> str:
+def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:
+    """A name and its separator matched: (end, replacement of text[m.start():end]), or (0, None)
+    when the name is not a secret name or has no value.  The value is matched only after the name
+    is known to be secret (every character is then consumed once).  A YAML line
+    (`  password: two words  # comment`) gives the whole rest of the line as the value."""
     name = m.group("flag") or m.group("name")
     cls = name_class(name)
     if not cls:
-        return m.group(0)
-    q, inner, q2 = _quoted(m.group("val"))
-    if _keep_value(inner, cls) or inner.lower() in _SCHEMES:    # `Authorization: Bearer <redacted>`
-        return m.group(0)
-    if not q and len(inner) <= 2 and m.string[m.end():m.end() + 1] in ("'", '"'):   # f"..." b'...'
-        return m.group(0)
-    return m.group(0)[:m.start("val") - m.start()] + q + MARK + q2
+        return 0, None
+    vs = m.end()
+    v = _KVVAL.match(text, vs)
+    if v is None:
+        return 0, None
+    q, inner, q2 = _quoted(v.group("val"))
+    end = v.end()
+    if not q and m.group("sep") and ":" in m.group("sep"):
+        ls = text.rfind("\n", 0, m.start()) + 1
+        if text[ls:m.start()].strip() in ("", "-"):
+            le = text.find("\n", vs)
+            seg = text[vs:le if le >= 0 else len(text)]
+            for c in (" #", "\t#"):
+                k = seg.find(c)
+                if k >= 0:
+                    seg = seg[:k]
+            seg = seg.rstrip()
+            if len(seg) > len(inner):
+                inner, end = seg, vs + len(seg)
+    keep = _keep_value(inner, cls) or inner.lower() in _SCHEMES      # `Authorization: Bearer <redacted>`
+    if not keep and not q and len(inner) <= 2 and text[end:end + 1] in ("'", '"'):    # f"..." b'...'
+        keep = True
+    if keep:
+        return end, text[m.start():end]
+    return end, text[m.start():vs] + q + MARK + q2
 
 
-def _yaml(m) -> str:
-    cls = name_class(m.group("name"))
-    if not cls or _keep_value(m.group("val"), cls):
-        return m.group(0)
-    return m.group("pre") + MARK
+_KVWORD = re.compile(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
+_KVWORD_I = re.compile(r"token|secret|passw|passphr|pwd|key|auth", re.I)
+_IDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _kv_rule(text: str) -> str:
+    """Values of secret names.  The match is tried only where a name holding a secret word starts
+    (a stdlib literal search finds the words; scanning back to the name's start passes each
+    character once), then runs from there with the `regex` timeout."""
+    low = text.lower()
+    words = _KVWORD.finditer(low) if len(low) == len(text) else _KVWORD_I.finditer(text)
+    out: List[str] = []
+    last = prev = 0
+    for w in words:
+        p = w.start()
+        if p < last:
+            continue
+        i, bound = p, max(last, prev)
+        while i > bound and text[i - 1] in _IDCH:
+            i -= 1
+        if i == prev and prev > last and text[i - 1] in _IDCH:   # the name already tried
+            prev = p
+            continue
+        prev = p
+        if i > last and text[i - 1] in "\"'":
+            i -= 1
+        m = _KV.match(text, i)
+        if m is None:
+            continue
+        end, rep = _kv_at(text, m)
+        if rep is not None:
+            out.append(text[last:m.start()])
+            out.append(rep)
+            last = prev = end
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _netrc(text: str) -> str:
+    low = text.lower()
+    if "login" not in low and "user" not in low:
+        return text
+    return _NETRC.compiled().sub(_val, text, timeout=TIMEOUT)
 
 
 def _val(m) -> str:
@@ -332,8 +437,25 @@ def _bearer(m) -> str:
     return _val(m)
 
 
+_B64LINE = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})(?=[\s\"',]*$)")
+_PATHLIKE = re.compile(r"/[a-z_]{2,}/")
+
+
+def _b64_line(text: str) -> str:
+    """A key block's body line seen alone (stdlib, linear: fixed widths at each position)."""
+    m = _B64LINE.search(text)
+    if m is None:
+        return text
+    t = m.group(0)
+    if (t.isalnum() and (t.islower() or t.isupper())) or not any(c.isdigit() for c in t) \
+            or not any(c.islower() for c in t) or not any(c.isupper() for c in t) or _PATHLIKE.search(t):
+        return text
+    return text[:m.start()] + MARK + text[m.end():]
+
+
 _RULES: Dict[int, Tuple[Tuple[Any, Any], ...]] = {
-    KV: ((_YAML, _yaml), (_KV, _kv), (_NETRC, _val)),
+    B64: ((None, _b64_line),),
+    KV: ((None, _kv_rule), (None, _netrc)),
     AUTHZ: ((_AUTHZ, _authz),),
     BEARER: ((_BEARER, _bearer),),
     URL: ((_URL, _val),),
@@ -342,7 +464,7 @@ _RULES: Dict[int, Tuple[Tuple[Any, Any], ...]] = {
     DOCKER: ((_DOCKER, _val),),
     SAS: ((_SAS, _val),),
 }
-_ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, KV)   # recognisable tokens first
+_ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, KV, B64)   # recognisable tokens first
 
 
 def _apply(text: str, groups: FrozenSet[int]) -> str:
@@ -351,7 +473,7 @@ def _apply(text: str, groups: FrozenSet[int]) -> str:
         for g in _ORDER:
             if g in groups:
                 for rx, rep in _RULES[g]:
-                    text = rx.sub(rep, text, timeout=TIMEOUT)
+                    text = rep(text) if rx is None else rx.compiled().sub(rep, text, timeout=TIMEOUT)
     except TimeoutError:
         return WITHHELD
     return text
@@ -362,6 +484,9 @@ def _apply(text: str, groups: FrozenSet[int]) -> str:
 
 _BEGIN = re.compile(r"-{4,5} ?BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
 _END = re.compile(r"-{4,5} ?END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_END_ANY = re.compile(r"-{4,5} ?END [A-Z0-9 ]{1,40}-{4,5}")
+_PUBLIC = re.compile(r"-{4,5} ?BEGIN (?:CERTIFICATE|(?:[A-Z0-9]+ )?PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|"
+                     r"PGP PUBLIC KEY BLOCK|SSH2 PUBLIC KEY) ?-{4,5}")
 _B64RUN = re.compile(r"[A-Za-z0-9+/=]{16,}")
 _BODY = re.compile(r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]*={1,2})[\"',\\]*")
 _ARMOR_HEADER = re.compile(r"(?:^|\s)(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset|Subject):\s")
@@ -394,9 +519,15 @@ def _find_end(lines: List[str], i: int) -> Optional[int]:
     return None
 
 
-def _plain(line: str) -> str:
+def _plain(line: str, public: bool = False) -> str:
     g = _hint(line)
-    return _apply(line, g - {PEM}) if g else line
+    if not g:
+        return line
+    return _apply(line, g - _NOT_IN_PUBLIC if public else g - _PEM_ONLY)
+
+
+_PEM_ONLY: FrozenSet[int] = frozenset((PEM,))
+_NOT_IN_PUBLIC: FrozenSet[int] = frozenset((PEM, B64))   # a certificate's lines are no key's body
 
 
 def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
@@ -405,8 +536,23 @@ def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
     out: List[str] = []
     n, i = len(lines), 0
     open_, end = carry, (_find_end(lines, 0) if carry else None)
+    if not carry:                                 # an END whose BEGIN is out of sight: the lines
+        e = next((j for j, x in enumerate(lines) if "END" in x and _END.search(x)), None)   # body-like
+        if e is not None and not any("BEGIN" in x and _BEGIN.search(x) for x in lines[:e + 1]):
+            s = e                                 # just before it are the block
+            while s > 0 and _body_like(lines[s - 1]):
+                s -= 1
+            out = [_plain(x) for x in lines[:s]]
+            rest, open_ = _lines(lines[s:], True)
+            return out + rest, open_
+    public = False                                # inside a certificate or public key block
     while i < n:
         ln = lines[i]
+        if public:
+            public = _END_ANY.search(ln) is None
+            out.append(_plain(ln, True))
+            i += 1
+            continue
         if open_:
             if end is None:                       # no END in sight: the body-like lines that follow
                 if not _body_like(ln):
@@ -427,7 +573,9 @@ def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
             continue
         m = _BEGIN.search(ln) if "BEGIN" in ln else None
         if m is None:
-            out.append(_plain(ln))
+            if "BEGIN" in ln and _PUBLIC.search(ln):
+                public = _END_ANY.search(ln, _PUBLIC.search(ln).end()) is None
+            out.append(_plain(ln, True) if "BEGIN" in ln and _PUBLIC.search(ln) else _plain(ln))
             i += 1
             continue
         head, rest = _plain(ln[:m.start()]) + m.group(0), ln[m.end():]
@@ -481,7 +629,10 @@ def redact_lines(lines: Sequence[str]) -> List[str]:
     hits = _hint_many(lines)
     if any(PEM in g for g in hits.values()):
         return _items(lines)[0]
-    return [_apply(s, hits[s]) if s in hits else s for s in lines]
+    out = list(lines)
+    for i, g in hits.items():
+        out[i] = _apply(out[i], g)
+    return out
 
 
 def redact_text(text: str) -> str:
@@ -493,126 +644,167 @@ def redact_obj(obj: Any) -> Any:
     """Redact every string inside a JSON-like structure (keys included).  The value of a key whose
     name is a secret name is redacted whole; a list of strings is read as consecutive lines (a key
     block spread over them is redacted whole), and a block left open at the end of a dict's string
-    or list continues into its sibling lists (a log line's `text`, `before`, `after`)."""
-    strings: List[str] = []
-    _collect(obj, strings)
-    if not strings:
-        return _rebuild(obj, {})
-    return _rebuild(obj, _hint_many(list(dict.fromkeys(strings))))
+    or list continues into its sibling strings and lists (a log line's `text` into its `after`).
 
-
-def _collect(o: Any, acc: List[str]) -> None:
-    if isinstance(o, str):
-        acc.append(o)
-    elif isinstance(o, dict):
-        for k, v in o.items():
-            if isinstance(k, str):
-                acc.append(k)
-            if isinstance(v, str):
-                acc.append(v)
-            elif isinstance(v, (dict, list, tuple)):
-                _collect(v, acc)
-    elif isinstance(o, (list, tuple)):
-        for x in o:
-            if isinstance(x, str):
-                acc.append(x)
-            elif isinstance(x, (dict, list, tuple)):
-                _collect(x, acc)
+    All the strings are searched for hints at once; only the dicts and lists that hold a hit are
+    rebuilt, the rest of the structure is returned as it is (shared, not copied)."""
+    w = _Walk()
+    w.collect(obj)
+    if not w.strings:
+        return obj
+    pos = _hint_many(w.strings)
+    if not pos:
+        return obj
+    w.hits = {w.strings[i]: g for i, g in pos.items()}
+    w.hitpos = sorted(pos)
+    return w.rebuild(obj)
 
 
 _VALUE_FIELDS = ("old", "new", "value", "default", "current", "baseline")
-
-
-def _rebuild(o: Any, hits: Dict[str, FrozenSet[int]]) -> Any:
-    if isinstance(o, str):
-        g = hits.get(o)
-        return o if g is None else redact(o) if PEM in g else _apply(o, g)
-    if isinstance(o, dict):
-        return _rebuild_dict(o, hits)
-    if isinstance(o, (list, tuple)):
-        return _rebuild_list(o, hits)[0]
-    return o
-
-
-def _rebuild_list(o: Sequence[Any], hits: Dict[str, FrozenSet[int]], carry: bool = False) -> Tuple[List[Any], bool]:
-    """A list: its runs of strings are read as consecutive lines when one holds a key block's
-    BEGIN (or CARRY: a block is open before the first); returns the list and whether a block is
-    still open after it."""
-    pem = carry
-    if not pem:
-        for x in o:
-            if isinstance(x, str):
-                g = hits.get(x)
-                if g is not None and PEM in g:
-                    pem = True
-                    break
-    if not pem:
-        return [_rebuild(x, hits) for x in o], False
-    out: List[Any] = []
-    run: List[str] = []
-    open_ = carry
-    for x in list(o) + [_STOP]:
-        if isinstance(x, str):
-            run.append(x)
-            continue
-        if run:
-            red, open_ = _items(run, open_)
-            out.extend(red)
-            run = []
-        if x is not _STOP:
-            out.append(_rebuild(x, hits))
-            open_ = False
-    return out, open_
-
-
 _STOP = object()
+_CONTAINERS = (dict, list, tuple)
 
 
-def _rebuild_dict(o: Dict[Any, Any], hits: Dict[str, FrozenSet[int]]) -> Dict[Any, Any]:
-    out: Dict[Any, Any] = {}
-    opened: List[Any] = []         # the keys whose string or list leaves a key block open
-    secret_row = 0                 # {"key": "env.HF_TOKEN", "old": ..., "new": ...}
-    for f in ("key", "name"):
-        v = o.get(f)
-        if isinstance(v, str) and v in hits and KV in hits[v]:
-            secret_row = max(secret_row, name_class(v))
-    for k, v in o.items():
-        cls = 0
-        k2 = k
-        if isinstance(k, str):
-            g = hits.get(k)
-            if g is not None:
-                cls = name_class(k) if KV in g else 0
-                k2 = redact(k) if PEM in g else _apply(k, g)
-        if secret_row and k in _VALUE_FIELDS:
-            cls = max(cls, secret_row)
-        if cls and _secret_value(v, cls):
-            out[k2] = MARK
-            continue
-        if isinstance(v, str):
-            g = hits.get(v)
-            if g is not None and PEM in g:
-                red, op = _items([v])
-                out[k2] = red[0]
-                if op:
-                    opened.append(k2)
-            else:
-                out[k2] = v if g is None else _apply(v, g)
-        elif isinstance(v, (list, tuple)):
-            out[k2], op = _rebuild_list(v, hits)
-            if op:
-                opened.append(k2)
+class _Walk:
+    """One redact_obj: the strings in document order, each container's span of them, the hits."""
+
+    def __init__(self) -> None:
+        self.strings: List[str] = []
+        self.spans: Dict[int, Tuple[int, int]] = {}
+        self.hits: Dict[str, FrozenSet[int]] = {}
+        self.hitpos: List[int] = []
+        self.done: Dict[str, str] = {}
+
+    def collect(self, o: Any) -> None:
+        acc = self.strings
+        t = type(o)
+        if t is str or (t not in _CONTAINERS and isinstance(o, str)):
+            acc.append(o)
+            return
+        start = len(acc)
+        if t is dict or (t not in _CONTAINERS and isinstance(o, dict)):
+            for k, v in o.items():
+                if type(k) is str or isinstance(k, str):
+                    acc.append(k)
+                tv = type(v)
+                if tv is str:
+                    acc.append(v)
+                elif tv in _CONTAINERS or isinstance(v, (str, dict, list, tuple)):
+                    self.collect(v)
+        elif t is list or t is tuple or isinstance(o, (list, tuple)):
+            for x in o:
+                tx = type(x)
+                if tx is str:
+                    acc.append(x)
+                elif tx in _CONTAINERS or isinstance(x, (str, dict, list, tuple)):
+                    self.collect(x)
         else:
-            out[k2] = _rebuild(v, hits)
-    if opened:                     # a block left open continues into the sibling strings and lists
-        for k2, v in out.items():  # (an evidence line's `text` into its `after` lines)
-            if k2 in opened or v == MARK:
+            return
+        self.spans[id(o)] = (start, len(acc))
+
+    def has_hit(self, o: Any) -> bool:
+        a, b = self.spans.get(id(o), (0, 0))
+        k = bisect_left(self.hitpos, a)
+        return k < len(self.hitpos) and self.hitpos[k] < b
+
+    def text(self, s: str) -> str:
+        g = self.hits.get(s)
+        if g is None:
+            return s
+        r = self.done.get(s)
+        if r is None:
+            r = self.done[s] = redact(s) if PEM in g else _apply(s, g)
+        return r
+
+    def rebuild(self, o: Any) -> Any:
+        if isinstance(o, str):
+            return self.text(o)
+        if isinstance(o, dict):
+            return self.dict(o) if self.has_hit(o) else o
+        if isinstance(o, (list, tuple)):
+            return self.list(o)[0] if self.has_hit(o) else o
+        return o
+
+    def list(self, o: Sequence[Any], carry: bool = False) -> Tuple[Any, bool]:
+        """A list: its runs of strings are read as consecutive lines when one holds a key block's
+        BEGIN (or CARRY: a block is open before the first); returns the list and whether a block
+        is still open after it."""
+        hits = self.hits
+        pem = carry
+        if not pem:
+            for x in o:
+                if isinstance(x, str):
+                    g = hits.get(x)
+                    if g is not None and PEM in g:
+                        pem = True
+                        break
+        if not pem:
+            return [self.rebuild(x) for x in o], False
+        out: List[Any] = []
+        run: List[str] = []
+        open_ = carry
+        for x in list(o) + [_STOP]:
+            if isinstance(x, str):
+                run.append(x)
                 continue
-            if isinstance(v, str) and v:
-                out[k2] = _items([v], True)[0][0]
-            elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                out[k2] = _items(v, True)[0]
-    return out
+            if run:
+                red, open_ = _items(run, open_)
+                out.extend(red)
+                run = []
+            if x is not _STOP:
+                out.append(self.rebuild(x))
+                open_ = False
+        return out, open_
+
+    def dict(self, o: Dict[Any, Any]) -> Dict[Any, Any]:
+        hits = self.hits
+        out: Dict[Any, Any] = {}
+        opened: List[Any] = []         # the keys whose string or list leaves a key block open
+        secret_row = 0                 # {"key": "env.HF_TOKEN", "old": ..., "new": ...}
+        for f in ("key", "name"):
+            v = o.get(f)
+            if isinstance(v, str) and v in hits and KV in hits[v]:
+                secret_row = max(secret_row, name_class(v))
+        for k, v in o.items():
+            cls = 0
+            k2 = k
+            if isinstance(k, str):
+                g = hits.get(k)
+                if g is not None:
+                    cls = name_class(k) if KV in g else 0
+                    k2 = self.text(k)
+            if secret_row and k in _VALUE_FIELDS:
+                cls = max(cls, secret_row)
+            if cls and _secret_value(v, cls):
+                out[k2] = MARK
+                continue
+            if isinstance(v, str):
+                g = hits.get(v)
+                if g is not None and PEM in g:
+                    red, op = _items([v])
+                    out[k2] = red[0]
+                    if op:
+                        opened.append(k2)
+                else:
+                    out[k2] = v if g is None else self.text(v)
+            elif isinstance(v, (list, tuple)):
+                if self.has_hit(v):
+                    out[k2], op = self.list(v)
+                    if op:
+                        opened.append(k2)
+                else:
+                    out[k2] = v
+            else:
+                out[k2] = self.rebuild(v)
+        if opened:                     # a block left open continues into the sibling strings and lists
+            for k2, v in out.items():  # (an evidence line's `text` into its `after` lines)
+                if k2 in opened or v == MARK:
+                    continue
+                if isinstance(v, str) and v:
+                    out[k2] = _items([v], True)[0][0]
+                elif isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v):
+                    out[k2] = _items(list(v), True)[0]
+        return out
 
 
 def _secret_value(v: Any, cls: int) -> bool:

@@ -685,7 +685,8 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
     first_failure = None
     if ff is not None:
         lines = [_s(x) for x in _list(ff.get("lines"))]
-        first_failure = {"rank": _rank(ff.get("rank")), "loc": _loc(ff.get("source"), ff.get("line")),
+        rk = ff.get("rank") if _int_or_none(ff.get("rank")) is not None else d.get("first_failing_rank")
+        first_failure = {"rank": _rank(rk), "loc": _loc(ff.get("source"), ff.get("line")),
                          "message": _s(ff.get("message")), "kind": _s(ff.get("kind"), 40),
                          "lines": lines[:MAX_BLOCK_LINES], "more": max(0, len(lines) - MAX_BLOCK_LINES)}
     hang = "hang_suspects" in d
@@ -827,7 +828,8 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
     ffv = v["first_failure"]
     if not p and ffv is not None:
         body = _fence(ffv["lines"] + ([f"… {ffv['more']} more line(s)"] if ffv["more"] else [])) if ffv["lines"] else ""
-        blocks.append(f"**Error** ({_md(ffv['kind'])}, rank {_md(ffv['rank'])}, {_code(ffv['loc'])}): "
+        rk = f", rank {_md(ffv['rank'])}" if ffv["rank"] != "?" else ""
+        blocks.append(f"**Error** ({_md(ffv['kind'])}{rk}, {_code(ffv['loc'])}): "
                       f"{_code(ffv['message'])}" + (f"\n\n{body}" if body else ""))
     if v["hang"] and v["hang_suspects"]:
         blocks.append("**Hang suspects:**\n\n" + "\n".join(f"- {_md(x['who'])}: {_md(x['because'])}"

@@ -88,6 +88,11 @@ def test_yaml_value_runs_to_the_comment():
     assert redact("- api_key: abc def") == "- api_key: " + MARK
 
 
+def test_code_is_not_a_value():
+    for line in ['api_key=os.getenv("OPENAI_API_KEY")', "token = cfg['hf_token']", "password=get_password()"]:
+        assert redact(line) == line
+
+
 def test_value_of_a_non_secret_name_is_still_searched():
     assert redact("token_type: password=hunter2") == "token_type: password=" + MARK
 
@@ -144,6 +149,18 @@ def test_key_block_across_an_evidence_lines_text_and_after():
     assert BLOCK[0] in out["text"]
 
 
+def test_a_block_cut_short_ends_at_the_next_begin():
+    lines = BLOCK[:2] + ["[rank1]: note"] + BLOCK
+    out = redact_lines(lines)
+    assert _no_body(out) and out[3] == BLOCK[0] and out[-1] == BLOCK[-1]
+
+
+def test_putty_private_lines():
+    lines = ["PuTTY-User-Key-File-3: ssh-rsa", "Private-Lines: 2", BODY[0], BODY[2], "Private-MAC: 00ff", "after"]
+    out = redact_lines(lines)
+    assert out == lines[:2] + [MARK, MARK] + lines[4:]
+
+
 def test_other_secrets_after_a_block_are_still_redacted():
     out = redact_lines(BLOCK + ["HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123"])
     assert out[-1] == "HF_TOKEN=" + MARK
@@ -185,7 +202,8 @@ def test_stdlib_hint_agrees_with_hyperscan(monkeypatch):
 
 @pytest.mark.parametrize("s", ["sort_key=" * 20000, "a_key: " * 20000, "--" + "key-" * 40000 + " x", "'key'" * 30000,
                                "password=" * 20000, "-----BEGIN RSA PRIVATE KEY-----\n" * 3000,
-                               "https://" + "a:" * 40000 + "@", "Bearer " * 30000, "x" * 200000 + "token"],
+                               "https://" + "a:" * 40000 + "@", "Bearer " * 30000, "x" * 200000 + "token",
+                               "key" * 60000, "token_" * 30000 + "=x", ("A" * 64 + " ") * 3000],
                          ids=lambda s: f"{s[:12]!r}x{len(s)}")
 def test_hostile_strings_finish_quickly(s):
     import time

@@ -84,7 +84,7 @@ def test_secrets_in_a_real_report_are_redacted_in_every_format(tmp_path, fmt):
     with open(src, errors="replace") as f:
         real = f.read().split("\n")
     spliced = [f"HF_TOKEN={T.HF}", f"WANDB_API_KEY={T.WANDB}", f"AWS_SECRET_ACCESS_KEY={T.AWS_SECRET}",
-               f"git clone https://alice:s3cr3tP4ss@gitlab.example.com/x.git", *T.RSA.split("\n")]
+               "git clone https://alice:s3cr3tP4ss@gitlab.example.com/x.git", *T.RSA.split("\n")]
     k = next(i for i, x in enumerate(real) if "out of memory" in x.lower())
     log = tmp_path / "job.log"
     log.write_text("\n".join(real[:k] + spliced + real[k:]))

@@ -21,10 +21,11 @@ names; `tokenizer_type`, `max_tokens`, `num_key_value_heads`, `moe_token_dispatc
 qualifier (`fim_pad_token`, `bos_token`) loses its value only when the value looks like a
 credential (16+ characters of letters and digits), never `<fim_pad>` or `False`.
 
-Speed: a string is first searched for any of the literal hints every rule needs (one C-level
-search: Hyperscan when the wheel is there, else one stdlib `re` over the lower-cased string);
-only the rules of the hints found then run, each with the `regex` timeout.  `redact_obj` searches
-all the strings of a report in one Hyperscan scan.
+Speed: a string is first searched for the hints every rule needs (literals such as `token`, `://`,
+`ghp_`, and a run of 64 base64 characters: one C-level search, Hyperscan when the wheel is there,
+else one stdlib `re` over the lower-cased string); only the rules of the hints found then run,
+each with the `regex` timeout or linear by construction.  `redact_obj` searches all the strings of
+a report in one Hyperscan scan and rebuilds only the dicts and lists that hold a hit.
 """
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ KV, AUTHZ, BEARER, URL, TOKENS, PEM, WANDB, DOCKER, SAS, B64 = range(10)
 _HINTS: Dict[str, Tuple[int, ...]] = {
     "token": (KV,), "secret": (KV,), "passw": (KV,), "passphr": (KV,), "pwd": (KV,), "key": (KV,),
     "auth": (KV, AUTHZ), "bearer": (BEARER,), "://": (URL,),
-    "-----begin": (PEM,), "---- begin": (PEM,), "-----end": (PEM,), "---- end": (PEM,), "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,),
+    "-----begin": (PEM,), "---- begin": (PEM,), "-----end": (PEM,), "---- end": (PEM,), "private-lines:": (PEM,),
+    "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,),
 }
 for _lit in ("akia", "asia", "abia", "acca", "a3t", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
              "glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-", "glsoat-", "glffct-", "glimt-",
@@ -257,7 +259,7 @@ def _keep_value(v: str, cls: int) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# rules (every one runs with the `regex` timeout)
+# rules: `regex` patterns (lazy) run with its timeout; the stdlib ones are linear (said at each)
 
 _VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|\$\{[^}\s]*\}|(?![{\[(])[^\s'",;}\]&)]+)"""
 _NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|passw|passphr|pwd|key|auth))"
@@ -347,26 +349,30 @@ def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:
             if len(seg) > len(inner):
                 inner, end = seg, vs + len(seg)
     keep = _keep_value(inner, cls) or inner.lower() in _SCHEMES      # `Authorization: Bearer <redacted>`
-    if not keep and not q and len(inner) <= 2 and text[end:end + 1] in ("'", '"'):    # f"..." b'...'
-        keep = True
+    if not keep and not q:
+        if len(inner) <= 2 and text[end:end + 1] in ("'", '"'):      # f"...", b'...'
+            keep = True
+        elif _CODE.fullmatch(inner):                             # api_key=os.getenv("KEY"), cfg["token"]
+            keep = True
     if keep:
         return end, text[m.start():end]
     return end, text[m.start():vs] + q + MARK + q2
 
 
+_CODE = re.compile(r"[A-Za-z_][\w.]*[(\[]")
 _KVWORD = re.compile(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
 _KVWORD_I = re.compile(r"token|secret|passw|passphr|pwd|key|auth", re.I)
 _IDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
 def _kv_rule(text: str) -> str:
-    """Values of secret names.  The match is tried only where a name holding a secret word starts
-    (a stdlib literal search finds the words; scanning back to the name's start passes each
-    character once), then runs from there with the `regex` timeout."""
+    """Values of secret names.  _KV is matched only where a name holding a secret word starts, once
+    per name: a stdlib literal search finds the words, and the scan back to the name's start stops
+    at the previous word (each character is passed once)."""
     low = text.lower()
     words = _KVWORD.finditer(low) if len(low) == len(text) else _KVWORD_I.finditer(text)
     out: List[str] = []
-    last = prev = 0
+    last, prev = 0, -1            # end of the last replacement; the previous word tried
     for w in words:
         p = w.start()
         if p < last:
@@ -374,7 +380,7 @@ def _kv_rule(text: str) -> str:
         i, bound = p, max(last, prev)
         while i > bound and text[i - 1] in _IDCH:
             i -= 1
-        if i == prev and prev > last and text[i - 1] in _IDCH:   # the name already tried
+        if i == prev:             # the previous word's name: tried already
             prev = p
             continue
         prev = p
@@ -387,7 +393,7 @@ def _kv_rule(text: str) -> str:
         if rep is not None:
             out.append(text[last:m.start()])
             out.append(rep)
-            last = prev = end
+            last, prev = end, -1
     if not out:
         return text
     out.append(text[last:])
@@ -437,20 +443,23 @@ def _bearer(m) -> str:
     return _val(m)
 
 
-_B64LINE = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})(?=[\s\"',]*$)")
+_B64LINE = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})"
+                      r"(?=[ \t\"',]*$)", re.M)
 _PATHLIKE = re.compile(r"/[a-z_]{2,}/")
 
 
-def _b64_line(text: str) -> str:
-    """A key block's body line seen alone (stdlib, linear: fixed widths at each position)."""
-    m = _B64LINE.search(text)
-    if m is None:
-        return text
+def _b64_token(m) -> str:
     t = m.group(0)
-    if (t.isalnum() and (t.islower() or t.isupper())) or not any(c.isdigit() for c in t) \
-            or not any(c.islower() for c in t) or not any(c.isupper() for c in t) or _PATHLIKE.search(t):
-        return text
-    return text[:m.start()] + MARK + text[m.end():]
+    if not (any(c.isdigit() for c in t) and any(c.islower() for c in t) and any(c.isupper() for c in t)) \
+            or _PATHLIKE.search(t):              # random base64 has all three; a path has /words/
+        return t
+    return MARK
+
+
+def _b64_line(text: str) -> str:
+    """A key block's body line seen alone: a line ending in a base64 token of a key block's width
+    (stdlib, linear: three fixed widths tried at each position)."""
+    return _B64LINE.sub(_b64_token, text)
 
 
 _RULES: Dict[int, Tuple[Tuple[Any, Any], ...]] = {
@@ -484,6 +493,7 @@ def _apply(text: str, groups: FrozenSet[int]) -> str:
 
 _BEGIN = re.compile(r"-{4,5} ?BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
 _END = re.compile(r"-{4,5} ?END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_PUTTY = re.compile(r"(?:^|\s)Private-Lines:[ \t]*(\d{1,4})[ \t]*$")    # PuTTY: the next N lines
 _END_ANY = re.compile(r"-{4,5} ?END [A-Z0-9 ]{1,40}-{4,5}")
 _PUBLIC = re.compile(r"-{4,5} ?BEGIN (?:CERTIFICATE|(?:[A-Z0-9]+ )?PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|"
                      r"PGP PUBLIC KEY BLOCK|SSH2 PUBLIC KEY) ?-{4,5}")
@@ -536,10 +546,12 @@ def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
     out: List[str] = []
     n, i = len(lines), 0
     open_, end = carry, (_find_end(lines, 0) if carry else None)
-    if not carry:                                 # an END whose BEGIN is out of sight: the lines
-        e = next((j for j, x in enumerate(lines) if "END" in x and _END.search(x)), None)   # body-like
+    if not carry:
+        # an END whose BEGIN is out of sight (a context window cut it off): the body-like lines
+        # just before the END are the block
+        e = next((j for j, x in enumerate(lines) if "END" in x and _END.search(x)), None)
         if e is not None and not any("BEGIN" in x and _BEGIN.search(x) for x in lines[:e + 1]):
-            s = e                                 # just before it are the block
+            s = e
             while s > 0 and _body_like(lines[s - 1]):
                 s -= 1
             out = [_plain(x) for x in lines[:s]]
@@ -562,6 +574,9 @@ def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
                 i += 1
                 continue
             if i < end:
+                if "BEGIN" in ln and _BEGIN.search(ln):   # a new block: the open one was cut short
+                    open_ = False
+                    continue
                 out.append(_cut_body(ln))
                 i += 1
                 continue
@@ -572,6 +587,14 @@ def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
             i += 1
             continue
         m = _BEGIN.search(ln) if "BEGIN" in ln else None
+        if m is None and "Private-Lines:" in ln:
+            pm = _PUTTY.search(ln)
+            if pm:
+                k = min(n, i + 1 + int(pm.group(1)))
+                out.append(ln)
+                out.extend(_cut_body(x) for x in lines[i + 1:k])
+                i = k
+                continue
         if m is None:
             if "BEGIN" in ln and _PUBLIC.search(ln):
                 public = _END_ANY.search(ln, _PUBLIC.search(ln).end()) is None

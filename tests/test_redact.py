@@ -88,6 +88,14 @@ def test_yaml_value_runs_to_the_comment():
     assert redact("- api_key: abc def") == "- api_key: " + MARK
 
 
+def test_a_config_change_of_a_secret_name_loses_both_values():
+    """triage's text report and `triage diff` print `key: old -> new`."""
+    out = redact("env.WANDB_API_KEY: None -> 'abc0123456789'")      # a YAML-like line: all of its value
+    assert "abc0123456789" not in out and out.startswith("env.WANDB_API_KEY: ")
+    assert redact("  >> 0.00  env.HF_TOKEN: 'hf_a1' -> 'x2y3'") == f"  >> 0.00  env.HF_TOKEN: '{MARK}' -> '{MARK}'"
+    assert redact("model.max_tokens: 1 -> 2") == "model.max_tokens: 1 -> 2"
+
+
 def test_code_is_not_a_value():
     for line in ['api_key=os.getenv("OPENAI_API_KEY")', "token = cfg['hf_token']", "password=get_password()"]:
         assert redact(line) == line

@@ -354,11 +354,18 @@ def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:
             keep = True
         elif _CODE.fullmatch(inner):                             # api_key=os.getenv("KEY"), cfg["token"]
             keep = True
-    if keep:
-        return end, text[m.start():end]
-    return end, text[m.start():vs] + q + MARK + q2
+    rep = text[m.start():end] if keep else text[m.start():vs] + q + MARK + q2
+    a = _ARROW.match(text, end)               # a change, `env.HF_TOKEN: 'old' -> 'new'` (triage's diff)
+    if a is not None:
+        v2 = _KVVAL.match(text, a.end())
+        if v2 is not None:
+            q, inner, q2 = _quoted(v2.group("val"))
+            new = text[a.end():v2.end()] if _keep_value(inner, cls) else q + MARK + q2
+            return v2.end(), rep + a.group(0) + new
+    return end, rep
 
 
+_ARROW = re.compile(r"[ \t]*->[ \t]*")
 _CODE = re.compile(r"[A-Za-z_][\w.]*[(\[]")
 _KVWORD = re.compile(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
 _KVWORD_I = re.compile(r"token|secret|passw|passphr|pwd|key|auth", re.I)

@@ -484,10 +484,13 @@ class Blocks(Observer):
         b = st.block
         if b is not None:
             if st.in_tb:
+                exc = bool(_EXC_LINE.match(text))
                 if len(b.lines) < BLOCK_MAX_LINES:
                     b.lines.append(text)
+                elif exc:             # a long traceback keeps its head and its exception line
+                    b.lines[-1] = text
                 b.end = st.block_seen = line.lineno
-                if _EXC_LINE.match(text):
+                if exc:
                     st.in_tb = False  # exception line reached; keep following message lines briefly
                 return
             # after the exception line: continuation lines (indented / non-empty) up to a few

@@ -8,7 +8,8 @@ What is redacted (tests/test_redact_recall.py measures each family on a table of
   Stripe, npm, PyPI, Docker Hub, Databricks, Google (AIza, ya29.), Vault, SendGrid, Replicate,
   Groq, age, JWTs;
 * values of secret-named keys: `NAME=VALUE`, `NAME: VALUE`, `"NAME": "VALUE"`, `--name VALUE`,
-  Megatron's `name ..... VALUE`, YAML lines, and dict keys of the report itself;
+  `setenv NAME VALUE`, Megatron's `name ..... VALUE`, YAML lines, `name: old -> new`, and the
+  dict keys of the report itself (and the old/new of a `{"key": NAME, ...}` change);
 * `Authorization:` / `Bearer` credentials, passwords in URLs (`scheme://user:PASSWORD@host`),
   netrc `password`, `docker login -p`, `wandb login KEY`, `wandb.login(key=...)`, Azure SAS `sig=`;
 * PEM / OpenSSH / PGP private key blocks: every line between BEGIN and END, whether the block is
@@ -29,6 +30,7 @@ a report in one Hyperscan scan and rebuilds only the dicts and lists that hold a
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from bisect import bisect_left, bisect_right
 from itertools import accumulate
@@ -146,10 +148,18 @@ def _hs():
     if _hs_db is None:
         try:
             import hyperscan
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            db.compile(expressions=[_hs_literal(x) for x in _LITS] + [_B64_HS],
-                       ids=list(range(len(_LITS) + 1)), elements=len(_LITS) + 1,
-                       flags=[hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0])
+
+            from . import anchors            # its cache of compiled databases (compiling: ~50 ms)
+            exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
+            flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
+            key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))
+                                 .encode()).hexdigest()[:24]
+            db = anchors._load_cached(key) if anchors._hs is not None else None
+            if db is None:
+                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+                if anchors._hs is not None:
+                    anchors._store_cached(key, db)
             _hs_db = (db, hyperscan.Scratch(db))
         except Exception:  # noqa: BLE001 - no wheel, or it cannot compile here: the stdlib search
             _hs_db = False
@@ -271,6 +281,7 @@ _KV = re.compile(r"""(?<![\w.\-$@/])(?:
     (?P<flag>--?""" + _NAMEHINT + r"""[A-Za-z][\w.\-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?=[^\s\-])
   | (?P<q>["']?)""" + _NAMEHINT + r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)
     (?P<sep>[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+)
+  | (?<=setenv[ \t])""" + _NAMEHINT + r"""(?P<env>[A-Za-z_]\w*)[ \t]+(?=\S)
 )""", re.X)
 _KVVAL = re.compile(_VAL)
 _NETRC = lazy(r"(?i)\b(?:login|user(?:name)?)[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?P<val>\S+)")
@@ -326,7 +337,7 @@ def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:
     when the name is not a secret name or has no value.  The value is matched only after the name
     is known to be secret (every character is then consumed once).  A YAML line
     (`  password: two words  # comment`) gives the whole rest of the line as the value."""
-    name = m.group("flag") or m.group("name")
+    name = m.group("flag") or m.group("name") or m.group("env")
     cls = name_class(name)
     if not cls:
         return 0, None

@@ -123,3 +123,19 @@ def test_the_existing_real_timeout_log_is_unchanged(engine):
     roots = [f for f in a.findings if f.role == "root-cause"]
     assert len(roots) == 1 and roots[0].pitfall == "nccl-watchdog-timeout" and roots[0].rank == 0
     assert roots[0].count == 1
+
+
+def test_a_paste_of_only_nccl_socket_warn_lines_is_an_nccl_failure():
+    from triage.pipeline import run_analysis
+    a, _ = run_analysis([os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "fixtures", "logs", "synthetic", "truncated", "nccl_warn_only.log")])
+    assert a.primary is not None and a.primary.pitfall == "nccl-error"
+
+
+def test_a_rankless_warn_line_yields_to_the_same_failure_on_a_named_rank():
+    from triage.pipeline import run_analysis
+    a, _ = run_analysis([os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                      "fixtures", "logs", "real", "gpu", "nccl_rank_early_exit.log")])
+    assert a.primary.pitfall == "nccl-error" and a.primary.rank == 0
+    warn = [f for f in a.findings if f.pitfall == "nccl-error" and f.rank is None]
+    assert warn and all(f.role == "cascade" for f in warn)

@@ -464,6 +464,14 @@ def assign_roles(findings: List[Finding], launcher_rank: Optional[int] = None) -
                      and (f.order[0] == float("inf") or f.order[0] - first.order[0] <= SAME_BURST_S)]
             if named:
                 first = named[0]
+        if first.rank is None and not first.ranks:
+            # a rank-less line (NCCL prints its WARN lines without the launcher's prefix) yields to
+            # the same failure on a named rank in the same burst: that rank is what a user acts on
+            ranked = [f for f in generic if f.pitfall == first.pitfall and f.ranks
+                      and (f.order[0] == float("inf") or first.order[0] == float("inf")
+                           or f.order[0] - first.order[0] <= SAME_BURST_S)]
+            if ranked:
+                first = ranked[0]
         for f in generic:
             if f is not first:
                 f.role = "cascade"

@@ -13,6 +13,7 @@ import click
 from . import __version__
 from .config import ConfigError, build_config, check, diff
 from .pipeline import add_config_analysis, run_analysis
+from .redact import redact, redact_obj
 from .patterns import PatternError, load_all, load_dir
 from .report import FORMATS, SUFFIX_FORMAT, render
 from .sources import InputError
@@ -172,7 +173,7 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
         raise fail(str(e))
     vs = check(cfg, pats)
     if fmt == "json":
-        click.echo(json.dumps({"violations": [vars(v) for v in vs], "config": cfg}, indent=2, default=str))
+        click.echo(json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg}), indent=2, default=str))
     else:
         if not vs:
             click.echo("check-config: no CUDA-graph pitfall in this config")
@@ -194,12 +195,12 @@ def diff_cmd(old: str, new: str, fmt: str) -> None:
         raise fail(str(e))
     ch = diff(a, b)
     if fmt == "json":
-        click.echo(json.dumps([vars(c) for c in ch], indent=2, default=str))
+        click.echo(json.dumps(redact_obj([vars(c) for c in ch]), indent=2, default=str))
         return
     if not ch:
         click.echo("no differences")
     for c in ch:
-        click.echo(f"{c.key}: {c.old!r} -> {c.new!r}")
+        click.echo(redact(f"{c.key}: {c.old!r} -> {c.new!r}"))
 
 
 @cli.group()

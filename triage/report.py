@@ -450,7 +450,7 @@ def render(a: Analysis, fmt: str, redact_secrets: bool = True) -> str:
     """Render an analysis; secrets are redacted unless redact_secrets is False."""
     if fmt == "text":
         out = render_text(a)
-        return "\n".join(redact(x) for x in out.split("\n")) if redact_secrets else out
+        return redact(out) if redact_secrets else out      # whole text: key blocks span lines
     d = report_dict(a, redact_secrets)
     if fmt == "json":
         return _json(d)

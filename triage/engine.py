@@ -127,6 +127,7 @@ class ScanResult:
     # the text fingerprints like the kept ones of the same message ("" when past MAX_DROPPED_KEYS)
     dropped: Dict[Tuple[str, Optional[int], str], int] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)        # about the inputs (unreadable, capped, ...)
+    exits: List["LauncherExit"] = field(default_factory=list)   # deaths the launcher / shell reports
     bytes: int = 0                                        # bytes read (block driver)
     anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
     ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
@@ -276,6 +277,7 @@ class Core:
         self.inputs: Dict[str, InputState] = {}
         self._kept: Dict[Tuple[int, Optional[int], bytes], int] = {}
         self.notes: List[str] = []          # about the inputs (unreadable, capped, a decompression bomb)
+        self.exits: List["LauncherExit"] = []   # processes the launcher or the shell says died
         self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
@@ -365,6 +367,51 @@ class LauncherRoot(Observer):
             if m:
                 self.core.root_rank = int(m.group(1))
                 self.inside = False
+
+
+# A process's death reported by the launcher or the shell, when no error of its own made it to the
+# log.  torch/distributed/elastic/multiprocessing/api.py: "failed (exitcode: %s) local_rank: %s
+# (pid: %s) of binary: %s"; torch/distributed/elastic/multiprocessing/api.py SignalException:
+# "Process %d got signal: %d"; bash: "Segmentation fault (core dumped)", "./run.sh: line 7:  4242
+# Killed  python train.py" (job-control messages, strsignal texts).
+_EXIT_TORCHRUN = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: \d+\)")
+_EXIT_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
+_SIGNALS = r"(?:Segmentation fault|Aborted|Bus error|Killed|Floating point exception|Illegal instruction)"
+_EXIT_SHELL = re.compile(r"^(?:\S+: line \d+: +\d+ +" + _SIGNALS + r"\b.*|" + _SIGNALS + r"(?: +\(core dumped\))?\s*)$")
+
+
+class LauncherExits(Observer):
+    """A non-zero exit or a fatal signal that torchrun or the shell reports (see _EXIT_*)."""
+    anchors = [lit("failed (exitcode: "), lit("SignalException: Process "),
+               rxa(r"(?:Segmentation fault|Aborted|Bus error|Killed|Floating point exception|Illegal instruction)")]
+
+    def __init__(self, core: "Core"):
+        self.core = core
+
+    def feed(self, line: Line, ev: Event) -> None:
+        text = line.text
+        rank = line.rank
+        m = _EXIT_TORCHRUN.search(text)
+        if m:
+            if int(m.group(1)) == 0:
+                return
+            rank = int(m.group(2)) if rank is None else rank
+        elif not (_EXIT_SIGNAL.search(text) or _EXIT_SHELL.match(text.strip())):
+            return
+        if len(self.core.exits) < 100:
+            self.core.exits.append(LauncherExit(line.source, line.lineno, rank, text[:300], ev.seq,
+                                                ev.view.last_ts(line, ev.st), ev.inp.attempt(line)))
+
+
+@dataclass
+class LauncherExit:
+    source: str
+    line: int
+    rank: Optional[int]
+    text: str
+    seq: int
+    order_ts: Optional[float]
+    group: int = 0
 
 
 @dataclass
@@ -790,7 +837,8 @@ class Engine:
         rules.disabled = self.disabled
         blocks = Blocks(core)
         # the order is the order of the checks of one line
-        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), follow, blocks, rules]
+        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), LauncherExits(core), follow,
+                                             blocks, rules]
         return core, obs, rules
 
     def _anchor_set(self, obs: Sequence[Observer]) -> AnchorSet:
@@ -838,7 +886,7 @@ class Engine:
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
                           disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
-                          notes=list(core.notes),
+                          notes=list(core.notes), exits=list(core.exits),
                           bytes=nbytes, anchor_engine=engine, ranks_fn=ranks)
 
     # --- the line driver ------------------------------------------------------------------------

@@ -180,7 +180,7 @@ class FirstFailure:
 @dataclass
 class Crash:
     """Evidence, outside the patterns, that a process or the job died: see `crashes`."""
-    kind: str                     # uncaught-exception | fatal-python-error | srun | slurm
+    kind: str                     # uncaught-exception | fatal-python-error | srun | slurm | launcher-exit
     rank: Optional[int]
     source: str
     line: int
@@ -626,8 +626,10 @@ def first_crash(case: Case) -> Optional[Crash]:
     earliest process error, else the earliest launcher / scheduler report."""
     if not case.crashes:
         return None
-    named = [c for c in case.crashes if c.rank is not None and c.rank == case.launcher_root_rank]
-    pool = named or case.crashes
+    # a death torchrun or the shell reports only stands in when nothing else shows the failure
+    crashes = [c for c in case.crashes if c.kind != "launcher-exit"] or case.crashes
+    named = [c for c in crashes if c.rank is not None and c.rank == case.launcher_root_rank]
+    pool = named or crashes
     return min(pool, key=lambda c: (c.weight, c.order))
 
 
@@ -1047,6 +1049,10 @@ def analyse(scan: ScanResult) -> Analysis:
                           and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
             if cr is not None:
                 c.crashes.append(cr)
+        for x in getattr(scan, "exits", None) or []:      # a death torchrun or the shell reports
+            if x.group == g:
+                c.crashes.append(Crash("launcher-exit", x.rank, x.source, x.line, x.text[:200], [x.text],
+                                       (x.order_ts if x.order_ts is not None else float("inf"), x.seq), 1))
         ms = by_group.get(g, [])
         c.peers = _peers(ms, c.blocks)
         c.flight_recorder = _flight_recorder(ms)

@@ -1,6 +1,6 @@
 """A process that dies without an error of its own in the log is still a failure when torchrun or
 the shell reports it (issue 12: never silent on a failed job).  Synthetic one-line logs built from
-the real format strings: torch/distributed/elastic/multiprocessing/api.py ("failed (exitcode: %s)
+the real format strings: libstdc++'s verbose terminate handler, torch/distributed/elastic/multiprocessing/api.py ("failed (exitcode: %s)
 local_rank: %s (pid: %s) of binary: %s", SignalException "Process %d got signal: %d") and bash's
 job-control messages (strsignal texts, "(core dumped)")."""
 import os
@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("./run.sh: line 7:  4242 Killed                  python train.py", 3, None),
     ("E1203 07:12:30.123000 140 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 0) "
      "local_rank: 0 (pid: 4242) of binary: /usr/bin/python3", 0, None),
+    ("terminate called after throwing an instance of 'std::runtime_error'\n  what():  something odd happened", 3, 0),
     ("[rank0]: iteration 3 | Killed processes: 0", 0, None),
     ("the OOM killer Killed nothing today", 0, None),
 ])

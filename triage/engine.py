@@ -376,13 +376,16 @@ class LauncherRoot(Observer):
 # Killed  python train.py" (job-control messages, strsignal texts).
 _EXIT_TORCHRUN = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) \(pid: \d+\)")
 _EXIT_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d+)")
+# libstdc++'s verbose terminate handler (the process aborts): "terminate called after throwing an
+# instance of '%s'" then "  what():  %s"
+_TERMINATE = re.compile(r"^terminate called after throwing an instance of ")
 _SIGNALS = r"(?:Segmentation fault|Aborted|Bus error|Killed|Floating point exception|Illegal instruction)"
 _EXIT_SHELL = re.compile(r"^(?:\S+: line \d+: +\d+ +" + _SIGNALS + r"\b.*|" + _SIGNALS + r"(?: +\(core dumped\))?\s*)$")
 
 
 class LauncherExits(Observer):
     """A non-zero exit or a fatal signal that torchrun or the shell reports (see _EXIT_*)."""
-    anchors = [lit("failed (exitcode: "), lit("SignalException: Process "),
+    anchors = [lit("failed (exitcode: "), lit("SignalException: Process "), lit("terminate called after throwing"),
                rxa(r"(?:Segmentation fault|Aborted|Bus error|Killed|Floating point exception|Illegal instruction)")]
 
     def __init__(self, core: "Core"):
@@ -396,7 +399,7 @@ class LauncherExits(Observer):
             if int(m.group(1)) == 0:
                 return
             rank = int(m.group(2)) if rank is None else rank
-        elif not (_EXIT_SIGNAL.search(text) or _EXIT_SHELL.match(text.strip())):
+        elif not (_EXIT_SIGNAL.search(text) or _EXIT_SHELL.match(text.strip()) or _TERMINATE.match(text)):
             return
         if len(self.core.exits) < 100:
             self.core.exits.append(LauncherExit(line.source, line.lineno, rank, text[:300], ev.seq,

@@ -836,7 +836,7 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
                                                          for x in v["hang_suspects"][:20]))
     if v["flight_recorder"]:
         frv = v["flight_recorder"]
-        blocks.append(f"**Flight Recorder:** PyTorch dumped its collective trace"
+        blocks.append("**Flight Recorder:** PyTorch dumped its collective trace"
                       + (f" (ranks {_md(frv['ranks'])})" if frv["ranks"] else "")
                       + f". Dumps: {_md(frv['dumps'])} Analyse them with {_code(frv['analyse'])}.")
     if p:

@@ -11,14 +11,11 @@ import os
 import re
 
 import pytest
+from helpers import analyse_path, analyse_text
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.engine import Engine
-from triage.findings import TAIL_LINES, analyse
-from triage.patterns import load_all
-from triage.selftest import lines_of
-from triage.sources import iter_inputs
+from triage.findings import TAIL_LINES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, "fixtures", "logs")
@@ -26,17 +23,8 @@ REAL = os.path.join(LOGS, "real")
 OUT = os.path.join(LOGS, "synthetic", "outcome")
 
 
-@pytest.fixture(scope="module")
-def engine():
-    return Engine(load_all())
-
-
-def _a(engine, path):
-    return analyse(engine.scan(iter_inputs([path])))
-
-
-def _text(engine, text):
-    return analyse(engine.scan(lines_of(text)))
+_a = analyse_path        # (tests/helpers.py; the `engine` fixture is in conftest.py)
+_text = analyse_text
 
 
 def _cli(*args, input=None):

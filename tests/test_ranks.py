@@ -8,32 +8,19 @@ The short logs built below are SYNTHETIC: layouts written here from lines of tho
 import json
 import os
 
-import pytest
+from helpers import analyse_path, analyse_text
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.engine import Engine
-from triage.findings import FR_ANALYSE, FR_DUMPS, analyse, block_message, exception_line
-from triage.patterns import load_all
-from triage.selftest import lines_of
-from triage.sources import iter_inputs
+from triage.findings import FR_ANALYSE, FR_DUMPS, block_message, exception_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = os.path.join(HERE, "fixtures", "logs", "real")
 MULTI = os.path.join(REAL, "gpu-multirank")
 
 
-@pytest.fixture(scope="module")
-def engine():
-    return Engine(load_all())
-
-
-def _a(engine, path):
-    return analyse(engine.scan(iter_inputs([path])))
-
-
-def _text(engine, text):
-    return analyse(engine.scan(lines_of(text)))
+_a = analyse_path        # (tests/helpers.py; the `engine` fixture is in conftest.py)
+_text = analyse_text
 
 
 def _json(path):

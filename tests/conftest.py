@@ -13,3 +13,24 @@ def engine():
     from triage.engine import Engine
     from triage.patterns import load_all
     return Engine(load_all())
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server for this test run (tests/pgserver.py)."""
+    import pgserver
+    srv, why = pgserver.start()
+    if srv is None:
+        if os.environ.get("TRIAGE_REQUIRE_PG"):
+            pytest.fail(f"PostgreSQL is required (TRIAGE_REQUIRE_PG) but: {why}")
+        pytest.skip(f"no PostgreSQL server: {why}")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server, request):
+    """A fresh database on the test run's PostgreSQL server."""
+    import re
+    name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:50] + f"_{os.getpid()}_{id(request) % 100000}"
+    return pg_server.createdb(name)

@@ -1,6 +1,8 @@
 """Command-line interface: a thin click layer over sources -> engine -> findings -> report."""
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import signal
@@ -15,6 +17,7 @@ from .config import ConfigError, build_config, check, diff
 from .pipeline import add_config_analysis, run_analysis
 from .redact import redact, redact_obj
 from .patterns import PatternError, load_all, load_dir
+from .fleet_report import FLEET_FORMATS
 from .report import FORMATS, SUFFIX_FORMAT, render
 from .sources import InputError
 from .taxonomy import IDS
@@ -54,6 +57,73 @@ def write_atomic(path: str, text: str, force: bool) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
+           "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
+
+
+class _StdinDigest(io.RawIOBase):
+    """SHA-256 of what is read from stdin, for the content hash of a piped log."""
+
+    def __init__(self, raw):
+        super().__init__()
+        self.raw = raw
+        self.h = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self.raw.readinto(b)
+        if n:
+            self.h.update(memoryview(b)[:n])
+        return n or 0
+
+    def hexdigest(self) -> str:
+        return self.h.hexdigest()
+
+
+class _hashing_stdin:
+    """While active (and `on`), sys.stdin reads through a digest of its bytes; `as` gives a
+    one-element list holding the hex digest once the block ends."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        self.out: List[Optional[str]] = [None]
+
+    def __enter__(self) -> List[Optional[str]]:
+        if self.on and sys.stdin is not None and hasattr(sys.stdin, "buffer"):
+            self.saved = sys.stdin
+            self.dig = _StdinDigest(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer)
+            sys.stdin = io.TextIOWrapper(io.BufferedReader(self.dig), encoding="utf-8", errors="replace")  # type: ignore[arg-type]
+        else:
+            self.on = False
+        return self.out
+
+    def __exit__(self, *exc) -> None:
+        if self.on:
+            self.out[0] = self.dig.hexdigest()
+            sys.stdin = self.saved
+
+
+def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: Optional[str],
+                   stdin_hash: List[Optional[str]], exit_zero: bool) -> None:
+    """Record the verdict (--record/--db) and look up its known issue; a store error is one line
+    (exit 2), or a warning with --exit-zero."""
+    from .store import Store, StoreError, content_hash, job_id_for, record_of
+    try:
+        with Store(db) as st:
+            if record:
+                digest = content_hash(logs, stdin_hash[0])
+                st.record(record_of(a, logs, job_id_for(logs, job_id), digest))
+            v = a.verdict
+            a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None)
+    except StoreError as e:
+        if exit_zero:
+            click.echo(f"triage: warning: {e}", err=True)
+            return
+        raise fail(str(e))
 
 
 def _on_term(signum, frame):  # noqa: ARG001
@@ -112,9 +182,16 @@ def cli() -> None:
 @click.option("-q", "--quiet", is_flag=True,
               help="Text: print only the verdict line. Never shows the progress bar (shown on a terminal "
                    "for inputs of 64 MiB or more).")
+@click.option("--record", is_flag=True,
+              help="Store the verdict in the verdict store (--db, else TRIAGE_DB, else the default SQLite file).")
+@click.option("--db", "db", metavar="URL", default=None,
+              help=DB_HELP + " Giving it records the verdict (as --record does).")
+@click.option("--job-id", metavar="ID", default=None,
+              help="Job id of the stored verdict (default: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else the log's path).")
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
-            baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool) -> None:
+            baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
+            db: Optional[str], job_id: Optional[str]) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
@@ -125,13 +202,26 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
       3  unexplained-failure: the job failed (a traceback, Fatal Python error,
          torchrun's or srun's failure report, ...) and no pattern explains it;
          the report names the first failing rank and its error block
-    --exit-zero turns 1 and 3 into 0."""
+    --exit-zero turns 1 and 3 into 0, and a store that cannot be written
+    into a warning (a Slurm epilog must never exit non-zero).
+
+    \b
+    With --record or --db the verdict is stored, and a verdict whose signature or
+    pitfall is a known issue (`triage known add`) shows "known issue: URL (seen N
+    times since DATE)" in every format.  When TRIAGE_DB is set the known issues are
+    looked up without recording."""
+    stdin_hash = None
     try:
         pats = load_all(pattern_dirs)
-        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
+        record = record or bool(db)
+        with _hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
+            a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
         add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     except (InputError, PatternError, ConfigError) as e:
         raise fail(str(e))
+    from .store import store_given
+    if store_given(db, record):
+        _store_verdict(a, list(logs) or ["-"], db, record, job_id, stdin_hash, exit_zero)
     if fmt is None:
         fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "text") if output else "text"
     if quiet and fmt == "text":
@@ -264,6 +354,216 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
         click.echo(f"wrote draft pattern to {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+class _DefaultRun(click.Group):
+    """`triage fleet PATH...` runs `triage fleet run PATH...`; `triage fleet report` is the report."""
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["run"] + list(args)
+        elif not args:
+            args = ["run"]
+        return super().parse_args(ctx, args)
+
+
+def _fleet_output(view: dict, fmt: Optional[str], output: Optional[str], force: bool) -> None:
+    from .fleet_report import render as render_fleet
+    if fmt is None:
+        fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "text") if output else "text"
+    out = render_fleet(view, fmt)
+    if output:
+        try:
+            write_atomic(output, out, force)
+        except OSError as e:
+            raise fail(f"cannot write {output!r}: {e.strerror or e}")
+        click.echo(f"triage: {view['jobs']} job(s), {len(view['groups'])} group(s); {fmt} fleet report written to "
+                   f"{output}", err=True)
+    else:
+        click.echo(out, nl=not out.endswith("\n"))
+
+
+@cli.group(cls=_DefaultRun)
+def fleet() -> None:
+    """Triage many jobs at once and group their verdicts by signature.
+
+    \b
+    triage fleet PATH... [--jobs-in DIR]   analyse jobs, store and group them (= fleet run)
+    triage fleet report [--since 7d]       the grouped view from the store alone
+
+    \b
+    Examples:
+      triage fleet --jobs-in /logs/2026-12-03 -j 8
+      triage fleet job-1.log job-2/ --format json
+      triage fleet report --since 7d -o fleet.html"""
+
+
+@fleet.command("run")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--jobs-in", "jobs_in", multiple=True, type=click.Path(),
+              help="A directory whose every child (a log file or a per-rank directory) is one job (repeatable).")
+@click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
+              help="Analyse N jobs at once (default 0: all cores).")
+@click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
+@click.option("--no-store", is_flag=True, help="Do not store the verdicts (first/last seen then come from these jobs only).")
+@click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
+              help="text (default), json, markdown or html; with -o, taken from the file suffix.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the grouped view to this file (atomically).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help="Extra pattern directory (repeatable).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
+              fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool) -> None:
+    """Analyse many jobs: each PATH is one job (a log file or a per-rank directory); with
+    --jobs-in DIR each child of DIR is one job.  Jobs run in parallel (-j), every verdict is
+    stored (--db; idempotent: a job analysed again is one record), and the grouped view is
+    printed: per signature the count, first and last seen, the jobs and the known issue;
+    unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong."""
+    from .fleet import FleetError, analyse_jobs, find_jobs, view
+    from .progress import for_jobs
+    from .store import Store, StoreError
+    try:
+        jobs = find_jobs(paths, jobs_in)
+        store = None if no_store else Store(db)
+    except (FleetError, StoreError) as e:
+        raise fail(str(e))
+    bar = None if quiet else for_jobs(len(jobs))
+    results = []
+    try:
+        for r in analyse_jobs(jobs, pattern_dirs, workers, tick=bar):
+            results.append(r)
+    except PatternError as e:
+        raise fail(str(e))
+    finally:
+        if bar is not None:
+            bar.close()
+    order = {j.job_id: i for i, j in enumerate(jobs)}
+    results.sort(key=lambda r: order[r.job.job_id])
+    records = [r.record for r in results if r.record is not None]
+    errors = [r for r in results if r.record is None]
+    seen, known = None, None
+    if store is not None:
+        try:
+            with store:
+                for i in range(0, len(records), 200):
+                    store.record_many(records[i:i + 200])
+                seen = store.seen(signatures=[r.signature for r in records if r.signature])
+                known = store.known_list()
+        except StoreError as e:
+            raise fail(str(e))
+    _fleet_output(view(records, seen, known, errors), fmt, output, force)
+
+
+@fleet.command("report")
+@click.option("--since", default="7d", show_default=True, metavar="PERIOD",
+              help="The period shown: 7d, 12h, 2w, or a date YYYY-MM-DD; 'all' for the whole store.")
+@click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
+@click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
+              help="text (default), json, markdown or html; with -o, taken from the file suffix.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file (atomically).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Optional[str], force: bool) -> None:
+    """The grouped view of the stored verdicts of a period, with a per-day chart of failing
+    jobs per signature (HTML); signatures first seen in the period are marked new.
+
+    \b
+    Examples:
+      triage fleet report --since 7d -o fleet.html
+      triage fleet report --since 2026-12-01 --db postgresql://triage@db/triage --format json"""
+    import time as _time
+    from .fleet import FleetError, parse_since, view
+    from .store import Store, StoreError
+    try:
+        t0 = None if since.strip().lower() == "all" else parse_since(since)
+        with Store(db) as store:
+            records = list(store.records(since=t0))
+            seen = store.seen(signatures=[r.signature for r in records if r.signature])
+            known = store.known_list()
+    except (FleetError, StoreError) as e:
+        raise fail(str(e))
+    _fleet_output(view(records, seen, known, since=t0, until=_time.time(), daily=True), fmt, output, force)
+
+
+@cli.group()
+def known() -> None:
+    """The known-issue table: link a signature or a pitfall to the ticket that tracks it.
+
+    \b
+    Examples:
+      triage known add capture-memory-overhead https://jira.example.com/browse/TRAIN-123 --title "graph pools"
+      triage known add "unexplained-failure: RuntimeError: <path> boom" https://github.com/org/repo/issues/7
+      triage known list
+      triage known remove capture-memory-overhead"""
+
+
+@known.command("add")
+@click.argument("key")
+@click.argument("url")
+@click.option("--title", default=None, help="The ticket's title.")
+@click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
+def known_add(key: str, url: str, title: Optional[str], db: Optional[str]) -> None:
+    """Link KEY (a pitfall id, or a job signature as `triage fleet` or the JSON's `signature`
+    shows it) to the ticket at URL; adding the same KEY again replaces its link."""
+    from .store import Store, StoreError, known_key_error, url_error
+    why = known_key_error(key) or url_error(url)
+    if why:
+        raise fail(why)
+    try:
+        with Store(db) as st:
+            new = st.known_add(key, url, title)
+    except StoreError as e:
+        raise fail(str(e))
+    click.echo(f"{'added' if new else 'updated'}: {key} -> {url}")
+
+
+@known.command("list")
+@click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def known_list(db: Optional[str], fmt: str) -> None:
+    """List the known issues with how often the store has seen each."""
+    from .store import Store, StoreError, day
+    try:
+        with Store(db) as st:
+            rows = st.known_list()
+            sigs = [r["key"] for r in rows if ": " in r["key"]]
+            pits = [r["key"] for r in rows if ": " not in r["key"]]
+            seen = st.seen(signatures=sigs, pitfalls=pits)
+    except StoreError as e:
+        raise fail(str(e))
+    out = []
+    for r in rows:
+        n, first, last = seen.get(r["key"], (0, 0.0, 0.0))
+        out.append({"key": r["key"], "url": r["url"], "title": r["title"], "added": day(r["added_at"]),
+                    "seen": n, "first_seen": day(first) if n else None, "last_seen": day(last) if n else None})
+    if fmt == "json":
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
+        return
+    if not out:
+        click.echo("no known issues (add one with: triage known add KEY URL)")
+    for k in out:
+        seen_s = f"seen {k['seen']}x, {k['first_seen']}..{k['last_seen']}" if k["seen"] else "not seen yet"
+        click.echo(f"{k['key']}\n  {k['url']}" + (f"  {k['title']}" if k["title"] else "") + f"\n  {seen_s}")
+
+
+@known.command("remove")
+@click.argument("keys", nargs=-1, required=True)
+@click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
+def known_remove(keys: List[str], db: Optional[str]) -> None:
+    """Remove the known issues KEYS (exit 1 when one of them was not in the table)."""
+    from .store import Store, StoreError
+    missing = []
+    try:
+        with Store(db) as st:
+            for k in keys:
+                if st.known_remove(k):
+                    click.echo(f"removed: {k}")
+                else:
+                    missing.append(k)
+    except StoreError as e:
+        raise fail(str(e))
+    if missing:
+        click.echo(f"triage: not a known issue: {', '.join(missing)} (see triage known list)", err=True)
+        raise click.exceptions.Exit(EXIT_FOUND)
+
 
 
 def main() -> None:

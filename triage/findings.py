@@ -278,6 +278,7 @@ class Analysis:
     step_times: Dict[str, Any] = field(default_factory=dict)
     versions: Dict[str, str] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
+    known: Optional[Dict[str, Any]] = None     # the known issue of this verdict (store.known_info), when a store was given
     _verdict: Optional[Verdict] = field(default=None, repr=False)
 
     @property
@@ -634,8 +635,8 @@ def first_crash(case: Case) -> Optional[Crash]:
 
 
 def _signature(v: "Verdict") -> Optional[str]:
-    if v.primary is not None:
-        return f"{v.primary.pitfall}: {mask(v.primary.title)}"
+    if v.primary is not None:       # the pattern's title is fixed text: nothing in it varies by job
+        return f"{v.primary.pitfall}: {' '.join(v.primary.title.split())}"
     if v.outcome == "unexplained-failure":
         msg = v.first_failure.message if v.first_failure is not None else v.summary
         return f"unexplained-failure: {mask(msg)[:200]}"

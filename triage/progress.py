@@ -64,3 +64,42 @@ def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[st
         except OSError:
             pass
     return Progress(total, s) if total >= PROGRESS_MIN_BYTES else None
+
+
+class JobsProgress:
+    """A job counter on stderr for `triage fleet`: jobs done, rate, ETA."""
+
+    def __init__(self, total: int, stream: Optional[IO[str]] = None, clock=time.monotonic):
+        self.total = max(total, 1)
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+        self.t0 = clock()
+        self.last = -1.0
+        self.shown = False
+
+    def __call__(self, done: int) -> None:
+        now = self.clock()
+        if now - self.last < _EVERY_S and done < self.total:
+            return
+        self.last = now
+        rate = done / max(now - self.t0, 1e-6)
+        eta = (self.total - done) / rate if rate > 0 else 0.0
+        width = 24
+        fill = int(width * min(done, self.total) / self.total)
+        self.stream.write(f"\rtriage: [{'#' * fill}{'.' * (width - fill)}] {done}/{self.total} jobs  "
+                          f"{rate:.1f} jobs/s  ETA {eta:.0f}s ")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+
+def for_jobs(n: int, quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[JobsProgress]:
+    """A JobsProgress when it should be shown (a terminal, not --quiet, more than one job)."""
+    s = stream if stream is not None else sys.stderr
+    if quiet or n < 2 or not getattr(s, "isatty", lambda: False)() or os.environ.get("TERM") == "dumb":
+        return None
+    return JobsProgress(n, s)

@@ -241,6 +241,11 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     d["timeline"] = _timeline(a, cut)
     if v.signature is not None:
         d["signature"] = cut.text(v.signature)
+    if a.known is not None:
+        k = a.known
+        d["known"] = {"key": cut.text(str(k.get("key", ""))), "url": cut.text(str(k.get("url", ""))),
+                      "title": cut.text(str(k["title"])) if k.get("title") else None,
+                      "seen": k.get("seen"), "since": k.get("since")}
     if v.first_failure is not None:
         ff = v.first_failure
         d["first_failure"] = {"rank": ff.rank, "source": ff.source, "line": ff.line, "message": cut.text(ff.message),
@@ -304,9 +309,20 @@ def _clip(s: str, n: int = 300) -> str:
     return s if len(s) <= n else s[:n] + "…"
 
 
+def known_line(k: Optional[Dict[str, Any]]) -> Optional[str]:
+    """'known issue: URL (seen N times since DATE)' for a verdict the store knows."""
+    if not k:
+        return None
+    seen = k.get("seen") or 0
+    when = f" since {k['since']}" if k.get("since") else ""
+    title = f" {k['title']}" if k.get("title") else ""
+    return f"known issue: {k.get('url')}{title} (seen {seen} time{'s' if seen != 1 else ''}{when})"
+
+
 def render_text(a: Analysis) -> str:
     out: List[str] = []
     v = a.verdict
+    kl = known_line(a.known)
     if a.primary is None:
         out.append(f"triage: {a.summary}")
         ff = v.first_failure
@@ -438,6 +454,8 @@ def render_text(a: Analysis) -> str:
             out.append(f"  {u.source}:{u.line}{rk} (x{u.count})")
             for x in u.lines[-4:]:
                 out.append(f"    | {_clip(x, 200)}")
+    if kl:
+        out.insert(1, kl)       # right under the verdict line (--quiet keeps only the verdict line)
     return "\n".join(out) + "\n"
 
 
@@ -619,6 +637,16 @@ def _steps_view(st: Any, omitted: Any = None) -> Optional[Dict[str, Any]]:
     return {"runs": runs, "comparisons": comps}
 
 
+def _known_view(k: Any) -> Optional[Dict[str, Any]]:
+    """The known issue, with a link only for an http(s) URL."""
+    if not isinstance(k, dict) or not k.get("url"):
+        return None
+    url = _s(k.get("url"), 2000)
+    return {"url": url, "href": url if url.startswith(("https://", "http://")) else None,
+            "title": _s(k.get("title"), 200) if k.get("title") else None,
+            "seen": _int_or_none(k.get("seen")) or 0, "since": _s(k.get("since"), 20) if k.get("since") else None}
+
+
 def _view(d: Dict[str, Any]) -> Dict[str, Any]:
     d = d if isinstance(d, dict) else {}
     findings_all = [_finding_view(f) for f in _dicts(d.get("findings"))]
@@ -704,6 +732,7 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
         "failed": outcome != "healthy", "outcome": outcome, "first_failure": first_failure,
         "hang": hang, "hang_suspects": suspects_h, "flight_recorder": flight,
         "signature": _s(d.get("signature"), 300) if d.get("signature") is not None else None,
+        "known": _known_view(d.get("known")),
         "summary": _s(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
         "primary": primary, "primary_id": _s(prim_id, 120) if prim_id is not None else None,
         "first_rank": _rank(d.get("first_failing_rank")) if d.get("first_failing_rank") is not None else None,
@@ -824,6 +853,13 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
         head.append(f"| Pattern | {_code(p['pattern_file'])} |")
     if v["signature"]:
         head.append(f"| Signature | {_code(v['signature'])} |")
+    kv = v["known"]
+    if kv:
+        since = f" since {_md(kv['since'])}" if kv["since"] else ""
+        label = _md(kv["title"]) if kv["title"] else _md(kv["url"])
+        href = (kv["href"] or "").replace("<", "%3C").replace(">", "%3E").replace("|", "%7C")
+        link = f"[{label}](<{href}>)" if href else label
+        head.append(f"| Known issue | {link} (seen {kv['seen']} time{'s' if kv['seen'] != 1 else ''}{since}) |")
     blocks: List[str] = []
     ffv = v["first_failure"]
     if not p and ffv is not None:

@@ -1,0 +1,255 @@
+"""Fleet triage: many jobs analysed at once, their verdicts stored and grouped by signature.
+
+`analyse_jobs` runs one analysis per job in worker processes (patterns loaded once per worker,
+never an interpreter per job); `view` groups verdict records -- those of this run, or the store's
+over a period -- into the grouped view `triage fleet` prints: per signature the count, first and
+last seen, the jobs and the known ticket; unexplained failures grouped the same way; healthy jobs
+counted.  Rendering (text, json, markdown, html) lives in fleet_report.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from .store import Record, content_hash, day, record_of
+
+JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
+CHART_SIGNATURES = 8       # signatures drawn in the per-day chart; the rest are "other"
+
+
+@dataclass
+class Job:
+    job_id: str
+    path: str
+
+
+@dataclass
+class JobResult:
+    job: Job
+    record: Optional[Record]
+    error: Optional[str] = None
+
+
+class FleetError(Exception):
+    """A fleet argument that cannot be used: one line for the user."""
+
+
+# --- which jobs ----------------------------------------------------------------------------------
+def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
+    """Each PATH is one job (a file or a per-rank directory); each child of a --jobs-in DIR is one
+    job (hidden entries skipped).  A job named twice is analysed once."""
+    jobs: List[Job] = []
+    for d in jobs_in:
+        if not os.path.isdir(d):
+            raise FleetError(f"--jobs-in {d!r} is not a directory")
+        try:
+            names = sorted(n for n in os.listdir(d) if not n.startswith("."))
+        except OSError as e:
+            raise FleetError(f"cannot list --jobs-in {d!r}: {e.strerror or e}") from None
+        for n in names:
+            p = os.path.join(d, n)
+            if os.path.isdir(p) or os.path.isfile(p):
+                jobs.append(Job(p, p))
+    for p in paths:
+        if p == "-":
+            raise FleetError("triage fleet reads jobs from files and directories, not stdin")
+        if not os.path.exists(p):
+            raise FleetError(f"no such file or directory: {p!r}")
+        jobs.append(Job(p, p))
+    seen = set()
+    out = []
+    for j in jobs:
+        key = os.path.realpath(j.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(j)
+    if not out:
+        raise FleetError("no jobs: give job paths or --jobs-in DIR (a directory of job logs or per-job directories)")
+    return out
+
+
+# --- analysing them ------------------------------------------------------------------------------
+def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
+    """One job's verdict record; an input that cannot be read is an error result, never a raise."""
+    from .config import ConfigError
+    from .patterns import PatternError
+    from .pipeline import add_config_analysis, run_analysis
+    from .sources import InputError
+    try:
+        a, seen = run_analysis([job.path], pats=list(pats))
+        add_config_analysis(a, list(pats), seen)
+        return JobResult(job, record_of(a, [job.path], job.job_id, content_hash([job.path])))
+    except (InputError, PatternError, ConfigError) as e:
+        return JobResult(job, None, str(e)[:500])
+    except Exception as e:  # noqa: BLE001 -- one odd job never stops the fleet
+        return JobResult(job, None, f"internal error: {type(e).__name__}: {str(e)[:300]}")
+
+
+_worker_pats: List[Any] = []     # per worker process: the catalog, loaded once by _init_worker
+
+
+def _init_worker(pattern_dirs: Sequence[str]) -> None:
+    from .patterns import load_all
+    signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C and stops the pool
+    os.environ["TRIAGE_JOBS"] = "1"                  # no worker pool inside a worker
+    _worker_pats[:] = load_all(pattern_dirs)
+
+
+def _work(job: Job) -> JobResult:
+    return analyse_job(job, _worker_pats)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers: int = 0,
+                 tick: Optional[Callable[[int], None]] = None) -> Iterator[JobResult]:
+    """Analyse JOBS on `workers` processes (0: all cores); yields results as they finish.
+    `tick(done)` is called after each job."""
+    from .patterns import load_all
+    n = workers or default_workers()
+    n = max(1, min(n, len(jobs)))
+    if n == 1:
+        pats = load_all(pattern_dirs)
+        for i, j in enumerate(jobs, 1):
+            r = analyse_job(j, pats)
+            if tick:
+                tick(i)
+            yield r
+        return
+    load_all(pattern_dirs)       # a bad --patterns is one error here, not one per worker
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
+    pool = ctx.Pool(n, initializer=_init_worker, initargs=(list(pattern_dirs),))
+    try:
+        for i, r in enumerate(pool.imap_unordered(_work, jobs, chunksize=1), 1):
+            if tick:
+                tick(i)
+            yield r
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+# --- the grouped view ----------------------------------------------------------------------------
+def iso(ts: Optional[float]) -> Optional[str]:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts)) if ts else None
+
+
+def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, float]]] = None,
+         known: Optional[Sequence[Dict[str, Any]]] = None, errors: Sequence[JobResult] = (),
+         since: Optional[float] = None, until: Optional[float] = None, daily: bool = False,
+         jobs_shown: int = JOBS_SHOWN) -> Dict[str, Any]:
+    """Group verdict RECORDS by signature.  `seen`: store-wide (count, first, last) per signature
+    (first/last seen then span the whole store, not only these records); `known`: the known-issue
+    table; `since`: the start of the period (signatures first seen in it are marked new);
+    `daily`: add per-day counts per signature (for the chart)."""
+    seen = seen or {}
+    table = {k["key"]: k for k in (known or ())}
+    outcomes = Counter(r.outcome for r in records)
+    by_sig: Dict[Tuple[str, str], List[Record]] = defaultdict(list)
+    for r in records:
+        if r.outcome in ("pitfall", "unexplained-failure"):
+            by_sig[(r.outcome, r.signature or f"{r.outcome}: {r.title}")].append(r)
+    groups: List[Dict[str, Any]] = []
+    unexplained: List[Dict[str, Any]] = []
+    for (outcome, sig), rs in by_sig.items():
+        rs.sort(key=lambda r: (r.job_time, r.job_id))
+        first, last = rs[0].job_time, rs[-1].job_time
+        if sig in seen:
+            first, last = min(first, seen[sig][1]), max(last, seen[sig][2])
+        k = table.get(sig) or (table.get(rs[0].primary) if rs[0].primary else None)
+        ranks = Counter(r.first_failing_rank for r in rs if r.first_failing_rank is not None)
+        g = {
+            "signature": sig, "primary": rs[0].primary, "title": rs[0].title, "count": len(rs),
+            "first_seen": iso(first), "last_seen": iso(last),
+            "seen_total": max(seen[sig][0], len(rs)) if sig in seen else len(rs),
+            "jobs": [r.job_id for r in rs[:jobs_shown]], "jobs_omitted": max(0, len(rs) - jobs_shown),
+            "first_failing_ranks": {str(k2): v for k2, v in sorted(ranks.items())},
+            "blamed": sorted({r.blamed for r in rs if r.blamed}),
+            "known": {"url": k["url"], "title": k["title"]} if k else None,
+            "new": bool(since is not None and first >= since),
+        }
+        (groups if outcome == "pitfall" else unexplained).append(g)
+    order = lambda g: (-g["count"], g["signature"])  # noqa: E731
+    groups.sort(key=order)
+    unexplained.sort(key=order)
+    out: Dict[str, Any] = {
+        "jobs": len(records) + len(errors),
+        "outcomes": {k: outcomes.get(k, 0) for k in ("pitfall", "unexplained-failure", "healthy")},
+        "healthy": outcomes.get("healthy", 0),
+        "groups": groups,
+        "unexplained": unexplained,
+        "errors": [{"job": e.job.job_id, "error": e.error} for e in errors],
+        "period": {"since": iso(since), "until": iso(until)},
+    }
+    if errors:
+        out["outcomes"]["error"] = len(errors)
+    if daily:
+        out["daily"] = per_day(records, [g["signature"] for g in groups + unexplained])
+    return out
+
+
+def per_day(records: Sequence[Record], order: Sequence[str]) -> Dict[str, Any]:
+    """{"days": [...], "series": [{"signature", "counts"}]}: failing jobs per day per signature, the
+    CHART_SIGNATURES most frequent kept, the rest summed as "other"."""
+    failing = [r for r in records if r.outcome in ("pitfall", "unexplained-failure")]
+    if not failing:
+        return {"days": [], "series": []}
+    lo = min(r.job_time for r in failing)
+    hi = max(r.job_time for r in failing)
+    days: List[str] = []
+    t = lo - (lo % 86400)
+    while t <= hi and len(days) < 400:
+        days.append(day(t))
+        t += 86400
+    idx = {d: i for i, d in enumerate(days)}
+    top = list(order[:CHART_SIGNATURES])
+    series: Dict[str, List[int]] = {s: [0] * len(days) for s in top}
+    other = [0] * len(days)
+    for r in failing:
+        i = idx.get(day(r.job_time))
+        if i is None:
+            continue
+        sig = r.signature or f"{r.outcome}: {r.title}"
+        (series[sig] if sig in series else other)[i] += 1
+    out = [{"signature": s, "counts": series[s]} for s in top]
+    if any(other):
+        out.append({"signature": "other", "counts": other})
+    return {"days": days, "series": out}
+
+
+def parse_since(text: str, now: Optional[float] = None) -> float:
+    """'7d', '12h', '30m', '2w' or a date 'YYYY-MM-DD' -> epoch seconds."""
+    import calendar
+    import re
+    now = time.time() if now is None else now
+    t = text.strip()
+    m = re.fullmatch(r"(\d{1,6})\s*([mhdw])", t)
+    if m:
+        return now - int(m.group(1)) * {"m": 60, "h": 3600, "d": 86400, "w": 604800}[m.group(2)]
+    try:
+        return float(calendar.timegm(time.strptime(t, "%Y-%m-%d")))
+    except ValueError:
+        raise FleetError(f"--since {text!r}: give a period (7d, 12h, 2w) or a date (YYYY-MM-DD)") from None
+
+
+def known_rows(store: Any) -> List[Dict[str, Any]]:
+    return store.known_list() if store is not None else []
+
+
+def group_signatures(records: Iterable[Record]) -> List[str]:
+    return sorted({r.signature for r in records if r.signature})

@@ -286,3 +286,111 @@ def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Mark
             legend.append((f"sw-m-{name}", f"{name} steady-state median {med:g} ms"))
     out.append("</svg>")
     return Markup('<figure class="chart">' + "".join(out) + _legend(legend) + "</figure>")
+
+
+# --------------------------------------------------------------------------------------------
+# fleet: failing jobs per day per signature
+
+SERIES_CLASSES = 8         # distinct colours (css classes c-s0 .. c-s7); later series join "other"
+DAYS_MAX = 400             # days drawn at most (the most recent kept)
+
+
+def _count(x: Any) -> int:
+    v = _num(x)
+    return min(int(v), 10 ** 9) if v is not None and v >= 1 else 0
+
+
+def _count_ticks(hi: int, n: int = 5) -> Tuple[List[int], int]:
+    """Whole-number ticks from 0 covering HI in about N steps; (ticks, top of the axis)."""
+    hi = max(1, hi)
+    step = 1
+    for mag in (10 ** k for k in range(0, 10)):
+        for m in (1, 2, 5):
+            step = m * mag
+            if hi / step <= n:
+                break
+        else:
+            continue
+        break
+    top = -(-hi // step) * step
+    return list(range(0, top + 1, step)), top
+
+
+def daily_chart_svg(daily: Any, width: int = 900, height: int = 280) -> Markup:
+    """Stacked bars: failing jobs per day (x), one segment per signature, coloured by series
+    (css classes `c-s0`.. `c-s7`, `c-other`); each day is one `<g class="day">` and each segment
+    carries a `<title>` (day, signature, count).  `daily` is fleet.per_day's
+    {"days": [...], "series": [{"signature", "counts"}]}; odd values are skipped or read as 0."""
+    if not isinstance(daily, dict):
+        return Markup("")
+    days_in = daily.get("days")
+    if not isinstance(days_in, (list, tuple)) or not days_in:
+        return Markup("")
+    days = [("" if d is None else str(d))[:32] for d in days_in]
+    off = max(0, len(days) - DAYS_MAX)
+    days = days[off:]
+    nd = len(days)
+    # series: [(css class, label, counts)], at most SERIES_CLASSES named ones plus "other"
+    named: List[Tuple[str, str, List[int]]] = []
+    other = [0] * nd
+    raw = daily.get("series")
+    for s in raw if isinstance(raw, (list, tuple)) else []:
+        if not isinstance(s, dict):
+            continue
+        cs = s.get("counts")
+        if not isinstance(cs, (list, tuple)):
+            continue
+        cs = list(cs)[off:off + nd]
+        counts = [_count(c) for c in cs] + [0] * (nd - len(cs))
+        sig = s.get("signature")
+        label = "?" if sig is None else str(sig)[:300]
+        if label == "other" or len(named) >= SERIES_CLASSES:
+            other = [a + b for a, b in zip(other, counts)]
+        else:
+            named.append((f"s{len(named)}", label, counts))
+    series = named + ([("other", "other", other)] if any(other) else [])
+    totals = [sum(s[2][i] for s in series) for i in range(nd)]
+    ticks, ytop = _count_ticks(max(totals) if totals else 0)
+    left, right, top, bottom = 56.0, 16.0, 12.0, 46.0
+    pw, ph = width - left - right, height - top - bottom
+    slot = pw / nd
+    bw = max(1.0, min(48.0, slot * 0.72))
+
+    def Y(v: float) -> float:
+        return top + ph - ph * v / ytop
+
+    out = [_svg_open(width, height, "Failing jobs per day, by signature", "daily")]
+    for v in ticks:
+        y = Y(v)
+        out.append(f'<line class="grid" x1="{_f(left)}" y1="{_f(y)}" x2="{_f(left + pw)}" y2="{_f(y)}"/>')
+        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">{v}</text>')
+    for i, d in enumerate(days):
+        cx = left + slot * (i + 0.5)
+        x = cx - bw / 2
+        y0 = top + ph
+        seg = [f'<g class="day"><title>{escape(f"{d}: {totals[i]} failing job(s)")}</title>']
+        for cls, label, counts in series:
+            n = counts[i]
+            if n <= 0:
+                continue
+            h = ph * n / ytop
+            y0 -= h
+            seg.append(f'<rect class="c-{cls}" x="{_f(x)}" y="{_f(y0)}" width="{_f(bw)}" height="{_f(max(h, 0.5))}">'
+                       f'<title>{escape(f"{d}: {label}: {n} job(s)")}</title></rect>')
+        seg.append("</g>")
+        out.append("".join(seg))
+    out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top)}" x2="{_f(left)}" y2="{_f(top + ph)}"/>')
+    out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top + ph)}" x2="{_f(left + pw)}" y2="{_f(top + ph)}"/>')
+    every = max(1, math.ceil(nd / max(1, int(pw // 80))))     # a label per ~80 units at most
+    for i in range(0, nd, every):
+        cx = left + slot * (i + 0.5)
+        out.append(f'<line class="tick" x1="{_f(cx)}" y1="{_f(top + ph)}" x2="{_f(cx)}" y2="{_f(top + ph + 4)}"/>')
+        out.append(f'<text class="lbl" x="{_f(cx)}" y="{_f(top + ph + 16)}" text-anchor="middle">'
+                   f'{escape(days[i][:10])}</text>')
+    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(height - 6)}" text-anchor="middle">'
+               f'day (UTC)</text>')
+    out.append(f'<text class="lbl axis-title" x="12" y="{_f(top + ph / 2)}" text-anchor="middle" '
+               f'transform="rotate(-90 12 {_f(top + ph / 2)})">failing jobs</text>')
+    out.append("</svg>")
+    legend = [(f"sw-{cls}", label if len(label) <= 90 else label[:89] + "…") for cls, label, _ in series]
+    return Markup('<figure class="chart">' + "".join(out) + _legend(legend) + "</figure>")

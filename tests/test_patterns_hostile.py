@@ -66,6 +66,8 @@ def test_a_user_pattern_cannot_reuse_a_shipped_id(tmp_path):
     (GOOD.format(rx="(unclosed", lit="a"), "bad regex"),
     (GOOD.format(rx="a", lit="a").replace("literal: \"a\"", "literal: \"\""), "literal"),
     ("id: [unclosed\n", "invalid YAML"),
+    (GOOD.format(rx="{{not_qouted}}boom", lit="boom"), "unknown macro {{not_qouted}}"),
+    (GOOD.format(rx="\\d+", lit="a").replace("    literal: \"a\"\n", ""), "none can be derived"),
 ])
 def test_malformed_user_patterns_are_one_line_errors(tmp_path, text, needle):
     p = write(tmp_path, text)

@@ -2,13 +2,15 @@
 
 The schema is documented in PATTERNS.md.  Loading never executes anything from a
 pattern file: regexes are compiled with the `regex` package and config rules are
-declarative (see config.py for the operators).
+declarative (see config.py for the operators).  Two conveniences keep a pattern short:
+`{{name}}` macros in a regex are expanded at load time (MACROS), and a match or context
+entry without a `literal` gets the prefilter derived from its regex (derive_literals).
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import regex
 import yaml
@@ -23,6 +25,20 @@ RULE_OPS = (
     "eq", "ne", "in", "not_in", "contains", "contains_any", "not_contains", "truthy", "falsy",
     "set", "unset", "gt", "lt", "version_lt", "version_ge", "has_other_than",
 )
+
+
+# Regex macros: `{{name}}` in any regex of a pattern file (match, context, not) is replaced by
+# the text below before compiling; the finding's `rule` shows the expanded regex.
+MACROS = {
+    # not inside a quoted string or an identifier: the message, not the source line that prints it
+    "not_quoted": r"""(?<![\w'"])""",
+    # a C++ stack frame line of a c10::Error ("frame #3: ", "#3 ", "  #3: ")
+    "cpp_frame": r"^\s*(?:frame )?#\d+:? ",
+    # an NCCL WARN line: optional [launcher] prefix, host:pid:tid, optional [time], [device], file:line
+    "nccl_warn": r"^(?:\[[^\]]*\] )?\S+:\d+:\d+ (?:\[[^\]]*\] )?\[\d+\] (?:\S+:\d+ )?(?:\([^)]*\) )?NCCL WARN ",
+}
+_MACRO_RX = regex.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+MIN_DERIVED_LITERAL = 4     # a derived prefilter shorter than this is refused: give a `literal`
 
 
 class PatternError(Exception):
@@ -54,6 +70,8 @@ class ConfigRule:
     message: str
     keys: List[str]
     fix: str
+    violates: List[Dict[str, Any]] = field(default_factory=list)   # canonical configs the rule must flag
+    ok: List[Dict[str, Any]] = field(default_factory=list)         # ... and configs it must not flag
 
 
 @dataclass
@@ -73,6 +91,7 @@ class Pattern:
     examples_no_match: List[str]
     config_rules: List[ConfigRule] = field(default_factory=list)
     path: str = ""
+    overlaps: List[str] = field(default_factory=list)   # ids that may win this pattern's examples (deliberate)
 
 
 def _req(d: Dict[str, Any], key: str, typ: Any, where: str) -> Any:
@@ -95,6 +114,79 @@ def _str_list(v: Any, where: str, key: str) -> List[str]:
     raise PatternError(f"{where}: '{key}' must be a string or a list of strings")
 
 
+def expand_macros(src: str, where: str) -> str:
+    """`{{name}}` -> MACROS[name]; an unknown name is an error (a typo must not become literal text)."""
+    def sub(m: Any) -> str:
+        name = m.group(1)
+        if name not in MACROS:
+            raise PatternError(f"{where}: unknown macro {{{{{name}}}}} (known: {', '.join(sorted(MACROS))})")
+        return MACROS[name]
+    return _MACRO_RX.sub(sub, src)
+
+
+def _sre_parse(src: str) -> Any:
+    try:
+        from re import _parser as sre_parse         # Python >= 3.11
+    except ImportError:                             # pragma: no cover - older Pythons
+        import sre_parse  # type: ignore[no-redef]
+    return sre_parse.parse(src)
+
+
+def _runs(items: Any, out: List[str], cur: List[str]) -> List[str]:
+    """Collect into OUT the runs of literal characters that every match of ITEMS (an sre sequence)
+    contains contiguously; CUR is the run being built.  Returns the run still open at the end."""
+    from re import _constants as c                  # noqa: PLC0415 - only needed when deriving
+    for op, av in items:
+        if op is c.LITERAL:
+            cur.append(chr(av))
+        elif op in (c.AT, c.ASSERT, c.ASSERT_NOT):  # zero-width: neighbours stay adjacent
+            continue
+        elif op is c.SUBPATTERN and not av[1] and not av[2] and not any(o is c.BRANCH for o, _ in av[3]):
+            cur = _runs(av[3], out, cur)            # a plain group (no flags, no alternation): inline
+        elif op is getattr(c, "ATOMIC_GROUP", None) and not any(o is c.BRANCH for o, _ in av):
+            cur = _runs(av, out, cur)
+        else:
+            out.append("".join(cur))
+            cur = []
+            if op in (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", None)) and av[0] >= 1:
+                out.append("".join(_runs(av[2], out, [])))   # a repeat taken at least once: its body
+    return cur
+
+
+def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str]:
+    """The prefilter for a regex: the longest run of plain characters that every match contains
+    (one per alternative when the whole regex is an alternation).  ([], why) when none of at least
+    MIN_DERIVED_LITERAL characters exists or the regex is beyond the stdlib parser used to read it."""
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = _sre_parse(src)
+    except Exception as e:  # noqa: BLE001 - regex-only syntax, or an error compile will report
+        return [], f"the regex cannot be analysed ({str(e)[:60]})"
+    from re import IGNORECASE, _constants as c
+    if parsed.state.flags & IGNORECASE and not ignore_case:
+        return [], "an inline (?i) needs `ignore_case: true` or an explicit literal"
+    items = list(parsed)
+    branches = [items]
+    # an alternation (bare, or one group) with only zero-width assertions around it: one per alternative
+    core = [(op, av) for op, av in items if op not in (c.AT, c.ASSERT, c.ASSERT_NOT)]
+    if len(core) == 1 and core[0][0] is c.SUBPATTERN and not core[0][1][1] and not core[0][1][2]:
+        core = list(core[0][1][3])
+    if len(core) == 1 and core[0][0] is c.BRANCH:
+        branches = core[0][1][1]
+    lits: List[str] = []
+    for b in branches:
+        out: List[str] = []
+        out.append("".join(_runs(b, out, [])))
+        best = max(out, key=len, default="")
+        if len(best.strip()) < MIN_DERIVED_LITERAL:
+            return [], f"no plain text of {MIN_DERIVED_LITERAL}+ characters that every match contains"
+        if best not in lits:
+            lits.append(best)
+    return lits, ""
+
+
 def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False) -> Any:
     if user:                      # a user's pattern is refused when it risks a runaway search
         why = risky(src)
@@ -107,7 +199,17 @@ def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False
         raise PatternError(f"{where}: bad regex {src!r}: {e}") from None
 
 
-def _literals(d: Dict[str, Any], where: str) -> List[str]:
+def _literals(d: Dict[str, Any], src: str, where: str, ignore_case: bool = False, context: bool = False) -> List[str]:
+    """The entry's `literal` list, or the one derived from its (expanded) regex SRC when absent."""
+    if "literal" not in d:
+        if context and ignore_case:     # a context literal is looked for case-sensitively (engine._ctx_hit)
+            lits, why = [], "a context of an ignore_case rule"
+        else:
+            lits, why = derive_literals(src, ignore_case)
+        if lits:
+            return lits
+        raise PatternError(f"{where}: no 'literal' prefilter given and none can be derived from the regex ({why}); "
+                           "add a literal: a plain substring every matching line contains")
     lits = _str_list(d.get("literal"), where, "literal")
     if not lits or any(not lit.strip() for lit in lits):
         raise PatternError(f"{where}: each match needs a non-empty 'literal' prefilter (a plain substring every matching line contains)")
@@ -135,12 +237,15 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         window = c.get("window", 50)
         if not isinstance(window, int) or window < 1 or window > 1000:
             raise PatternError(f"{cw}: window must be an integer 1..1000")
-        ctx.append(ContextReq(_compile(_req(c, "regex", str, cw), cw + " regex", ic, user), _literals(c, cw), window))
-    neg = [_compile(n, where + " not", ic, user) for n in _str_list(m.get("not"), where, "not")]
+        csrc = expand_macros(_req(c, "regex", str, cw), cw + " regex")
+        ctx.append(ContextReq(_compile(csrc, cw + " regex", ic, user), _literals(c, csrc, cw, ic, context=True), window))
+    neg = [_compile(expand_macros(n, where + " not"), where + " not", ic, user)
+           for n in _str_list(m.get("not"), where, "not")]
     gen = m.get("generic")
     if gen is not None and not isinstance(gen, bool):
         raise PatternError(f"{where}: generic must be true or false")
-    return MatchRule(_compile(src, where + " regex", ic, user), _literals(m, where), ic, role, ctx, neg, src, gen)
+    src = expand_macros(src, where + " regex")
+    return MatchRule(_compile(src, where + " regex", ic, user), _literals(m, src, where, ic), ic, role, ctx, neg, src, gen)
 
 
 def _parse_rule(r: Any, where: str) -> ConfigRule:
@@ -162,8 +267,17 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
         keys.append(cond["key"])
     message = _req(r, "message", str, where)
     keys = list(dict.fromkeys(keys))
+    unknown = set(r) - {"when", "message", "keys", "fix", "violates", "ok"}
+    if unknown:
+        raise PatternError(f"{where}: unknown field(s) {sorted(unknown)}")
+    examples = {}
+    for name in ("violates", "ok"):
+        v = r.get(name) or []
+        if not isinstance(v, list) or not all(isinstance(x, dict) and all(isinstance(k, str) for k in x) for x in v):
+            raise PatternError(f"{where}: '{name}' must be a list of configs (mappings of canonical key: value)")
+        examples[name] = [dict(x) for x in v]
     return ConfigRule(when=when, message=message, keys=_str_list(r.get("keys"), where, "keys") or keys,
-                      fix=str(r.get("fix", "")))
+                      fix=str(r.get("fix", "")), violates=examples["violates"], ok=examples["ok"])
 
 
 def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
@@ -172,7 +286,7 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
     if not isinstance(data, dict):
         raise PatternError(f"{where}: top level must be a mapping")
     allowed = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
-               "fix", "references", "examples", "config_rules", "note"}
+               "fix", "references", "examples", "config_rules", "note", "overlaps"}
     unknown = set(data) - allowed
     if unknown:
         raise PatternError(f"{where}: unknown field(s) {sorted(unknown)}")
@@ -209,6 +323,10 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
     ex_n = _str_list(ex.get("no_match"), where, "examples.no_match")
     if matches and (not ex_m or not ex_n):
         raise PatternError(f"{where}: log patterns need examples.match and examples.no_match")
+    overlaps = _str_list(data.get("overlaps"), where, "overlaps")
+    for o in overlaps:
+        if not regex.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", o) or o == pid:
+            raise PatternError(f"{where}: overlaps: {o!r} must be the id of another pattern")
     return Pattern(
         id=pid,
         title=_req(data, "title", str, where),
@@ -225,6 +343,7 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         examples_no_match=ex_n,
         config_rules=[_parse_rule(r, f"{where} config_rules[{i}]") for i, r in enumerate(rules)],
         path=path,
+        overlaps=list(dict.fromkeys(overlaps)),
     )
 
 

@@ -18,6 +18,7 @@ from .pipeline import add_config_analysis, run_analysis
 from .redact import redact, redact_obj
 from .patterns import PatternError, load_all, load_dir
 from .fleet_report import FLEET_FORMATS
+from .schemas import NAMES as SCHEMA_NAMES, text as schema_text
 from .report import FORMATS, SUFFIX_FORMAT, render
 from .sources import InputError
 from .taxonomy import IDS
@@ -291,6 +292,17 @@ def diff_cmd(old: str, new: str, fmt: str) -> None:
         click.echo("no differences")
     for c in ch:
         click.echo(redact(f"{c.key}: {c.old!r} -> {c.new!r}"))
+
+
+@cli.command("schema")
+@click.argument("name", type=click.Choice(SCHEMA_NAMES), metavar="NAME")
+def schema_cmd(name: str) -> None:
+    """Print the JSON Schema (draft 2020-12) of a --format json output.
+
+    \b
+    NAME is one of: analyze, check-config, diff, fleet.
+    Example:  triage schema analyze > analyze.schema.json"""
+    click.echo(schema_text(name), nl=False)
 
 
 @cli.group()

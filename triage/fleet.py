@@ -41,6 +41,18 @@ class FleetError(Exception):
 
 
 # --- which jobs ----------------------------------------------------------------------------------
+def log_like(name: str) -> bool:
+    """A file that reads as a log (the suffixes a job directory's logs have, or none), not an
+    expected-result .json, a README or a MANIFEST.tsv beside them."""
+    from .sources import COMPRESSED, LOG_SUFFIXES
+    n = name.lower()
+    for c in COMPRESSED:
+        if n.endswith(c):
+            n = n[: -len(c)]
+            break
+    return n.endswith(LOG_SUFFIXES) or "." not in n
+
+
 def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
     """Each PATH is one job (a file or a per-rank directory); each child of a --jobs-in DIR is one
     job (hidden entries skipped).  A job named twice is analysed once."""
@@ -54,7 +66,7 @@ def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
             raise FleetError(f"cannot list --jobs-in {d!r}: {e.strerror or e}") from None
         for n in names:
             p = os.path.join(d, n)
-            if os.path.isdir(p) or os.path.isfile(p):
+            if os.path.isdir(p) or (os.path.isfile(p) and log_like(n)):
                 jobs.append(Job(p, p))
     for p in paths:
         if p == "-":

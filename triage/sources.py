@@ -95,7 +95,7 @@ def rank_from_filename(path: str) -> Optional[int]:
     parent = os.path.basename(os.path.dirname(path))
     if parent.isdigit() and name in ("stdout.log", "stderr.log", "error.json"):   # torchrun --log-dir
         return int(parent)
-    for suffix in _COMPRESSED:
+    for suffix in COMPRESSED:
         if name.endswith(suffix):
             name = name[:-len(suffix)]
     for rx_ in _FILE_RANK[:2]:
@@ -199,8 +199,8 @@ def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
 
 
 # --- opening inputs -------------------------------------------------------------
-_LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".bz2", ".xz", ".zst", ".stdout", ".stderr")
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
+LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".bz2", ".xz", ".zst", ".stdout", ".stderr")
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
 
 def expand_paths(paths: Iterable[str]) -> List[str]:
@@ -216,7 +216,7 @@ def expand_paths(paths: Iterable[str]) -> List[str]:
                 for f in sorted(files):
                     if f.startswith("."):
                         continue
-                    if f.lower().endswith(_LOG_SUFFIXES) or "." not in f:
+                    if f.lower().endswith(LOG_SUFFIXES) or "." not in f:
                         found.append(os.path.join(root, f))
             if not found:
                 raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")

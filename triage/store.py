@@ -24,6 +24,7 @@ BUSY_TIMEOUT_S = 60            # SQLite: how long a writer waits for another one
 CONNECT_TIMEOUT_S = 10         # PostgreSQL: how long a connection attempt may take
 _ADVISORY_LOCK = 0x7472_6961   # "tria": serialises schema migrations on PostgreSQL
 HASH_CHUNK = 1 << 20
+CONNECT_RETRIES = (0.5, 1.0, 2.0)   # seconds to wait before each new attempt to connect
 
 
 class StoreError(Exception):
@@ -117,7 +118,8 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
                     h.update(chunk)
         except OSError:
             h.update(b"<unreadable>")
-        h.update(b"\0")
+        if not single:
+            h.update(b"\0")
     return h.hexdigest()
 
 
@@ -412,11 +414,17 @@ class _Tx:
         self.cm = None
 
     def __enter__(self):
-        try:
-            self.cm = self.store.engine.begin()
-            return self.cm.__enter__()
-        except Exception as e:  # noqa: BLE001
-            raise _store_error(self.store, e) from None
+        sa = self.store.sa
+        for wait in CONNECT_RETRIES + (None,):
+            try:
+                self.cm = self.store.engine.begin()
+                return self.cm.__enter__()
+            except sa.exc.OperationalError as e:   # a server busy with many epilogs at once: try again
+                if wait is None:
+                    raise _store_error(self.store, e) from None
+                time.sleep(wait)
+            except Exception as e:  # noqa: BLE001
+                raise _store_error(self.store, e) from None
 
     def __exit__(self, et, ev, tb):
         try:

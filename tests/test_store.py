@@ -1,0 +1,243 @@
+"""The verdict store (triage/store.py) on SQLite and on a real PostgreSQL server started by the test
+run (tests/pgserver.py): schema and migrations, idempotent records, known issues, concurrent writers
+(32 `triage analyze --record` processes at once), and the CLI around it (--record, --db, known)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from triage.cli import cli
+from triage.store import SCHEMA_VERSION, Record, Store, StoreError, content_hash, job_id_for, resolve_url
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
+IMA = os.path.join(ROOT, "tests", "fixtures", "logs", "real", "gpu", "illegal_memory_access.log")
+ENV = {k: v for k, v in os.environ.items() if k not in ("TRIAGE_DB", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    """A fresh store URL on each engine."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "triage.db")
+    return request.getfixturevalue("pg_url")
+
+
+def rec(h="h1", sig="cuda-oom: CUDA out of memory", outcome="pitfall", primary="cuda-oom", t=1_700_000_000.0, job="j"):
+    return Record(job_id=job, job_time=t, outcome=outcome, primary=primary, signature=sig, title="t",
+                  first_failing_rank=3, blamed=None, summary="s", content_hash=h, triage_version="0")
+
+
+def test_schema_created_at_current_version(db):
+    with Store(db) as st:
+        assert st.version() == SCHEMA_VERSION
+        assert st.count() == 0
+
+
+def test_migration_from_v1_keeps_records(db):
+    with Store(db, upto=1) as st:
+        assert st.version() == 1
+        st.record(rec())
+        assert not st.sa.inspect(st.engine).has_table("known_issues")
+    with Store(db) as st:                      # opening with this triage migrates to the current version
+        assert st.version() == SCHEMA_VERSION
+        assert st.count() == 1
+        assert st.known_add("cuda-oom", "https://t/1")
+
+
+def test_newer_schema_is_refused(db):
+    with Store(db) as st:
+        with st.engine.begin() as c:
+            c.execute(st.sa.update(st.meta).values(value=str(SCHEMA_VERSION + 1)))
+    with pytest.raises(StoreError, match="newer than this triage"):
+        Store(db)
+
+
+def test_same_input_twice_is_one_record_refreshed(db):
+    with Store(db) as st:
+        assert st.record(rec(job="first")) is True
+        assert st.record(rec(job="second", outcome="healthy", primary=None, sig=None)) is False
+        rows = list(st.records())
+        assert len(rows) == 1
+        assert rows[0].job_id == "first"               # the job id and time are kept
+        assert rows[0].outcome == "healthy"            # the verdict is refreshed (a newer triage)
+
+
+def test_seen_and_known_info(db):
+    with Store(db) as st:
+        st.record_many([rec("a", t=1_700_000_000), rec("b", t=1_700_090_000), rec("c", sig="x: y", primary="x")])
+        seen = st.seen(signatures=["cuda-oom: CUDA out of memory"], pitfalls=["x"])
+        assert seen["cuda-oom: CUDA out of memory"] == (2, 1_700_000_000.0, 1_700_090_000.0)
+        assert seen["x"][0] == 1
+        assert st.known_info("cuda-oom: CUDA out of memory", "cuda-oom") is None
+        st.known_add("cuda-oom", "https://tickets/1", "OOM ticket")
+        k = st.known_info("cuda-oom: CUDA out of memory", "cuda-oom")
+        assert k["url"] == "https://tickets/1" and k["seen"] == 2 and k["since"] == "2023-11-14"
+        # a signature entry wins over the pitfall's
+        st.known_add("cuda-oom: CUDA out of memory", "https://tickets/2")
+        assert st.known_info("cuda-oom: CUDA out of memory", "cuda-oom")["url"] == "https://tickets/2"
+        assert st.known_add("cuda-oom", "https://tickets/3") is False      # replaced, not duplicated
+        assert [k["url"] for k in st.known_list()] == ["https://tickets/3", "https://tickets/2"]
+        assert st.known_remove("cuda-oom") == 1 and st.known_remove("cuda-oom") == 0
+
+
+def test_records_since(db):
+    with Store(db) as st:
+        st.record_many([rec(str(i), t=1_700_000_000 + i * 86400) for i in range(5)])
+        assert [r.content_hash for r in st.records(since=1_700_000_000 + 3 * 86400)] == ["3", "4"]
+
+
+def test_resolve_url():
+    assert resolve_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert resolve_url("postgres://u@h/db") == "postgresql+psycopg://u@h/db"
+    assert resolve_url("/x/y.db") == "sqlite:////x/y.db"
+    with pytest.raises(StoreError, match="unsupported store URL"):
+        resolve_url("mysql://root:hunter2@h/db")
+    try:
+        resolve_url("mysql://root:hunter2@h/db")
+    except StoreError as e:
+        assert "hunter2" not in str(e)
+
+
+def test_unreachable_postgres_is_one_line_without_password(tmp_path):
+    with pytest.raises(StoreError) as ei:
+        Store("postgresql://triage:s3cret@127.0.0.1:9/none")
+    assert "s3cret" not in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_store_path_is_a_directory(tmp_path):
+    with pytest.raises(StoreError, match="is a directory"):
+        Store(str(tmp_path))
+
+
+def test_job_id_and_content_hash(tmp_path):
+    assert job_id_for(["x.log"], "J1", env={}) == "J1"
+    assert job_id_for(["x.log"], None, env={"SLURM_JOB_ID": "777", "TORCHELASTIC_RUN_ID": "r"}) == "777"
+    assert job_id_for(["x.log"], None, env={"TORCHELASTIC_RUN_ID": "r"}) == "r"
+    assert job_id_for(["x.log"], None, env={}) == os.path.abspath("x.log")
+    a = tmp_path / "a"
+    a.mkdir()
+    shutil.copy(SAMPLE, a / "rank0.log")
+    b = tmp_path / "elsewhere" / "a"
+    shutil.copytree(a, b)
+    assert content_hash([str(a)]) == content_hash([str(b)])            # moved: the same job
+    (b / "rank0.log").write_text(open(SAMPLE).read() + "one more line\n")
+    assert content_hash([str(a)]) != content_hash([str(b)])
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+def run(args, input=None, env_extra=None):
+    env = dict(ENV, **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "triage", *args], input=input, capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+
+
+def test_cli_record_twice_and_stdin_is_one_record(db):
+    r1 = run(["analyze", SAMPLE, "--db", db, "-q"])
+    r2 = run(["analyze", SAMPLE, "--record", "--db", db, "-q"])
+    r3 = run(["analyze", "--db", db, "-q", "--job-id", "piped"], input=open(SAMPLE).read())
+    assert (r1.returncode, r2.returncode, r3.returncode) == (1, 1, 1), r1.stderr + r2.stderr + r3.stderr
+    with Store(db) as st:
+        rows = list(st.records())
+    assert len(rows) == 1
+    assert rows[0].primary == "moe-scope-conflict" and rows[0].first_failing_rank == 1
+    assert rows[0].job_id == os.path.abspath(SAMPLE)
+
+
+def test_cli_job_id_from_slurm(tmp_path):
+    db = str(tmp_path / "t.db")
+    run(["analyze", IMA, "--record", "--db", db], env_extra={"SLURM_JOB_ID": "424242"})
+    with Store(db) as st:
+        assert [r.job_id for r in st.records()] == ["424242"]
+
+
+def test_cli_known_issue_in_every_format(tmp_path):
+    db = str(tmp_path / "t.db")
+    assert run(["known", "add", "moe-scope-conflict", "https://jira.example.com/browse/TRAIN-9",
+                "--title", "moe+router", "--db", db]).returncode == 0
+    run(["analyze", SAMPLE, "--db", db, "-q"])
+    text = run(["analyze", SAMPLE, "--db", db]).stdout
+    assert "known issue: https://jira.example.com/browse/TRAIN-9 moe+router (seen 1 time since" in text
+    d = json.loads(run(["analyze", SAMPLE, "--db", db, "--format", "json"]).stdout)
+    assert d["known"]["url"] == "https://jira.example.com/browse/TRAIN-9" and d["known"]["seen"] == 1
+    md = run(["analyze", SAMPLE, "--db", db, "--format", "markdown"]).stdout
+    assert "| Known issue | [moe+router](<https://jira.example.com/browse/TRAIN-9>) (seen 1 time since" in md
+    html = run(["analyze", SAMPLE, "--db", db, "--format", "html"]).stdout
+    assert 'href="https://jira.example.com/browse/TRAIN-9"' in html
+    # without a store nothing is looked up
+    assert "known" not in json.loads(run(["analyze", SAMPLE, "--format", "json"]).stdout)
+    # TRIAGE_DB alone looks up, without recording
+    d = json.loads(run(["analyze", IMA, "--format", "json"], env_extra={"TRIAGE_DB": db}).stdout)
+    assert "known" not in d
+    with Store(db) as st:
+        assert st.count() == 1
+
+
+def test_cli_known_commands(tmp_path):
+    db = str(tmp_path / "t.db")
+    bad = run(["known", "add", "no-such-pitfall", "https://x/1", "--db", db])
+    assert bad.returncode == 2 and "neither a pitfall id nor a job signature" in bad.stderr
+    js = run(["known", "add", "cuda-oom", "javascript:alert(1)", "--db", db])
+    assert js.returncode == 2 and "not an http(s) URL" in js.stderr
+    sig = "unexplained-failure: RuntimeError: expected scalar type BFloat<n> but found Float"
+    assert run(["known", "add", sig, "https://x/2", "--db", db]).returncode == 0
+    lst = json.loads(run(["known", "list", "--format", "json", "--db", db]).stdout)
+    assert [k["key"] for k in lst] == [sig] and lst[0]["seen"] == 0
+    assert run(["known", "remove", sig, "--db", db]).returncode == 0
+    gone = run(["known", "remove", sig, "--db", db])
+    assert gone.returncode == 1 and "not a known issue" in gone.stderr
+
+
+def test_cli_store_error_is_one_line_and_exit_zero_keeps_epilog_green():
+    url = "postgresql://triage:pw@127.0.0.1:9/x"
+    r = run(["analyze", SAMPLE, "--db", url])
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "triage: error: store" in r.stderr
+    assert "pw@" not in r.stderr
+    r = run(["analyze", SAMPLE, "--db", url, "--exit-zero"])
+    assert r.returncode == 0 and "triage: warning: store" in r.stderr and "moe-scope-conflict" in r.stdout
+
+
+# --- many writers at once --------------------------------------------------------------------------
+def _job_logs(tmp_path, n):
+    """N distinct job logs: the sample log plus a line naming the job (so each hashes apart)."""
+    base = open(SAMPLE).read()
+    paths = []
+    for i in range(n):
+        p = tmp_path / f"job-{i:02d}.log"
+        p.write_text(base + f"job {i} done\n")
+        paths.append(str(p))
+    return paths
+
+
+def test_32_concurrent_record_processes(db, tmp_path):
+    """32 job epilogs at once (`triage analyze --record --exit-zero`): every verdict lands once;
+    then the same 32 again: still 32 records."""
+    Store(db).close()          # also proven below from nothing: see test_concurrent_first_open
+    logs = _job_logs(tmp_path, 32)
+    for _ in range(2):
+        procs = [subprocess.Popen([sys.executable, "-m", "triage", "analyze", p, "--record", "--db", db,
+                                   "--exit-zero", "-q", "--job-id", f"job-{i}"], cwd=ROOT, env=ENV,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for i, p in enumerate(logs)]
+        errs = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+        assert all(rc == 0 and not err for rc, err in errs), [e for e in errs if e != (0, "")]
+        with Store(db) as st:
+            rows = list(st.records())
+        assert sorted(r.job_id for r in rows) == sorted(f"job-{i}" for i in range(32))
+        assert len({r.content_hash for r in rows}) == 32
+
+
+def test_concurrent_first_open(db, tmp_path):
+    """16 processes opening a store that does not exist yet: it is created once, all record."""
+    logs = _job_logs(tmp_path, 16)
+    procs = [subprocess.Popen([sys.executable, "-m", "triage", "analyze", p, "--db", db, "-q", "--exit-zero"],
+                              cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for p in logs]
+    errs = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    assert all(rc == 0 and not err for rc, err in errs), [e for e in errs if e != (0, "")]
+    with Store(db) as st:
+        assert st.count() == 16 and st.version() == SCHEMA_VERSION

@@ -124,18 +124,21 @@ def expand_macros(src: str, where: str) -> str:
     return _MACRO_RX.sub(sub, src)
 
 
-def _sre_parse(src: str) -> Any:
+def _sre() -> Tuple[Any, Any]:
+    """The stdlib regex parser and its constants (re._parser / re._constants from Python 3.11)."""
     try:
-        from re import _parser as sre_parse         # Python >= 3.11
-    except ImportError:                             # pragma: no cover - older Pythons
-        import sre_parse  # type: ignore[no-redef]
-    return sre_parse.parse(src)
+        from re import _constants, _parser         # Python >= 3.11
+        return _parser, _constants
+    except ImportError:                             # pragma: no cover - Python 3.9 / 3.10
+        import sre_constants
+        import sre_parse
+        return sre_parse, sre_constants
 
 
 def _runs(items: Any, out: List[str], cur: List[str]) -> List[str]:
     """Collect into OUT the runs of literal characters that every match of ITEMS (an sre sequence)
     contains contiguously; CUR is the run being built.  Returns the run still open at the end."""
-    from re import _constants as c                  # noqa: PLC0415 - only needed when deriving
+    c = _sre()[1]
     for op, av in items:
         if op is c.LITERAL:
             cur.append(chr(av))
@@ -161,10 +164,11 @@ def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str
         import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            parsed = _sre_parse(src)
+            parsed = _sre()[0].parse(src)
     except Exception as e:  # noqa: BLE001 - regex-only syntax, or an error compile will report
         return [], f"the regex cannot be analysed ({str(e)[:60]})"
-    from re import IGNORECASE, _constants as c
+    from re import IGNORECASE
+    c = _sre()[1]
     if parsed.state.flags & IGNORECASE and not ignore_case:
         return [], "an inline (?i) needs `ignore_case: true` or an explicit literal"
     items = list(parsed)

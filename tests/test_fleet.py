@@ -1,0 +1,198 @@
+"""`triage fleet`: many jobs analysed in parallel, stored, grouped by signature (exactly), with
+known issues linked; `triage fleet report` from the store alone.  Job logs come from
+bench/gen_fleet.py (synthetic healthy filler, failure blocks copied from real fixture logs)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import gen_fleet  # noqa: E402
+
+from triage.fleet import FleetError, find_jobs, parse_since, view  # noqa: E402
+from triage.store import Record, Store  # noqa: E402
+
+ENV = {k: v for k, v in os.environ.items() if k not in ("TRIAGE_DB", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")}
+REAL = os.path.join(ROOT, "tests", "fixtures", "logs", "real")
+
+
+def triage(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(ENV, **(env or {})), timeout=300)
+
+
+@pytest.fixture(scope="module")
+def jobs100(tmp_path_factory):
+    """100 jobs of about 24 KB: 40 illegal memory accesses on varying ranks and times, 20 OOMs,
+    10 moe scope conflicts, 10 unexplained failures, 20 healthy."""
+    d = tmp_path_factory.mktemp("fleet") / "jobs"
+    kinds = gen_fleet.make_jobs(str(d), 100, 24 << 10, seed=1)
+    return str(d), kinds
+
+
+def test_grouping_is_exact(jobs100, tmp_path):
+    d, kinds = jobs100
+    r = triage("fleet", "--jobs-in", d, "--db", str(tmp_path / "s.db"), "--format", "json", "-j", "2")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert v["jobs"] == 100
+    assert v["outcomes"] == {"pitfall": 70, "unexplained-failure": 10, "healthy": 20}
+    by = {g["primary"]: g for g in v["groups"]}
+    assert sorted((g["primary"], g["count"]) for g in v["groups"]) == [
+        ("capture-memory-overhead", 20), ("illegal-memory-access", 40), ("moe-scope-conflict", 10)]
+    # the same failure in 40 jobs is one group of 40, listing exactly those jobs
+    ima = {os.path.basename(p) for p, k in kinds.items() if k == "ima"}
+    assert {os.path.basename(j) for j in by["illegal-memory-access"]["jobs"]} == ima
+    assert len(v["unexplained"]) == 1 and v["unexplained"][0]["count"] == 10
+    assert v["unexplained"][0]["signature"].startswith("unexplained-failure: RuntimeError: expected scalar type")
+    assert v["healthy"] == 20
+    # and the ranks that failed first vary, yet it is one group
+    assert len(by["illegal-memory-access"]["first_failing_ranks"]) >= 1
+
+
+def test_parallel_equals_serial_and_store_is_idempotent(jobs100, tmp_path):
+    d, _ = jobs100
+    db = str(tmp_path / "s.db")
+    one = json.loads(triage("fleet", "--jobs-in", d, "--db", db, "--format", "json", "-j", "1").stdout)
+    two = json.loads(triage("fleet", "--jobs-in", d, "--db", db, "--format", "json", "-j", "2").stdout)
+    assert one == two
+    with Store(db) as st:
+        assert st.count() == 100          # analysed twice, stored once each
+    assert all(g["seen_total"] == g["count"] for g in two["groups"])
+
+
+def test_known_issue_linked_and_text_view(jobs100, tmp_path):
+    d, _ = jobs100
+    db = str(tmp_path / "s.db")
+    assert triage("known", "add", "illegal-memory-access", "https://github.com/org/train/issues/42",
+                  "--title", "IMA in attn kernel", "--db", db).returncode == 0
+    r = triage("fleet", "--jobs-in", d, "--db", db)
+    assert r.returncode == 0
+    assert "x40   illegal-memory-access: Illegal memory access / GPU kernel fault" in r.stdout
+    assert "known issue: https://github.com/org/train/issues/42 (IMA in attn kernel)" in r.stdout
+    assert "healthy: 20 job(s)" in r.stdout
+    v = json.loads(triage("fleet", "--jobs-in", d, "--db", db, "--format", "json").stdout)
+    known = {g["primary"]: g["known"] for g in v["groups"]}
+    assert known["illegal-memory-access"] == {"url": "https://github.com/org/train/issues/42",
+                                              "title": "IMA in attn kernel"}
+    assert known["moe-scope-conflict"] is None
+    md = triage("fleet", "--jobs-in", d, "--db", db, "--format", "markdown").stdout
+    assert "| 40 | `illegal-memory-access: Illegal memory access / GPU kernel fault` |" in md
+    # analyze of one of those jobs now says it is known, and how often it was seen
+    one = os.path.join(d, "job-00000.log")
+    out = triage("analyze", one, "--db", db).stdout
+    assert "known issue: https://github.com/org/train/issues/42 IMA in attn kernel (seen 40 times since" in out
+
+
+def test_fleet_report_from_store_marks_new_and_counts_per_day(tmp_path):
+    db = str(tmp_path / "s.db")
+    day = 86400.0
+    now = time.time()
+    recs = []
+    for i in range(6):       # an old signature: seen 20 days ago and in the period
+        recs.append(Record(f"old-{i}", now - (20 if i < 3 else 1) * day, "pitfall", "cuda-oom", "cuda-oom: OOM", "OOM",
+                           0, None, "s", f"o{i}", "t"))
+    for i in range(4):       # a new one, in the period only
+        recs.append(Record(f"new-{i}", now - 2 * day, "pitfall", "nccl-error", "nccl-error: NCCL", "NCCL",
+                           1, None, "s", f"n{i}", "t"))
+    recs.append(Record("ok", now - day, "healthy", None, None, "fine", None, None, "s", "h", "t"))
+    with Store(db) as st:
+        st.record_many(recs)
+    r = triage("fleet", "report", "--since", "7d", "--db", db, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert v["jobs"] == 8 and v["healthy"] == 1
+    g = {x["primary"]: x for x in v["groups"]}
+    assert g["nccl-error"]["new"] is True and g["nccl-error"]["count"] == 4
+    assert g["cuda-oom"]["new"] is False and g["cuda-oom"]["count"] == 3 and g["cuda-oom"]["seen_total"] == 6
+    assert g["cuda-oom"]["first_seen"][:10] == time.strftime("%Y-%m-%d", time.gmtime(now - 20 * day))
+    days = v["daily"]["days"]
+    series = {s["signature"]: s["counts"] for s in v["daily"]["series"]}
+    assert sum(series["nccl-error: NCCL"]) == 4 and sum(series["cuda-oom: OOM"]) == 3
+    assert len(days) == len(series["cuda-oom: OOM"]) >= 2
+    text = triage("fleet", "report", "--since", "7d", "--db", db).stdout
+    assert "nccl-error: NCCL NEW" in text
+    html_path = tmp_path / "fleet.html"
+    r = triage("fleet", "report", "--since", "all", "--db", db, "-o", str(html_path))
+    assert r.returncode == 0 and "fleet report written" in r.stderr
+    assert "<svg" in html_path.read_text()
+    again = triage("fleet", "report", "--since", "all", "--db", db, "-o", str(html_path))
+    assert again.returncode == 2 and "--force" in again.stderr       # never overwritten without asking
+
+
+def test_per_rank_directories_are_one_job_each(tmp_path):
+    jobs = tmp_path / "jobs"
+    for name, src in (("a", "illegal_memory_access.log"), ("b", "oom_plain.log")):
+        (jobs / name).mkdir(parents=True)
+        shutil.copy(os.path.join(REAL, "gpu", src), jobs / name / "rank0.log")
+        (jobs / name / "rank1.log").write_text("[rank1]: iteration ok\n")
+    (jobs / "README.md").write_text("notes about these jobs\n")
+    (jobs / "result.expected.json").write_text("{}\n")
+    found = find_jobs([], [str(jobs)])
+    assert [os.path.basename(j.path) for j in found] == ["a", "b"]     # non-log files beside them skipped
+    v = json.loads(triage("fleet", "--jobs-in", str(jobs), "--no-store", "--format", "json").stdout)
+    assert v["jobs"] == 2 and sorted(g["primary"] for g in v["groups"]) == ["cuda-oom", "illegal-memory-access"]
+
+
+def test_unreadable_job_is_listed_not_fatal(tmp_path):
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    shutil.copy(os.path.join(REAL, "gpu", "oom_plain.log"), jobs / "ok.log")
+    (jobs / "broken.log.gz").write_bytes(b"\x1f\x8b\x08\x00garbage")
+    (jobs / "empty-dir").mkdir()
+    r = triage("fleet", "--jobs-in", str(jobs), "--no-store", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    v = json.loads(r.stdout)
+    assert v["jobs"] == 3 and v["outcomes"]["error"] == 2
+    assert {os.path.basename(e["job"]) for e in v["errors"]} == {"broken.log.gz", "empty-dir"}
+    assert "jobs that could not be read" in triage("fleet", "--jobs-in", str(jobs), "--no-store").stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--jobs-in", "/no/such/dir"], "is not a directory"),
+    (["/no/such/job.log"], "no such file or directory"),
+    ([], "no jobs"),
+    (["report", "--since", "yesterday"], "--since 'yesterday'"),
+    (["-", "--no-store"], "not stdin"),
+])
+def test_fleet_usage_errors_are_one_line(tmp_path, args, msg):
+    r = triage("fleet", *args, env={"TRIAGE_DB": str(tmp_path / "s.db")})
+    assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_parse_since():
+    assert parse_since("7d", now=1_000_000.0) == 1_000_000.0 - 7 * 86400
+    assert parse_since("12h", now=100_000.0) == 100_000.0 - 12 * 3600
+    assert parse_since("2026-12-01") == 1_796_083_200.0
+    with pytest.raises(FleetError):
+        parse_since("7 days ago")
+
+
+def test_view_of_nothing():
+    v = view([])
+    assert v == {"jobs": 0, "outcomes": {"pitfall": 0, "unexplained-failure": 0, "healthy": 0}, "healthy": 0,
+                 "groups": [], "unexplained": [], "errors": [], "period": {"since": None, "until": None}}
+
+
+def test_fleet_outputs_match_the_schema(jobs100, tmp_path):
+    """Both views (a run's and the store report's) validate against `triage schema fleet`, strictly
+    (every object closed, so a new key must be described in the schema)."""
+    from jsonschema import Draft202012Validator
+    from test_schemas import _strict
+    schema = json.loads(triage("schema", "fleet").stdout)
+    d, _ = jobs100
+    db = str(tmp_path / "s.db")
+    triage("known", "add", "moe-scope-conflict", "https://t/1", "--db", db)
+    docs = [json.loads(triage("fleet", "--jobs-in", d, "--db", db, "--format", "json").stdout),
+            json.loads(triage("fleet", "report", "--since", "all", "--db", db, "--format", "json").stdout),
+            view([])]
+    for doc in docs:
+        Draft202012Validator(schema).validate(doc)
+        Draft202012Validator(_strict(schema)).validate(doc)
+    bad = dict(docs[0], groups=[dict(docs[0]["groups"][0], count="many")])
+    assert not Draft202012Validator(schema).is_valid(bad)

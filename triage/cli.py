@@ -325,13 +325,25 @@ def patterns_list(pattern_dirs: List[str]) -> None:
 @patterns.command("check")
 @click.argument("directory", type=click.Path())
 @click.option("--strict-ids", is_flag=True, help="Require ids to be taxonomy ids.")
-def patterns_check(directory: str, strict_ids: bool) -> None:
-    """Validate pattern files in DIRECTORY and run their own examples."""
-    from .selftest import check_examples
+@click.option("--winners", is_flag=True,
+              help="Also print, for every example line, which pattern of the whole catalog wins it.")
+def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
+    """Validate pattern files in DIRECTORY and run their own examples.
+
+    \b
+    Fails (exit 1) on: an example that does not behave as labelled, a match rule
+    that fires on none of its file's examples, a `when`/`implicates` key that is not
+    a canonical config key, a config rule without `violates`/`ok` configs, and an
+    example that another pattern wins unless the file lists it in `overlaps`.
+    Example:  triage patterns check patterns/ --winners"""
+    from .selftest import check_examples, example_winners, format_winners
     try:
         pats = load_dir(directory, IDS if strict_ids else None)
     except PatternError as e:
         raise fail(str(e))
+    if winners:
+        for line in format_winners(example_winners(pats)):
+            click.echo(line)
     problems = check_examples(pats)
     for pr in problems:
         click.echo(pr, err=True)

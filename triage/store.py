@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple

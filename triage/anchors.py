@@ -49,7 +49,13 @@ def cache_dir() -> str:
 CACHE_KEEP = 16            # compiled anchor databases kept (the most recently used)
 
 
-def _load_cached(key: str):
+def hyperscan_available() -> bool:
+    """Whether the `hyperscan` wheel could be imported."""
+    return _hs is not None
+
+
+def load_cached(key: str):
+    """A compiled Hyperscan database from the cache directory, or None."""
     path = os.path.join(cache_dir(), f"anchors-{key}.hsdb")
     try:
         with open(path, "rb") as f:
@@ -69,7 +75,8 @@ def _prune(d: str) -> None:
         pass
 
 
-def _store_cached(key: str, db) -> None:
+def store_cached(key: str, db) -> None:
+    """Keep a compiled Hyperscan database in the cache directory (best effort)."""
     d = cache_dir()
     try:
         os.makedirs(d, exist_ok=True)
@@ -109,11 +116,11 @@ class AnchorSet:
                 f |= _hs.HS_FLAG_CASELESS
             flags.append(f)
         key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), exprs, flags)).encode()).hexdigest()[:24]
-        db = _load_cached(key)
+        db = load_cached(key)
         if db is None:
             db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
             db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
-            _store_cached(key, db)
+            store_cached(key, db)
         self._scratch = _hs.Scratch(db)
         self._tags = [a.tag for a in self.anchors]
         return db

@@ -35,10 +35,9 @@ from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Se
 import re
 
 
-from . import rx as _rx
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
-from .rx import TIMEOUT, search, lazy
+from .rx import TIMEOUT, Timeouts, lazy, search
 from .sources import (MAX_LINE, MAX_RAW, Input, InputError, Line, describe_input, expand_paths,
                       continues, inner_rank, iter_blocks, iter_blocks_with_tail, make_line, normalise,
                       split_prefix)
@@ -51,7 +50,7 @@ _FRAME = lazy(r'^\s*File "[^"]*", line \d+')
 _CODE = lazy(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
 # Error block detection (for `unmatched`)
 _TB_START = "Traceback (most recent call last):"
-_EXC_LINE = lazy(
+EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and suggest read it too)
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|$)"
 )
 _ERROR_LINE = lazy(
@@ -130,6 +129,7 @@ class ScanResult:
     exits: List["LauncherExit"] = field(default_factory=list)   # deaths the launcher / shell reports
     bytes: int = 0                                        # bytes read (block driver)
     anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
+    regex_timeouts: int = 0                               # catalog regex searches cut off by rx.TIMEOUT
     ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
     _ranks: Optional[List[int]] = field(default=None, repr=False)
 
@@ -281,6 +281,7 @@ class Core:
         self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
+        self.timeouts = Timeouts()          # regex searches of the catalog cut off by rx.TIMEOUT
 
     def add_match(self, m: Match) -> None:
         """Keep a match, or only count it: a message repeated on every rank a million times keeps
@@ -424,8 +425,8 @@ class _Pending:
     deadline: int                 # last line number that can still satisfy them
 
 
-def _ctx_hit(ctx, line: Line) -> bool:
-    return any(lit_ in line.text for lit_ in ctx.literals) and search(ctx.rx, line.text) is not None
+def _ctx_hit(ctx, line: Line, timeouts: Timeouts) -> bool:
+    return any(lit_ in line.text for lit_ in ctx.literals) and search(ctx.rx, line.text, timeouts) is not None
 
 
 class Followups(Observer):
@@ -471,7 +472,7 @@ class Followups(Observer):
         if pend:
             keep_p = []
             for pd in pend:
-                pd.needs = [i for i in pd.needs if not _ctx_hit(pd.match.rule.context[i], line)]
+                pd.needs = [i for i in pd.needs if not _ctx_hit(pd.match.rule.context[i], line, self.core.timeouts)]
                 if not pd.needs:
                     pd.match.context.append(line)
                     self.core.add_match(pd.match)
@@ -534,7 +535,7 @@ class Blocks(Observer):
         b = st.block
         if b is not None:
             if st.in_tb:
-                exc = bool(_EXC_LINE.match(text))
+                exc = bool(EXC_LINE.match(text))
                 if len(b.lines) < BLOCK_MAX_LINES:
                     b.lines.append(text)
                 elif exc:             # a long traceback keeps its head and its exception line
@@ -551,7 +552,7 @@ class Blocks(Observer):
                     b.end = line.lineno
                     return
             core.close_block(st)
-        if _maybe_error(text) and (_EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
+        if _maybe_error(text) and (EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
             st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], ev.seq,
                                   ev.view.last_ts(line, st), group=ev.inp.attempt(line))
             st.in_tb = False
@@ -581,9 +582,10 @@ class Rules(Observer):
             return False
         if id(rule) in self.disabled:
             return False
-        t0 = _rx.timeouts
-        hit = search(rule.rx, text) is not None and not any(search(n, text) for n in rule.negative)
-        if _rx.timeouts > t0:
+        timeouts = self.core.timeouts
+        t0 = timeouts.count
+        hit = search(rule.rx, text, timeouts) is not None and not any(search(n, text, timeouts) for n in rule.negative)
+        if timeouts.count > t0:
             n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
             if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
                 self.disabled[id(rule)] = rule.source_text
@@ -612,7 +614,7 @@ class Rules(Observer):
             if rule.context:
                 needs = []
                 for j, c in enumerate(rule.context):
-                    found = [x for x in view.recent_in_source(line, c.window) if _ctx_hit(c, x)]
+                    found = [x for x in view.recent_in_source(line, c.window) if _ctx_hit(c, x, self.core.timeouts)]
                     if found:
                         m.context.append(found[-1])
                     else:
@@ -890,7 +892,7 @@ class Engine:
                           launcher_root_rank=core.root_rank, attempts=attempts,
                           disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
                           notes=list(core.notes), exits=list(core.exits),
-                          bytes=nbytes, anchor_engine=engine, ranks_fn=ranks)
+                          bytes=nbytes, anchor_engine=engine, regex_timeouts=core.timeouts.count, ranks_fn=ranks)
 
     # --- the line driver ------------------------------------------------------------------------
     def scan(self, lines: Iterable[Line], blocks_limit: int = 500, extra: Sequence[Observer] = ()) -> ScanResult:

@@ -586,9 +586,9 @@ _NOT_A_MESSAGE = lazy(r'^\s*File "[^"]*", line \d+|^\s*(?:frame )?#\d+[: ]|^Last
 def exception_line(lines: Sequence[str]) -> Optional[str]:
     """The exception line of a traceback block (its last one: a chained or wrapped error ends with
     the one that was raised), never a frame, a source line or a caret line."""
-    from .engine import _EXC_LINE
+    from .engine import EXC_LINE
     for ln in reversed(lines):
-        if _EXC_LINE.match(ln) and not _CARET.match(ln):
+        if EXC_LINE.match(ln) and not _CARET.match(ln):
             return ln
     return None
 

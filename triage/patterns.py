@@ -2,7 +2,7 @@
 
 The schema is documented in PATTERNS.md.  Loading never executes anything from a
 pattern file: regexes are compiled with the `regex` package and config rules are
-declarative (see config.py for the operators).  Two conveniences keep a pattern short:
+declarative (see config/rules.py for the operators).  Two conveniences keep a pattern short:
 `{{name}}` macros in a regex are expanded at load time (MACROS), and a match or context
 entry without a `literal` gets the prefilter derived from its regex (derive_literals).
 """
@@ -15,16 +15,14 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import regex
 import yaml
 
+from .config.rules import OPERATORS
 from .rx import compile_rx, remember_valid, risky
 
 SEVERITIES = ("critical", "error", "warning", "info")
 KINDS = ("config", "capture", "runtime", "perf")
 ROLES = ("root-cause", "cascade", "info")
 DEFAULT_PRIORITY = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
-RULE_OPS = (
-    "eq", "ne", "in", "not_in", "contains", "contains_any", "not_contains", "truthy", "falsy",
-    "set", "unset", "gt", "lt", "version_lt", "version_ge", "has_other_than",
-)
+RULE_OPS = tuple(OPERATORS)      # the operators a config rule's condition may use
 
 
 # Regex macros: `{{name}}` in any regex of a pattern file (match, context, not) is replaced by

@@ -139,7 +139,9 @@ _NONE: FrozenSet[int] = frozenset()
 _B64_ONLY: FrozenSet[int] = frozenset((B64,))
 _ID_GROUPS: List[Tuple[int, ...]] = [_HINTS[x] for x in _LITS] + [(B64,)]     # Hyperscan ids
 
-# Hyperscan for many strings at once (redact_obj); None: not tried yet, False: not available.
+
+# Cache of Hyperscan for many strings at once (redact_obj), built on first use: None: not tried
+# yet, False: not available, else (database, scratch).  (tests/test_redact.py sets it to False.)
 _hs_db: Any = None
 
 
@@ -154,12 +156,12 @@ def _hs():
             flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
             key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))
                                  .encode()).hexdigest()[:24]
-            db = anchors._load_cached(key) if anchors._hs is not None else None
+            db = anchors.load_cached(key) if anchors.hyperscan_available() else None
             if db is None:
                 db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
                 db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-                if anchors._hs is not None:
-                    anchors._store_cached(key, db)
+                if anchors.hyperscan_available():
+                    anchors.store_cached(key, db)
             _hs_db = (db, hyperscan.Scratch(db))
         except Exception:  # noqa: BLE001 - no wheel, or it cannot compile here: the stdlib search
             _hs_db = False

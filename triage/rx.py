@@ -14,7 +14,15 @@ from typing import Callable, List, Optional, Set
 import regex
 
 TIMEOUT = 0.05  # seconds allowed for one search of one line
-timeouts = 0    # searches cut off by the timeout (checked by `triage patterns check`)
+
+
+class Timeouts:
+    """A count of searches cut off by TIMEOUT; each engine scan owns one (ScanResult.regex_timeouts,
+    checked by `triage patterns check`)."""
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 class LazyRx:
@@ -41,8 +49,11 @@ class LazyRx:
         return f"LazyRx({self.pattern!r})"
 
 
-_known: Optional[Set[str]] = None     # sources known to compile (this regex version)
-_new: Set[str] = set()
+# The cache of pattern sources known to compile with this `regex` version (hashes of flags and
+# source), read lazily from a file in the cache directory by compile_rx and written back by
+# remember_valid: None until read.  (tests/test_rx.py resets _known to simulate a new process.)
+_known: Optional[Set[str]] = None
+_new: Set[str] = set()        # validated in this process, not yet written
 
 
 def lazy(pattern: str, flags: int = 0) -> LazyRx:
@@ -94,13 +105,14 @@ def remember_valid() -> None:
         pass
 
 
-def search(rx, text: str) -> Optional["regex.Match[str]"]:
-    """Search with a timeout; a pathological line counts as no match instead of hanging."""
-    global timeouts
+def search(rx, text: str, timeouts: Optional[Timeouts] = None) -> Optional["regex.Match[str]"]:
+    """Search with a timeout; a pathological line counts as no match instead of hanging (and is
+    counted in `timeouts` when given)."""
     try:
         return rx.search(text, timeout=TIMEOUT)
     except TimeoutError:
-        timeouts += 1
+        if timeouts is not None:
+            timeouts.count += 1
         return None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import functools
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -39,22 +40,17 @@ def fired(engine: Engine, example: str) -> set:
 
 # --- canonical config keys -------------------------------------------------------------------------
 
-_CANON: Optional[Tuple[str, ...]] = None
-
-
+@functools.lru_cache(maxsize=None)
 def canonical_keys() -> Tuple[str, ...]:
     """Every key a canonical config can hold, besides `env.NAME`: what config.canonical() makes of each
     spelling it knows (so a key it folds into another, e.g. enable_cuda_graph -> cuda_graph_impl, is not
-    one).  PATTERNS.md lists them; tests/test_selftest.py keeps the two in step."""
-    global _CANON
-    if _CANON is None:
-        from . import config
-        keys: set = set()
-        for k in set(config.KNOWN) | set(config.ALIASES) | set(config.ALIASES.values()):
-            keys |= set(config.canonical({k: True}))
-        keys |= set(config.canonical({"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}))
-        _CANON = tuple(sorted(k for k in keys if not k.startswith("env.")))
-    return _CANON
+    one).  PATTERNS.md lists them; tests/test_selftest.py keeps the two in step.  Computed once (cached)."""
+    from . import config
+    keys: set = set()
+    for k in set(config.KNOWN) | set(config.ALIASES) | set(config.ALIASES.values()):
+        keys |= set(config.canonical({k: True}))
+    keys |= set(config.canonical({"env.PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}))
+    return tuple(sorted(k for k in keys if not k.startswith("env.")))
 
 
 def is_canonical_key(key: str) -> bool:
@@ -211,8 +207,7 @@ def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]]
     """Every problem of PATTERNS (see the module docstring), one line each; [] when there is none.
     CATALOG is what the examples are run against for the winner check (default: the patterns plus
     the shipped patterns of other ids)."""
-    from . import rx
-    from .rx import risky
+    from .rx import TIMEOUT, risky
     problems = []
     for p in patterns:
         for i, r in enumerate(p.match):
@@ -221,22 +216,26 @@ def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]]
                 if why:
                     problems.append(f"{p.path}: match[{i}]: regex {src[:80]!r}: {why}")
         own = Engine([p])
-        before = rx.timeouts
+        timeouts = 0
         hit_rules: set = set()
         for ex in p.examples_match:
-            ms = own.scan(lines_of(ex)).matches
+            res = own.scan(lines_of(ex))
+            timeouts += res.regex_timeouts
+            ms = res.matches
             hit_rules |= {id(m.rule) for m in ms}
             if not ms:
                 problems.append(f"{p.path}: example should match but does not: {ex[:160]!r}")
         for ex in p.examples_no_match:
-            if p.id in fired(own, ex):
+            res = own.scan(lines_of(ex))
+            timeouts += res.regex_timeouts
+            if p.id in {m.pattern.id for m in res.matches}:
                 problems.append(f"{p.path}: example should not match but does: {ex[:160]!r}")
         for i, r in enumerate(p.match):
             if id(r) not in hit_rules:
                 problems.append(f"{p.path}: match[{i}] fires on none of the examples: {r.source_text[:100]!r}; "
                                 "add the message it is for (as the software prints it) to examples.match")
-        if rx.timeouts > before:
-            problems.append(f"{p.path}: a regex hit the {rx.TIMEOUT}s timeout on its own examples "
+        if timeouts:
+            problems.append(f"{p.path}: a regex hit the {TIMEOUT}s timeout on its own examples "
                             "(catastrophic backtracking?); rewrite it")
         problems += _config_problems(p)
     problems += _overlap_problems(patterns, catalog if catalog is not None else _catalog(patterns))

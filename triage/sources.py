@@ -153,7 +153,24 @@ _TS = [
 _DEFAULT_YEAR = 2026
 
 
-_TS_MEMO: Dict[Tuple[str, int, str], Optional[int]] = {}    # (kind, year, "date hh:mm") -> epoch of that minute
+class _MinuteMemo:
+    """Cache: (kind, year, "date hh:mm") -> epoch of that minute (a log's timestamps share few minutes);
+    cleared when it holds more than MAX entries."""
+    MAX = 4096
+
+    def __init__(self) -> None:
+        self._d: Dict[Tuple[str, int, str], Optional[int]] = {}
+
+    def get(self, key: Tuple[str, int, str], m: "re.Match[str]") -> Optional[int]:
+        t = self._d.get(key, -1)
+        if t == -1:
+            t = self._d[key] = _epoch(m, key[0], key[1])
+            if len(self._d) > self.MAX:
+                self._d.clear()
+        return t
+
+
+_MINUTES = _MinuteMemo()
 
 
 def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
@@ -171,11 +188,7 @@ def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
             y, sec_i, frac = (year_hint or _DEFAULT_YEAR), 5, m.group(6)
             minute = probe[m.start(1):m.end(4)]
         key = (kind, y, minute)
-        t = _TS_MEMO.get(key, -1)
-        if t == -1:
-            t = _TS_MEMO[key] = _epoch(m, kind, y)
-            if len(_TS_MEMO) > 4096:
-                _TS_MEMO.clear()
+        t = _MINUTES.get(key, m)
         s = int(m.group(sec_i))
         if t is None or s >= 61:
             continue

@@ -6,7 +6,7 @@ from typing import List, Optional
 import regex
 import yaml
 
-from .engine import _EXC_LINE
+from .engine import EXC_LINE
 from .rx import TIMEOUT, lazy
 
 _VARIABLE = lazy(r"0x[0-9a-fA-F]+|(?:/[\w.\-+@]+)+/?|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"")
@@ -15,7 +15,7 @@ _WORDS = lazy(r"[A-Za-z][A-Za-z _,:;()\-]{6,}[A-Za-z)]")
 
 def _message_line(lines: List[str]) -> str:
     for ln in reversed(lines):
-        if _EXC_LINE.match(ln):
+        if EXC_LINE.match(ln):
             return ln
     return next((ln for ln in lines if ln.strip()), "")
 
@@ -43,7 +43,7 @@ def draft_regex(line: str) -> str:
 
 def draft_literal(line: str) -> str:
     fixed = _VARIABLE.sub("\x00", line, timeout=TIMEOUT)
-    body = fixed.split(": ", 1)[1] if _EXC_LINE.match(line) and ": " in fixed else fixed
+    body = fixed.split(": ", 1)[1] if EXC_LINE.match(line) and ": " in fixed else fixed
     runs = sorted(_WORDS.findall(body.replace("\x00", "|")), key=len, reverse=True)
     return runs[0].strip() if runs else line.strip()[:40]
 

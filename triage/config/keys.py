@@ -1,0 +1,213 @@
+"""Canonical config keys: map any era's / spelling's keys and values to one canonical config.
+
+Canonical keys are listed in PATTERNS.md (selftest.canonical_keys() derives them from this module).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import regex
+
+from ..rx import TIMEOUT, lazy
+
+Config = Dict[str, Any]
+
+
+class ConfigError(Exception):
+    """A config file cannot be read or understood."""
+
+
+SCOPES = ("full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
+IMPLS = ("none", "local", "transformer_engine")
+_SCOPE_RX = lazy(r"(?<![A-Za-z0-9])(full_iteration_inference|full_iteration|moe_preprocess|moe_router|attn|mlp|moe|mamba|full)(?![A-Za-z0-9_])")
+
+# last-component aliases -> canonical key
+ALIASES = {
+    "cuda_graph_modules": "cuda_graph_scope",
+    "te_rng_tracker": "use_te_rng_tracker",
+    "check_for_nan_in_loss_and_grad": "check_for_nan_in_loss",
+    "cuda_graph_warmup_steps": "cuda_graph_warmup_steps",
+    "cpu_offloading": "cpu_offloading",
+    "micro_batch_size": "micro_batch_size",
+    "seq_length": "seq_length",
+}
+# Keys kept by their last component (known model/training fields); everything else keeps its dotted path.
+KNOWN = {
+    "cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps", "use_te_rng_tracker",
+    "check_for_nan_in_loss", "check_for_nan_in_grad", "recompute_granularity", "recompute_method",
+    "recompute_num_layers", "recompute_modules", "num_moe_experts", "moe_expert_capacity_factor",
+    "moe_pad_expert_input_to_capacity", "moe_token_dispatcher_type", "moe_router_padding_for_fp8",
+    "moe_shared_expert_intermediate_size", "delay_wgrad_compute", "gradient_accumulation_fusion",
+    "add_bias_linear", "add_qkv_bias", "overlap_moe_expert_parallel_comm", "cpu_offloading",
+    "fine_grained_activation_offloading", "attention_dropout", "hidden_dropout", "seq_length",
+    "micro_batch_size", "variable_seq_lengths", "pipeline_model_parallel_size", "te_version",
+    "mcore_version", "torch_version", "enable_cuda_graph", "external_cuda_graph", "moe_layer_freq",
+    "moe_input_jitter_eps", "inference_cuda_graph_scope", "tensor_model_parallel_size",
+    "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
+    "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+    "framework", "deprecated_flags_with_impl", "deprecated_flags_both", "scope_and_modules_both_set", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+}
+GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
+ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
+            "NCCL_NVLS_ENABLE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN",
+            "CUDA_LAUNCH_BLOCKING", "NCCL_DEBUG", "TORCH_NCCL_BLOCKING_WAIT")
+
+
+def parse_scalar(v: Any) -> Any:
+    """'True' -> True, '3' -> 3, 'None' -> None, "['attn']" -> ['attn'] (without eval)."""
+    if not isinstance(v, str):
+        return v
+    s = v.strip()
+    low = s.lower()
+    if low in ("true", "yes", "on"):
+        return True
+    if low in ("false", "no", "off"):
+        return False
+    if s in ("None", "null", "Null", "NULL", "~", ""):   # lower-case "none" is a value (cuda_graph_impl)
+        return None
+    if regex.fullmatch(r"[+-]?\d+", s):
+        return int(s)
+    if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
+        return float(s)
+    if (s.startswith("[") and s.endswith("]")) or (s.startswith("(") and s.endswith(")")):
+        inner = s[1:-1].strip()
+        if not inner:
+            return []
+        if "<" in inner and "CudaGraph" in inner:
+            return [m.group(1) for m in _SCOPE_RX.finditer(inner, timeout=TIMEOUT)]
+        return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        return s[1:-1]
+    return s
+
+
+def norm_scope(v: Any) -> List[str]:
+    if v is None:
+        return []
+    if isinstance(v, (list, tuple)):
+        items = [str(x) for x in v]
+    else:
+        items = [str(v)]
+    out: List[str] = []
+    for it in items:
+        found = [m.group(1) for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT)]
+        if not found and it.strip(" '\"[]"):
+            found = [x.strip(" '\"[]") for x in regex.split(r"[,\s]+", it) if x.strip(" '\"[]")]  # unknown name: keep it
+        for f in found:
+            if f not in out:
+                out.append(f)
+    return out
+
+
+def _scope_order(name: str) -> Tuple[int, str]:
+    return (SCOPES.index(name), "") if name in SCOPES else (len(SCOPES), name)
+
+
+def canonical(flat: Dict[str, Any]) -> Config:
+    """Flat {dotted key: value} (any era / spelling) -> canonical config."""
+    out: Config = {}
+    rng = []
+    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items() if v not in (None, [], "", "[]", "None")}
+    scope_and_modules = "cuda_graph_scope" in lasts and "cuda_graph_modules" in lasts
+    for k, v in flat.items():
+        if k.startswith("env."):
+            out[k] = None if v is None else str(v)
+            continue
+        last = k.rsplit(".", 1)[-1].replace("-", "_")
+        v = parse_scalar(v)
+        if last in ("te_rng_tracker", "use_te_rng_tracker"):
+            rng.append(bool(v))
+            continue
+        key = ALIASES.get(last, last)
+        first = k.split(".", 1)[0]
+        if key in KNOWN or (first in BRIDGE_SECTIONS and k.count(".") == 1):
+            out[key] = v            # Bridge's optimizer.lr is Megatron-LM's lr
+        else:
+            out[k.replace("-", "_")] = v
+    if rng:
+        out["use_te_rng_tracker"] = any(rng)   # model.use_te_rng_tracker and rng.te_rng_tracker are OR-synced
+    if "cuda_graph_scope" in out:
+        # order does not matter to megatron-core: keep one canonical order so a reorder is no diff
+        out["cuda_graph_scope"] = sorted(norm_scope(out["cuda_graph_scope"]), key=_scope_order)
+    if isinstance(out.get("recompute_modules"), list):
+        out["recompute_modules"] = sorted(str(x) for x in out["recompute_modules"])
+    impl = out.get("cuda_graph_impl")
+    if isinstance(impl, str):
+        impl = impl.split(".")[-1].strip().lower()      # "CudaGraphImpl.local"
+        out["cuda_graph_impl"] = impl
+    if impl == "full_iteration":                           # megatron-core main: impl full_iteration
+        out["cuda_graph_impl"] = "local"
+        out["cuda_graph_scope"] = ["full_iteration"] + [s for s in out.get("cuda_graph_scope", []) if s != "full_iteration"]
+    enable, external = out.pop("enable_cuda_graph", None) is True, out.pop("external_cuda_graph", None) is True
+    if enable and external:
+        out["deprecated_flags_both"] = True           # "enable_cuda_graph and external_cuda_graph cannot be enabled at the same time."
+    if impl not in (None, "none") and (enable or external):
+        out["deprecated_flags_with_impl"] = True      # "Do not use enable_cuda_graph or external_cuda_graph with cuda_graph_impl."
+    if scope_and_modules:
+        out["scope_and_modules_both_set"] = True      # 0.19+: "cuda_graph_scope and cuda_graph_modules cannot be set together."
+    if impl in (None, "none") and enable:             # the deprecated flags become the impl they stand for
+        out["cuda_graph_impl"] = "local"
+    elif impl in (None, "none") and external:
+        out["cuda_graph_impl"] = "transformer_engine"
+    alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
+    if alloc is not None:
+        out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
+    return out
+
+
+BRIDGE_SECTIONS = {"model", "train", "rng", "rerun_state_machine", "ddp", "optimizer", "checkpoint", "logger",
+                   "dataset", "scheduler", "mixed_precision", "comm_overlap", "tokenizer"}
+
+
+def framework_of(data: Any) -> Optional[str]:
+    """A nested config with Bridge's top-level sections is a Megatron Bridge config."""
+    if isinstance(data, dict) and len(BRIDGE_SECTIONS & {str(k) for k in data}) >= 2 and isinstance(data.get("model"), dict):
+        return "bridge"
+    return None
+
+
+def flatten(d: Any, prefix: str = "", _seen: Optional[set] = None) -> Dict[str, Any]:
+    """Nested mapping -> {dotted key: value}; cycles (YAML aliases) and depth are bounded."""
+    out: Dict[str, Any] = {}
+    seen = _seen if _seen is not None else set()
+    if not isinstance(d, dict) or id(d) in seen or prefix.count(".") > 30:
+        return out
+    seen = seen | {id(d)}
+    for k, v in d.items():
+        k = str(k)
+        if k == "env" and isinstance(v, dict):
+            for ek, ev in v.items():
+                out[f"env.{ek}"] = ev
+            continue
+        p = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict) and not k.startswith("_"):
+            out.update(flatten(v, p, seen))
+        elif isinstance(v, (list, dict)) and _cyclic(v, seen):
+            continue
+        else:
+            out[p] = v
+    return out
+
+
+def _cyclic(v: Any, seen: set, depth: int = 0) -> bool:
+    if depth > 30 or id(v) in seen:
+        return True
+    if isinstance(v, dict):
+        return any(_cyclic(x, seen | {id(v)}, depth + 1) for x in v.values())
+    if isinstance(v, list):
+        return any(_cyclic(x, seen | {id(v)}, depth + 1) for x in v)
+    return False
+
+
+def parse_overrides(items: Sequence[str]) -> Dict[str, Any]:
+    """['model.cuda_graph_impl=local', 'env.NCCL_GRAPH_REGISTER=0'] -> flat dict."""
+    out: Dict[str, Any] = {}
+    for it in items:
+        if "=" not in it:
+            raise ConfigError(f"override {it!r} is not KEY=VALUE")
+        k, v = it.split("=", 1)
+        k = k.strip().lstrip("+~")
+        if not k:
+            raise ConfigError(f"override {it!r} has an empty key")
+        out[k] = v.strip()
+    return out

@@ -1,0 +1,65 @@
+"""Load a config: a YAML/JSON file (Megatron Bridge run_config.yaml, plain YAML/JSON) or a log
+(its arguments / configuration blocks), plus OmegaConf-style overrides and environment settings."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Sequence
+
+from .document import CONFIG_MAX_BYTES, parse_config_text
+from .keys import Config, ConfigError, canonical, flatten, framework_of, parse_overrides
+from .scrape import config_from_lines
+
+
+def load_config(path: str) -> Config:
+    """A YAML/JSON config file, or a log (its arguments/config blocks are read)."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"no such config file: {path!r}")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as e:
+        raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
+    looks_like_log = path.endswith((".log", ".out", ".err", ".gz", ".txt")) or head[:2] == b"\x1f\x8b"
+    if not looks_like_log:
+        try:
+            size = os.path.getsize(path)
+            if size > CONFIG_MAX_BYTES:
+                raise ConfigError(f"{path}: {size:,} bytes; a config file may hold at most "
+                                  f"{CONFIG_MAX_BYTES >> 20} MiB")
+            with open(path, "rb") as fb:
+                raw = fb.read(CONFIG_MAX_BYTES + 1)
+        except OSError as e:
+            raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
+        if b"\x00" in raw[:1 << 16]:
+            raise ConfigError(f"{path}: a binary file, not a YAML/JSON config or a log")
+        data = parse_config_text(raw.decode("utf-8", errors="replace"), "JSON" if path.endswith(".json") else "YAML",
+                                 path)
+        if isinstance(data, dict):
+            cfg = canonical(flatten(data))
+            fw = framework_of(data)
+            if fw:
+                cfg.setdefault("framework", fw)
+            return cfg
+        if data is not None and not isinstance(data, str):
+            raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
+    from ..sources import read_lines
+    cfg = config_from_lines(read_lines(path))
+    if not cfg:
+        raise ConfigError(f"{path}: found no configuration in it (no mapping, arguments block or config summary)")
+    return cfg
+
+
+def build_config(paths: Sequence[str] = (), overrides: Sequence[str] = (), env: Sequence[str] = ()) -> Config:
+    flat: Dict[str, Any] = {}
+    cfg: Config = {}
+    for p in paths:
+        cfg.update(load_config(p))
+    flat.update(parse_overrides(overrides))
+    for e in env:
+        if "=" not in e:
+            raise ConfigError(f"--env {e!r} is not KEY=VALUE")
+        k, v = e.split("=", 1)
+        flat[f"env.{k.strip()}"] = v
+    merged = dict(cfg)
+    merged.update(canonical(flat))
+    return canonical(merged)

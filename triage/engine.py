@@ -996,7 +996,6 @@ class Engine:
             core.rank_segments.append((inp.inp.path, file_rank, changes, scanned))
         lineno = 0              # line number of the last line processed / passed
         nbytes = 0              # stream offset of the current block
-        n_obs = len(obs)
         rules_obs = obs[rules_idx]
         followers = [o for o in obs if type(o).following is not Observer.following]
         batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
@@ -1006,14 +1005,7 @@ class Engine:
                                        consumed)
         for bi, (buf, lo) in enumerate(blocks):
             view.reset(buf)
-            prepared = pool.get(inp.inp.path, bi, len(buf) - lo) if pool is not None else None
-            if prepared is not None and lo:      # a worker's offsets are relative to the block
-                h, r, li, nl_ = prepared
-                prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r],
-                            {k + lo: v for k, v in li.items()}, nl_)
-            if prepared is None:
-                prepared = prepare_block(buf, lo, aset, batchers)
-            hits, recs_all, line_idx, block_nl = prepared
+            hits, recs_all, line_idx, block_nl = _prepared(pool, inp.inp.path, bi, buf, lo, aset, batchers)
             first = lineno + 1      # line number of the block's first line
             n = len(buf)
             # lines an observer parsed in one pass over the block (see prepare_block) are fed back
@@ -1041,16 +1033,7 @@ class Engine:
                 end = nl if nl >= 0 else n
                 pos = end + 1
                 lineno += 1
-                woken: Set[int] = set(id(o) for o in following)
-                rule_ids: Set[int] = set()
-                if tags:
-                    for t in tags:
-                        if t >= RULE_TAG:
-                            rule_ids.add(t - RULE_TAG)
-                        elif 0 <= t < n_obs:
-                            woken.add(id(obs[t]))
-                    if rule_ids:
-                        woken.add(id(rules_obs))
+                woken, rule_ids = _woken(tags, following, obs, rules_obs)
                 if not woken:
                     continue
                 for b in batches:
@@ -1059,15 +1042,7 @@ class Engine:
                         b.drop(start)
                 view.cur_off, view.cur_lineno = start, lineno
                 ln = view.line_at(start, lineno)
-                for seg_line in _segments(ln, buf, start, end, inp.inp, view.year):
-                    st = core.stream(seg_line.source, seg_line.rank)
-                    if seg_line.ts is not None:
-                        st.last_ts = seg_line.ts
-                    ev = Event(inp.seq_base + lineno, st, inp, view, rule_ids)
-                    for o in obs:
-                        if id(o) in woken:
-                            o.feed(seg_line, ev)
-                    view.done(seg_line, st)
+                _feed_segments(ln, buf, (start, end), inp.seq_base + lineno, inp, core, obs, woken, view, rule_ids)
                 att = inp.attempt(ln)
                 if att != seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
                     if eager_ranks:
@@ -1084,6 +1059,51 @@ class Engine:
         if not eager_ranks:
             scanned[0] = consumed[0]
         return lineno, nbytes
+
+
+def _prepared(pool: Optional["_Pool"], path: str, bi: int, buf: bytes, lo: int, aset: AnchorSet,
+              batchers: Sequence[Tuple[Observer, int]]) -> tuple:
+    """Anchor hits, batch records, line indexes and line count of block BI: a worker's, else made here."""
+    prepared = pool.get(path, bi, len(buf) - lo) if pool is not None else None
+    if prepared is not None and lo:      # a worker's offsets are relative to the block
+        h, r, li, nl_ = prepared
+        prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r],
+                    {k + lo: v for k, v in li.items()}, nl_)
+    if prepared is None:
+        prepared = prepare_block(buf, lo, aset, batchers)
+    return prepared
+
+
+def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observer],
+           rules_obs: Observer) -> Tuple[Set[int], Set[int]]:
+    """ids of the observers a line wakes (those following a block, those its anchors hit) and the
+    indexes of the rules whose literals it holds."""
+    woken: Set[int] = set(id(o) for o in following)
+    rule_ids: Set[int] = set()
+    if tags:
+        n_obs = len(obs)
+        for t in tags:
+            if t >= RULE_TAG:
+                rule_ids.add(t - RULE_TAG)
+            elif 0 <= t < n_obs:
+                woken.add(id(obs[t]))
+        if rule_ids:
+            woken.add(id(rules_obs))
+    return woken, rule_ids
+
+
+def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: InputState, core: Core,
+                   obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int]) -> None:
+    """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers."""
+    for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
+        st = core.stream(seg_line.source, seg_line.rank)
+        if seg_line.ts is not None:
+            st.last_ts = seg_line.ts
+        ev = Event(seq, st, inp, view, rule_ids)
+        for o in obs:
+            if id(o) in woken:
+                o.feed(seg_line, ev)
+        view.done(seg_line, st)
 
 
 class _Batch:

@@ -70,15 +70,19 @@ def parse_scalar(v: Any) -> Any:
     if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
         return float(s)
     if (s.startswith("[") and s.endswith("]")) or (s.startswith("(") and s.endswith(")")):
-        inner = s[1:-1].strip()
-        if not inner:
-            return []
-        if "<" in inner and "CudaGraph" in inner:
-            return [m.group(1) for m in _SCOPE_RX.finditer(inner, timeout=TIMEOUT)]
-        return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
+        return _parse_list(s[1:-1].strip())
     if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
         return s[1:-1]
     return s
+
+
+def _parse_list(inner: str) -> List[Any]:
+    """The items of "[a, 'b', 3]" (brackets removed); "[<CudaGraphScope.attn: 2>]" -> ['attn']."""
+    if not inner:
+        return []
+    if "<" in inner and "CudaGraph" in inner:
+        return [m.group(1) for m in _SCOPE_RX.finditer(inner, timeout=TIMEOUT)]
+    return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
 
 
 def norm_scope(v: Any) -> List[str]:
@@ -92,7 +96,8 @@ def norm_scope(v: Any) -> List[str]:
     for it in items:
         found = [m.group(1) for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT)]
         if not found and it.strip(" '\"[]"):
-            found = [x.strip(" '\"[]") for x in regex.split(r"[,\s]+", it) if x.strip(" '\"[]")]  # unknown name: keep it
+            # an unknown name: keep it
+            found = [x.strip(" '\"[]") for x in regex.split(r"[,\s]+", it) if x.strip(" '\"[]")]
         for f in found:
             if f not in out:
                 out.append(f)
@@ -107,8 +112,8 @@ def canonical(flat: Dict[str, Any]) -> Config:
     """Flat {dotted key: value} (any era / spelling) -> canonical config."""
     out: Config = {}
     rng = []
-    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items() if v not in (None, [], "", "[]", "None")}
-    scope_and_modules = "cuda_graph_scope" in lasts and "cuda_graph_modules" in lasts
+    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items()
+             if v not in (None, [], "", "[]", "None")}
     for k, v in flat.items():
         if k.startswith("env."):
             out[k] = None if v is None else str(v)
@@ -131,28 +136,38 @@ def canonical(flat: Dict[str, Any]) -> Config:
         out["cuda_graph_scope"] = sorted(norm_scope(out["cuda_graph_scope"]), key=_scope_order)
     if isinstance(out.get("recompute_modules"), list):
         out["recompute_modules"] = sorted(str(x) for x in out["recompute_modules"])
+    _graph_keys(out, scope_and_modules="cuda_graph_scope" in lasts and "cuda_graph_modules" in lasts)
+    alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
+    if alloc is not None:
+        out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
+    return out
+
+
+def _graph_keys(out: Config, scope_and_modules: bool) -> None:
+    """CUDA graph settings of every era -> cuda_graph_impl / cuda_graph_scope, plus the flags of
+    combinations megatron-core refuses."""
     impl = out.get("cuda_graph_impl")
     if isinstance(impl, str):
         impl = impl.split(".")[-1].strip().lower()      # "CudaGraphImpl.local"
         out["cuda_graph_impl"] = impl
     if impl == "full_iteration":                           # megatron-core main: impl full_iteration
         out["cuda_graph_impl"] = "local"
-        out["cuda_graph_scope"] = ["full_iteration"] + [s for s in out.get("cuda_graph_scope", []) if s != "full_iteration"]
+        out["cuda_graph_scope"] = ["full_iteration"] + [s for s in out.get("cuda_graph_scope", [])
+                                                        if s != "full_iteration"]
     enable, external = out.pop("enable_cuda_graph", None) is True, out.pop("external_cuda_graph", None) is True
+    # "enable_cuda_graph and external_cuda_graph cannot be enabled at the same time."
     if enable and external:
-        out["deprecated_flags_both"] = True           # "enable_cuda_graph and external_cuda_graph cannot be enabled at the same time."
+        out["deprecated_flags_both"] = True
+    # "Do not use enable_cuda_graph or external_cuda_graph with cuda_graph_impl."
     if impl not in (None, "none") and (enable or external):
-        out["deprecated_flags_with_impl"] = True      # "Do not use enable_cuda_graph or external_cuda_graph with cuda_graph_impl."
+        out["deprecated_flags_with_impl"] = True
+    # 0.19+: "cuda_graph_scope and cuda_graph_modules cannot be set together."
     if scope_and_modules:
-        out["scope_and_modules_both_set"] = True      # 0.19+: "cuda_graph_scope and cuda_graph_modules cannot be set together."
+        out["scope_and_modules_both_set"] = True
     if impl in (None, "none") and enable:             # the deprecated flags become the impl they stand for
         out["cuda_graph_impl"] = "local"
     elif impl in (None, "none") and external:
         out["cuda_graph_impl"] = "transformer_engine"
-    alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
-    if alloc is not None:
-        out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
-    return out
 
 
 BRIDGE_SECTIONS = {"model", "train", "rng", "rerun_state_machine", "ddp", "optimizer", "checkpoint", "logger",

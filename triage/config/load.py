@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 from .document import CONFIG_MAX_BYTES, parse_config_text
 from .keys import Config, ConfigError, canonical, flatten, framework_of, parse_overrides
@@ -21,32 +21,40 @@ def load_config(path: str) -> Config:
         raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
     looks_like_log = path.endswith((".log", ".out", ".err", ".gz", ".txt")) or head[:2] == b"\x1f\x8b"
     if not looks_like_log:
-        try:
-            size = os.path.getsize(path)
-            if size > CONFIG_MAX_BYTES:
-                raise ConfigError(f"{path}: {size:,} bytes; a config file may hold at most "
-                                  f"{CONFIG_MAX_BYTES >> 20} MiB")
-            with open(path, "rb") as fb:
-                raw = fb.read(CONFIG_MAX_BYTES + 1)
-        except OSError as e:
-            raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
-        if b"\x00" in raw[:1 << 16]:
-            raise ConfigError(f"{path}: a binary file, not a YAML/JSON config or a log")
-        data = parse_config_text(raw.decode("utf-8", errors="replace"), "JSON" if path.endswith(".json") else "YAML",
-                                 path)
-        if isinstance(data, dict):
-            cfg = canonical(flatten(data))
-            fw = framework_of(data)
-            if fw:
-                cfg.setdefault("framework", fw)
+        cfg = _load_document(path)
+        if cfg is not None:
             return cfg
-        if data is not None and not isinstance(data, str):
-            raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
     from ..sources import read_lines
     cfg = config_from_lines(read_lines(path))
     if not cfg:
         raise ConfigError(f"{path}: found no configuration in it (no mapping, arguments block or config summary)")
     return cfg
+
+
+def _load_document(path: str) -> Optional[Config]:
+    """A YAML/JSON config file; None when it holds no mapping but text (a log after all)."""
+    try:
+        size = os.path.getsize(path)
+        if size > CONFIG_MAX_BYTES:
+            raise ConfigError(f"{path}: {size:,} bytes; a config file may hold at most "
+                              f"{CONFIG_MAX_BYTES >> 20} MiB")
+        with open(path, "rb") as fb:
+            raw = fb.read(CONFIG_MAX_BYTES + 1)
+    except OSError as e:
+        raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
+    if b"\x00" in raw[:1 << 16]:
+        raise ConfigError(f"{path}: a binary file, not a YAML/JSON config or a log")
+    data = parse_config_text(raw.decode("utf-8", errors="replace"), "JSON" if path.endswith(".json") else "YAML",
+                             path)
+    if isinstance(data, dict):
+        cfg = canonical(flatten(data))
+        fw = framework_of(data)
+        if fw:
+            cfg.setdefault("framework", fw)
+        return cfg
+    if data is not None and not isinstance(data, str):
+        raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")
+    return None
 
 
 def build_config(paths: Sequence[str] = (), overrides: Sequence[str] = (), env: Sequence[str] = ()) -> Config:

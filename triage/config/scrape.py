@@ -124,59 +124,73 @@ class LogConfigCollector:
         return self._mode is not None
 
     def feed(self, line: Line) -> None:
-        text = line.text
         mode = self._mode
         if mode == "args":
-            if _ARGS_END.match(text):
-                self._mode = None
-                return
-            m = _ARG_LINE.match(text)
-            if m:
-                self.flat.setdefault(m.group(1), m.group(2))
+            self._feed_args(line.text)
+        elif mode == "task":
+            self._feed_task(line)
+        elif mode == "summary":
+            self._feed_summary(line.text)
+        elif not self._block_start(line.text):
+            self._feed_other(line.text)
+
+    def _feed_args(self, text: str) -> None:
+        if _ARGS_END.match(text):
+            self._mode = None
             return
-        if mode == "task":
-            if _TASK_END.match(text):
-                self._end_task()
-                return
-            if len(self._buf) < 20000:
-                self._buf.append(line.raw if line.raw.startswith(text) else text)
+        m = _ARG_LINE.match(text)
+        if m:
+            self.flat.setdefault(m.group(1), m.group(2))
+
+    def _feed_task(self, line: Line) -> None:
+        text = line.text
+        if _TASK_END.match(text):
+            self._end_task()
             return
-        if mode == "summary":
-            if text.startswith("=" * 20) and self._section:
-                self._mode = None
-                return
-            m = _SUMMARY_SECTION.match(text)
-            if m:
-                self._section = m.group(1)
-                return
-            if text.startswith("Other Configuration Values"):
-                self._section = "other"
-                return
-            m = _SUMMARY_LINE.match(text)
-            if m:
-                self.flat.setdefault(f"{self._section}.{m.group(1)}", m.group(2))
-                return
-            if text.strip() and not text.startswith(" ") and not text.startswith("="):
-                self._mode = None
+        if len(self._buf) < 20000:
+            self._buf.append(line.raw if line.raw.startswith(text) else text)
+
+    def _feed_summary(self, text: str) -> None:
+        if text.startswith("=" * 20) and self._section:
+            self._mode = None
             return
+        m = _SUMMARY_SECTION.match(text)
+        if m:
+            self._section = m.group(1)
+            return
+        if text.startswith("Other Configuration Values"):
+            self._section = "other"
+            return
+        m = _SUMMARY_LINE.match(text)
+        if m:
+            self.flat.setdefault(f"{self._section}.{m.group(1)}", m.group(2))
+            return
+        if text.strip() and not text.startswith(" ") and not text.startswith("="):
+            self._mode = None
+
+    def _block_start(self, text: str) -> bool:
+        """An arguments / task configuration / summary block starts at this line."""
         if "---" in text:
             if _ARGS_START.match(text):
-                self._mode = "args"
-                self.flat.setdefault("framework", "megatron-lm")
-                self.found.append("megatron-lm arguments block")
-                return
+                self._start("args", "megatron-lm", "megatron-lm arguments block")
+                return True
             if _TASK_START.match(text):
-                self._mode = "task"
-                self.flat.setdefault("framework", "bridge")
+                self._start("task", "bridge", "bridge task configuration")
                 self._buf = []
-                self.found.append("bridge task configuration")
-                return
+                return True
         if "Configuration Summary" in text and _SUMMARY_START.match(text):
-            self._mode = "summary"
+            self._start("summary", "bridge", "bridge configuration summary")
             self._section = ""
-            self.flat.setdefault("framework", "bridge")
-            self.found.append("bridge configuration summary")
-            return
+            return True
+        return False
+
+    def _start(self, mode: str, framework: str, found: str) -> None:
+        self._mode = mode
+        self.flat.setdefault("framework", framework)
+        self.found.append(found)
+
+    def _feed_other(self, text: str) -> None:
+        """A line outside any block: environment settings, an echoed command line, versions."""
         if "=" in text or "set by environment" in text:
             for m in _ENV_LINE.finditer(text, timeout=TIMEOUT):
                 self.flat.setdefault(f"env.{m.group(1)}", m.group(3).rstrip(".,;"))
@@ -186,13 +200,16 @@ class LogConfigCollector:
                 self.flat.setdefault(k, v)
             self.found.append("command line")
         if "ersion" in text or "torch" in text or "+cu" in text or "megatron" in text or "ngine" in text:
-            for key, rx in _VERSION_LINES:
-                if key not in self.versions:
-                    m = rx.search(text[:300], timeout=TIMEOUT)
-                    if m:
-                        self.versions[key] = next(g for g in m.groups() if g)
-                        if key in ("torch_version", "te_version", "mcore_version"):
-                            self.flat.setdefault(key, self.versions[key])
+            self._feed_versions(text)
+
+    def _feed_versions(self, text: str) -> None:
+        for key, rx in _VERSION_LINES:
+            if key not in self.versions:
+                m = rx.search(text[:300], timeout=TIMEOUT)
+                if m:
+                    self.versions[key] = next(g for g in m.groups() if g)
+                    if key in ("torch_version", "te_version", "mcore_version"):
+                        self.flat.setdefault(key, self.versions[key])
 
     def _end_task(self) -> None:
         self._mode = None

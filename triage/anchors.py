@@ -137,7 +137,7 @@ class AnchorSet:
             (re.compile((a.text if a.regex else re.escape(a.text)).encode("utf-8"),
                         re.M | (re.I if a.ignore_case else 0)), a.tag) for a in self.anchors]
 
-    def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:
+    def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:  # noqa: C901 - TODO(issue 16): split
         """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:])."""
         out: Dict[int, Set[int]] = {}
         if not self.anchors or not len(data):

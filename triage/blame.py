@@ -14,13 +14,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
 
-
-from .rx import lazy
-
 from .config import GRAPH_KEYS, Config, check, diff
 from .findings import Finding
 from .patterns import Pattern
-
+from .rx import lazy
 
 BOOKKEEPING = lazy(
     r"(?:^|[._])(?:lr|min_lr|learning_rate|lr_\w+|\w*_iters|train_samples|iterations|log_\w+|\w*logging\w*|save\w*|"

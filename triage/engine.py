@@ -27,20 +27,31 @@ from __future__ import annotations
 
 import calendar
 import os
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-import re
-
-
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
 from .rx import TIMEOUT, Timeouts, lazy, search
-from .sources import (MAX_LINE, MAX_RAW, Input, InputError, Line, describe_input, expand_paths,
-                      continues, inner_rank, iter_blocks, iter_blocks_with_tail, make_line, normalise,
-                      split_prefix)
+from .sources import (
+    MAX_LINE,
+    MAX_RAW,
+    Input,
+    InputError,
+    Line,
+    continues,
+    describe_input,
+    expand_paths,
+    inner_rank,
+    iter_blocks,
+    iter_blocks_with_tail,
+    make_line,
+    normalise,
+    split_prefix,
+)
 
 StreamKey = Tuple[str, Optional[int]]
 
@@ -56,7 +67,7 @@ EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and sugge
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )
-_WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")
+_WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")  # noqa: E501 - a regex reads best on one line
 _ROOT_RANK = lazy(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 BLOCK_MAX_LINES = 40
 MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is switched off
@@ -505,7 +516,7 @@ class Blocks(Observer):
                 return True
         return False
 
-    def feed(self, line: Line, ev: Event) -> None:
+    def feed(self, line: Line, ev: Event) -> None:  # noqa: C901 - TODO(issue 16): split
         st = ev.st
         core = self.core
         keys = self.open.get(line.source)
@@ -760,7 +771,7 @@ _RANK_KINDS: List[Tuple[Optional[bytes], bytes, bytes]] = [
 _QUOTED_RANK_B = re.compile(
     rb"\n(?:> ?)+(?:\[(?:rank|default|trainer|worker)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|[ ]{0,4}(\d{1,6}): )")
 _INNER_RANK_B = re.compile(
-    rb"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b")
+    rb"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]|\[rank: ?(\d+)\]|\bglobal rank (\d+)\b")  # noqa: E501 - a regex reads best on one line
 _CTRL_B = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
 _DIRTY_LINE_B = re.compile(rb"\n[^\n]*[\x00-\x08\x0b-\x1f\x7f][^\n]*")
 # a line that starts with no rank prefix (it takes the rank of its file name)
@@ -782,7 +793,7 @@ def _distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:
     return {int(k) for k in known} | {int(k) for k in re.findall(head + tail, seg[pos:])}
 
 
-def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:
+def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:  # noqa: C901 - TODO(issue 16): split
     """The ranks of the lines in buf[lo:hi], as make_line would tag them (C-level searches only)."""
     if hi <= lo:
         return set()
@@ -974,7 +985,8 @@ class Engine:
         return self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
 
     def _scan_one(self, path: str, core: Core, obs: List[Observer], rules_idx: int, aset: AnchorSet,
-                  block_size: int, progress, pool: Optional["_Pool"], seq_base: int, done_bytes: int) -> Tuple[int, int]:
+                  block_size: int, progress, pool: Optional["_Pool"], seq_base: int,
+                  done_bytes: int) -> Tuple[int, int]:
         from .sources import BLOCK_SIZE
         inp = InputState(describe_input(path), seq_base=seq_base)
         core.inputs[inp.inp.label] = inp
@@ -985,7 +997,7 @@ class Engine:
         return self._scan_input(inp, core, obs, rules_idx, aset, block_size or BLOCK_SIZE,
                                 prog if progress is not None else None, pool)
 
-    def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
+    def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,  # noqa: C901 - TODO(issue 16): split
                     aset: AnchorSet, block_size: int, progress, pool: Optional["_Pool"] = None) -> Tuple[int, int]:
         view = BlockView(self.window, inp.inp)
         file_rank = inp.inp.file_rank

@@ -35,7 +35,6 @@ from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
-
 from .engine import ErrorBlock, Match, ScanResult
 from .rx import TIMEOUT, lazy, search
 
@@ -278,7 +277,7 @@ class Analysis:
     step_times: Dict[str, Any] = field(default_factory=dict)
     versions: Dict[str, str] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
-    known: Optional[Dict[str, Any]] = None     # the known issue of this verdict (store.known_info), when a store was given
+    known: Optional[Dict[str, Any]] = None     # the known issue of this verdict (store.known_info), given a store
     _verdict: Optional[Verdict] = field(default=None, repr=False)
 
     @property
@@ -553,7 +552,8 @@ def _cascade_clause(findings: List[Finding], first_ranks: Sequence[Optional[int]
     verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
     verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
     if cranks:
-        return f"; {len(cranks)} rank{'s' if len(cranks) > 1 else ''} ({rank_ranges(cranks)}) then {verb} ({', '.join(kinds)})"
+        plural = "s" if len(cranks) > 1 else ""
+        return f"; {len(cranks)} rank{plural} ({rank_ranges(cranks)}) then {verb} ({', '.join(kinds)})"
     return f"; followed by {sum(f.count for f in casc)} cascade error(s) ({', '.join(kinds)})"
 
 
@@ -765,7 +765,7 @@ _PEER_LOCAL = lazy(r"Connection closed by localRank (\d+)")   # NCCL proxy servi
 _FLIGHT = lazy(r"Received a dump signal|[Ff]light [Rr]ecorder|dump debug info|dumping debug info")
 
 
-def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[ErrorBlock]:
+def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[ErrorBlock]:  # noqa: C901 - TODO(issue 16): split
     """Blocks that only continue a message -- NCCL's `Last error:` and the line after it, a C++
     exception's `Exception raised from` trailer and its frames -- are part of the message above
     them: of the finding whose matched line they follow (dropped here: the finding's evidence shows

@@ -125,7 +125,7 @@ def expand_macros(src: str, where: str) -> str:
 def _sre() -> Tuple[Any, Any]:
     """The stdlib regex parser and its constants (re._parser / re._constants from Python 3.11)."""
     try:
-        from re import _constants, _parser         # Python >= 3.11
+        from re import _constants, _parser  # Python >= 3.11
         return _parser, _constants
     except ImportError:                             # pragma: no cover - Python 3.9 / 3.10
         import sre_constants
@@ -214,7 +214,8 @@ def _literals(d: Dict[str, Any], src: str, where: str, ignore_case: bool = False
                            "add a literal: a plain substring every matching line contains")
     lits = _str_list(d.get("literal"), where, "literal")
     if not lits or any(not lit.strip() for lit in lits):
-        raise PatternError(f"{where}: each match needs a non-empty 'literal' prefilter (a plain substring every matching line contains)")
+        raise PatternError(f"{where}: each match needs a non-empty 'literal' prefilter "
+                           "(a plain substring every matching line contains)")
     return lits
 
 
@@ -240,14 +241,16 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         if not isinstance(window, int) or window < 1 or window > 1000:
             raise PatternError(f"{cw}: window must be an integer 1..1000")
         csrc = expand_macros(_req(c, "regex", str, cw), cw + " regex")
-        ctx.append(ContextReq(_compile(csrc, cw + " regex", ic, user), _literals(c, csrc, cw, ic, context=True), window))
+        ctx.append(ContextReq(_compile(csrc, cw + " regex", ic, user), _literals(c, csrc, cw, ic, context=True),
+                              window))
     neg = [_compile(expand_macros(n, where + " not"), where + " not", ic, user)
            for n in _str_list(m.get("not"), where, "not")]
     gen = m.get("generic")
     if gen is not None and not isinstance(gen, bool):
         raise PatternError(f"{where}: generic must be true or false")
     src = expand_macros(src, where + " regex")
-    return MatchRule(_compile(src, where + " regex", ic, user), _literals(m, src, where, ic), ic, role, ctx, neg, src, gen)
+    return MatchRule(_compile(src, where + " regex", ic, user), _literals(m, src, where, ic), ic, role, ctx, neg, src,
+                     gen)
 
 
 def _parse_rule(r: Any, where: str) -> ConfigRule:
@@ -282,7 +285,7 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
                       fix=str(r.get("fix", "")), violates=examples["violates"], ok=examples["ok"])
 
 
-def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
+def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:  # noqa: C901 - TODO(issue 16): split
     """One pattern file's data; `user`: a user's file (risky regexes are refused, see rx.risky)."""
     where = os.path.basename(path)
     if not isinstance(data, dict):
@@ -403,7 +406,8 @@ def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:
     seen: Dict[str, str] = {}
     for p in pats:
         if p.id in seen and os.path.dirname(seen[p.id]) == os.path.dirname(p.path):
-            raise PatternError(f"{os.path.basename(p.path)}: duplicate id {p.id!r} (also in {os.path.basename(seen[p.id])})")
+            raise PatternError(f"{os.path.basename(p.path)}: duplicate id {p.id!r} "
+                               f"(also in {os.path.basename(seen[p.id])})")
         seen.setdefault(p.id, p.path)
     remember_valid()
     return pats

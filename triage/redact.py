@@ -33,9 +33,9 @@ from __future__ import annotations
 import hashlib
 import re
 from bisect import bisect_left, bisect_right
+from functools import lru_cache
 from itertools import accumulate
 from operator import add
-from functools import lru_cache
 from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .rx import TIMEOUT, lazy
@@ -151,7 +151,7 @@ def _hs():
         try:
             import hyperscan
 
-            from . import anchors            # its cache of compiled databases (compiling: ~50 ms)
+            from . import anchors  # its cache of compiled databases (compiling: ~50 ms)
             exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
             flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
             key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))
@@ -221,7 +221,7 @@ _CRED = {"access", "auth", "api", "app", "bearer", "refresh", "session", "id", "
 
 
 @lru_cache(maxsize=4096)
-def name_class(name: str) -> int:
+def name_class(name: str) -> int:  # noqa: C901 - TODO(issue 16): split
     """2: a secret name (its value is redacted), 1: a secret name only if the value looks like a
     credential (a lower-case `..._token` of no credential qualifier), 0: not a secret name."""
     words = _WORD.findall(name)
@@ -334,7 +334,7 @@ def _quoted(v: str) -> Tuple[str, str, str]:
     return "", v, ""
 
 
-def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:
+def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:  # noqa: C901 - TODO(issue 16): split
     """A name and its separator matched: (end, replacement of text[m.start():end]), or (0, None)
     when the name is not a secret name or has no value.  The value is matched only after the name
     is known to be secret (every character is then consumed once).  A YAML line
@@ -560,7 +560,7 @@ _PEM_ONLY: FrozenSet[int] = frozenset((PEM,))
 _NOT_IN_PUBLIC: FrozenSet[int] = frozenset((PEM, B64))   # a certificate's lines are no key's body
 
 
-def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
+def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:  # noqa: C901 - TODO(issue 16): split
     """Redact consecutive lines; CARRY: the first line continues a key block opened before them.
     Returns the lines and whether a key block is still open after the last one."""
     out: List[str] = []
@@ -718,7 +718,7 @@ class _Walk:
         self.hitpos: List[int] = []
         self.done: Dict[str, str] = {}
 
-    def collect(self, o: Any) -> None:
+    def collect(self, o: Any) -> None:  # noqa: C901 - TODO(issue 16): split
         acc = self.strings
         t = type(o)
         if t is str or (t not in _CONTAINERS and isinstance(o, str)):
@@ -799,7 +799,7 @@ class _Walk:
                 open_ = False
         return out, open_
 
-    def dict(self, o: Dict[Any, Any]) -> Dict[Any, Any]:
+    def dict(self, o: Dict[Any, Any]) -> Dict[Any, Any]:  # noqa: C901 - TODO(issue 16): split
         hits = self.hits
         out: Dict[Any, Any] = {}
         opened: List[Any] = []         # the keys whose string or list leaves a key block open

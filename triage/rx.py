@@ -119,7 +119,7 @@ def search(rx, text: str, timeouts: Optional[Timeouts] = None) -> Optional["rege
 MAX_REPEAT_COUNT = 1000      # a {n} / {n,m} bound above this is refused in a pattern
 
 
-def risky(pattern: str) -> Optional[str]:
+def risky(pattern: str) -> Optional[str]:  # noqa: C901 - TODO(issue 16): split
     """Why a regex is a backtracking risk (nested unbounded quantifiers such as (a+)+ or (\\w*\\s?)*,
     or a huge repetition count), or None.  Read with the stdlib parser; a pattern it cannot read
     (a `regex`-only construct) is judged by its timeout alone."""
@@ -135,7 +135,7 @@ def risky(pattern: str) -> Optional[str]:
         return None
     repeats = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
 
-    def chars(item) -> Optional[Callable[[str], bool]]:
+    def chars(item) -> Optional[Callable[[str], bool]]:  # noqa: C901 - TODO(issue 16): split
         """What one item can match, as a predicate on a character (None: can't tell)."""
         op, av = str(item[0]), item[1]
         if op == "LITERAL":
@@ -191,7 +191,7 @@ def risky(pattern: str) -> Optional[str]:
                 return True
         return False
 
-    def walk(items, outer: bool) -> Optional[str]:
+    def walk(items, outer: bool) -> Optional[str]:  # noqa: C901 - TODO(issue 16): split
         for op, av in items:
             name = str(op)
             if name in repeats:

@@ -16,8 +16,8 @@
 from __future__ import annotations
 
 import difflib
-import os
 import functools
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -61,7 +61,8 @@ def _unknown_key(key: Any, where: str) -> Optional[str]:
     if isinstance(key, str) and is_canonical_key(key):
         return None
     close = difflib.get_close_matches(str(key), canonical_keys(), n=1, cutoff=0.75)
-    hint = f" (did you mean {close[0]!r}?)" if close else " (PATTERNS.md lists the canonical keys; env.NAME for a variable)"
+    hint = (f" (did you mean {close[0]!r}?)" if close
+            else " (PATTERNS.md lists the canonical keys; env.NAME for a variable)")
     return f"{where}: {key!r} is not a canonical config key{hint}"
 
 
@@ -203,7 +204,7 @@ def _overlap_problems(patterns: Sequence[Pattern], catalog: Sequence[Pattern]) -
 
 # --- the check ---------------------------------------------------------------------------------------
 
-def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]] = None) -> List[str]:
+def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]] = None) -> List[str]:  # noqa: C901 - TODO(issue 16): split
     """Every problem of PATTERNS (see the module docstring), one line each; [] when there is none.
     CATALOG is what the examples are run against for the winner check (default: the patterns plus
     the shipped patterns of other ids)."""

@@ -9,11 +9,11 @@ line carries one.
 from __future__ import annotations
 
 import calendar
-import re
 import gzip
-import lzma
 import io
+import lzma
 import os
+import re
 import stat
 import sys
 import time
@@ -374,7 +374,7 @@ def attempt_from_path(path: str) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def read_lines(path: str) -> Iterator[Line]:
+def read_lines(path: str) -> Iterator[Line]:  # noqa: C901 - TODO(issue 16): split
     """Yield normalised, rank- and time-tagged lines of one input, streaming."""
     label = "<stdin>" if path == "-" else path
     file_rank = None if path == "-" else rank_from_filename(path)
@@ -463,7 +463,7 @@ def block_tail(buf: bytes, tail: int) -> int:
     return nl + 1 if nl >= 0 else len(buf)
 
 
-def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None, tail: int = 0,
+def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None, tail: int = 0,  # noqa: C901 - TODO(issue 16): split
                           max_bytes: int = 0, notes: Optional[List[str]] = None,
                           consumed: Optional[List[int]] = None) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
@@ -495,7 +495,8 @@ def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None
             if consumed is not None:
                 consumed[0] = total     # bytes of the (decompressed) stream read so far
             if max_bytes and total >= max_bytes and data and notes is not None:
-                notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); the rest is not triaged")
+                notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); "
+                             "the rest is not triaged")
             if getattr(fb, "stopped", "") and notes is not None and fb.stopped not in notes:
                 notes.append(fb.stopped)
             if progress is not None:

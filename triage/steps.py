@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
-
-import re
-
 
 from .anchors import Anchor
 from .rx import TIMEOUT, lazy
@@ -83,7 +81,7 @@ _CAPTURE = lazy(
     r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
     r"|create cuda graphs|Capturing CUDA graph"
 )
-_BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")
+_BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")  # noqa: E501 - a regex reads best on one line
 _TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
 _GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
 
@@ -178,7 +176,7 @@ class StepLog:
         its step, and for the capture iterations themselves (see _add_step)."""
         return bool(self._cts_open) or it in self._capture_set or bool(self._capture_pending.get(source))
 
-    def feed(self, line: Line) -> None:
+    def feed(self, line: Line) -> None:  # noqa: C901 - TODO(issue 16): split
         t = line.text
         if "iteration" in t and "elapsed time per iteration" in t:
             m = _MEGATRON.search(t, timeout=TIMEOUT)
@@ -224,7 +222,7 @@ class StepLog:
     def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
         self._add_step(it, ms, line.source, line.lineno, line.ts, line.text, False, tflops)
 
-    def _add_step(self, it: int, ms: float, source: str, lineno, ts: Optional[float], text,
+    def _add_step(self, it: int, ms: float, source: str, lineno, ts: Optional[float], text,  # noqa: C901 - TODO(issue 16): split
                   raw: bool, tflops: Optional[float]) -> None:
         if self._capture_pending.get(source):
             self._add_capture(it)
@@ -437,10 +435,12 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
                                             f"triage: CUDA graphs gave no steady-state speedup over eager: {nums}", ev))
             elif on_cur and graph_changed and c.slower:
                 verdicts.append(PerfVerdict("graph-no-speedup",
-                                            f"triage: CUDA graphs gave no steady-state speedup: the graph change is slower: {nums}", ev))
+                                            "triage: CUDA graphs gave no steady-state speedup: the graph change is "
+                                            f"slower: {nums}", ev))
             elif not graph_changed and c.slower:
                 verdicts.append(PerfVerdict("step-time-regression",
-                                            f"triage: steady-state step time regression with no CUDA-graph change: {nums}", ev))
+                                            "triage: steady-state step time regression with no CUDA-graph change: "
+                                            f"{nums}", ev))
     pre = cur.pre_capture()
     if len(pre) >= 3 and cur_steady:
         c2 = compare([t for _, t in pre], [t for _, t in cur_steady], seed=1)

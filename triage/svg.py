@@ -81,7 +81,7 @@ def _legend(items: Sequence[Tuple[str, str]]) -> str:
 # timeline
 
 
-def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Markup:
+def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Markup:  # noqa: C901 - TODO(issue 16): split
     """Per-rank events: x = time (`t`, when every event has one) else order (`seq`); y = rank,
     with events of unknown rank on a row of their own ("?").  Markers coloured by role."""
     evs = [e for e in (events or []) if isinstance(e, dict)]
@@ -207,7 +207,7 @@ def _iters(v: Any) -> List[float]:
     return [x for x in (_num(i) for i in v) if x is not None]
 
 
-def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Markup:
+def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Markup:  # noqa: C901 - TODO(issue 16): split
     """Step time per iteration: current and baseline series, warmup and capture iterations of the
     current run shaded, steady-state medians as horizontal lines."""
     if not isinstance(step_times, dict):
@@ -256,14 +256,17 @@ def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Mark
     for v in yt:
         y = Y(v)
         out.append(f'<line class="grid" x1="{_f(left)}" y1="{_f(y)}" x2="{_f(left + pw)}" y2="{_f(y)}"/>')
-        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">{escape(_fmt_tick(v))}</text>')
+        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">'
+                   f'{escape(_fmt_tick(v))}</text>')
     out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top)}" x2="{_f(left)}" y2="{_f(top + ph)}"/>')
     out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top + ph)}" x2="{_f(left + pw)}" y2="{_f(top + ph)}"/>')
     for v in nice_ticks(x0, x1, 8) if x1 > x0 else [x0]:
         x = X(v)
         out.append(f'<line class="tick" x1="{_f(x)}" y1="{_f(top + ph)}" x2="{_f(x)}" y2="{_f(top + ph + 4)}"/>')
-        out.append(f'<text class="lbl" x="{_f(x)}" y="{_f(top + ph + 16)}" text-anchor="middle">{escape(_fmt_tick(v))}</text>')
-    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(height - 6)}" text-anchor="middle">iteration</text>')
+        out.append(f'<text class="lbl" x="{_f(x)}" y="{_f(top + ph + 16)}" text-anchor="middle">'
+                   f'{escape(_fmt_tick(v))}</text>')
+    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(height - 6)}" '
+               'text-anchor="middle">iteration</text>')
     out.append(f'<text class="lbl axis-title" x="12" y="{_f(top + ph / 2)}" text-anchor="middle" '
                f'transform="rotate(-90 12 {_f(top + ph / 2)})">ms / iteration</text>')
     # series and medians
@@ -316,7 +319,7 @@ def _count_ticks(hi: int, n: int = 5) -> Tuple[List[int], int]:
     return list(range(0, top + 1, step)), top
 
 
-def daily_chart_svg(daily: Any, width: int = 900, height: int = 280) -> Markup:
+def daily_chart_svg(daily: Any, width: int = 900, height: int = 280) -> Markup:  # noqa: C901 - TODO(issue 16): split
     """Stacked bars: failing jobs per day (x), one segment per signature, coloured by series
     (css classes `c-s0`.. `c-s7`, `c-other`); each day is one `<g class="day">` and each segment
     carries a `<title>` (day, signature, count).  `daily` is fleet.per_day's

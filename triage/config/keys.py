@@ -19,7 +19,7 @@ class ConfigError(Exception):
 
 SCOPES = ("full_iteration", "attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba")
 IMPLS = ("none", "local", "transformer_engine")
-_SCOPE_RX = lazy(r"(?<![A-Za-z0-9])(full_iteration_inference|full_iteration|moe_preprocess|moe_router|attn|mlp|moe|mamba|full)(?![A-Za-z0-9_])")
+_SCOPE_RX = lazy(r"(?<![A-Za-z0-9])(full_iteration_inference|full_iteration|moe_preprocess|moe_router|attn|mlp|moe|mamba|full)(?![A-Za-z0-9_])")  # noqa: E501 - a regex reads best on one line
 
 # last-component aliases -> canonical key
 ALIASES = {
@@ -45,7 +45,8 @@ KNOWN = {
     "moe_input_jitter_eps", "inference_cuda_graph_scope", "tensor_model_parallel_size",
     "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
     "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
-    "framework", "deprecated_flags_with_impl", "deprecated_flags_both", "scope_and_modules_both_set", "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads",
+    "framework", "deprecated_flags_with_impl", "deprecated_flags_both", "scope_and_modules_both_set", "num_layers",
+    "hidden_size", "ffn_hidden_size", "num_attention_heads",
 }
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
 ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
@@ -176,7 +177,8 @@ BRIDGE_SECTIONS = {"model", "train", "rng", "rerun_state_machine", "ddp", "optim
 
 def framework_of(data: Any) -> Optional[str]:
     """A nested config with Bridge's top-level sections is a Megatron Bridge config."""
-    if isinstance(data, dict) and len(BRIDGE_SECTIONS & {str(k) for k in data}) >= 2 and isinstance(data.get("model"), dict):
+    if isinstance(data, dict) and len(BRIDGE_SECTIONS & {str(k) for k in data}) >= 2 \
+            and isinstance(data.get("model"), dict):
         return "bridge"
     return None
 

@@ -32,8 +32,8 @@ _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|dee
 _EXC_TEXT = lazy(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
-    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),
-    ("te_version", lazy(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),
+    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),  # noqa: E501 - a regex reads best on one line
+    ("te_version", lazy(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", regex.I)),  # noqa: E501 - a regex reads best on one line
     ("mcore_version", lazy(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", regex.I)),
     ("nccl_version", lazy(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
     ("cuda_version", lazy(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})")),

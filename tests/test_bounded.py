@@ -123,15 +123,20 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
     assert len(out.encode()) <= MAX_JSON_BYTES
     d = json.loads(out)
     assert d["primary"] == "p0" and d["findings"][0]["pitfall"] == "p0"
-    for k in ("schema", "primary", "summary", "first_failing_rank", "findings", "suspects", "unmatched", "stats",
-              "timeline", "config", "config_violations", "step_times", "notes", "omitted"):
-        assert k in d, k
+    # every part is still there, in the contract's order, and each cut part is counted in omitted
+    assert list(d) == ["schema", "outcome", "primary", "summary", "first_failing_rank", "findings", "suspects",
+                       "unmatched", "stats", "timeline", "signature", "config", "config_violations", "step_times",
+                       "notes", "omitted"]
     f = d["findings"][0]
-    for k in ("pitfall", "title", "severity", "role", "rank", "ranks", "line", "count", "evidence", "evidence_detail",
-              "fingerprint", "rule", "explanation", "fix", "references", "implicates", "rank_counts", "matched_lines"):
-        assert k in f, k
+    assert list(f) == ["pitfall", "title", "severity", "role", "rank", "ranks", "source", "line", "count", "evidence",
+                       "evidence_detail", "fingerprint", "rule", "explanation", "fix", "references", "implicates",
+                       "rank_counts", "matched_lines"]
     assert f["count"] == 4096 and f["matched_lines"] == 4096          # counts are never cut
-    assert d["omitted"]["findings"] == N_FINDINGS - len(d["findings"])
+    assert len(d["findings"]) == 5 and d["omitted"]["findings"] == N_FINDINGS - 5
+    assert sorted(d["omitted"]) == ["config", "evidence", "evidence.context", "findings", "notes", "rank_counts",
+                                    "stats.sources", "step_times.current.series",
+                                    "step_times.current.steady_iterations", "text", "timeline", "unmatched",
+                                    "unmatched.lines", "unmatched.ranks"]
     assert d["stats"]["lines"] == 10 ** 9
 
 

@@ -23,10 +23,13 @@ def test_stdin_json_contract_and_exit_1():
     assert r.exit_code == 1, r.output
     d = json.loads(r.output)
     assert d["primary"] == "te-rng-tracker-missing"
-    f = d["findings"][0]
-    for k in ("pitfall", "title", "severity", "role", "rank", "line", "count", "evidence", "fingerprint"):
-        assert k in f
-    assert f["role"] == "root-cause" and f["rank"] == 0 and f["line"] == 2 and f["count"] == 1
+    [f] = d["findings"]
+    assert {k: f[k] for k in ("pitfall", "title", "severity", "role", "rank", "ranks", "source", "line", "count",
+                              "evidence", "fingerprint", "rank_counts", "matched_lines")} == {
+        "pitfall": "te-rng-tracker-missing", "title": "Transformer Engine RNG tracker not enabled with CUDA graphs",
+        "severity": "error", "role": "root-cause", "rank": 0, "ranks": "0", "source": "<stdin>", "line": 2,
+        "count": 1, "evidence": [TE_RNG[len("[rank0]: "):].rstrip("\n")], "fingerprint": "89707d6cd6e4",
+        "rank_counts": {"0": 1}, "matched_lines": 1}
     assert d["suspects"] == [] and d["unmatched"] == []
 
 

@@ -1,8 +1,9 @@
-"""Hostile configs: a clear one-line error and exit 2 within seconds, bounded memory (issue 13)."""
+"""Hostile configs: a clear one-line error and exit 2, bounded memory (issue 13); a hang fails through
+the subprocess timeout."""
+import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -16,25 +17,21 @@ LAUGHS = "\n".join(
 
 
 def cli(*args):
-    t = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    return r, time.monotonic() - t
+    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT, timeout=60)
 
 
-@pytest.mark.parametrize("name,text,needle", [
-    ("laughs.yaml", LAUGHS, "expands to more than"),
-    ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", "nested"),
-    ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
-    ("list.yaml", "- 1\n- 2\n", "must be a mapping"),
-    ("broken.yaml", "a: [1, 2\n", "not valid YAML"),
+@pytest.mark.parametrize("name,text,message", [
+    ("laughs.yaml", LAUGHS, "YAML expands to more than 1,000,000 values (YAML alias expansion?)"),
+    ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", "YAML nested too deeply to read"),
+    ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested too deeply to read"),
+    ("list.yaml", "- 1\n- 2\n", "a config must be a mapping, got list"),
+    ("broken.yaml", "a: [1, 2\n", "not valid YAML: while parsing a flow sequence"),
 ], ids=["laughs", "deep-yaml", "deep-json", "list", "broken"])
-def test_hostile_config_is_one_clear_line_and_exit_2(tmp_path, name, text, needle):
+def test_hostile_config_is_one_clear_line_and_exit_2(tmp_path, name, text, message):
     p = tmp_path / name
     p.write_text(text)
-    r, took = cli("check-config", str(p))
-    assert r.returncode == 2
-    assert needle in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
-    assert took < 20
+    r = cli("check-config", str(p))          # a hang fails through cli()'s timeout
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"triage: error: {p}: {message}\n")
 
 
 def test_binary_and_huge_files_are_refused(tmp_path):
@@ -62,5 +59,8 @@ def test_an_alias_bomb_inside_a_log_task_configuration_is_skipped(tmp_path):
     # synthetic: Bridge's "Task Configuration" block (real markers) holding a YAML alias bomb
     log = tmp_path / "job.log"
     log.write_text("------- Task Configuration -------\n" + LAUGHS + "-" * 20 + "\nRuntimeError: boom\n")
-    r, took = cli("analyze", str(log), "--format", "json")
-    assert r.returncode in (0, 1, 3) and took < 20 and "Traceback" not in r.stderr
+    r = cli("analyze", str(log), "--format", "json")
+    assert r.returncode == 0 and r.stderr == ""
+    d = json.loads(r.stdout)
+    # the bomb is not expanded (no config key from it); the block's marker still says Bridge
+    assert (d["outcome"], d["summary"], d["config"]) == ("healthy", "no known pitfall found", {"framework": "bridge"})

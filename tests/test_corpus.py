@@ -34,11 +34,9 @@ def test_every_expectation_has_its_case_and_pins_every_field():
 
 
 def test_exit_code_follows_the_outcome_in_every_case():
-    from triage.cli import OUTCOME_EXIT
     got = {}
     for c in CASES:
         e = load_expected(c)
-        assert e["exit_code"] == OUTCOME_EXIT[e["outcome"]], c
         got.setdefault(e["outcome"], set()).add(e["exit_code"])
     assert got == {"healthy": {0}, "pitfall": {1}, "unexplained-failure": {3}}
 

@@ -208,26 +208,31 @@ def test_stdlib_hint_agrees_with_hyperscan(monkeypatch):
     assert R._hint_many(samples * 3) == {i: g for i, g in enumerate(want * 3) if g}
 
 
-@pytest.mark.parametrize("s", ["sort_key=" * 20000, "a_key: " * 20000, "--" + "key-" * 40000 + " x", "'key'" * 30000,
-                               "password=" * 20000, "-----BEGIN RSA PRIVATE KEY-----\n" * 3000,
-                               "https://" + "a:" * 40000 + "@", "Bearer " * 30000, "x" * 200000 + "token",
-                               "key" * 60000, "token_" * 30000 + "=x", ("A" * 64 + " ") * 3000],
-                         ids=lambda s: f"{s[:12]!r}x{len(s)}")
-def test_hostile_strings_finish_quickly(s):
-    import time
-    t = time.perf_counter()
-    redact(s)
-    redact_lines(s.split("\n"))
-    assert time.perf_counter() - t < 5
+@pytest.mark.parametrize("s, want", [
+    ("sort_key=" * 20000, None), ("a_key: " * 20000, None), ("--" + "key-" * 40000 + " x", None),
+    ("'key'" * 30000, None), ("password=" * 20000, "password=" + MARK),
+    ("-----BEGIN RSA PRIVATE KEY-----\n" * 3000, None), ("https://" + "a:" * 40000 + "@", "https://a:" + MARK + "@"),
+    ("Bearer " * 30000, None), ("x" * 200000 + "token", None), ("key" * 60000, None), ("token_" * 30000 + "=x", None),
+    (("A" * 64 + " ") * 3000, None)],
+    ids=lambda s: f"{s[:12]!r}x{len(s)}" if isinstance(s, str) else "")
+def test_hostile_strings_are_read_as_what_they_are(s, want):
+    """Strings built to make a backtracking matcher explode: each is read once, to the exact result
+    (None: nothing secret in it; a repeated 'password=' is one secret value, a URL's repeated
+    user:password pairs one password)."""
+    want = s if want is None else want
+    assert redact(s) == want
+    assert redact_lines(s.split("\n")) == want.split("\n")
 
 
-def test_non_secret_strings_cost_one_search():
-    """200k strings of a big report that hold no secret-like word: well under a second."""
-    import time
+def test_non_secret_strings_cost_one_search(monkeypatch):
+    """200k strings of a big report that hold no secret-like word: one hint search over all of them
+    (the 20,000 lines and the 6,001 keys), no rule run, and the report itself returned untouched."""
     lines = [f"[rank{i % 8}]: iteration {i} | lm loss: 2.{i % 97} | elapsed time per iteration (ms): 812.3"
              for i in range(20000)]
     d = {"findings": [{"evidence_detail": [{"before": lines[i:i + 5], "after": lines[i + 5:i + 10]}]}
                       for i in range(0, 20000, 10)]}
-    t = time.perf_counter()
+    searches, real = [], R._hint_many
+    monkeypatch.setattr(R, "_hint_many", lambda strings: searches.append(len(strings)) or real(strings))
+    monkeypatch.setattr(R, "_hint", lambda text: pytest.fail(f"a per-string search for {text!r}"))
     assert redact_obj(d) is d
-    assert time.perf_counter() - t < 2
+    assert searches == [26001]

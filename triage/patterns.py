@@ -205,7 +205,8 @@ def _literals(d: Dict[str, Any], src: str, where: str, ignore_case: bool = False
     """The entry's `literal` list, or the one derived from its (expanded) regex SRC when absent."""
     if "literal" not in d:
         if context and ignore_case:     # a context literal is looked for case-sensitively (engine._ctx_hit)
-            lits, why = [], "a context of an ignore_case rule"
+            lits: List[str] = []
+            why: Optional[str] = "a context of an ignore_case rule"
         else:
             lits, why = derive_literals(src, ignore_case)
         if lits:

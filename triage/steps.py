@@ -15,7 +15,7 @@ import random
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .anchors import Anchor
 from .rx import TIMEOUT, lazy
@@ -305,7 +305,7 @@ class Comparison:
     def faster(self) -> bool:
         return self.ci_high < 0 and self.delta_pct <= -MIN_EFFECT_PCT and self.p_faster < ALPHA
 
-    def as_dict(self) -> Dict[str, float]:
+    def as_dict(self) -> Dict[str, Any]:
         return {"baseline_median_ms": round(self.base_median, 3), "current_median_ms": round(self.cur_median, 3),
                 "delta_pct": round(self.delta_pct, 2), "ci95_pct": [round(self.ci_low, 2), round(self.ci_high, 2)],
                 "n_baseline": self.n_base, "n_current": self.n_cur,

@@ -16,7 +16,7 @@ import hashlib
 import os
 import time
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 60            # SQLite: how long a writer waits for another one's lock
@@ -144,7 +144,7 @@ def job_time(paths: Sequence[str]) -> float:
     return best or time.time()
 
 
-def job_id_for(paths: Sequence[str], given: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> str:
+def job_id_for(paths: Sequence[str], given: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> str:
     """--job-id, else the scheduler's id (SLURM_JOB_ID, TORCHELASTIC_RUN_ID), else the path."""
     if given:
         return given

@@ -188,7 +188,7 @@ def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Marku
 
 
 def _series(s: Any) -> List[Tuple[float, float]]:
-    out = []
+    out: List[Tuple[float, float]] = []
     for p in (s or []) if isinstance(s, (list, tuple)) else []:
         if isinstance(p, (list, tuple)) and len(p) >= 2:
             x, y = _num(p[0]), _num(p[1])

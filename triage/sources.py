@@ -216,21 +216,41 @@ LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".bz2", ".xz", ".zst", ".
 COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
 
 
+MAX_DIR_DEPTH = 4          # directory levels below a given directory searched for logs
+MAX_DIR_FILES = 4096       # log-like files one job's directory may hold
+MAX_DIR_ENTRIES = 100_000  # entries looked at in a directory tree before giving up
+
+
+def _walk_logs(top: str) -> List[str]:
+    """The log-like files under TOP (hidden files and directories skipped, at most MAX_DIR_DEPTH
+    levels down); a tree that is clearly not one job's logs is an InputError."""
+    found: List[str] = []
+    seen = 0
+    base = top.rstrip(os.sep).count(os.sep)
+    for root, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if root.count(os.sep) - base < MAX_DIR_DEPTH else []
+        seen += len(dirs) + len(files)
+        if seen > MAX_DIR_ENTRIES:
+            raise InputError(f"directory {top!r} holds more than {MAX_DIR_ENTRIES:,} entries: it does not look like "
+                             "one job's logs; pass the job's own directory or its log files")
+        for f in sorted(files):
+            if not f.startswith(".") and (f.lower().endswith(LOG_SUFFIXES) or "." not in f):
+                found.append(os.path.join(root, f))
+        if len(found) > MAX_DIR_FILES:
+            raise InputError(f"directory {top!r} holds more than {MAX_DIR_FILES:,} log-like files: it does not look "
+                             "like one job's logs; pass the job's own directory or its files (for many jobs: "
+                             f"triage fleet --jobs-in {top})")
+    return found
+
+
 def expand_paths(paths: Iterable[str]) -> List[str]:
-    """Expand directories (recursively, sorted) into files; '-' means stdin."""
+    """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin."""
     out: List[str] = []
     for p in paths:
         if p == "-":
             out.append(p)
         elif os.path.isdir(p):
-            found = []
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for f in sorted(files):
-                    if f.startswith("."):
-                        continue
-                    if f.lower().endswith(LOG_SUFFIXES) or "." not in f:
-                        found.append(os.path.join(root, f))
+            found = _walk_logs(p)
             if not found:
                 raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
             out.extend(found)

@@ -12,8 +12,13 @@ from .scrape import config_from_lines
 
 def load_config(path: str) -> Config:
     """A YAML/JSON config file, or a log (its arguments/config blocks are read)."""
-    if not os.path.isfile(path):
+    if os.path.isdir(path):
+        raise ConfigError(f"{path!r} is a directory: give the run's config file (YAML/JSON, e.g. "
+                          "run_config.yaml) or a log holding its arguments block")
+    if not os.path.exists(path):
         raise ConfigError(f"no such config file: {path!r}")
+    if not os.path.isfile(path):
+        raise ConfigError(f"{path!r} is not a regular file: give a config file")
     try:
         with open(path, "rb") as f:
             head = f.read(1 << 16)

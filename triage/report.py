@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from . import __version__
 from .findings import FR_ANALYSE, FR_DUMPS, TIMELINE_MAX, UNMATCHED_MAX, Analysis, Evidence, Finding, rank_ranges
 from .redact import redact, redact_obj
-from .sources import CLIP_MARK
+from .sources import CLIP_MARK, MAX_LINE
 
 SCHEMA_VERSION = 1
 
@@ -459,13 +459,15 @@ def render_text(a: Analysis) -> str:
     return "\n".join(out) + "\n"
 
 
-FORMATS = ("text", "json", "markdown", "html")
+FORMATS = ("text", "json", "markdown", "html", "junit", "jira")
 SUFFIX_FORMAT = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-                 ".txt": "text"}
+                 ".txt": "text", ".xml": "junit", ".jira": "jira", ".wiki": "jira"}
 
 
-def render(a: Analysis, fmt: str, redact_secrets: bool = True) -> str:
-    """Render an analysis; secrets are redacted unless redact_secrets is False."""
+def render(a: Analysis, fmt: str, redact_secrets: bool = True,
+           pitfall_ids: Optional[Sequence[str]] = None) -> str:
+    """Render an analysis; secrets are redacted unless redact_secrets is False.  PITFALL_IDS (junit):
+    the ids of the pattern catalog that was checked (`[p.id for p in pats]`); default: the shipped one."""
     if fmt == "text":
         out = render_text(a)
         return redact(out) if redact_secrets else out      # whole text: key blocks span lines
@@ -476,6 +478,10 @@ def render(a: Analysis, fmt: str, redact_secrets: bool = True) -> str:
         return render_markdown(d)
     if fmt == "html":
         return render_html(d)
+    if fmt == "junit":
+        return render_junit(d, pitfall_ids)
+    if fmt == "jira":
+        return render_jira(d)
     raise ValueError(f"unknown format {fmt!r}")
 
 
@@ -484,7 +490,8 @@ def render(a: Analysis, fmt: str, redact_secrets: bool = True) -> str:
 # view clips every piece of log text, caps every list and never trusts a value's type, so an odd
 # or partial dict renders instead of raising.
 
-CLIP = 400                 # characters of one log line shown
+CLIP = 400                 # characters of one log line shown in the markdown / jira comment
+LINE_CLIP = MAX_LINE + len(CLIP_MARK)   # ... in HTML: in full, as the log reader kept it (and wrapped)
 MAX_FINDINGS = 60          # findings shown in full; the rest are counted
 MAX_EVIDENCE = 8           # evidence lines per finding
 MAX_CONTEXT = 6            # context lines before/after an evidence line
@@ -551,21 +558,32 @@ def _loc(src: Any, line: Any) -> str:
     return f"{src}:{line}" if _int_or_none(line) is not None else src
 
 
+def _row(n: Any, text: Any, hit: bool) -> Dict[str, Any]:
+    """One log line of an evidence block: `text` in full (HTML, wrapped), `short` for a comment."""
+    return {"n": n if n is not None else "", "text": _s(text, LINE_CLIP), "short": _s(text), "hit": hit}
+
+
+def _block_view(lines: List[Any]) -> Dict[str, Any]:
+    """An error block's lines: `lines` in full (HTML), `short` for a comment (markdown, jira)."""
+    return {"lines": [_s(x, LINE_CLIP) for x in lines[:MAX_BLOCK_LINES]],
+            "short": [_s(x) for x in lines[:MAX_BLOCK_LINES]], "more": max(0, len(lines) - MAX_BLOCK_LINES)}
+
+
 def _evidence_view(e: Dict[str, Any]) -> Dict[str, Any]:
     line = _int_or_none(e.get("line"))
-    before = [_s(x) for x in _list(e.get("before"))][-MAX_CONTEXT:]
-    after = [_s(x) for x in _list(e.get("after"))][:MAX_CONTEXT]
+    before = _list(e.get("before"))[-MAX_CONTEXT:]
+    after = _list(e.get("after"))[:MAX_CONTEXT]
     # real line numbers when given (an interleaved multi-rank log's neighbours are not line +/- 1)
     bn = [_int_or_none(x) for x in _list(e.get("before_lines"))][-MAX_CONTEXT:]
     an = [_int_or_none(x) for x in _list(e.get("after_lines"))][:MAX_CONTEXT]
     rows = []
     for i, t in enumerate(before):
         n = bn[i - len(before) + len(bn)] if len(bn) == len(before) else (line - len(before) + i if line is not None else None)
-        rows.append({"n": n if n is not None else "", "text": t, "hit": False})
-    rows.append({"n": line if line is not None else "", "text": _s(e.get("text")), "hit": True})
+        rows.append(_row(n, t, False))
+    rows.append(_row(line, e.get("text"), True))
     for i, t in enumerate(after):
         n = an[i] if len(an) == len(after) else (line + 1 + i if line is not None else None)
-        rows.append({"n": n if n is not None else "", "text": t, "hit": False})
+        rows.append(_row(n, t, False))
     return {"loc": _loc(e.get("source"), line), "rank": _rank(e.get("rank")), "text": _s(e.get("text")),
             "rows": rows}
 
@@ -647,6 +665,49 @@ def _known_view(k: Any) -> Optional[Dict[str, Any]]:
             "seen": _int_or_none(k.get("seen")) or 0, "since": _s(k.get("since"), 20) if k.get("since") else None}
 
 
+def _cuda_text(v: str) -> str:
+    """A CUDA version as people write it: torch's build tag `+cu130` reads 13.0, a CUDA API version
+    number (NCCL's `cudaDriverVersion 12080`, 1000 * major + 10 * minor) 12.8; `13.0` stays."""
+    if re.fullmatch(r"\d{3}", v):
+        return f"{v[:-1]}.{v[-1]}"
+    if re.fullmatch(r"\d{4,6}", v):
+        return f"{int(v) // 1000}.{int(v) % 1000 // 10}"
+    return v
+
+
+def _versions_view(vers: Any) -> List[Dict[str, str]]:
+    """The versions rows as the log printed them.  The collector keeps the digits of torch's `+cu130`
+    tag as cuda_version and NCCL's `cudaDriverVersion 12080` (the CUDA version the driver supports: no
+    NVIDIA driver version has no dot) as driver_version: both are shown as CUDA versions (13.0, 12.8)."""
+    vers = vers if isinstance(vers, dict) else {}
+    vals = {k: _s(vers.get(k), 120) for k, _ in VERSION_LABELS}
+    vals["cuda_version"] = _cuda_text(vals["cuda_version"])
+    driver_cuda = ""
+    if re.fullmatch(r"\d{4,6}", vals["driver_version"]):
+        driver_cuda, vals["driver_version"] = _cuda_text(vals["driver_version"]), ""
+    out = []
+    for k, label in VERSION_LABELS:
+        out.append({"name": label, "value": vals[k]})
+        if k == "cuda_version" and driver_cuda:
+            out.append({"name": "CUDA (driver supports)", "value": driver_cuda})
+    known = {k for k, _ in VERSION_LABELS}
+    out += [{"name": _s(k, 60), "value": _s(v, 120)} for k, v in list(vers.items())[:20] if k not in known]
+    return out
+
+
+def _blame_note(d: Dict[str, Any], notes: List[str]) -> str:
+    """Why no setting is blamed, asking only for what was not given: a diff was made (both configs
+    given or read), only the run's config is known, or none is."""
+    diff = d.get("diff")
+    if isinstance(diff, list):
+        return "no config change from the last good run" if not diff else "no change is implicated"
+    if any(n.startswith("the baseline log shows no configuration") for n in notes):
+        return "the baseline log shows no configuration"
+    if "config" in d:
+        return "no config of a good run to compare with: pass --baseline-config or --baseline-log"
+    return "no config of this run found: pass --config"
+
+
 def _view(d: Dict[str, Any]) -> Dict[str, Any]:
     d = d if isinstance(d, dict) else {}
     findings_all = [_finding_view(f) for f in _dicts(d.get("findings"))]
@@ -675,15 +736,10 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
                       "cls": "unrelated" if s["unrelated"] else "suspect"} for s in suspects[:MAX_ROWS]]
     unmatched = []
     for u in _dicts(d.get("unmatched"))[:MAX_UNMATCHED]:
-        lines = [_s(x) for x in _list(u.get("lines"))]
         unmatched.append({"loc": _loc(u.get("source"), u.get("line")), "rank": _rank(u.get("rank")),
                           "ranks": _ranks(u.get("ranks")), "count": _int_or_none(u.get("count")) or 1,
-                          "lines": lines[:MAX_BLOCK_LINES], "more": max(0, len(lines) - MAX_BLOCK_LINES),
-                          "fingerprint": _s(u.get("fingerprint"), 64)})
-    vers = d.get("versions") if isinstance(d.get("versions"), dict) else {}
-    versions = [{"name": label, "value": _s(vers.get(k), 120)} for k, label in VERSION_LABELS]
-    known = {k for k, _ in VERSION_LABELS}
-    versions += [{"name": _s(k, 60), "value": _s(v, 120)} for k, v in list(vers.items())[:20] if k not in known]
+                          **_block_view(_list(u.get("lines"))), "fingerprint": _s(u.get("fingerprint"), 64)})
+    versions = _versions_view(d.get("versions"))
     patterns: Dict[str, Dict[str, Any]] = {}
     for f in findings_all:
         p = patterns.setdefault(f["pattern_file"] + "\x00" + f["pitfall"], {
@@ -712,12 +768,12 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
     ff = d.get("first_failure") if isinstance(d.get("first_failure"), dict) else None
     first_failure = None
     if ff is not None:
-        lines = [_s(x) for x in _list(ff.get("lines"))]
         rk = ff.get("rank") if _int_or_none(ff.get("rank")) is not None else d.get("first_failing_rank")
         first_failure = {"rank": _rank(rk), "loc": _loc(ff.get("source"), ff.get("line")),
                          "message": _s(ff.get("message")), "kind": _s(ff.get("kind"), 40),
-                         "lines": lines[:MAX_BLOCK_LINES], "more": max(0, len(lines) - MAX_BLOCK_LINES)}
+                         **_block_view(_list(ff.get("lines")))}
     hang = "hang_suspects" in d
+    notes = [_s(n, 1000) for n in _list(d.get("notes"))][:20]
     suspects_h = [{"who": (f"rank {_rank(x.get('rank'))}" if _int_or_none(x.get("rank")) is not None
                            else f"peer {_s(x.get('peer'), 200)}"), "because": _s(x.get("because"), 400)}
                   for x in _dicts(d.get("hang_suspects"))[:50]]
@@ -753,8 +809,9 @@ def _view(d: Dict[str, Any]) -> Dict[str, Any]:
         "attempts": attempts,
         "stats": {"lines": _s(stats.get("lines"), 20), "sources": sources[:20], "more_sources": max(0, len(sources) - 20),
                   "attempts": _s(stats.get("attempts"), 10)},
-        "notes": [_s(n, 1000) for n in _list(d.get("notes"))][:20],
+        "notes": notes,
         "timeline_events": len(_list(d.get("timeline"))),
+        "diff_given": isinstance(d.get("diff"), list), "blame_note": _blame_note(d, notes),
     }
 
 
@@ -799,8 +856,8 @@ def _md_evidence(f: Dict[str, Any], brief: bool = False) -> str:
         for r in e["rows"]:
             if brief and not r["hit"]:
                 continue
-            lines.append(f"{'>' if r['hit'] else ' '} {r['n']:>6} | {r['text']}" if r["n"] != "" else
-                         f"{'>' if r['hit'] else ' '} {r['text']}")
+            lines.append(f"{'>' if r['hit'] else ' '} {r['n']:>6} | {r['short']}" if r["n"] != "" else
+                         f"{'>' if r['hit'] else ' '} {r['short']}")
     more = f["more_evidence"] + len(f["evidence"]) - len(evs)
     if more:
         lines.append(f"# … {more} more evidence line(s) in the HTML/JSON report")
@@ -863,7 +920,7 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
     blocks: List[str] = []
     ffv = v["first_failure"]
     if not p and ffv is not None:
-        body = _fence(ffv["lines"] + ([f"… {ffv['more']} more line(s)"] if ffv["more"] else [])) if ffv["lines"] else ""
+        body = _fence(ffv["short"] + ([f"… {ffv['more']} more line(s)"] if ffv["more"] else [])) if ffv["short"] else ""
         rk = f", rank {_md(ffv['rank'])}" if ffv["rank"] != "?" else ""
         blocks.append(f"**Error** ({_md(ffv['kind'])}{rk}, {_code(ffv['loc'])}): "
                       f"{_code(ffv['message'])}" + (f"\n\n{body}" if body else ""))
@@ -906,7 +963,7 @@ def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
                         f"{_md(c['ci'])}): **{_md(c['verdict'])}**")
         blocks.append(_details("Step times", "\n".join(rows)))
     for u in v["unmatched"]:
-        body = _fence(u["lines"] + ([f"… {u['more']} more line(s)"] if u["more"] else []))
+        body = _fence(u["short"] + ([f"… {u['more']} more line(s)"] if u["more"] else []))
         blocks.append(_details(f"Unmatched error block at {u['loc']} (rank {u['rank']}, x{u['count']}, "
                                f"fingerprint {u['fingerprint']})", body))
     if v["versions_found"]:
@@ -957,6 +1014,30 @@ def _env():
     return _ENV
 
 
+HTML_SECTIONS = (("error", "Error"), ("hang", "Hang suspects"), ("flight-recorder", "Flight Recorder"),
+                 ("fix", "Fix"), ("evidence", "Evidence"), ("findings", "Findings"), ("timeline", "Timeline"),
+                 ("config", "Config"), ("steps", "Step times"), ("unmatched", "Unmatched"), ("versions", "Versions"),
+                 ("patterns", "Patterns"))
+
+
+def _html_sections(v: Dict[str, Any]) -> Dict[str, bool]:
+    """Which sections of the HTML report have something in them (the rest are left out, and so is
+    their link in the nav)."""
+    return {
+        "error": not v["primary"] and v["first_failure"] is not None,
+        "hang": bool(v["hang"] and v["hang_suspects"]),
+        "flight-recorder": v["flight_recorder"] is not None,
+        "fix": v["primary"] is not None, "evidence": v["primary"] is not None,
+        "findings": bool(v["roots"] or v["cascades"] or v["infos"] or v["hidden_findings"]),
+        "timeline": bool(v.get("timeline_svg")),
+        "config": bool(v["violations"] or v["diff"] or v["diff_given"]),
+        "steps": v["steps"] is not None,
+        "unmatched": bool(v["unmatched"] or v["unmatched_more"]),
+        "versions": v["versions_found"],
+        "patterns": bool(v["patterns"]),
+    }
+
+
 def render_html(d: Dict[str, Any]) -> str:
     """One self-contained HTML file: inline CSS and SVG, no scripts, fonts, images or network."""
     from .svg import step_chart_svg, timeline_svg
@@ -965,4 +1046,357 @@ def render_html(d: Dict[str, Any]) -> str:
     v["timeline_svg"] = timeline_svg(d.get("timeline"), d.get("first_failing_rank"))
     v["steps_svg"] = step_chart_svg(d.get("step_times"))
     v["version"] = __version__
+    v["show"] = show = _html_sections(v)
+    v["nav"] = [(sid, label) for sid, label in HTML_SECTIONS if show[sid]]
     return _env().get_template("report.html.j2").render(v=v)
+
+
+# ---- junit: one testcase per pitfall checked, for Jenkins / GitLab test reporters
+
+# characters XML 1.0 cannot carry (C0 controls but tab and newlines, lone surrogates, U+FFFE/FFFF),
+# and the C1 controls, which it can but readers choke on
+_XML_BAD = re.compile("[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+JUNIT_UNEXPLAINED = "unexplained-failure"
+
+
+def _x(t: Any, n: int = LINE_CLIP) -> str:
+    """Text for an XML document: clipped, with the characters XML cannot carry removed (the XML
+    serializer escapes the rest: `<`, `&`, `]]>`, quotes)."""
+    return _XML_BAD.sub("", _s(t, n))
+
+
+def _junit_body(fs: List[Dict[str, Any]]) -> str:
+    """Each finding of one pitfall: role, ranks, location, fingerprint, its evidence lines
+    (`source:line (rank r): text`, then the lines around it but for a cascade) and the fix."""
+    out: List[str] = []
+    for f in fs:
+        rk = f" ranks {f['ranks']}" if f["ranks"] else (f" rank {f['rank']}" if f["rank"] != "?" else "")
+        out.append(f"{f['role']}:{rk} x{f['count']} at {f['loc']}, fingerprint {f['fingerprint']}, "
+                   f"pattern {f['pattern_file']}")
+        for e in f["evidence"]:
+            hit = next((r for r in e["rows"] if r["hit"]), None)
+            out.append(f"  {e['loc']}" + (f" (rank {e['rank']})" if e["rank"] != "?" else "")
+                       + f": {hit['text'] if hit else e['text']}")
+            if f["role"] != "cascade" and len(e["rows"]) > 1:      # its context, as in the other reports
+                out += [f"    {'>' if r['hit'] else ' '} {r['n']:>6} | {r['text']}" for r in e["rows"]]
+        if f["more_evidence"]:
+            out.append(f"  … {f['more_evidence']} more evidence line(s) in the JSON report")
+        if f["fix"] and f["role"] != "cascade":
+            out.append(f"fix: {f['fix']}")
+    return "\n".join(out)
+
+
+def _junit_message(f: Dict[str, Any]) -> str:
+    where = f"rank {f['rank']}" if f["rank"] != "?" else (f"ranks {f['ranks']}" if f["ranks"] else "rank unknown")
+    return f"{f['title'] or f['pitfall']} ({f['role']}, {where})"
+
+
+def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None) -> str:
+    """JUnit XML (the schema Jenkins' and GitLab's test reports read) of a report dict: one testcase
+    per pitfall of the catalog checked (PITFALL_IDS, default the shipped patterns; a pitfall found
+    that is not in it is added), passed when the log does not show it and a <failure> (message: title
+    and rank; text: the evidence lines with source:line, and the fix) when a root-cause or cascade
+    finding names it; an informational finding passes with its evidence in <system-out>.  One more
+    testcase, `unexplained-failure`, carries an <error> when the job failed and no pattern explains
+    it.  Make it from the redacted dict (report_dict) so that secrets are redacted as elsewhere."""
+    import xml.etree.ElementTree as ET
+    d = d if isinstance(d, dict) else {}
+    if pitfall_ids is None:
+        from .patterns import load_all
+        pitfall_ids = [p.id for p in load_all()]
+    v = _view(d)
+    by_id: Dict[str, List[Dict[str, Any]]] = {}
+    for f in _dicts(d.get("findings")):
+        fv = _finding_view(f)
+        by_id.setdefault(fv["pitfall"], []).append(fv)
+    ids: List[str] = []
+    for pid in list(pitfall_ids) + list(by_id):
+        pid = _s(pid, 120)
+        if pid and pid not in ids:
+            ids.append(pid)
+    order = {"root-cause": 0, "cascade": 1}
+    suite = ET.Element("testsuite", name="triage", tests=str(len(ids) + 1), failures="0", errors="0",
+                       skipped="0", time="0")
+    props = ET.SubElement(suite, "properties")
+    for k, val in (("outcome", v["outcome"]), ("primary", v["primary_id"] or ""), ("summary", v["summary"]),
+                   ("signature", v["signature"] or ""), ("first_failing_rank", v["first_rank"] or ""),
+                   ("known_issue", v["known"]["url"] if v["known"] else ""),
+                   ("sources", ", ".join(v["stats"]["sources"])), ("triage_version", __version__)):
+        if val:
+            ET.SubElement(props, "property", name=k, value=_x(val, 2000))
+    failures = errors = 0
+    for pid in ids:
+        fs = sorted(by_id.get(pid, []), key=lambda f: order.get(f["role"], 2))
+        tc = ET.SubElement(suite, "testcase", classname="triage.pitfalls", name=_x(pid, 120), time="0")
+        failing = [f for f in fs if f["role"] in order]
+        if failing:
+            failures += 1
+            el = ET.SubElement(tc, "failure", message=_x(_junit_message(failing[0]), 1000), type=failing[0]["role"])
+            el.text = _x(_junit_body(fs), 200000)
+        elif fs:
+            ET.SubElement(tc, "system-out").text = _x("found (informational):\n" + _junit_body(fs), 200000)
+    tc = ET.SubElement(suite, "testcase", classname="triage", name=JUNIT_UNEXPLAINED, time="0")
+    if v["outcome"] == "unexplained-failure":
+        errors += 1
+        ff = v["first_failure"]
+        if ff is not None:
+            rk = f"rank {ff['rank']}: " if ff["rank"] != "?" else ""
+            el = ET.SubElement(tc, "error", message=_x(rk + (ff["message"] or v["summary"]), 1000),
+                               type=_x(ff["kind"] or "error", 40))
+            el.text = _x("\n".join([f"{ff['loc']} ({ff['kind']}): no pattern explains it"] + ff["lines"]
+                                   + ([f"… {ff['more']} more line(s)"] if ff["more"] else [])), 200000)
+        else:
+            el = ET.SubElement(tc, "error", message=_x(v["summary"], 1000), type="error")
+            el.text = _x(v["summary"], 4000)
+    suite.set("failures", str(failures))
+    suite.set("errors", str(errors))
+    root = ET.Element("testsuites", name="triage", tests=suite.get("tests", "0"), failures=str(failures),
+                      errors=str(errors), skipped="0", time="0")
+    root.append(suite)
+    if hasattr(ET, "indent"):      # Python 3.9+
+        ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+# ---- jira wiki markup: the markdown comment's content, for Jira tickets
+
+_JIRA_ESCAPE = set("*_-+^~?!{}[]#")     # markup characters: backslash-escaped
+_JIRA_ENTITY = {"\\": "&#92;", "|": "&#124;"}   # `\\` is a line break and `\\|` is unreliable in tables
+
+
+def _jira(t: Any, n: int = 4000) -> str:
+    """Text outside {noformat}: one line, Jira markup neutralised (markup characters escaped, backslash
+    and pipe as character references, an `&` that would start a character reference escaped too)."""
+    t = re.sub(r"&(?=#?\w+;)", "&amp;", _s(t, n).replace("\n", " "))
+    out = []
+    for ch in t:
+        out.append(_JIRA_ENTITY.get(ch) or ("\\" + ch if ch in _JIRA_ESCAPE else ch))
+    return "".join(out)
+
+
+def _jmono(t: Any, n: int = 400) -> str:
+    """Inline monospace ({{...}}), its text escaped like any other."""
+    t = _jira(t, n)
+    return "{{" + t + "}}" if t.strip() else "(none)"
+
+
+def _noformat(lines: List[str]) -> str:
+    """A {noformat} block: literal text, except that a `{noformat` inside would end it."""
+    body = "\n".join(re.sub(r"(?i)\{(noformat)", r"{ \1", x) for x in lines)
+    return "{noformat}\n" + body + "\n{noformat}"
+
+
+def _jira_link(label: str, href: Optional[str]) -> str:
+    if not href:
+        return _jira(label)
+    url = "".join(c if c.isascii() and c.isprintable() and c not in " |[]{}<>\"'\\^`" else
+                  "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in href)
+    return f"[{_jira(label)}|{url}]"
+
+
+def _jira_evidence(f: Dict[str, Any], brief: bool = False) -> str:
+    lines: List[str] = []
+    evs = f["evidence"][:2] if brief else f["evidence"]
+    for e in evs:
+        lines.append(f"# {e['loc']} (rank {e['rank']})")
+        for r in e["rows"]:
+            if brief and not r["hit"]:
+                continue
+            lines.append(f"{'>' if r['hit'] else ' '} {r['n']:>6} | {r['short']}" if r["n"] != "" else
+                         f"{'>' if r['hit'] else ' '} {r['short']}")
+    more = f["more_evidence"] + len(f["evidence"]) - len(evs)
+    if more:
+        lines.append(f"# … {more} more evidence line(s) in the HTML/JSON report")
+    return _noformat(lines)
+
+
+def _jira_finding(f: Dict[str, Any]) -> str:
+    head = (f"h4. {_jira(f['role'])}: {_jmono(f['pitfall'])} x{f['count']}"
+            + (f" ranks {_jira(f['ranks'])}" if f["ranks"] else "") + f" at {_jira(f['loc'])}")
+    body = [head, f"*{_jira(f['title'])}* ({_jira(f['severity'])}), fingerprint {_jmono(f['fingerprint'])}",
+            _jira_evidence(f, brief=f["role"] == "cascade")]
+    if f["role"] != "cascade" and f["fix"]:
+        body.append(f"*Fix:* {_jira(f['fix'])}")
+    return "\n".join(body)
+
+
+def _jrow(*cells: str) -> str:
+    return "|" + "|".join(c if c.strip() else " " for c in cells) + "|"
+
+
+def render_jira(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
+    """The markdown ticket comment (render_markdown) in Jira wiki markup: h3./h4. headings, ||heading||
+    tables, {noformat} log blocks, [title|url] links; every piece of log text is escaped or inside
+    {noformat}.  Jira has no collapsed blocks: what markdown folds into <details> gets an h4. heading.
+    Stays under LIMIT characters (Jira's comment limit), leaving out whole sections with a note."""
+    v = _view(d)
+    p = v["primary"]
+    head: List[str] = []
+    if p:
+        head.append(f"h3. triage: {_jmono(p['pitfall'])} — {_jira(p['title'])}")
+    elif v.get("failed"):
+        head.append("h3. triage: a failure no known pitfall explains")
+    else:
+        head.append("h3. triage: no known pitfall found")
+    head.append("")
+    head.append(f"*Verdict:* {_jira(v['summary'])}")
+    head.append("")
+    if p:
+        head.append(f"||Pitfall|{_jmono(p['pitfall'])} ({_jira(p['severity'])})|")
+    head.append(f"||Outcome|{_jmono(v['outcome'])}|")
+    if v["hang"]:
+        sus = ", ".join(_jira(x["who"]) for x in v["hang_suspects"][:10]) or "none in this log"
+        head.append(f"||First failing rank|none: a hang (suspects: {sus})"
+                    + (f" (launcher: rank {_jira(v['launcher_root_rank'])}, the first to exit)"
+                       if v["launcher_root_rank"] is not None else "") + "|")
+    else:
+        head.append(f"||First failing rank|{_jira(v['first_rank']) if v['first_rank'] is not None else 'unknown'}"
+                    + (f" (launcher: rank {_jira(v['launcher_root_rank'])})" if v["launcher_root_rank"] is not None
+                       else "") + "|")
+    b = v["blamed"]
+    head.append("||Blamed setting|" + (f"{_jmono(b['key'])}: {_jmono(b['old'])} → {_jmono(b['new'])}" if b
+                                       else "none") + "|")
+    if p:
+        head.append(f"||First seen|{_jmono(p['loc'])}|")
+        head.append(f"||Fingerprint|{_jmono(p['fingerprint'])}|")
+        head.append(f"||Pattern|{_jmono(p['pattern_file'])}|")
+    if v["signature"]:
+        head.append(f"||Signature|{_jmono(v['signature'])}|")
+    kv = v["known"]
+    if kv:
+        since = f" since {_jira(kv['since'])}" if kv["since"] else ""
+        link = _jira_link(kv["title"] or kv["url"], kv["href"])
+        head.append(f"||Known issue|{link} (seen {kv['seen']} time{'s' if kv['seen'] != 1 else ''}{since})|")
+    blocks: List[str] = []
+    ffv = v["first_failure"]
+    if not p and ffv is not None:
+        body = _noformat(ffv["short"] + ([f"… {ffv['more']} more line(s)"] if ffv["more"] else [])) if ffv["short"] else ""
+        rk = f", rank {_jira(ffv['rank'])}" if ffv["rank"] != "?" else ""
+        blocks.append(f"*Error* ({_jira(ffv['kind'])}{rk}, {_jmono(ffv['loc'])}): {_jmono(ffv['message'])}"
+                      + (f"\n{body}" if body else ""))
+    if v["hang"] and v["hang_suspects"]:
+        blocks.append("*Hang suspects:*\n" + "\n".join(f"* {_jira(x['who'])}: {_jira(x['because'])}"
+                                                      for x in v["hang_suspects"][:20]))
+    if v["flight_recorder"]:
+        frv = v["flight_recorder"]
+        blocks.append("*Flight Recorder:* PyTorch dumped its collective trace"
+                      + (f" (ranks {_jira(frv['ranks'])})" if frv["ranks"] else "")
+                      + f". Dumps: {_jira(frv['dumps'])} Analyse them with {_jmono(frv['analyse'], 1000)}.")
+    if p:
+        blocks.append(f"*Fix:* {_jira(p['fix'])}\n\n*Why:* {_jira(p['explanation'])}")
+        blocks.append(f"h4. Evidence ({_jira(p['loc'])}, x{p['count']}"
+                      + (f", ranks {_jira(p['ranks'])}" if p["ranks"] else "") + ")\n" + _jira_evidence(p))
+    for f in v["roots"] + v["infos"]:
+        blocks.append(_jira_finding(f))
+    if v["cascades"]:
+        blocks.append(f"h4. {len(v['cascades'])} cascade finding(s) (consequences of the root cause)\n"
+                      + "\n".join(_jira_finding(f) for f in v["cascades"]))
+    if v["violations"]:
+        blocks.append("*Config checks:*\n" + "\n".join(
+            f"* {_jmono(x['pitfall'])}: {_jira(x['message'])} Fix: {_jira(x['fix'])}" for x in v["violations"]))
+    if v["diff"]:
+        rows = [f"h4. Config diff ({len(v['diff'])} change(s))", "||setting||good||failed||blame||"]
+        for r in v["diff"]:
+            tag = ("*suspect* " + _jira(", ".join(r["because"])) if r["cls"] == "suspect"
+                   else "unrelated" if r["cls"] == "unrelated" else "")
+            rows.append(_jrow(_jmono(r["key"]), _jmono(r["old"]), _jmono(r["new"]), tag))
+        blocks.append("\n".join(rows))
+    if v["steps"]:
+        rows = ["h4. Step times", "||run||steady median||steady iterations||warmup||capture iterations||capture time||"]
+        for r in v["steps"]["runs"]:
+            rows.append(_jrow(_jira(r["name"]), _jira(r["median"]), str(r["steady"]), _jira(r["warmup"]),
+                              _jira(r["captures"]), _jira(r["capture_seconds"])))
+        for c in v["steps"]["comparisons"]:
+            rows.append(f"* {_jira(c['label'])}: {_jira(c['cur'])} vs {_jira(c['base'])} ({_jira(c['delta'])}, "
+                        f"95% CI {_jira(c['ci'])}): *{_jira(c['verdict'])}*")
+        blocks.append("\n".join(rows))
+    for u in v["unmatched"]:
+        body = _noformat(u["short"] + ([f"… {u['more']} more line(s)"] if u["more"] else []))
+        blocks.append(f"h4. Unmatched error block at {_jira(u['loc'])} (rank {_jira(u['rank'])}, x{u['count']}, "
+                      f"fingerprint {_jira(u['fingerprint'])})\n{body}")
+    if v["versions_found"]:
+        blocks.append("*Versions:* " + ", ".join(f"{_jira(x['name'])} {_jmono(x['value'])}"
+                                                 for x in v["versions"] if x["value"]))
+    if v["patterns"]:
+        rows = ["h4. Patterns that fired", "||pattern file||id||fingerprints||references||"]
+        for pt in v["patterns"]:
+            refs = "; ".join(_jira(r["source"]) + (f" ({_jira(r['version'])})" if r["version"] else "")
+                             for r in pt["references"][:3])
+            rows.append(_jrow(_jmono(pt["file"]), _jmono(pt["id"]),
+                              ", ".join(_jmono(x) for x in pt["fingerprints"][:3]), refs))
+        blocks.append("\n".join(rows))
+    if v["notes"]:
+        blocks.append("\n".join(f"* note: {_jira(n)}" for n in v["notes"]))
+    foot = (f"_triage {_jira(__version__)}: {_jira(v['stats']['lines'])} lines from "
+            f"{len(v['stats']['sources']) + v['stats']['more_sources']} source(s). Secrets are redacted unless "
+            f"{_jira('--no-redact')}._")
+    out = "\n".join(head)
+    omitted = 0
+    reserve = len(foot) + 200
+    for blk in blocks:
+        if len(out) + 2 + len(blk) + reserve > limit:
+            omitted += 1
+            continue
+        out += "\n\n" + blk
+    if omitted:
+        out += (f"\n\n_{omitted} section(s) left out to stay under the {limit}\\-character comment limit; "
+                f"attach the HTML report ({{{{\\-o report.html}}}}) for everything._")
+    out += "\n\n" + foot + "\n"
+    if len(out) > limit:
+        out = out[:limit - 80] + "\n\n_(truncated to the comment size limit)_\n"
+    return out
+
+
+# ---- check-config as a markdown comment (a pull request that changes a run config)
+
+
+def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, Any], redact_secrets: bool = True,
+                                 limit: int = MD_LIMIT) -> str:
+    """`triage check-config --format markdown`: VIOLATIONS (triage.config Violation objects, or their
+    dicts: pitfall, keys, message, fix) of CONFIG (the canonical config checked) as a comment: the
+    verdict heading, each violation with the settings it names and their values and the fix, then
+    the whole config collapsed; secrets redacted as in check-config's JSON, under LIMIT characters."""
+    vs = [dict(x) if isinstance(x, dict) else dict(vars(x)) for x in violations]
+    cfg = dict(config) if isinstance(config, dict) else {}
+    if redact_secrets:
+        red = redact_obj({"violations": vs, "config": cfg})
+        vs, cfg = red["violations"], red["config"]
+    n = len(vs)
+    out = [f"### triage check-config: {n} CUDA-graph pitfall{'s' if n != 1 else ''} in this config" if n else
+           "### triage check-config: no CUDA-graph pitfall in this config", ""]
+    if n:
+        out.append("**Verdict:** launching this config would hit "
+                   + ", ".join(_code(x.get("pitfall")) for x in vs[:20]) + (" …" if n > 20 else "") + ".")
+        out.append("")
+    for x in vs[:50]:
+        keys = [_s(k, 200) for k in _list(x.get("keys"))][:10]
+        out.append(f"- **{_code(x.get('pitfall'))}**: {_md(x.get('message'))}")
+        if keys:
+            out.append("  - settings: " + ", ".join(f"{_code(k)} = {_code(_val(cfg.get(k)))}" for k in keys))
+        if x.get("fix"):
+            out.append(f"  - **Fix:** {_md(x.get('fix'))}")
+    if n > 50:
+        out.append(f"- … {n - 50} more violation(s) in `--format json`")
+    foot = (f"<sub>triage {__version__} check-config."
+            + (" Secrets are redacted." if redact_secrets else "") + "</sub>")
+    text = "\n".join(out).rstrip("\n")
+    items = list(cfg.items())
+    if items:
+        rows = ["| setting | value |", "|---|---|"]
+        room = limit - len(text) - len(foot) - 300
+        shown = 0
+        for k, val in items[:MAX_ROWS]:
+            row = f"| {_code(k)} | {_code(_val(val))} |"
+            if sum(len(r) + 1 for r in rows) + len(row) > room:
+                break
+            rows.append(row)
+            shown += 1
+        if shown < len(items):
+            rows.append("")
+            rows.append(f"_… {len(items) - shown} more setting(s) in `--format json`._")
+        text += "\n\n" + _details(f"Config checked ({len(items)} setting{'s' if len(items) != 1 else ''})",
+                                  "\n".join(rows))
+    text += "\n\n" + foot + "\n"
+    if len(text) > limit:
+        text = text[:limit - 80] + "\n\n_(truncated to the comment size limit)_\n"
+    return text

@@ -38,8 +38,12 @@ def analyze_json(log_text, tmp_path, *args):
 
 def test_step_time_finding_alone_is_the_primary(tmp_path):
     code, d = analyze_json(read(GRAPHS), tmp_path, "--baseline-log", EAGER)
-    assert code == 1 and d["primary"] == "graph-no-speedup" and d["first_failing_rank"] is None
+    # a warning-only pitfall: exit 0 under the default --fail-on error, 1 under --fail-on warning
+    assert code == 0 and d["primary"] == "graph-no-speedup" and d["first_failing_rank"] is None
+    assert d["outcome"] == "pitfall"
     assert d["summary"].startswith("graph-no-speedup: CUDA graphs gave no steady-state speedup over eager")
+    code, _ = analyze_json(read(GRAPHS), tmp_path, "--baseline-log", EAGER, "--fail-on", "warning")
+    assert code == 1
 
 
 def test_restarted_log_with_a_step_time_finding_keeps_attempt_2_of_2(tmp_path):

@@ -20,12 +20,20 @@ from .patterns import PatternError, load_all, load_dir
 from .fleet_report import FLEET_FORMATS
 from .schemas import NAMES as SCHEMA_NAMES, text as schema_text
 from .report import FORMATS, SUFFIX_FORMAT, render
+from .errors import TriageError
+from .fleet import FleetError
+from .schemas import UnknownSchema
 from .sources import InputError
+from .store import StoreError
+from .term import COLOR_CHOICES, for_terminal, use_color
 from .taxonomy import IDS
 
-# exit codes of `triage analyze` (README "Exit codes"; --exit-zero makes 1 and 3 exit 0)
-EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNEXPLAINED = 0, 1, 2, 3
+# exit codes of `triage analyze` (README "Exit codes"; --fail-on/--exit-zero decide 1 and 3)
+EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNEXPLAINED, EXIT_INTERNAL = 0, 1, 2, 3, 4
 OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
+FAIL_ON = ("error", "warning", "never")
+# errors a user causes: one line and exit 2, handled once in _Group.main
+USER_ERRORS = (TriageError, InputError, PatternError, ConfigError, StoreError, FleetError, UnknownSchema)
 
 
 def fail(msg: str) -> "click.exceptions.Exit":
@@ -112,7 +120,7 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: 
                    stdin_hash: List[Optional[str]], exit_zero: bool) -> None:
     """Record the verdict (--record/--db) and look up its known issue; a store error is one line
     (exit 2), or a warning with --exit-zero."""
-    from .store import Store, StoreError, content_hash, job_id_for, record_of
+    from .store import Store, content_hash, job_id_for, record_of
     try:
         with Store(db) as st:
             if record:
@@ -146,6 +154,9 @@ class _Group(click.Group):
         except click.ClickException as e:
             e.show()
             sys.exit(EXIT_USAGE)
+        except USER_ERRORS as e:
+            click.echo(f"triage: error: {str(e).strip() or type(e).__name__}", err=True)
+            sys.exit(EXIT_USAGE)
         except click.exceptions.Abort:
             sys.exit(130)
         except (KeyboardInterrupt, BrokenPipeError):
@@ -153,9 +164,10 @@ class _Group(click.Group):
         except Exception as e:  # never a traceback for a user; TRIAGE_DEBUG=1 shows it
             if os.environ.get("TRIAGE_DEBUG"):
                 raise
-            click.echo(f"triage: internal error: {type(e).__name__}: {str(e)[:300]} "
-                       "(set TRIAGE_DEBUG=1 for the traceback and please report it)", err=True)
-            sys.exit(EXIT_USAGE)
+            click.echo(f"triage: internal error: {type(e).__name__}: {str(e)[:300]}\n"
+                       f"triage {__version__} hit a bug: please report it with the command line and, if you can, "
+                       "the log (TRIAGE_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -167,12 +179,22 @@ def cli() -> None:
 @cli.command()
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-              help="text (default), json, markdown or html; with -o, taken from the file suffix.")
+              help="text (default), json, markdown, html, junit (JUnit XML: one testcase per pitfall, for "
+                   "Jenkins/GitLab) or jira (Jira wiki markup); with -o, taken from the file suffix "
+                   "(.txt .json .md .html .xml .jira).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file (atomically).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--no-redact", is_flag=True, help="Do not redact secrets (tokens, keys, passwords) in the output.")
-@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help="Extra pattern directory (repeatable).")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when a pitfall or a failure is found (usage errors still exit 2).")
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
+@click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
+              help="Exit non-zero for: error = a failure or an error/critical pitfall (a warning-only finding "
+                   "such as graph-no-speedup exits 0); warning = any pitfall of severity warning or above; "
+                   "never = always 0 (as --exit-zero).")
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 even when a pitfall or a failure is found (= --fail-on never; usage errors still exit 2).")
+@click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              help="Colour the text report: auto = on a terminal unless NO_COLOR is set.")
 @click.option("--config", "config_files", multiple=True, type=click.Path(), help="Config of the failed run (YAML/JSON/log).")
 @click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
@@ -192,43 +214,51 @@ def cli() -> None:
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
-            db: Optional[str], job_id: Optional[str]) -> None:
+            db: Optional[str], job_id: Optional[str], fail_on: str, color: str) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
     Exit codes (the JSON's `outcome`):
-      0  healthy: no failure and no known pitfall in the log
+      0  healthy: no failure and no known pitfall in the log (or, with the
+         default --fail-on error, only warning-severity pitfalls)
       1  pitfall: a known pitfall is the root cause (or a cascade of one)
       2  usage or input error (one line on stderr)
       3  unexplained-failure: the job failed (a traceback, Fatal Python error,
          torchrun's or srun's failure report, ...) and no pattern explains it;
          the report names the first failing rank and its error block
-    --exit-zero turns 1 and 3 into 0, and a store that cannot be written
-    into a warning (a Slurm epilog must never exit non-zero).
+      4  internal error in triage (please report it)
+    --exit-zero (= --fail-on never) turns 1 and 3 into 0, and a store that
+    cannot be written into a warning (a Slurm epilog must never exit non-zero).
 
     \b
     With --record or --db the verdict is stored, and a verdict whose signature or
     pitfall is a known issue (`triage known add`) shows "known issue: URL (seen N
     times since DATE)" in every format.  When TRIAGE_DB is set the known issues are
-    looked up without recording."""
-    stdin_hash = None
-    try:
-        pats = load_all(pattern_dirs)
-        record = record or bool(db)
-        with _hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
-            a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
-        add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
-    except (InputError, PatternError, ConfigError) as e:
-        raise fail(str(e))
+    looked up without recording.
+
+    \b
+    Examples:
+      triage analyze job.log                       # text report; exit code = outcome
+      kubectl logs job/train | triage analyze -q   # stdin; only the verdict line
+      triage analyze logs/ --format json           # a directory of per-rank logs
+      triage analyze job.log -o report.html        # format from the suffix
+      triage analyze job.log --baseline-config good.yaml --config bad.yaml
+      triage analyze job.log --format junit -o triage.xml --fail-on warning"""
+    if exit_zero:
+        fail_on = "never"
+    if fmt is None:
+        fmt = format_for(output, SUFFIX_FORMAT)
+    pats = load_all(pattern_dirs)
+    record = record or bool(db)
+    with _hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
+        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
+    add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     from .store import store_given
     if store_given(db, record):
-        _store_verdict(a, list(logs) or ["-"], db, record, job_id, stdin_hash, exit_zero)
-    if fmt is None:
-        fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "text") if output else "text"
+        _store_verdict(a, list(logs) or ["-"], db, record, job_id, stdin_hash, fail_on == "never")
+    out = render(a, fmt, redact_secrets=not no_redact, pitfall_ids=[p.id for p in pats])
     if quiet and fmt == "text":
-        out = render(a, fmt, redact_secrets=not no_redact).split("\n", 1)[0] + "\n"
-    else:
-        out = render(a, fmt, redact_secrets=not no_redact)
+        out = out.split("\n", 1)[0] + "\n"
     if output:
         try:
             write_atomic(output, out, force)
@@ -236,35 +266,78 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
             raise fail(f"cannot write {output!r}: {e.strerror or e}")
         click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
     else:
-        click.echo(out, nl=not out.endswith("\n"))
-    code = OUTCOME_EXIT.get(a.outcome, EXIT_FOUND)
-    if code and not exit_zero:
+        colored = False
+        if fmt == "text":
+            out = for_terminal(out, sys.stdout, color)
+            colored = use_color(color, sys.stdout)
+        click.echo(out, nl=not out.endswith("\n"), color=colored or None)
+    code = exit_code(a, fail_on)
+    if code:
         raise click.exceptions.Exit(code)
+
+
+def format_for(output: Optional[str], suffixes: dict) -> str:
+    """The report format of an -o file from its suffix (text without one); an unknown suffix is
+    an error, never text in a .pdf."""
+    if not output:
+        return "text"
+    ext = os.path.splitext(output)[1].lower()
+    if not ext:
+        return "text"
+    if ext not in suffixes:
+        known = " ".join(sorted(suffixes))
+        raise fail(f"-o {output!r}: unknown report suffix {ext!r} (known: {known}); "
+                   "pass --format to write another name")
+    return suffixes[ext]
+
+
+def exit_code(a, fail_on: str) -> int:
+    """The exit code of an analysis under --fail-on (README "Exit codes")."""
+    if fail_on == "never":
+        return EXIT_OK
+    code = OUTCOME_EXIT.get(a.outcome, EXIT_FOUND)
+    if code != EXIT_FOUND and fail_on == "error":
+        return code
+    sevs = {f.severity for f in a.findings if f.role in ("root-cause", "cascade")}
+    if a.primary is not None:
+        sevs.add(a.primary.severity)
+    if fail_on == "warning":
+        if code:
+            return code
+        return EXIT_FOUND if any(f.severity in ("warning", "error", "critical") for f in a.findings) else EXIT_OK
+    return EXIT_FOUND if sevs & {"error", "critical"} else EXIT_OK
 
 
 @cli.command("check-config")
 @click.argument("configs", nargs=-1, type=click.Path())
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VAL", help="Dotted override, e.g. model.cuda_graph_impl=local.")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment variable of the run.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
 def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: str, pattern_dirs: List[str]) -> None:
     """Predict CUDA-graph crashes from a config before the job is launched.
 
     CONFIGS are YAML/JSON files (Bridge run_config.yaml, plain), logs holding a config, or
-    KEY=VALUE dotted overrides."""
+    KEY=VALUE dotted overrides.  Exit 0: no pitfall; 1: a pitfall; 2: a bad argument.
+
+    \b
+    Examples:
+      triage check-config run_config.yaml
+      triage check-config run_config.yaml model.cuda_graph_scope=[attn,moe] --env NCCL_GRAPH_REGISTER=0
+      triage check-config run_config.yaml --format markdown >> summary.md"""
     files = [c for c in configs if "=" not in c or os.path.exists(c)]
     over = list(overrides) + [c for c in configs if c not in files]
     if not files and not over:
         raise fail("give a config file or KEY=VALUE overrides")
-    try:
-        pats = load_all(pattern_dirs)
-        cfg = build_config(files, over, env)
-    except (ConfigError, PatternError) as e:
-        raise fail(str(e))
+    pats = load_all(pattern_dirs)
+    cfg = build_config(files, over, env)
     vs = check(cfg, pats)
     if fmt == "json":
         click.echo(json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg}), indent=2, default=str))
+    elif fmt == "markdown":
+        from .report import render_check_config_markdown
+        click.echo(render_check_config_markdown(vs, cfg), nl=False)
     else:
         if not vs:
             click.echo("check-config: no CUDA-graph pitfall in this config")
@@ -279,11 +352,13 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
 @click.argument("new", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def diff_cmd(old: str, new: str, fmt: str) -> None:
-    """Show the canonical config changes from OLD (last good) to NEW."""
-    try:
-        a, b = build_config([old]), build_config([new])
-    except ConfigError as e:
-        raise fail(str(e))
+    """Show the canonical config changes from OLD (last good) to NEW.
+
+    \b
+    Examples:
+      triage diff last_good/run_config.yaml new/run_config.yaml
+      triage diff good.log bad.log --format json     # configs read from the logs"""
+    a, b = build_config([old]), build_config([new])
     ch = diff(a, b)
     if fmt == "json":
         click.echo(json.dumps(redact_obj([vars(c) for c in ch]), indent=2, default=str))
@@ -307,17 +382,24 @@ def schema_cmd(name: str) -> None:
 
 @cli.group()
 def patterns() -> None:
-    """Inspect and check pattern files."""
+    """Inspect and check pattern files.
+
+    \b
+    Examples:
+      triage patterns list
+      triage patterns check my_patterns/ --winners
+      triage patterns suggest job.log -o my_patterns/new-pitfall.yaml"""
 
 
 @patterns.command("list")
-@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path())
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
 def patterns_list(pattern_dirs: List[str]) -> None:
-    """List the loaded patterns."""
-    try:
-        pats = load_all(pattern_dirs)
-    except PatternError as e:
-        raise fail(str(e))
+    """List the loaded patterns (id, severity, kind, file).
+
+    \b
+    Example:  triage patterns list --patterns my_patterns/"""
+    pats = load_all(pattern_dirs)
     for p in pats:
         click.echo(f"{p.id:<38} {p.severity:<8} {p.kind:<8} {os.path.basename(p.path)}")
 
@@ -337,10 +419,7 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
     example that another pattern wins unless the file lists it in `overlaps`.
     Example:  triage patterns check patterns/ --winners"""
     from .selftest import check_examples, example_winners, format_winners
-    try:
-        pats = load_dir(directory, IDS if strict_ids else None)
-    except PatternError as e:
-        raise fail(str(e))
+    pats = load_dir(directory, IDS if strict_ids else None)
     if winners:
         for line in format_winners(example_winners(pats)):
             click.echo(line)
@@ -356,14 +435,15 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--index", default=1, show_default=True, help="Which unmatched block (1 = first).")
 @click.option("-o", "--output", type=click.Path(), help="Write the draft here (never overwrites).")
-@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path())
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
 def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern_dirs: List[str]) -> None:
-    """Draft a pattern YAML from an error block of LOGS that no pattern explains."""
+    """Draft a pattern YAML from an error block of LOGS that no pattern explains.
+
+    \b
+    Example:  triage patterns suggest job.log --index 2 -o my_patterns/draft.yaml"""
     from .suggest import draft
-    try:
-        a, _ = run_analysis(logs, pattern_dirs)
-    except (InputError, PatternError) as e:
-        raise fail(str(e))
+    a, _ = run_analysis(logs, pattern_dirs)
     if not a.unmatched:
         raise fail("no unmatched error block in the input: every error is explained (or there is none)")
     if not 1 <= index <= len(a.unmatched):
@@ -393,7 +473,7 @@ class _DefaultRun(click.Group):
 def _fleet_output(view: dict, fmt: Optional[str], output: Optional[str], force: bool) -> None:
     from .fleet_report import render as render_fleet
     if fmt is None:
-        fmt = SUFFIX_FORMAT.get(os.path.splitext(output)[1].lower(), "text") if output else "text"
+        fmt = format_for(output, {k: v for k, v in SUFFIX_FORMAT.items() if v in FLEET_FORMATS})
     out = render_fleet(view, fmt)
     if output:
         try:
@@ -433,7 +513,8 @@ def fleet() -> None:
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the grouped view to this file (atomically).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
-@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help="Extra pattern directory (repeatable).")
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
               fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool) -> None:
@@ -441,22 +522,22 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     --jobs-in DIR each child of DIR is one job.  Jobs run in parallel (-j), every verdict is
     stored (--db; idempotent: a job analysed again is one record), and the grouped view is
     printed: per signature the count, first and last seen, the jobs and the known issue;
-    unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong."""
-    from .fleet import FleetError, analyse_jobs, find_jobs, view
+    unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong.
+
+    \b
+    Examples:
+      triage fleet run --jobs-in /logs/2026-12-03 -j 8 -o fleet.html
+      triage fleet run job-1.log job-2/ --no-store --format json"""
+    from .fleet import analyse_jobs, find_jobs, view
     from .progress import for_jobs
-    from .store import Store, StoreError
-    try:
-        jobs = find_jobs(paths, jobs_in)
-        store = None if no_store else Store(db)
-    except (FleetError, StoreError) as e:
-        raise fail(str(e))
+    from .store import Store
+    jobs = find_jobs(paths, jobs_in)
+    store = None if no_store else Store(db)
     bar = None if quiet else for_jobs(len(jobs))
     results = []
     try:
         for r in analyse_jobs(jobs, pattern_dirs, workers, tick=bar):
             results.append(r)
-    except PatternError as e:
-        raise fail(str(e))
     finally:
         if bar is not None:
             bar.close()
@@ -466,14 +547,11 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     errors = [r for r in results if r.record is None]
     seen, known = None, None
     if store is not None:
-        try:
-            with store:
-                for i in range(0, len(records), 200):
-                    store.record_many(records[i:i + 200])
-                seen = store.seen(signatures=[r.signature for r in records if r.signature])
-                known = store.known_list()
-        except StoreError as e:
-            raise fail(str(e))
+        with store:
+            for i in range(0, len(records), 200):
+                store.record_many(records[i:i + 200])
+            seen = store.seen(signatures=[r.signature for r in records if r.signature])
+            known = store.known_list()
     _fleet_output(view(records, seen, known, errors), fmt, output, force)
 
 
@@ -494,16 +572,13 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
       triage fleet report --since 7d -o fleet.html
       triage fleet report --since 2026-12-01 --db postgresql://triage@db/triage --format json"""
     import time as _time
-    from .fleet import FleetError, parse_since, view
-    from .store import Store, StoreError
-    try:
-        t0 = None if since.strip().lower() == "all" else parse_since(since)
-        with Store(db) as store:
-            records = list(store.records(since=t0))
-            seen = store.seen(signatures=[r.signature for r in records if r.signature])
-            known = store.known_list()
-    except (FleetError, StoreError) as e:
-        raise fail(str(e))
+    from .fleet import parse_since, view
+    from .store import Store
+    t0 = None if since.strip().lower() == "all" else parse_since(since)
+    with Store(db) as store:
+        records = list(store.records(since=t0))
+        seen = store.seen(signatures=[r.signature for r in records if r.signature])
+        known = store.known_list()
     _fleet_output(view(records, seen, known, since=t0, until=_time.time(), daily=True), fmt, output, force)
 
 
@@ -526,16 +601,18 @@ def known() -> None:
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 def known_add(key: str, url: str, title: Optional[str], db: Optional[str]) -> None:
     """Link KEY (a pitfall id, or a job signature as `triage fleet` or the JSON's `signature`
-    shows it) to the ticket at URL; adding the same KEY again replaces its link."""
-    from .store import Store, StoreError, known_key_error, url_error
+    shows it) to the ticket at URL; adding the same KEY again replaces its link.
+
+    \b
+    Examples:
+      triage known add capture-memory-overhead https://jira.example.com/browse/TRAIN-7 --title "graph pools"
+      triage known add "nccl-error: NCCL / collective communication error (incl. a lost peer)" URL"""
+    from .store import Store, known_key_error, url_error
     why = known_key_error(key) or url_error(url)
     if why:
         raise fail(why)
-    try:
-        with Store(db) as st:
-            new = st.known_add(key, url, title)
-    except StoreError as e:
-        raise fail(str(e))
+    with Store(db) as st:
+        new = st.known_add(key, url, title)
     click.echo(f"{'added' if new else 'updated'}: {key} -> {url}")
 
 
@@ -543,16 +620,16 @@ def known_add(key: str, url: str, title: Optional[str], db: Optional[str]) -> No
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def known_list(db: Optional[str], fmt: str) -> None:
-    """List the known issues with how often the store has seen each."""
-    from .store import Store, StoreError, day
-    try:
-        with Store(db) as st:
-            rows = st.known_list()
-            sigs = [r["key"] for r in rows if ": " in r["key"]]
-            pits = [r["key"] for r in rows if ": " not in r["key"]]
-            seen = st.seen(signatures=sigs, pitfalls=pits)
-    except StoreError as e:
-        raise fail(str(e))
+    """List the known issues with how often the store has seen each.
+
+    \b
+    Example:  triage known list --db postgresql://triage@db/triage --format json"""
+    from .store import Store, day
+    with Store(db) as st:
+        rows = st.known_list()
+        sigs = [r["key"] for r in rows if ": " in r["key"]]
+        pits = [r["key"] for r in rows if ": " not in r["key"]]
+        seen = st.seen(signatures=sigs, pitfalls=pits)
     out = []
     for r in rows:
         n, first, last = seen.get(r["key"], (0, 0.0, 0.0))
@@ -572,18 +649,18 @@ def known_list(db: Optional[str], fmt: str) -> None:
 @click.argument("keys", nargs=-1, required=True)
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 def known_remove(keys: List[str], db: Optional[str]) -> None:
-    """Remove the known issues KEYS (exit 1 when one of them was not in the table)."""
-    from .store import Store, StoreError
+    """Remove the known issues KEYS (exit 1 when one of them was not in the table).
+
+    \b
+    Example:  triage known remove illegal-memory-access"""
+    from .store import Store
     missing = []
-    try:
-        with Store(db) as st:
-            for k in keys:
-                if st.known_remove(k):
-                    click.echo(f"removed: {k}")
-                else:
-                    missing.append(k)
-    except StoreError as e:
-        raise fail(str(e))
+    with Store(db) as st:
+        for k in keys:
+            if st.known_remove(k):
+                click.echo(f"removed: {k}")
+            else:
+                missing.append(k)
     if missing:
         click.echo(f"triage: not a known issue: {', '.join(missing)} (see triage known list)", err=True)
         raise click.exceptions.Exit(EXIT_FOUND)

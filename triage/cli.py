@@ -14,19 +14,20 @@ import click
 
 from . import __version__
 from .config import ConfigError, build_config, check, diff
-from .pipeline import add_config_analysis, run_analysis
-from .redact import redact, redact_obj
-from .patterns import PatternError, load_all, load_dir
-from .fleet_report import FLEET_FORMATS
-from .schemas import NAMES as SCHEMA_NAMES, text as schema_text
-from .report import FORMATS, SUFFIX_FORMAT, render
 from .errors import TriageError
 from .fleet import FleetError
+from .fleet_report import FLEET_FORMATS
+from .patterns import PatternError, load_all, load_dir
+from .pipeline import add_config_analysis, run_analysis
+from .redact import redact, redact_obj
+from .report import FORMATS, SUFFIX_FORMAT, render
+from .schemas import NAMES as SCHEMA_NAMES
 from .schemas import UnknownSchema
+from .schemas import text as schema_text
 from .sources import InputError
 from .store import StoreError
-from .term import COLOR_CHOICES, for_terminal, use_color
 from .taxonomy import IDS
+from .term import COLOR_CHOICES, for_terminal, use_color
 
 # exit codes of `triage analyze` (README "Exit codes"; --fail-on/--exit-zero decide 1 and 3)
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNEXPLAINED, EXIT_INTERNAL = 0, 1, 2, 3, 4
@@ -46,9 +47,10 @@ def write_atomic(path: str, text: str, force: bool) -> None:
     writers each rename a whole file.  A symlink is never followed onto another file: without
     --force it is an error, with --force the link itself is replaced."""
     if os.path.islink(path) and not force:
-        raise fail(f"{path!r} is a symbolic link (to {os.readlink(path)!r}); pass --force to replace the link")
+        raise fail(f"{path!r} is a symbolic link (to {os.readlink(path)!r}); "
+                   "pass --force to replace the link") from None
     if os.path.exists(path) and not force:
-        raise fail(f"{path!r} exists; pass --force to overwrite it")
+        raise fail(f"{path!r} exists; pass --force to overwrite it") from None
     if os.path.exists(path) and not os.path.isfile(path):
         with open(path, "w", encoding="utf-8") as f:     # a FIFO or device: write into it, never replace it
             f.write(text)
@@ -68,6 +70,7 @@ def write_atomic(path: str, text: str, force: bool) -> None:
         raise
 
 
+PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."
 DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
            "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
 
@@ -132,7 +135,7 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: 
         if exit_zero:
             click.echo(f"triage: warning: {e}", err=True)
             return
-        raise fail(str(e))
+        raise fail(str(e)) from None
 
 
 def _on_term(signum, frame):  # noqa: ARG001
@@ -186,7 +189,7 @@ def cli() -> None:
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--no-redact", is_flag=True, help="Do not redact secrets (tokens, keys, passwords) in the output.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
-              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
+              help=PATTERNS_HELP)
 @click.option("--fail-on", type=click.Choice(FAIL_ON), default="error", show_default=True,
               help="Exit non-zero for: error = a failure or an error/critical pitfall (a warning-only finding "
                    "such as graph-no-speedup exits 0); warning = any pitfall of severity warning or above; "
@@ -195,9 +198,12 @@ def cli() -> None:
               help="Exit 0 even when a pitfall or a failure is found (= --fail-on never; usage errors still exit 2).")
 @click.option("--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
               help="Colour the text report: auto = on a terminal unless NO_COLOR is set.")
-@click.option("--config", "config_files", multiple=True, type=click.Path(), help="Config of the failed run (YAML/JSON/log).")
-@click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(), help="Config of the last good run.")
-@click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(), help="Log of the last good run (its config is read from it).")
+@click.option("--config", "config_files", multiple=True, type=click.Path(),
+              help="Config of the failed run (YAML/JSON/log).")
+@click.option("--baseline-config", "baseline_files", multiple=True, type=click.Path(),
+              help="Config of the last good run.")
+@click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(),
+              help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=0, metavar="N",
               help="Read at most N bytes of each input (0: all); a note says when the cap was hit. "
@@ -263,7 +269,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         try:
             write_atomic(output, out, force)
         except OSError as e:
-            raise fail(f"cannot write {output!r}: {e.strerror or e}")
+            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
         click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
     else:
         colored = False
@@ -310,11 +316,12 @@ def exit_code(a, fail_on: str) -> int:
 
 @cli.command("check-config")
 @click.argument("configs", nargs=-1, type=click.Path())
-@click.option("--set", "overrides", multiple=True, metavar="KEY=VAL", help="Dotted override, e.g. model.cuda_graph_impl=local.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VAL",
+              help="Dotted override, e.g. model.cuda_graph_impl=local.")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment variable of the run.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
-              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
+              help=PATTERNS_HELP)
 def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: str, pattern_dirs: List[str]) -> None:
     """Predict CUDA-graph crashes from a config before the job is launched.
 
@@ -329,7 +336,7 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     files = [c for c in configs if "=" not in c or os.path.exists(c)]
     over = list(overrides) + [c for c in configs if c not in files]
     if not files and not over:
-        raise fail("give a config file or KEY=VALUE overrides")
+        raise fail("give a config file or KEY=VALUE overrides") from None
     pats = load_all(pattern_dirs)
     cfg = build_config(files, over, env)
     vs = check(cfg, pats)
@@ -393,7 +400,7 @@ def patterns() -> None:
 
 @patterns.command("list")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
-              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
+              help=PATTERNS_HELP)
 def patterns_list(pattern_dirs: List[str]) -> None:
     """List the loaded patterns (id, severity, kind, file).
 
@@ -436,7 +443,7 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
 @click.option("--index", default=1, show_default=True, help="Which unmatched block (1 = first).")
 @click.option("-o", "--output", type=click.Path(), help="Write the draft here (never overwrites).")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
-              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
+              help=PATTERNS_HELP)
 def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern_dirs: List[str]) -> None:
     """Draft a pattern YAML from an error block of LOGS that no pattern explains.
 
@@ -445,14 +452,14 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
     from .suggest import draft
     a, _ = run_analysis(logs, pattern_dirs)
     if not a.unmatched:
-        raise fail("no unmatched error block in the input: every error is explained (or there is none)")
+        raise fail("no unmatched error block in the input: every error is explained (or there is none)") from None
     if not 1 <= index <= len(a.unmatched):
-        raise fail(f"--index must be between 1 and {len(a.unmatched)}")
+        raise fail(f"--index must be between 1 and {len(a.unmatched)}") from None
     u = a.unmatched[index - 1]
     text = draft(u.lines, f"{u.source}:{u.line}")
     if output:
         if os.path.exists(output):
-            raise fail(f"{output!r} exists; not overwriting it")
+            raise fail(f"{output!r} exists; not overwriting it") from None
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
         click.echo(f"wrote draft pattern to {output}", err=True)
@@ -479,7 +486,7 @@ def _fleet_output(view: dict, fmt: Optional[str], output: Optional[str], force: 
         try:
             write_atomic(output, out, force)
         except OSError as e:
-            raise fail(f"cannot write {output!r}: {e.strerror or e}")
+            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
         click.echo(f"triage: {view['jobs']} job(s), {len(view['groups'])} group(s); {fmt} fleet report written to "
                    f"{output}", err=True)
     else:
@@ -508,13 +515,15 @@ def fleet() -> None:
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
               help="Analyse N jobs at once (default 0: all cores).")
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
-@click.option("--no-store", is_flag=True, help="Do not store the verdicts (first/last seen then come from these jobs only).")
+@click.option("--no-store", is_flag=True,
+              help="Do not store the verdicts (first/last seen then come from these jobs only).")
 @click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the grouped view to this file (atomically).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write the grouped view to this file (atomically).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
-              help="Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog.")
+              help=PATTERNS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
               fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool) -> None:
@@ -572,6 +581,7 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
       triage fleet report --since 7d -o fleet.html
       triage fleet report --since 2026-12-01 --db postgresql://triage@db/triage --format json"""
     import time as _time
+
     from .fleet import parse_since, view
     from .store import Store
     t0 = None if since.strip().lower() == "all" else parse_since(since)
@@ -610,7 +620,7 @@ def known_add(key: str, url: str, title: Optional[str], db: Optional[str]) -> No
     from .store import Store, known_key_error, url_error
     why = known_key_error(key) or url_error(url)
     if why:
-        raise fail(why)
+        raise fail(why) from None
     with Store(db) as st:
         new = st.known_add(key, url, title)
     click.echo(f"{'added' if new else 'updated'}: {key} -> {url}")

@@ -53,21 +53,22 @@ def log_like(name: str) -> bool:
     return n.endswith(LOG_SUFFIXES) or "." not in n
 
 
+def _children(d: str) -> List[Job]:
+    """The jobs of a --jobs-in directory: each child directory, and each log-like child file."""
+    if not os.path.isdir(d):
+        raise FleetError(f"--jobs-in {d!r} is not a directory")
+    try:
+        names = sorted(n for n in os.listdir(d) if not n.startswith("."))
+    except OSError as e:
+        raise FleetError(f"cannot list --jobs-in {d!r}: {e.strerror or e}") from None
+    paths = [os.path.join(d, n) for n in names]
+    return [Job(p, p) for p in paths if os.path.isdir(p) or (os.path.isfile(p) and log_like(os.path.basename(p)))]
+
+
 def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
     """Each PATH is one job (a file or a per-rank directory); each child of a --jobs-in DIR is one
     job (hidden entries skipped).  A job named twice is analysed once."""
-    jobs: List[Job] = []
-    for d in jobs_in:
-        if not os.path.isdir(d):
-            raise FleetError(f"--jobs-in {d!r} is not a directory")
-        try:
-            names = sorted(n for n in os.listdir(d) if not n.startswith("."))
-        except OSError as e:
-            raise FleetError(f"cannot list --jobs-in {d!r}: {e.strerror or e}") from None
-        for n in names:
-            p = os.path.join(d, n)
-            if os.path.isdir(p) or (os.path.isfile(p) and log_like(n)):
-                jobs.append(Job(p, p))
+    jobs: List[Job] = [j for d in jobs_in for j in _children(d)]
     for p in paths:
         if p == "-":
             raise FleetError("triage fleet reads jobs from files and directories, not stdin")

@@ -140,7 +140,8 @@ def _model(v: Any) -> Dict[str, Any]:
     groups = _groups(v.get("groups"))
     unexplained = _groups(v.get("unexplained"))
     errors_in = [e for e in _list(v.get("errors")) if isinstance(e, dict)]
-    errors = [{"job": _text(e.get("job"), JOB_MAX) or "?", "error": _text(e.get("error"))} for e in errors_in[:ERRORS_MAX]]
+    errors = [{"job": _text(e.get("job"), JOB_MAX) or "?", "error": _text(e.get("error"))}
+              for e in errors_in[:ERRORS_MAX]]
     healthy = _int(v.get("healthy")) if v.get("healthy") is not None else _int(outcomes.get("healthy"))
     counts = []
     for key, label in OUTCOMES:

@@ -77,7 +77,8 @@ def _group_text(g: Dict[str, Any]) -> List[str]:
              + (f", {g['seen_total']} in the store" if g.get("seen_total", g["count"]) != g["count"] else "")]
     if g.get("known"):
         k = g["known"]
-        lines.append(f"        known issue: {_cut(k['url'], 300)}" + (f" ({_cut(k['title'], 120)})" if k.get("title") else ""))
+        title = f" ({_cut(k['title'], 120)})" if k.get("title") else ""
+        lines.append(f"        known issue: {_cut(k['url'], 300)}{title}")
     if g.get("blamed"):
         lines.append(f"        blamed setting: {', '.join(_cut(b, 80) for b in g['blamed'][:5])}")
     lines.append(f"        jobs: {_jobs_text(g)}")

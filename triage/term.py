@@ -63,32 +63,35 @@ def _paint(s: str, style: str) -> str:
     return f"{_STYLES[style]}{s}{_RESET}"
 
 
+_LABELS = ("  why: ", "  fix: ", "  evidence:", "  first seen:", "  rule: ", "  fingerprint: ")
+
+
+def _primary_style(line: str) -> str:
+    return next((s for s in ("critical", "warning", "info") if f"[{s}]" in line), "error")
+
+
+def _style_line(line: str) -> str:
+    if line.startswith("PRIMARY  "):
+        return _paint(line, _primary_style(line))
+    if line.startswith("UNEXPLAINED FAILURE"):
+        return _paint(line, "unexplained")
+    if line.startswith("triage: ") and "no known pitfall" in line and "fail" not in line:
+        return _paint(line, "ok")
+    if line.startswith("known issue: "):
+        return _paint("known issue:", "label") + " " + _paint(line[len("known issue: "):], "link")
+    if line.startswith(_LABELS):
+        label, _, rest = line.partition(":")
+        return _paint(label + ":", "label") + rest
+    if line.isupper() and line.strip():
+        return _paint(line, "label")
+    if line.startswith("  cascade "):
+        return _paint(line, "dim")
+    return line
+
+
 def colorize(text: str) -> str:
     """ANSI colour for the text report's headings and labels (the rest is left as it is)."""
-    out: List[str] = []
-    for line in text.split("\n"):
-        if line.startswith("PRIMARY  "):
-            sev = "error"
-            for s in ("critical", "warning", "info", "error"):
-                if f"[{s}]" in line:
-                    sev = s
-                    break
-            line = _paint(line, sev)
-        elif line.startswith("UNEXPLAINED FAILURE"):
-            line = _paint(line, "unexplained")
-        elif line.startswith("triage: ") and "no known pitfall" in line and "fail" not in line:
-            line = _paint(line, "ok")
-        elif line.startswith("known issue: "):
-            line = _paint("known issue:", "label") + " " + _paint(line[len("known issue: "):], "link")
-        elif line.startswith(("  why: ", "  fix: ", "  evidence:", "  first seen:", "  rule: ", "  fingerprint: ")):
-            label, _, rest = line.partition(":")
-            line = _paint(label + ":", "label") + rest
-        elif line.isupper() and line.strip():
-            line = _paint(line, "label")
-        elif line.startswith("  cascade "):
-            line = _paint(line, "dim")
-        out.append(line)
-    return "\n".join(out)
+    return "\n".join(_style_line(line) for line in text.split("\n"))
 
 
 def for_terminal(text: str, stream: Optional[IO[str]], color: str = "auto") -> str:

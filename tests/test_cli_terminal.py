@@ -154,3 +154,11 @@ def test_patterns_option_is_explained_everywhere(command):
 def test_shell_completion_script():
     r = run(env={"_TRIAGE_COMPLETE": "bash_source"})
     assert r.returncode == 0 and "_triage_completion" in r.stdout
+
+
+@pytest.mark.parametrize("command", [["analyze", SAMPLE], ["fleet", SAMPLE, "--no-store"], ["patterns", "list"],
+                                     ["check-config", os.path.join(FIX, "configs", "bad_flat.yaml")]])
+def test_patterns_argument_that_is_not_a_pattern_file_says_so(command):
+    r = run(*command, "--patterns", os.path.join(FIX, "configs", "bad_flat.yaml"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("triage: error: --patterns ") and "a pattern file is YAML with id, title" in r.stderr

@@ -46,3 +46,24 @@ def test_quiet_prints_only_the_verdict_line():
     assert r.returncode == 1
     assert r.stdout.count("\n") == 1 and r.stdout.startswith("triage: rank 1 failed first with moe-scope-conflict")
     assert r.stderr == ""
+
+
+def test_fleet_job_counter_only_on_a_terminal():
+    import io
+    from triage.progress import JobsProgress, for_jobs
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert for_jobs(10, stream=io.StringIO()) is None          # a pipe: nothing
+    assert for_jobs(10, quiet=True, stream=Tty()) is None
+    assert for_jobs(1, stream=Tty()) is None                   # one job: no counter
+    s = Tty()
+    t = [0.0]
+    bar = JobsProgress(4, s, clock=lambda: t[0])
+    t[0] = 2.0
+    bar(2)
+    assert "2/4 jobs" in s.getvalue() and "1.0 jobs/s" in s.getvalue() and "ETA 2s" in s.getvalue()
+    bar.close()
+    assert s.getvalue().endswith("\r\x1b[2K")

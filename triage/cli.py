@@ -254,7 +254,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         fail_on = "never"
     if fmt is None:
         fmt = format_for(output, SUFFIX_FORMAT)
-    pats = load_all(pattern_dirs)
+    pats = load_patterns(pattern_dirs)
     record = record or bool(db)
     with _hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
@@ -280,6 +280,19 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     code = exit_code(a, fail_on)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def load_patterns(pattern_dirs: List[str]) -> list:
+    """The catalog plus --patterns; a --patterns argument that is not a pattern file or directory
+    says so, naming the argument."""
+    try:
+        return load_all(pattern_dirs)
+    except PatternError as e:
+        msg = str(e)
+        if not pattern_dirs or msg.startswith("--patterns"):
+            raise
+        raise PatternError(f"--patterns {' '.join(pattern_dirs)}: {msg} (a pattern file is YAML with id, title, "
+                           "severity, kind, match, explanation, fix, references, examples: see PATTERNS.md)") from None
 
 
 def format_for(output: Optional[str], suffixes: dict) -> str:
@@ -337,7 +350,7 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     over = list(overrides) + [c for c in configs if c not in files]
     if not files and not over:
         raise fail("give a config file or KEY=VALUE overrides") from None
-    pats = load_all(pattern_dirs)
+    pats = load_patterns(pattern_dirs)
     cfg = build_config(files, over, env)
     vs = check(cfg, pats)
     if fmt == "json":
@@ -406,7 +419,7 @@ def patterns_list(pattern_dirs: List[str]) -> None:
 
     \b
     Example:  triage patterns list --patterns my_patterns/"""
-    pats = load_all(pattern_dirs)
+    pats = load_patterns(pattern_dirs)
     for p in pats:
         click.echo(f"{p.id:<38} {p.severity:<8} {p.kind:<8} {os.path.basename(p.path)}")
 
@@ -450,7 +463,7 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
     \b
     Example:  triage patterns suggest job.log --index 2 -o my_patterns/draft.yaml"""
     from .suggest import draft
-    a, _ = run_analysis(logs, pattern_dirs)
+    a, _ = run_analysis(logs, pattern_dirs, load_patterns(pattern_dirs))
     if not a.unmatched:
         raise fail("no unmatched error block in the input: every error is explained (or there is none)") from None
     if not 1 <= index <= len(a.unmatched):
@@ -540,6 +553,7 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     from .fleet import analyse_jobs, find_jobs, view
     from .progress import for_jobs
     from .store import Store
+    load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
     jobs = find_jobs(paths, jobs_in)
     store = None if no_store else Store(db)
     bar = None if quiet else for_jobs(len(jobs))

@@ -196,3 +196,25 @@ def test_fleet_outputs_match_the_schema(jobs100, tmp_path):
         Draft202012Validator(_strict(schema)).validate(doc)
     bad = dict(docs[0], groups=[dict(docs[0]["groups"][0], count="many")])
     assert not Draft202012Validator(schema).is_valid(bad)
+
+
+def _work_or_die(job):
+    """A worker that dies (as a segfault or the OOM killer would kill it) on one job."""
+    from triage.fleet import analyse_in_worker
+    if job.job_id.endswith("job-00003.log"):
+        os._exit(9)
+    return analyse_in_worker(job)
+
+
+def test_a_job_that_kills_its_worker_is_an_error_not_a_hang(jobs100):
+    from triage.fleet import analyse_jobs
+    d, kinds = jobs100
+    jobs = find_jobs([], [d])[:12]
+    ticks = []
+    results = list(analyse_jobs(jobs, workers=2, tick=ticks.append, work=_work_or_die))
+    assert len(results) == 12 and ticks == list(range(1, 13))
+    errors = [r for r in results if r.record is None]
+    assert [os.path.basename(r.job.job_id) for r in errors] == ["job-00003.log"]
+    assert "worker process analysing this job died" in errors[0].error
+    ok = {os.path.basename(r.job.job_id): r.record.primary for r in results if r.record is not None}
+    assert ok["job-00000.log"] == "illegal-memory-access" and ok["job-00006.log"] == "moe-scope-conflict"

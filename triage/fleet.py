@@ -14,6 +14,8 @@ import signal
 import sys
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -114,7 +116,7 @@ def _init_worker(pattern_dirs: Sequence[str]) -> None:
     _worker_pats[:] = load_all(pattern_dirs)
 
 
-def _work(job: Job) -> JobResult:
+def analyse_in_worker(job: Job) -> JobResult:
     return analyse_job(job, _worker_pats)
 
 
@@ -125,14 +127,40 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
+
+
+def _pool(n: int, pattern_dirs: Sequence[str]) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(n, mp_context=_context(), initializer=_init_worker, initargs=(list(pattern_dirs),))
+
+
+def _died(job: Job) -> JobResult:
+    return JobResult(job, None, "the worker process analysing this job died (killed, out of memory, or a crash "
+                                "in native code); the other jobs were analysed")
+
+
+def _alone(job: Job, pattern_dirs: Sequence[str], work: Callable[[Job], JobResult]) -> JobResult:
+    """One job in a worker of its own: a job that kills its worker is an error result, never a hang."""
+    with _pool(1, pattern_dirs) as ex:
+        try:
+            return ex.submit(work, job).result()
+        except BrokenProcessPool:
+            return _died(job)
+
+
 def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers: int = 0,
-                 tick: Optional[Callable[[int], None]] = None) -> Iterator[JobResult]:
+                 tick: Optional[Callable[[int], None]] = None,
+                 work: Callable[[Job], JobResult] = analyse_in_worker) -> Iterator[JobResult]:
     """Analyse JOBS on `workers` processes (0: all cores); yields results as they finish.
-    `tick(done)` is called after each job."""
+    `tick(done)` is called after each job.  When a worker process dies, the jobs not finished yet
+    are analysed again one per fresh worker, so only the job that kills its worker is lost (an
+    error result naming it)."""
     from .patterns import load_all
     n = workers or default_workers()
     n = max(1, min(n, len(jobs)))
-    if n == 1:
+    if n == 1 and work is analyse_in_worker:
         pats = load_all(pattern_dirs)
         for i, j in enumerate(jobs, 1):
             r = analyse_job(j, pats)
@@ -141,20 +169,29 @@ def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers:
             yield r
         return
     load_all(pattern_dirs)       # a bad --patterns is one error here, not one per worker
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods and sys.platform != "darwin" else "spawn")
-    pool = ctx.Pool(n, initializer=_init_worker, initargs=(list(pattern_dirs),))
+    done = 0
+    left: Dict[int, Job] = dict(enumerate(jobs))
+    ex = _pool(n, pattern_dirs)
     try:
-        for i, r in enumerate(pool.imap_unordered(_work, jobs, chunksize=1), 1):
+        futures = {ex.submit(work, j): k for k, j in left.items()}
+        for f in as_completed(futures):
+            try:
+                r = f.result()
+            except BrokenProcessPool:
+                break
+            left.pop(futures[f], None)
+            done += 1
             if tick:
-                tick(i)
+                tick(done)
             yield r
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
     finally:
-        pool.join()
+        ex.shutdown(wait=True, cancel_futures=True)
+    for k in sorted(left):       # after a worker died: the rest one by one, each in a fresh worker
+        done += 1
+        r = _alone(left[k], pattern_dirs, work)
+        if tick:
+            tick(done)
+        yield r
 
 
 # --- the grouped view ----------------------------------------------------------------------------

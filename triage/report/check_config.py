@@ -1,0 +1,71 @@
+"""check-config as a markdown comment (a pull request that changes a run config)."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from .. import __version__
+from ..redact import redact_obj
+from .markdown import code_span, details, md_text
+from .util import MAX_ROWS, MD_LIMIT, as_list, clip, value_text
+
+
+def _violation_lines(vs: List[Dict[str, Any]], cfg: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    for x in vs[:50]:
+        keys = [clip(k, 200) for k in as_list(x.get("keys"))][:10]
+        out.append(f"- **{code_span(x.get('pitfall'))}**: {md_text(x.get('message'))}")
+        if keys:
+            out.append("  - settings: " + ", ".join(f"{code_span(k)} = {code_span(value_text(cfg.get(k)))}"
+                                                    for k in keys))
+        if x.get("fix"):
+            out.append(f"  - **Fix:** {md_text(x.get('fix'))}")
+    if len(vs) > 50:
+        out.append(f"- … {len(vs) - 50} more violation(s) in `--format json`")
+    return out
+
+
+def _config_table(items: List[Tuple[Any, Any]], room: int) -> str:
+    """The settings checked, as many as fit in ROOM characters."""
+    rows = ["| setting | value |", "|---|---|"]
+    shown = 0
+    for k, val in items[:MAX_ROWS]:
+        row = f"| {code_span(k)} | {code_span(value_text(val))} |"
+        if sum(len(r) + 1 for r in rows) + len(row) > room:
+            break
+        rows.append(row)
+        shown += 1
+    if shown < len(items):
+        rows.append("")
+        rows.append(f"_… {len(items) - shown} more setting(s) in `--format json`._")
+    return details(f"Config checked ({len(items)} setting{'s' if len(items) != 1 else ''})", "\n".join(rows))
+
+
+def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, Any], redact_secrets: bool = True,
+                                 limit: int = MD_LIMIT) -> str:
+    """`triage check-config --format markdown`: VIOLATIONS (triage.config Violation objects, or their
+    dicts: pitfall, keys, message, fix) of CONFIG (the canonical config checked) as a comment: the
+    verdict heading, each violation with the settings it names and their values and the fix, then
+    the whole config collapsed; secrets redacted as in check-config's JSON, under LIMIT characters."""
+    vs = [dict(x) if isinstance(x, dict) else dict(vars(x)) for x in violations]
+    cfg = dict(config) if isinstance(config, dict) else {}
+    if redact_secrets:
+        red = redact_obj({"violations": vs, "config": cfg})
+        vs, cfg = red["violations"], red["config"]
+    n = len(vs)
+    out = [f"### triage check-config: {n} CUDA-graph pitfall{'s' if n != 1 else ''} in this config" if n else
+           "### triage check-config: no CUDA-graph pitfall in this config", ""]
+    if n:
+        out.append("**Verdict:** launching this config would hit "
+                   + ", ".join(code_span(x.get("pitfall")) for x in vs[:20]) + (" …" if n > 20 else "") + ".")
+        out.append("")
+    out += _violation_lines(vs, cfg)
+    foot = (f"<sub>triage {__version__} check-config."
+            + (" Secrets are redacted." if redact_secrets else "") + "</sub>")
+    text = "\n".join(out).rstrip("\n")
+    items = list(cfg.items())
+    if items:
+        text += "\n\n" + _config_table(items, limit - len(text) - len(foot) - 300)
+    text += "\n\n" + foot + "\n"
+    if len(text) > limit:
+        text = text[:limit - 80] + "\n\n_(truncated to the comment size limit)_\n"
+    return text

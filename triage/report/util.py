@@ -1,0 +1,95 @@
+"""Helpers shared by the renderers of the report view: every value, whatever its type, as one
+clipped line of text, and the limits the views and comments keep to."""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List
+
+from ..findings import rank_ranges
+from ..sources import CLIP_MARK, MAX_LINE
+
+CLIP = 400                 # characters of one log line shown in the markdown / jira comment
+LINE_CLIP = MAX_LINE + len(CLIP_MARK)   # ... in HTML: in full, as the log reader kept it (and wrapped)
+MAX_ROWS = 400             # config diff rows (and settings of a check-config comment)
+MD_LIMIT = 32767           # Jira's comment limit, the smallest of GitHub (65536), GitLab (1000000), Jira
+
+
+def clip(x: Any, n: int = CLIP) -> str:
+    """Any value as one clipped line of text."""
+    if x is None:
+        return ""
+    t = x if isinstance(x, str) else str(x)
+    t = t.replace("\r", "").replace("\x00", "")
+    if len(t) > n:
+        t = t[:n] + f"… [+{len(t) - n} chars]"
+    return t
+
+
+def value_text(x: Any, n: int = 200) -> str:
+    """A config value as text: lists and dicts as compact JSON, None as unset."""
+    if x is None:
+        return "(unset)"
+    if isinstance(x, (list, dict, tuple)):
+        try:
+            return clip(json.dumps(x, ensure_ascii=False, default=str), n)
+        except (TypeError, ValueError):
+            pass
+    return clip(x, n)
+
+
+def int_or_none(x: Any) -> Any:
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def as_list(x: Any) -> List[Any]:
+    return list(x) if isinstance(x, (list, tuple)) else []
+
+
+def as_dict(x: Any) -> Dict[Any, Any]:
+    return x if isinstance(x, dict) else {}
+
+
+def dicts(x: Any) -> List[Dict[str, Any]]:
+    return [e for e in as_list(x) if isinstance(e, dict)]
+
+
+def rank_text(x: Any) -> str:
+    r = int_or_none(x)
+    return "?" if r is None else str(r)
+
+
+def ranks_text(x: Any) -> str:
+    if isinstance(x, (list, tuple)):
+        try:
+            return clip(rank_ranges([r for r in x if isinstance(r, int)]), 200)
+        except Exception:  # pragma: no cover - defensive
+            return ""
+    return clip(x, 200)
+
+
+def loc(src: Any, line: Any) -> str:
+    src = clip(src, 200) or "?"
+    return f"{src}:{line}" if int_or_none(line) is not None else src
+
+
+def fit_blocks(head: str, blocks: List[str], foot: str, limit: int, note: Callable[[int], str]) -> str:
+    """HEAD, then each of BLOCKS that still fits under LIMIT characters (NOTE(n) says that n did
+    not), then FOOT; cut short as a last resort."""
+    out = head
+    omitted = 0
+    reserve = len(foot) + 200
+    for blk in blocks:
+        if len(out) + 2 + len(blk) + reserve > limit:
+            omitted += 1
+            continue
+        out += "\n\n" + blk
+    if omitted:
+        out += "\n\n" + note(omitted)
+    out += "\n\n" + foot + "\n"
+    if len(out) > limit:   # only with a pathological head (should not happen: every field is clipped)
+        out = out[:limit - 80] + "\n\n_(truncated to the comment size limit)_\n"
+    return out

@@ -1,6 +1,7 @@
 """The report formats and `render`, which makes any of them from an analysis."""
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Optional, Sequence
 
 from ..findings import Analysis
@@ -13,8 +14,8 @@ from .markdown import render_markdown
 from .text import render_text
 
 FORMATS = ("text", "json", "markdown", "html", "junit", "jira")
-SUFFIX_FORMAT = {".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
-                 ".txt": "text", ".xml": "junit", ".jira": "jira", ".wiki": "jira"}
+SUFFIX_FORMAT = MappingProxyType({".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html",
+                                  ".htm": "html", ".txt": "text", ".xml": "junit", ".jira": "jira", ".wiki": "jira"})
 
 
 def text_report(a: Analysis, redact_secrets: bool = True) -> str:

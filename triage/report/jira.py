@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
@@ -10,7 +11,8 @@ from .util import MD_LIMIT, clip, fit_blocks
 from .view import build_view
 
 JIRA_ESCAPE = frozenset("*_-+^~?!{}[]#")     # markup characters: backslash-escaped
-JIRA_ENTITY = {"\\": "&#92;", "|": "&#124;"}   # `\\` is a line break and `\\|` is unreliable in tables
+# backslash and pipe as character references: `\\` is a line break and `\\|` is unreliable in tables
+JIRA_ENTITY = MappingProxyType({"\\": "&#92;", "|": "&#124;"})
 
 
 def jira_text(t: Any, n: int = 4000) -> str:

@@ -1,12 +1,14 @@
 """The text report (the terminal's): rendered from the same view as markdown and HTML."""
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Dict, List, Optional
 
 from .view import build_view
 
 TEXT_MAX_ITEMS = 50        # findings / attempts listed in the text report (the JSON has more)
-COMPARISON_LABELS = {"run_vs_run": "current vs baseline", "before_vs_after_capture": "replay vs eager before capture"}
+COMPARISON_LABELS = MappingProxyType({"run_vs_run": "current vs baseline",
+                                      "before_vs_after_capture": "replay vs eager before capture"})
 
 
 def _clip(s: str, n: int = 300) -> str:

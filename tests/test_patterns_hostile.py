@@ -74,7 +74,8 @@ def test_malformed_user_patterns_are_one_line_errors(tmp_path, text, needle):
                         os.path.join(ROOT, "examples", "sample_job.log")], capture_output=True, text=True, cwd=ROOT,
                        timeout=60)
     assert r.returncode == 2 and r.stdout == "" and needle in r.stderr and r.stderr.count("\n") == 1
-    assert r.stderr.startswith("triage: error: mine.yaml") and "Traceback" not in r.stderr
+    # the argument first, then the file and what is wrong in it
+    assert r.stderr.startswith(f"triage: error: --patterns {p}: mine.yaml") and "Traceback" not in r.stderr
 
 
 def test_patterns_check_reports_risky_regexes(tmp_path):

@@ -13,18 +13,15 @@ from typing import List, Optional
 import click
 
 from . import __version__
-from .config import ConfigError, build_config, check, diff
+from .config import build_config, check, diff
 from .errors import TriageError
-from .fleet import FleetError
 from .fleet_report import FLEET_FORMATS
 from .patterns import PatternError, load_all, load_dir
 from .pipeline import add_config_analysis, run_analysis
 from .redact import redact, redact_obj
 from .report import FORMATS, SUFFIX_FORMAT, render
 from .schemas import NAMES as SCHEMA_NAMES
-from .schemas import UnknownSchema
 from .schemas import text as schema_text
-from .sources import InputError
 from .store import StoreError
 from .taxonomy import IDS
 from .term import COLOR_CHOICES, for_terminal, use_color
@@ -33,8 +30,8 @@ from .term import COLOR_CHOICES, for_terminal, use_color
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNEXPLAINED, EXIT_INTERNAL = 0, 1, 2, 3, 4
 OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
 FAIL_ON = ("error", "warning", "never")
-# errors a user causes: one line and exit 2, handled once in _Group.main
-USER_ERRORS = (TriageError, InputError, PatternError, ConfigError, StoreError, FleetError, UnknownSchema)
+# errors a user causes (every stage's error is a TriageError): one line and exit 2, handled once in _Group.main
+USER_ERRORS = (TriageError,)
 
 
 def fail(msg: str) -> "click.exceptions.Exit":

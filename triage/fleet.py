@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from .errors import TriageError
 from .store import Record, content_hash, day, record_of
 
 JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
@@ -38,7 +39,7 @@ class JobResult:
     error: Optional[str] = None
 
 
-class FleetError(Exception):
+class FleetError(TriageError):
     """A fleet argument that cannot be used: one line for the user."""
 
 

@@ -16,6 +16,7 @@ import regex
 import yaml
 
 from .config.rules import OPERATORS
+from .errors import TriageError
 from .rx import compile_rx, remember_valid, risky
 
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -39,7 +40,7 @@ _MACRO_RX = regex.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
 MIN_DERIVED_LITERAL = 4     # a derived prefilter shorter than this is refused: give a `literal`
 
 
-class PatternError(Exception):
+class PatternError(TriageError):
     """A pattern file is malformed; the message names the file and the problem."""
 
 

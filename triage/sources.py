@@ -23,13 +23,14 @@ from typing import IO, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import regex
 
+from .errors import TriageError
 from .rx import TIMEOUT, lazy
 
 MAX_LINE = 4000  # characters kept of one line; the rest is clipped
 CLIP_MARK = " …[clipped]"
 
 
-class InputError(Exception):
+class InputError(TriageError):
     """A user-facing input problem (missing file, unreadable archive, ...)."""
 
 

@@ -18,6 +18,8 @@ import time
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from .errors import TriageError
+
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_S = 60            # SQLite: how long a writer waits for another one's lock
 CONNECT_TIMEOUT_S = 10         # PostgreSQL: how long a connection attempt may take
@@ -26,7 +28,7 @@ HASH_CHUNK = 1 << 20
 CONNECT_RETRIES = (0.5, 1.0, 2.0)   # seconds to wait before each new attempt to connect
 
 
-class StoreError(Exception):
+class StoreError(TriageError):
     """A store that cannot be opened, read or written: one line for the user."""
 
 

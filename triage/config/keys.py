@@ -8,12 +8,13 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import regex
 
+from ..errors import TriageError
 from ..rx import TIMEOUT, lazy
 
 Config = Dict[str, Any]
 
 
-class ConfigError(Exception):
+class ConfigError(TriageError):
     """A config file cannot be read or understood."""
 
 

@@ -17,10 +17,12 @@ import json
 from importlib import resources
 from typing import Any, Dict, Tuple
 
+from ..errors import TriageError
+
 NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet")
 
 
-class UnknownSchema(KeyError, ValueError):
+class UnknownSchema(TriageError, KeyError, ValueError):
     """No schema of that name (the message lists the known names)."""
 
     def __str__(self) -> str:            # KeyError would print the message quoted

@@ -31,7 +31,7 @@ import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from .anchors import Anchor, AnchorSet
 from .patterns import MatchRule, Pattern
@@ -954,7 +954,7 @@ class Engine:
         nbytes = 0
         done_bytes = 0
         all_paths = expand_paths(paths)
-        batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
+        batchers = _batchers(obs)
         k = _Pool.jobs(all_paths)
         pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k, max_bytes) if k else None
         core.max_bytes = max_bytes
@@ -1010,7 +1010,7 @@ class Engine:
         nbytes = 0              # stream offset of the current block
         rules_obs = obs[rules_idx]
         followers = [o for o in obs if type(o).following is not Observer.following]
-        batchers = [(o, i) for i, o in enumerate(obs) if getattr(o, "batch", False)]
+        batchers = _batchers(obs)
         label = inp.inp.label
         consumed = [0]
         blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
@@ -1073,8 +1073,13 @@ class Engine:
         return lineno, nbytes
 
 
+def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:
+    """The batch observers of OBS (see Feeder.batch) with their indexes."""
+    return [(o, i) for i, o in enumerate(obs) if isinstance(o, Feeder) and o.batch]
+
+
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, buf: bytes, lo: int, aset: AnchorSet,
-              batchers: Sequence[Tuple[Observer, int]]) -> tuple:
+              batchers: Sequence[Tuple[Feeder, int]]) -> tuple:
     """Anchor hits, batch records, line indexes and line count of block BI: a worker's, else made here."""
     prepared = pool.get(path, bi, len(buf) - lo) if pool is not None else None
     if prepared is not None and lo:      # a worker's offsets are relative to the block
@@ -1265,7 +1270,9 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
     (those leave the hits when they wake nobody else), the index in the block of each hit line
     and the block's line count.  Offsets are offsets in buf."""
-    hits = aset.scan(memoryview(buf)[lo:] if lo else buf, lo, buf)
+    # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
+    data = cast(bytes, memoryview(buf)[lo:]) if lo else buf
+    hits = aset.scan(data, lo, buf)
     _retag_normalised(hits, buf, aset)
     recs_all: List[Dict[int, tuple]] = []
     for o, idx in batchers:

@@ -993,6 +993,15 @@ def _hang_possible(case: Case) -> bool:
     return p is not None and p.generic and bool(_erred(log, case.blocks))
 
 
+def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
+                  text: str) -> Optional[Finding]:
+    """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any."""
+    if text:
+        return by_fp.get(fingerprint(pid, text))
+    cands = by_pid.get(pid) or []
+    return next((x for x in cands if rank in x.ranks), cands[0] if cands else None)
+
+
 def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str], int]) -> int:
     """Count the matched lines the scan did not keep (a message repeated beyond its cap; keyed by
     pattern, rank and text, or an empty text once too many distinct ones were dropped) in the
@@ -1002,16 +1011,12 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
     by_fp: Dict[str, Finding] = {}
     by_pid: Dict[str, List[Finding]] = {}
     for c in reversed(cases):
-        for f in c.findings:
-            by_fp.setdefault(f.fingerprint, f)
-            by_pid.setdefault(f.pitfall, []).append(f)
+        for cf in c.findings:
+            by_fp.setdefault(cf.fingerprint, cf)
+            by_pid.setdefault(cf.pitfall, []).append(cf)
     total = 0
     for (pid, rank, text), n in dropped.items():
-        if text:
-            f = by_fp.get(fingerprint(pid, text))
-        else:
-            cands = by_pid.get(pid) or []
-            f = next((x for x in cands if rank in x.ranks), cands[0] if cands else None)
+        f = _dropped_into(by_fp, by_pid, pid, rank, text)
         if f is None:
             continue
         f.matched_lines += n

@@ -10,6 +10,7 @@ MIN_EFFECT_PCT.
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -164,7 +165,7 @@ class StepLog:
             it, ms, tflops = rec[0], rec[1], rec[2]
             if self._cts_open or pending.get(source) or it in capset or it in ev or len(ev) < EVIDENCE_KEEP \
                     or it in window or self._ev_next:
-                self.feed_record(rec, buf, at, source, lambda _at=at: lineno_at(_at), year)
+                self.feed_record(rec, buf, at, source, functools.partial(lineno_at, at), year)
                 continue
             if ms >= times.get(it, -1.0):
                 times[it] = ms

@@ -15,10 +15,16 @@ import os
 import re
 import tempfile
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Set, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
+if TYPE_CHECKING:
+    from hyperscan import Database, Scratch
+
+_hs: Optional[ModuleType]        # the `hyperscan` module, None without the wheel
 try:  # pragma: no cover - exercised where the wheel exists
-    import hyperscan as _hs
+    import hyperscan
+    _hs = hyperscan
 except Exception:  # noqa: BLE001 - any import problem means "no hyperscan"
     _hs = None
 
@@ -54,8 +60,10 @@ def hyperscan_available() -> bool:
     return _hs is not None
 
 
-def load_cached(key: str):
+def load_cached(key: str) -> Optional[Database]:
     """A compiled Hyperscan database from the cache directory, or None."""
+    if _hs is None:
+        return None
     path = os.path.join(cache_dir(), f"anchors-{key}.hsdb")
     try:
         with open(path, "rb") as f:
@@ -75,8 +83,10 @@ def _prune(d: str) -> None:
         pass
 
 
-def store_cached(key: str, db) -> None:
+def store_cached(key: str, db: Database) -> None:
     """Keep a compiled Hyperscan database in the cache directory (best effort)."""
+    if _hs is None:
+        return
     d = cache_dir()
     try:
         os.makedirs(d, exist_ok=True)
@@ -95,7 +105,7 @@ class AnchorSet:
     def __init__(self, anchors: Sequence[Anchor]):
         self.anchors = list(anchors)
         self.engine = "hyperscan" if _hs is not None else "re"
-        self._db = None
+        self._db: Optional[Database] = None
         if _hs is not None and self.anchors:
             try:
                 self._db = self._compile_hs()
@@ -106,8 +116,11 @@ class AnchorSet:
             self._compile_re()
 
     # --- Hyperscan -----------------------------------------------------------------------
-    def _compile_hs(self):
-        exprs, ids, flags = [], [], []
+    def _compile_hs(self) -> Database:
+        assert _hs is not None           # only called with the wheel
+        exprs: List[bytes] = []
+        ids: List[int] = []
+        flags: List[int] = []
         for i, a in enumerate(self.anchors):
             exprs.append(a.text.encode("utf-8") if a.regex else _literal_rx(a.text.encode("utf-8")))
             ids.append(i)
@@ -121,8 +134,8 @@ class AnchorSet:
             db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
             db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
             store_cached(key, db)
-        self._scratch = _hs.Scratch(db)
-        self._tags = [a.tag for a in self.anchors]
+        self._scratch: Scratch = _hs.Scratch(db)
+        self._tags: List[int] = [a.tag for a in self.anchors]
         return db
 
     # --- stdlib fallback ---------------------------------------------------------------
@@ -137,29 +150,49 @@ class AnchorSet:
             (re.compile((a.text if a.regex else re.escape(a.text)).encode("utf-8"),
                         re.M | (re.I if a.ignore_case else 0)), a.tag) for a in self.anchors]
 
-    def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:  # noqa: C901 - TODO(issue 16): split
+    def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:
         """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:])."""
-        out: Dict[int, Set[int]] = {}
         if not self.anchors or not len(data):
-            return out
+            return {}
         whole = buf or data
         if self._db is not None:
-            ends: List[Tuple[int, int]] = []
-            add = ends.append
+            return self._scan_hs(self._db, data, base, whole)
+        return self._scan_re(data, base, whole)
 
-            def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-                add((to, i))
-            self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)
-            tags = self._tags
-            rfind = whole.rfind
-            for to, i in ends:                   # Hyperscan reports in order of end offset
-                start = rfind(b"\n", 0, base + to) + 1
-                t = out.get(start)
-                if t is None:
-                    out[start] = {tags[i]}
-                else:
-                    t.add(tags[i])
-            return out
+    def _scan_hs(self, db: Database, data: bytes, base: int, whole: bytes) -> Dict[int, Set[int]]:
+        """scan() with Hyperscan: every hit's tag added to its line."""
+        out: Dict[int, Set[int]] = {}
+        ends: List[Tuple[int, int]] = []
+        add = ends.append
+
+        def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            add((to, i))
+        db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        tags = self._tags
+        rfind = whole.rfind
+        for to, i in ends:                   # Hyperscan reports in order of end offset
+            start = rfind(b"\n", 0, base + to) + 1
+            t = out.get(start)
+            if t is None:
+                out[start] = {tags[i]}
+            else:
+                t.add(tags[i])
+        return out
+
+    def _scan_re(self, data: bytes, base: int, whole: bytes) -> Dict[int, Set[int]]:
+        """scan() with the stdlib: the lines any anchor hits, then each such line against every anchor."""
+        out: Dict[int, Set[int]] = {}
+        for s in sorted(set(self._re_line_starts(data, base, whole))):
+            nl = whole.find(b"\n", s)
+            line = whole[s:nl if nl >= 0 else len(whole)]
+            hit = {tag for rx, tag in self._re_each if rx.search(line)}
+            if hit:
+                out[s] = hit
+        return out
+
+    def _re_line_starts(self, data: bytes, base: int, whole: bytes) -> List[int]:
+        """The starts (in `whole`) of the lines of `data` that some anchor hits, one search per
+        line and alternation."""
         starts: List[int] = []
         for rx in self._re_any:
             pos = 0
@@ -174,13 +207,7 @@ class AnchorSet:
                 pos = e - base + 1
                 if pos > len(data):
                     break
-        for s in sorted(set(starts)):
-            nl = whole.find(b"\n", s)
-            line = whole[s:nl if nl >= 0 else len(whole)]
-            hit = {tag for rx, tag in self._re_each if rx.search(line)}
-            if hit:
-                out[s] = hit
-        return out
+        return starts
 
     def tags_of(self, line: bytes) -> Set[int]:
         """The tags that hit one (normalised) line."""

@@ -22,10 +22,14 @@ def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
         return loader.construct_sequence(node, deep=True)
-    return loader.construct_scalar(node)
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    # there are no other kinds of node; construct_scalar raised the same for one
+    raise yaml.constructor.ConstructorError(None, None, f"expected a scalar node, but found {type(node).__name__}",
+                                            node.start_mark)
 
 
-_LenientLoader.add_multi_constructor("", _unknown)  # type: ignore[arg-type]
+_LenientLoader.add_multi_constructor("", _unknown)
 
 
 class _TooBig(Exception):

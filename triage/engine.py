@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, Iterable, List, Optional, Sequence, Set, Tuple, cast
 
 from .anchors import Anchor, AnchorSet
-from .patterns import MatchRule, Pattern
+from .kinds import Role
+from .patterns import ContextReq, MatchRule, Pattern
 from .rx import TIMEOUT, Timeouts, lazy, search
 from .sources import (
     MAX_LINE,
@@ -107,7 +108,7 @@ class Match:
     after: List[Line] = field(default_factory=list)     # and after it
 
     @property
-    def role(self) -> str:
+    def role(self) -> Role:
         return self.rule.role
 
 
@@ -436,7 +437,7 @@ class _Pending:
     deadline: int                 # last line number that can still satisfy them
 
 
-def _ctx_hit(ctx, line: Line, timeouts: Timeouts) -> bool:
+def _ctx_hit(ctx: ContextReq, line: Line, timeouts: Timeouts) -> bool:
     return any(lit_ in line.text for lit_ in ctx.literals) and search(ctx.rx, line.text, timeouts) is not None
 
 

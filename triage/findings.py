@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from .engine import ErrorBlock, Match, ScanResult
+from .kinds import Kind, Role, Severity
+from .patterns import Pattern
 from .rx import TIMEOUT, lazy, search
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (blame and config import this module's types)
@@ -50,10 +52,10 @@ TAIL_LINES = 40        # a traceback this close to the end of its input ended th
 LOGGED_TAIL = 5        # ... or this close, when a log record ("ERROR ...: msg") introduces it (logging.exception)
 CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this close after its message
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
-FAILING = ("root-cause", "cascade")
+FAILING: Tuple[Role, ...] = ("root-cause", "cascade")
 OUTCOMES = ("healthy", "pitfall", "unexplained-failure")
 HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang")   # a rank waiting, not a rank failing
-_ROLE_RANK = {"root-cause": 0, "cascade": 1, "info": 2}
+_ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
 
 _MASKS = [
     # NCCL's "host:pid:tid [dev]" prefix and hostnames: the same failure on another node is the same
@@ -114,9 +116,9 @@ class Evidence:
 class Finding:
     pitfall: str
     title: str
-    severity: str
-    kind: str
-    role: str
+    severity: Severity
+    kind: Kind
+    role: Role
     rank: Optional[int]
     source: str
     line: int
@@ -159,7 +161,7 @@ class TimelineEvent:
     seq: int
     pitfall: str
     fingerprint: str              # of the finding it belongs to: its role comes from the verdict
-    rule_role: str                # the rule's own role (for a line whose finding is not kept)
+    rule_role: Role               # the rule's own role (for a line whose finding is not kept)
     source: str
     line: int
 
@@ -230,7 +232,7 @@ class Verdict:
     def failed(self) -> bool:
         return self.outcome != "healthy"
 
-    def roles(self) -> Dict[str, str]:
+    def roles(self) -> Dict[str, Role]:
         return {f.fingerprint: f.role for f in self.findings}
 
 
@@ -411,7 +413,7 @@ def _group(matches: List[Match]) -> List[Finding]:
     return out
 
 
-def make_finding(p, evidence: List[Evidence], message: str) -> Finding:
+def make_finding(p: Pattern, evidence: List[Evidence], message: str) -> Finding:
     """A finding produced by an analyser (not a log line), e.g. the step-time comparison."""
     first = evidence[0] if evidence else Evidence("<analysis>", 0, None, message)
     ev = [Evidence("<triage>", 0, None, message)] + evidence[:EVIDENCE_MAX - 1]

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 import regex
 import yaml
 
 from .config.rules import OPERATORS
 from .errors import TriageError
+from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
 from .rx import compile_rx, remember_valid, risky
 
-SEVERITIES = ("critical", "error", "warning", "info")
-KINDS = ("config", "capture", "runtime", "perf")
-ROLES = ("root-cause", "cascade", "info")
-DEFAULT_PRIORITY = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
+DEFAULT_PRIORITY: Dict[Kind, int] = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
 RULE_OPS = tuple(OPERATORS)      # the operators a config rule's condition may use
 
 
@@ -56,7 +54,7 @@ class MatchRule:
     rx: Any
     literals: List[str]
     ignore_case: bool
-    role: str
+    role: Role
     context: List[ContextReq]
     negative: List[Any]
     source_text: str
@@ -77,8 +75,8 @@ class ConfigRule:
 class Pattern:
     id: str
     title: str
-    severity: str
-    kind: str
+    severity: Severity
+    kind: Kind
     generic: bool
     priority: int
     match: List[MatchRule]
@@ -101,6 +99,17 @@ def _req(d: Dict[str, Any], key: str, typ: Any, where: str) -> Any:
         tn = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
         raise PatternError(f"{where}: field '{key}' must be {tn}")
     return v
+
+
+_T = TypeVar("_T", bound=str)
+
+
+def _one_of(v: Any, allowed: Tuple[_T, ...], what: str, where: str) -> _T:
+    """V when it is one of ALLOWED (the names of a Literal type, see kinds.py), else a PatternError."""
+    for a in allowed:
+        if v == a:
+            return a
+    raise PatternError(f"{where}: {what} must be one of {allowed}")
 
 
 def _str_list(v: Any, where: str, key: str) -> List[str]:
@@ -231,9 +240,7 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         raise PatternError(f"{where}: unknown match field(s) {sorted(unknown)}")
     src = _req(m, "regex", str, where)
     ic = bool(m.get("ignore_case", False))
-    role = m.get("role", "root-cause")
-    if role not in ROLES:
-        raise PatternError(f"{where}: role must be one of {ROLES}")
+    role = _one_of(m.get("role", "root-cause"), ROLES, "role", where)
     ctx = []
     for i, c in enumerate(m.get("context") or []):
         cw = f"{where} context[{i}]"
@@ -303,12 +310,8 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
     if known_ids is not None and pid not in known_ids:
         raise PatternError(f"{where}: id {pid!r} is not in the taxonomy")
     _req(data, "title", str, where)
-    sev = _req(data, "severity", str, where)
-    if sev not in SEVERITIES:
-        raise PatternError(f"{where}: severity must be one of {SEVERITIES}")
-    kind = _req(data, "kind", str, where)
-    if kind not in KINDS:
-        raise PatternError(f"{where}: kind must be one of {KINDS}")
+    sev = _one_of(_req(data, "severity", str, where), SEVERITIES, "severity", where)
+    kind = _one_of(_req(data, "kind", str, where), KINDS, "kind", where)
     prio = data.get("priority", DEFAULT_PRIORITY[kind])
     if not isinstance(prio, int):
         raise PatternError(f"{where}: priority must be an integer")

@@ -9,7 +9,7 @@ from triage.cli import cli
 from triage.engine import Engine
 from triage.findings import (EVIDENCE_MAX, TIMELINE_MAX, UNMATCHED_MAX, Analysis, Case, ConfigAnalysis, Evidence,
                              Finding, TimelineEvent, Unmatched)
-from triage.report import FINDINGS_MAX, MAX_JSON_BYTES, SERIES_MAX, _view, render, render_json, to_dict
+from triage.report import FINDINGS_MAX, MAX_JSON_BYTES, SERIES_MAX, build_view, render, render_json, to_dict
 
 RANKS = 8
 ROUNDS = 6250                 # x 8 ranks = 50,000 watchdog lines
@@ -150,7 +150,7 @@ def test_first_level_caps_findings_and_thins_step_series():
     assert d["omitted"]["step_times.current.series"] == 100_000 - SERIES_MAX
     assert cur["steady_iterations"][0] == 4 and len(cur["steady_iterations"]) == SERIES_MAX
     # the reports still count every steady iteration
-    steps = _view(d)["steps"]["runs"][0]
+    steps = build_view(d)["steps"]["runs"][0]
     assert steps["steady"] == 100_000 - 3
 
 

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import tempfile
-from typing import List, Optional
+from typing import List, Mapping, Optional
 
 import click
 
@@ -292,7 +292,7 @@ def load_patterns(pattern_dirs: List[str]) -> list:
                            "severity, kind, match, explanation, fix, references, examples: see PATTERNS.md)") from None
 
 
-def format_for(output: Optional[str], suffixes: dict) -> str:
+def format_for(output: Optional[str], suffixes: Mapping[str, str]) -> str:
     """The report format of an -o file from its suffix (text without one); an unknown suffix is
     an error, never text in a .pdf."""
     if not output:

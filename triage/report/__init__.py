@@ -30,9 +30,6 @@ from .text import TEXT_MAX_ITEMS, known_line, render_text, render_text_view
 from .util import CLIP, LINE_CLIP, MAX_ROWS, MD_LIMIT
 from .view import MAX_EVIDENCE, MAX_FINDINGS, VERSION_LABELS, build_view, finding_view
 
-# TODO(issue 16): the old name, for tests/test_bounded.py until it imports build_view
-_view = build_view
-
 __all__ = [
     "CLIP", "FINDINGS_MAX", "FORMATS", "HTML_SECTIONS", "JUNIT_UNEXPLAINED", "LEVELS", "LINE_CLIP", "MAX_EVIDENCE",
     "MAX_FINDINGS", "MAX_JSON_BYTES", "MAX_ROWS", "MD_LIMIT", "SCHEMA_VERSION", "SERIES_MAX", "SUFFIX_FORMAT",

@@ -19,7 +19,7 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import IO, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import IO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import regex
 
@@ -285,11 +285,15 @@ MAX_EXPANDED = 1 << 30   # ... a decompression bomb is told from a very repetiti
 class _Limited(io.BufferedIOBase):
     """A decompressing reader that stops at a decompression-bomb ratio (`stopped` says so)."""
 
-    def __init__(self, f, raw, label: str, kind: str):
+    def __init__(self, f: io.BufferedIOBase, raw: IO[bytes], label: str, kind: str):
         super().__init__()
         self.f, self.raw, self.label, self.kind = f, raw, label, kind
         self.out = 0
         self.stopped = ""
+
+    @property
+    def name(self) -> str:          # the compressed file's (TextIOWrapper.name)
+        return self.raw.name
 
     def readable(self) -> bool:
         return True
@@ -297,7 +301,7 @@ class _Limited(io.BufferedIOBase):
     def read1(self, n: int = -1) -> bytes:
         return self.read(n if n and n > 0 else 1 << 16)
 
-    def read(self, n: int = -1) -> bytes:
+    def read(self, n: Optional[int] = -1) -> bytes:
         if self.stopped:
             return b""
         data = self.f.read(n)
@@ -323,7 +327,7 @@ class _Limited(io.BufferedIOBase):
         super().close()
 
 
-def _decompressor(kind: str, f):
+def _decompressor(kind: str, f: IO[bytes]) -> io.BufferedIOBase:
     import bz2
     import lzma
     if kind == "gzip":
@@ -340,7 +344,10 @@ def _decompressor(kind: str, f):
     return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(f))
 
 
-def _open_binary(path: str) -> Tuple[IO[bytes], str]:
+_Binary = Union[IO[bytes], _Limited]     # an input opened as bytes (_Limited: decompressing it)
+
+
+def _open_binary(path: str) -> Tuple[_Binary, str]:
     """Open a file or stdin as bytes, decompressing gzip/bzip2/xz/zstd (by magic bytes, with a
     decompression-bomb bound); also return the text encoding (UTF-16 when a byte-order mark says
     so, as PowerShell writes, else UTF-8)."""
@@ -361,16 +368,17 @@ def _open_binary(path: str) -> Tuple[IO[bytes], str]:
         except OSError as e:
             raise InputError(f"cannot read {label}: {e.strerror or e}") from None
     kind = next((k for m, k in _MAGIC if head.startswith(m)), None)
+    fb: _Binary = f
     if kind is not None:
         try:
-            f = _Limited(_decompressor(kind, f), f, label, kind)  # type: ignore[assignment]
-            head = f.peek(4)[:4]  # type: ignore[attr-defined]
+            fb = _Limited(_decompressor(kind, f), f, label, kind)
+            head = fb.peek(4)[:4]
         except InputError:
             raise
         except _READ_ERRORS + (ValueError,) as e:
             raise InputError(f"cannot read {label}: not a valid {kind} file ({e})") from None
     enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
-    return f, enc
+    return fb, enc
 
 
 def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,
@@ -395,46 +403,56 @@ def attempt_from_path(path: str) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
-def read_lines(path: str) -> Iterator[Line]:  # noqa: C901 - TODO(issue 16): split
-    """Yield normalised, rank- and time-tagged lines of one input, streaming."""
-    label = "<stdin>" if path == "-" else path
-    file_rank = None if path == "-" else rank_from_filename(path)
-    attempt = None if path == "-" else attempt_from_path(path)
-    fb, enc = _open_binary(path)
-    stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
+def _readline(stream: io.TextIOWrapper, label: str) -> str:
+    """The next physical line, cut to MAX_LINE * 4 characters (the rest of an over-long line is
+    skipped, streaming); "" at the end of the input."""
+    try:
+        raw = stream.readline(MAX_LINE * 4)
+        if raw and not raw.endswith("\n"):
+            # over-long physical line: skip the remainder of it, streaming
+            rest = raw
+            while rest and not rest.endswith("\n"):
+                rest = stream.readline(MAX_LINE * 4)
+    except _READ_ERRORS as e:
+        raise InputError(f"cannot read {label!r}: {e}") from None
+    return raw
+
+
+def _tagged_lines(stream: io.TextIOWrapper, inp: Input) -> Iterator[Line]:
+    """read_lines() of an opened input."""
     lineno = 0
     year: Optional[int] = None
     prev_rank: Optional[int] = None
     prev_text = ""
+    while True:
+        raw = _readline(stream, inp.label)
+        if not raw:
+            break
+        lineno += 1
+        raw = raw.rstrip("\n")
+        if "\r" in raw and "train_step_timing" in raw:
+            # a progress bar written to a file: every update is a step record, keep them all
+            for seg in raw.split("\r"):
+                if "train_step_timing" in seg:
+                    yield make_line(seg, inp.label, lineno, inp.file_rank, year, inp.attempt)
+            continue
+        ln = make_line(raw, inp.label, lineno, inp.file_rank, year, inp.attempt)
+        if ln.rank is None and prev_rank is not None and continues(ln.text, prev_text):
+            ln.rank = prev_rank          # a multi-line message printed under one "[rankN]:" prefix
+        prev_rank = ln.rank
+        prev_text = ln.text
+        if ln.ts is not None and "-" in ln.raw[:40]:
+            year = time.gmtime(ln.ts).tm_year   # a dated line tells glog lines (no year) their year
+        yield ln
+
+
+def read_lines(path: str) -> Iterator[Line]:
+    """Yield normalised, rank- and time-tagged lines of one input, streaming."""
+    inp = describe_input(path)
+    fb, enc = _open_binary(path)
+    stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     try:
-        while True:
-            try:
-                raw = stream.readline(MAX_LINE * 4)
-                if raw and not raw.endswith("\n"):
-                    # over-long physical line: skip the remainder of it, streaming
-                    rest = raw
-                    while rest and not rest.endswith("\n"):
-                        rest = stream.readline(MAX_LINE * 4)
-            except _READ_ERRORS as e:
-                raise InputError(f"cannot read {label!r}: {e}") from None
-            if not raw:
-                break
-            lineno += 1
-            raw = raw.rstrip("\n")
-            if "\r" in raw and "train_step_timing" in raw:
-                # a progress bar written to a file: every update is a step record, keep them all
-                for seg in raw.split("\r"):
-                    if "train_step_timing" in seg:
-                        yield make_line(seg, label, lineno, file_rank, year, attempt)
-                continue
-            ln = make_line(raw, label, lineno, file_rank, year, attempt)
-            if ln.rank is None and prev_rank is not None and continues(ln.text, prev_text):
-                ln.rank = prev_rank          # a multi-line message printed under one "[rankN]:" prefix
-            prev_rank = ln.rank
-            prev_text = ln.text
-            if ln.ts is not None and "-" in ln.raw[:40]:
-                year = time.gmtime(ln.ts).tm_year   # a dated line tells glog lines (no year) their year
-            yield ln
+        yield from _tagged_lines(stream, inp)
     finally:
         if path != "-":
             fb.close()
@@ -484,8 +502,104 @@ def block_tail(buf: bytes, tail: int) -> int:
     return nl + 1 if nl >= 0 else len(buf)
 
 
-def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None, tail: int = 0,  # noqa: C901 - TODO(issue 16): split
-                          max_bytes: int = 0, notes: Optional[List[str]] = None,
+def _tail_of(buf: bytes, tail: int) -> bytes:
+    """The whole lines within the last `tail` bytes of a block (none when `tail` is 0)."""
+    return buf[block_tail(buf, tail):] if tail else b""
+
+
+def _block_reader(fb: _Binary, enc: str) -> Callable[[int], bytes]:
+    """read(n): up to n more bytes of the input as UTF-8 (UTF-16 transcoded)."""
+    if enc != "utf-16":
+        return fb.read
+    tw = io.TextIOWrapper(fb, encoding="utf-16", errors="replace", newline="\n")
+    return lambda n: tw.read(max(1, n // 2)).encode("utf-8", "replace")
+
+
+def _report_progress(progress: Optional[Callable[[int], object]], raw_f: _Binary) -> None:
+    if progress is not None:
+        try:
+            progress(raw_f.tell())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _note_stops(notes: Optional[List[str]], fb: _Binary, label: str, got: bool, total: int, max_bytes: int) -> None:
+    """Note in `notes` that reading stops at --max-bytes, or (once) at a decompression bomb."""
+    if notes is None:
+        return
+    if max_bytes and total >= max_bytes and got:
+        notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); the rest is not triaged")
+    stopped = fb.stopped if isinstance(fb, _Limited) else ""
+    if stopped and stopped not in notes:
+        notes.append(stopped)
+
+
+def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Optional[Callable[[int], object]],
+            max_bytes: int, notes: Optional[List[str]], consumed: Optional[List[int]]) -> Iterator[bytes]:
+    """The input's bytes (UTF-8), up to `block_size` at a time, until its end or `max_bytes`
+    (see iter_blocks_with_tail)."""
+    read = _block_reader(fb, enc)
+    raw_f: _Binary = getattr(fb, "fileobj", None) or fb
+    total = 0
+    while True:
+        want = block_size if not max_bytes else min(block_size, max_bytes - total)
+        if want <= 0:
+            break
+        try:
+            data = read(want)
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {label!r}: {e}") from None
+        total += len(data)
+        if consumed is not None:
+            consumed[0] = total     # bytes of the (decompressed) stream read so far
+        _note_stops(notes, fb, label, bool(data), total, max_bytes)
+        _report_progress(progress, raw_f)
+        if not data:
+            break
+        yield data
+
+
+def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[bytes, int]]:
+    """(buf, lo) blocks of whole lines from `chunks` (see iter_blocks_with_tail): a line's part
+    at the end of a chunk is carried over to the next; a line longer than MAX_RAW bytes keeps
+    its first MAX_RAW bytes, the rest is skipped."""
+    carry = b""
+    prev = b""                  # tail of the previous block
+    skipping = False            # inside the over-long remainder of a line
+    for data in chunks:
+        if skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                continue
+            data = data[nl + 1:]
+            skipping = False
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry += data
+            if len(carry) > MAX_RAW:
+                buf = prev + carry[:MAX_RAW] + b"\n"
+                yield buf, len(prev)
+                prev = _tail_of(buf, tail)
+                carry = b""
+                skipping = True
+            continue
+        extra = b""
+        rest = data[cut + 1:]
+        if len(rest) > MAX_RAW:
+            extra = rest[:MAX_RAW] + b"\n"
+            rest = b""
+            skipping = True
+        buf = b"".join((prev, carry, memoryview(data)[:cut + 1], extra))
+        carry = rest
+        yield buf, len(prev)
+        prev = _tail_of(buf, tail)
+    if carry:
+        buf = prev + carry + b"\n"
+        yield buf, len(prev)
+
+
+def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress: Optional[Callable[[int], object]] = None,
+                          tail: int = 0, max_bytes: int = 0, notes: Optional[List[str]] = None,
                           consumed: Optional[List[int]] = None) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
     lines before it (for looking back across the boundary).  One copy per block.  Reading stops
@@ -493,69 +607,9 @@ def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress=None
     `consumed[0]` tells how many bytes of the stream were read (over-long lines included)."""
     label = "<stdin>" if path == "-" else path
     fb, enc = _open_binary(path)
-    raw_f = getattr(fb, "fileobj", None) or fb
-    if enc == "utf-16":
-        tw = io.TextIOWrapper(fb, encoding="utf-16", errors="replace", newline="\n")
-        read = lambda n: tw.read(max(1, n // 2)).encode("utf-8", "replace")  # noqa: E731
-    else:
-        read = fb.read
-    carry = b""
-    prev = b""                  # tail of the previous block
-    skipping = False            # inside the over-long remainder of a line
-    total = 0
     try:
-        while True:
-            want = block_size if not max_bytes else min(block_size, max_bytes - total)
-            if want <= 0:
-                break
-            try:
-                data = read(want)
-            except _READ_ERRORS as e:
-                raise InputError(f"cannot read {label!r}: {e}") from None
-            total += len(data)
-            if consumed is not None:
-                consumed[0] = total     # bytes of the (decompressed) stream read so far
-            if max_bytes and total >= max_bytes and data and notes is not None:
-                notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); "
-                             "the rest is not triaged")
-            if getattr(fb, "stopped", "") and notes is not None and fb.stopped not in notes:
-                notes.append(fb.stopped)
-            if progress is not None:
-                try:
-                    progress(raw_f.tell())
-                except (OSError, ValueError, AttributeError):
-                    pass
-            if not data:
-                break
-            if skipping:
-                nl = data.find(b"\n")
-                if nl < 0:
-                    continue
-                data = data[nl + 1:]
-                skipping = False
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                carry += data
-                if len(carry) > MAX_RAW:
-                    buf = prev + carry[:MAX_RAW] + b"\n"
-                    yield buf, len(prev)
-                    prev = buf[block_tail(buf, tail):] if tail else b""
-                    carry = b""
-                    skipping = True
-                continue
-            extra = b""
-            rest = data[cut + 1:]
-            if len(rest) > MAX_RAW:
-                extra = rest[:MAX_RAW] + b"\n"
-                rest = b""
-                skipping = True
-            buf = b"".join((prev, carry, memoryview(data)[:cut + 1], extra))
-            carry = rest
-            yield buf, len(prev)
-            prev = buf[block_tail(buf, tail):] if tail else b""
-        if carry:
-            buf = prev + carry + b"\n"
-            yield buf, len(prev)
+        yield from _whole_line_blocks(_chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed),
+                                      tail)
     finally:
         if path != "-":
             fb.close()

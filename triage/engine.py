@@ -517,58 +517,76 @@ class Blocks(Observer):
                 return True
         return False
 
-    def feed(self, line: Line, ev: Event) -> None:  # noqa: C901 - TODO(issue 16): split
+    def feed(self, line: Line, ev: Event) -> None:
         st = ev.st
-        core = self.core
-        keys = self.open.get(line.source)
-        if keys:
-            # a non-traceback block whose next line is not its own continuation is complete
-            for k in list(keys):
-                o = core.streams[k]
-                if o is st:
-                    continue
-                if o.block is None:
-                    keys.discard(k)
-                elif not o.in_tb and line.lineno > o.block.end:
-                    core.close_block(o)
-                    keys.discard(k)
+        self._close_passed(line, st)
         text = line.text
         if text.startswith(_TB_START) or (text.strip() == _TB_START):
-            if st.block is not None and not st.in_tb:
-                core.close_block(st)
-            if st.block is None:
-                st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [], ev.seq,
-                                      ev.view.last_ts(line, st), group=ev.inp.attempt(line))
-                self.open.setdefault(line.source, set()).add((line.source, line.rank))
-            st.in_tb = True
-            st.block.lines.append(text)
-            st.block.end = st.block_seen = line.lineno
+            self._traceback_start(line, ev)
             return
         b = st.block
         if b is not None:
-            if st.in_tb:
-                exc = bool(EXC_LINE.match(text))
-                if len(b.lines) < BLOCK_MAX_LINES:
-                    b.lines.append(text)
-                elif exc:             # a long traceback keeps its head and its exception line
-                    b.lines[-1] = text
-                b.end = st.block_seen = line.lineno
-                if exc:
-                    st.in_tb = False  # exception line reached; keep following message lines briefly
+            if self._extend(line, st, b):
                 return
-            # after the exception line: continuation lines (indented / non-empty) up to a few
-            if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
-                    and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
-                if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
-                    b.lines.append(text)
-                    b.end = line.lineno
-                    return
-            core.close_block(st)
+            self.core.close_block(st)
         if _maybe_error(text) and (EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
-            st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, [text], ev.seq,
-                                  ev.view.last_ts(line, st), group=ev.inp.attempt(line))
+            self._open(line, ev, [text])
             st.in_tb = False
-            self.open.setdefault(line.source, set()).add((line.source, line.rank))
+
+    def _open(self, line: Line, ev: Event, lines: List[str]) -> ErrorBlock:
+        """A new block of LINE's stream, starting at LINE."""
+        st = ev.st
+        st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, lines, ev.seq,
+                              ev.view.last_ts(line, st), group=ev.inp.attempt(line))
+        self.open.setdefault(line.source, set()).add((line.source, line.rank))
+        return st.block
+
+    def _close_passed(self, line: Line, st: Stream) -> None:
+        """A non-traceback block of another stream whose next line is not its own continuation is complete."""
+        keys = self.open.get(line.source)
+        if not keys:
+            return
+        for k in list(keys):
+            o = self.core.streams[k]
+            if o is st:
+                continue
+            if o.block is None:
+                keys.discard(k)
+            elif not o.in_tb and line.lineno > o.block.end:
+                self.core.close_block(o)
+                keys.discard(k)
+
+    def _traceback_start(self, line: Line, ev: Event) -> None:
+        """"Traceback (most recent call last):" opens a block, or goes on with an open traceback."""
+        st = ev.st
+        if st.block is not None and not st.in_tb:
+            self.core.close_block(st)
+        b = st.block if st.block is not None else self._open(line, ev, [])
+        st.in_tb = True
+        b.lines.append(line.text)
+        b.end = st.block_seen = line.lineno
+
+    def _extend(self, line: Line, st: Stream, b: ErrorBlock) -> bool:
+        """LINE joins the open block B of its stream: a traceback line, or a continuation line
+        after the message (indented / not a new record, up to a few).  False when it does not."""
+        text = line.text
+        if st.in_tb:
+            exc = bool(EXC_LINE.match(text))
+            if len(b.lines) < BLOCK_MAX_LINES:
+                b.lines.append(text)
+            elif exc:             # a long traceback keeps its head and its exception line
+                b.lines[-1] = text
+            b.end = st.block_seen = line.lineno
+            if exc:
+                st.in_tb = False  # exception line reached; keep following message lines briefly
+            return True
+        if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
+                and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+            if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
+                b.lines.append(text)
+                b.end = line.lineno
+                return True
+        return False
 
     def finish(self) -> None:
         for st in self.core.streams.values():
@@ -794,41 +812,59 @@ def _distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:
     return {int(k) for k in known} | {int(k) for k in re.findall(head + tail, seg[pos:])}
 
 
-def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:  # noqa: C901 - TODO(issue 16): split
-    """The ranks of the lines in buf[lo:hi], as make_line would tag them (C-level searches only)."""
-    if hi <= lo:
-        return set()
-    seg = b"\n" + buf[lo:hi]
+def _dirty_ranks(seg: bytes, file_rank: Optional[int], out: Set[int]) -> bytes:
+    """Lines with ANSI codes, carriage returns or other control characters are normalised in Python
+    (their prefix may follow a colour code): their ranks go to OUT; returns SEG without them (the
+    rest stays C-level)."""
+    keep, pos = [], 0
+    for m in _DIRTY_LINE_B.finditer(seg):
+        keep.append(seg[pos:m.start()])
+        pos = m.end()
+        text, rank = split_prefix(normalise(m.group()[1:].decode("utf-8", "replace")))
+        if rank is None:
+            rank = file_rank if file_rank is not None else inner_rank(text)
+        if rank is not None:
+            out.add(rank)
+    keep.append(seg[pos:])
+    return b"".join(keep)
+
+
+def _prefixed_ranks(seg: bytes) -> Set[int]:
+    """The ranks of the launcher prefixes (_RANK_KINDS, quoted ones too) at the line starts of SEG."""
     out: Set[int] = set()
-    if _CTRL_B.search(seg):
-        # lines with ANSI codes, carriage returns or other control characters are normalised in
-        # Python first (their prefix may follow a colour code); the rest stays C-level
-        keep, pos = [], 0
-        for m in _DIRTY_LINE_B.finditer(seg):
-            keep.append(seg[pos:m.start()])
-            pos = m.end()
-            text, rank = split_prefix(normalise(m.group()[1:].decode("utf-8", "replace")))
-            if rank is None:
-                rank = file_rank if file_rank is not None else inner_rank(text)
-            if rank is not None:
-                out.add(rank)
-        keep.append(seg[pos:])
-        seg = b"".join(keep)
-        if seg in (b"", b"\n"):
-            return out
     for probe, head, tail in _RANK_KINDS:
         if probe is None or probe in seg:
             out |= _distinct_ranks(seg, head, tail)
     if b"\n>" in seg:
         for m in _QUOTED_RANK_B.finditer(seg):
             out.add(int(m.group(1) or m.group(2) or m.group(3)))
+    return out
+
+
+def _inner_ranks(seg: bytes) -> Set[int]:
+    """The ranks that lines without a prefix name in their text (sources.inner_rank)."""
+    if not (b"Rank " in seg or b"[rank:" in seg or b"global rank" in seg):
+        return set()
+    return {int(m.group(1) or m.group(2) or m.group(3)) for m in _INNER_RANK_B.finditer(seg)}
+
+
+def _ranks_in(buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:
+    """The ranks of the lines in buf[lo:hi], as make_line would tag them (C-level searches only)."""
+    if hi <= lo:
+        return set()
+    seg = b"\n" + buf[lo:hi]
+    out: Set[int] = set()
+    if _CTRL_B.search(seg):
+        seg = _dirty_ranks(seg, file_rank, out)
+        if seg in (b"", b"\n"):
+            return out
+    out |= _prefixed_ranks(seg)
     if file_rank is not None:             # a launcher prefix beats the file name; other lines are its
         if not out or _UNPREFIXED_B.search(seg[:-1] if seg.endswith(b"\n") else seg):
             out.add(file_rank)
         return out
-    if not out and (b"Rank " in seg or b"[rank:" in seg or b"global rank" in seg):
-        for m in _INNER_RANK_B.finditer(seg):
-            out.add(int(m.group(1) or m.group(2) or m.group(3)))
+    if not out:
+        out |= _inner_ranks(seg)
     return out
 
 
@@ -998,80 +1034,107 @@ class Engine:
         return self._scan_input(inp, core, obs, rules_idx, aset, block_size or BLOCK_SIZE,
                                 prog if progress is not None else None, pool)
 
-    def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,  # noqa: C901 - TODO(issue 16): split
+    def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
                     aset: AnchorSet, block_size: int, progress, pool: Optional["_Pool"] = None) -> Tuple[int, int]:
         view = BlockView(self.window, inp.inp)
-        file_rank = inp.inp.file_rank
-        eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
-        changes: List[Tuple[int, int]] = [(0, inp.current())]
-        if not eager_ranks:
-            scanned = [0]
-            core.rank_segments.append((inp.inp.path, file_rank, changes, scanned))
-        lineno = 0              # line number of the last line processed / passed
-        nbytes = 0              # stream offset of the current block
-        rules_obs = obs[rules_idx]
-        followers = [o for o in obs if type(o).following is not Observer.following]
-        batchers = _batchers(obs)
-        label = inp.inp.label
+        scan = _InputScan(inp, core, obs, rules_idx, view)
+        scanned = [0]             # bytes scanned, for reading a re-readable input again (_ranks_by_attempt)
+        if not scan.eager_ranks:
+            core.rank_segments.append((inp.inp.path, inp.inp.file_rank, scan.changes, scanned))
         consumed = [0]
         blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
                                        consumed)
         for bi, (buf, lo) in enumerate(blocks):
             view.reset(buf)
-            hits, recs_all, line_idx, block_nl = _prepared(pool, inp.inp.path, bi, buf, lo, aset, batchers)
-            first = lineno + 1      # line number of the block's first line
-            n = len(buf)
-            # lines an observer parsed in one pass over the block (see prepare_block) are fed back
-            # to it in line order, interleaved with the lines it gets through feed()
-            batches = [_Batch(o, recs, lo, first, label, view.year) for (o, _), recs in zip(batchers, recs_all)]
-            starts = sorted(hits)
-            hi_idx = 0
-            pos = lo
-            seg_start = lo
-            seg_attempt = inp.current()
-            while pos < n:
-                following = [o for o in followers if o.following(inp, lineno + 1)]
-                if following:
-                    start = pos
-                    tags = hits.get(start)
-                else:
-                    while hi_idx < len(starts) and starts[hi_idx] < pos:
-                        hi_idx += 1
-                    if hi_idx >= len(starts):
-                        break
-                    start = starts[hi_idx]
-                    lineno = first + line_idx[start] - 1
-                    tags = hits[start]
-                nl = buf.find(b"\n", start)
-                end = nl if nl >= 0 else n
-                pos = end + 1
-                lineno += 1
-                woken, rule_ids = _woken(tags, following, obs, rules_obs)
-                if not woken:
-                    continue
-                for b in batches:
-                    if id(b.obs) in woken:
-                        b.flush(buf, start)
-                        b.drop(start)
-                view.cur_off, view.cur_lineno = start, lineno
-                ln = view.line_at(start, lineno)
-                _feed_segments(ln, buf, (start, end), inp.seq_base + lineno, inp, core, obs, woken, view, rule_ids)
-                att = inp.attempt(ln)
-                if att != seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
-                    if eager_ranks:
-                        core.ranks_seen.setdefault(seg_attempt, set()).update(
-                            _ranks_in(buf, seg_start, start, file_rank))
-                    changes.append((nbytes + start - lo, att))
-                    seg_start, seg_attempt = start, att
-            lineno = first - 1 + block_nl
-            for b in batches:
-                b.flush(buf, n)
-            if eager_ranks:
-                core.ranks_seen.setdefault(seg_attempt, set()).update(_ranks_in(buf, seg_start, n, file_rank))
-            nbytes += len(buf) - lo
-        if not eager_ranks:
-            scanned[0] = consumed[0]
-        return lineno, nbytes
+            scan.block(buf, lo, _prepared(pool, inp.inp.path, bi, buf, lo, aset, scan.batchers))
+        scanned[0] = consumed[0]
+        return scan.lineno, scan.nbytes
+
+
+class _InputScan:
+    """The block driver over one input: feeds the lines of each block that wake an observer (an
+    anchor hit, or an observer following every line) and records where the attempt changes."""
+
+    def __init__(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int, view: BlockView):
+        self.inp = inp
+        self.core = core
+        self.obs = obs
+        self.rules_obs = obs[rules_idx]
+        self.view = view
+        self.followers = [o for o in obs if type(o).following is not Observer.following]
+        self.batchers = _batchers(obs)
+        self.file_rank = inp.inp.file_rank
+        self.eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
+        self.changes: List[Tuple[int, int]] = [(0, inp.current())]   # (stream offset, attempt from there)
+        self.lineno = 0           # line number of the last line processed / passed
+        self.nbytes = 0           # stream offset of the current block
+        self.seg_start = 0        # buffer offset where the current attempt's lines start in this block
+        self.seg_attempt = inp.current()
+
+    def block(self, buf: bytes, lo: int,
+              prepared: Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]) -> None:
+        """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back)."""
+        hits, recs_all, line_idx, block_nl = prepared
+        inp = self.inp
+        followers = self.followers
+        first = self.lineno + 1      # line number of the block's first line
+        n = len(buf)
+        # lines an observer parsed in one pass over the block (see prepare_block) are fed back
+        # to it in line order, interleaved with the lines it gets through feed()
+        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view.year)
+                   for (o, _), recs in zip(self.batchers, recs_all)]
+        starts = sorted(hits)
+        hi_idx = 0
+        pos = lo
+        self.seg_start, self.seg_attempt = lo, inp.current()
+        while pos < n:
+            following = [o for o in followers if o.following(inp, self.lineno + 1)]
+            if following:
+                start = pos
+                tags = hits.get(start)
+            else:
+                while hi_idx < len(starts) and starts[hi_idx] < pos:
+                    hi_idx += 1
+                if hi_idx >= len(starts):
+                    break
+                start = starts[hi_idx]
+                self.lineno = first + line_idx[start] - 1
+                tags = hits[start]
+            nl = buf.find(b"\n", start)
+            end = nl if nl >= 0 else n
+            pos = end + 1
+            self.lineno += 1
+            self._line(buf, lo, (start, end), tags, following, batches)
+        self.lineno = first - 1 + block_nl
+        for b in batches:
+            b.flush(buf, n)
+        if self.eager_ranks:
+            self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
+                _ranks_in(buf, self.seg_start, n, self.file_rank))
+        self.nbytes += len(buf) - lo
+
+    def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
+              following: List[Observer], batches: List["_Batch"]) -> None:
+        """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
+        woken, rule_ids = _woken(tags, following, self.obs, self.rules_obs)
+        if not woken:
+            return
+        start = span[0]
+        for b in batches:
+            if id(b.obs) in woken:
+                b.flush(buf, start)
+                b.drop(start)
+        inp, view, lineno = self.inp, self.view, self.lineno
+        view.cur_off, view.cur_lineno = start, lineno
+        ln = view.line_at(start, lineno)
+        _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, self.obs, woken, view, rule_ids)
+        att = inp.attempt(ln)
+        if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
+            if self.eager_ranks:
+                self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
+                    _ranks_in(buf, self.seg_start, start, self.file_rank))
+            self.changes.append((self.nbytes + start - lo, att))
+            self.seg_start, self.seg_attempt = start, att
 
 
 def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:

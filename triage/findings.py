@@ -767,32 +767,39 @@ _PEER_LOCAL = lazy(r"Connection closed by localRank (\d+)")   # NCCL proxy servi
 _FLIGHT = lazy(r"Received a dump signal|[Ff]light [Rr]ecorder|dump debug info|dumping debug info")
 
 
-def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[ErrorBlock]:  # noqa: C901 - TODO(issue 16): split
-    """Blocks that only continue a message -- NCCL's `Last error:` and the line after it, a C++
-    exception's `Exception raised from` trailer and its frames -- are part of the message above
-    them: of the finding whose matched line they follow (dropped here: the finding's evidence shows
-    them), or of the error block they follow (merged into it).  Returns copies, in scan order."""
+def _matched_lines(matches: List[Match]) -> Dict[Tuple[str, Optional[int]], List[int]]:
+    """The line numbers of the matched lines per (input, rank) stream, sorted."""
     matched: Dict[Tuple[str, Optional[int]], List[int]] = {}
     for m in matches:
         matched.setdefault((m.line.source, m.line.rank), []).append(m.line.lineno)
     for v in matched.values():
         v.sort()
+    return matched
 
-    def follows_a_match(b: ErrorBlock) -> bool:
-        for key in {(b.source, b.rank), (b.source, None)}:
-            ls = matched.get(key)
-            if ls:
-                i = bisect_left(ls, b.start)
-                if i and b.start - ls[i - 1] <= CONT_GAP:
-                    return True
-        return False
 
+def _follows_a_match(b: ErrorBlock, matched: Dict[Tuple[str, Optional[int]], List[int]]) -> bool:
+    """Block B starts within CONT_GAP lines after a matched line of its stream (or of its rank-less input)."""
+    for key in {(b.source, b.rank), (b.source, None)}:
+        ls = matched.get(key)
+        if ls:
+            i = bisect_left(ls, b.start)
+            if i and b.start - ls[i - 1] <= CONT_GAP:
+                return True
+    return False
+
+
+def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[ErrorBlock]:
+    """Blocks that only continue a message -- NCCL's `Last error:` and the line after it, a C++
+    exception's `Exception raised from` trailer and its frames -- are part of the message above
+    them: of the finding whose matched line they follow (dropped here: the finding's evidence shows
+    them), or of the error block they follow (merged into it).  Returns copies, in scan order."""
+    matched = _matched_lines(matches)
     out: List[ErrorBlock] = []
     last: Dict[Tuple[str, Optional[int]], ErrorBlock] = {}
     for b in sorted(blocks, key=lambda b: b.seq):
         key = (b.source, b.rank)
         if b.lines and _CONT_HEAD.match(b.lines[0]):
-            if follows_a_match(b):
+            if _follows_a_match(b, matched):
                 continue
             prev = last.get(key)
             if prev is not None and 0 < b.start - prev.end <= CONT_GAP:

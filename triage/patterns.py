@@ -294,49 +294,81 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
                       fix=str(r.get("fix", "")), violates=examples["violates"], ok=examples["ok"])
 
 
-def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:  # noqa: C901 - TODO(issue 16): split
-    """One pattern file's data; `user`: a user's file (risky regexes are refused, see rx.risky)."""
-    where = os.path.basename(path)
-    if not isinstance(data, dict):
-        raise PatternError(f"{where}: top level must be a mapping")
-    allowed = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
+_ID_RX = r"[a-z0-9]+(?:-[a-z0-9]+)*"
+_TOP_FIELDS = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
                "fix", "references", "examples", "config_rules", "note", "overlaps"}
-    unknown = set(data) - allowed
-    if unknown:
-        raise PatternError(f"{where}: unknown field(s) {sorted(unknown)}")
-    pid = _req(data, "id", str, where)
-    if not regex.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", pid):
+
+
+def _parse_id(data: Dict[str, Any], where: str, known_ids: Optional[Sequence[str]]) -> str:
+    pid: str = _req(data, "id", str, where)
+    if not regex.fullmatch(_ID_RX, pid):
         raise PatternError(f"{where}: id {pid!r} must be lower-case-with-dashes")
     if known_ids is not None and pid not in known_ids:
         raise PatternError(f"{where}: id {pid!r} is not in the taxonomy")
-    _req(data, "title", str, where)
-    sev = _one_of(_req(data, "severity", str, where), SEVERITIES, "severity", where)
-    kind = _one_of(_req(data, "kind", str, where), KINDS, "kind", where)
+    return pid
+
+
+def _priority(data: Dict[str, Any], kind: Kind, where: str) -> int:
     prio = data.get("priority", DEFAULT_PRIORITY[kind])
     if not isinstance(prio, int):
         raise PatternError(f"{where}: priority must be an integer")
-    matches = data.get("match") or []
-    if not isinstance(matches, list):
-        raise PatternError(f"{where}: 'match' must be a list")
-    rules = data.get("config_rules") or []
-    if not isinstance(rules, list):
-        raise PatternError(f"{where}: 'config_rules' must be a list")
-    if not matches and not rules:
-        raise PatternError(f"{where}: needs at least one 'match' entry or 'config_rules' entry")
+    return prio
+
+
+def _list_field(data: Dict[str, Any], key: str, where: str) -> List[Any]:
+    v = data.get(key) or []
+    if not isinstance(v, list):
+        raise PatternError(f"{where}: '{key}' must be a list")
+    return v
+
+
+def _references(data: Dict[str, Any], where: str) -> List[Dict[str, str]]:
     refs = data.get("references") or []
     if not isinstance(refs, list) or not refs or not all(isinstance(r, dict) and "source" in r for r in refs):
         raise PatternError(f"{where}: 'references' must be a non-empty list of mappings with 'source' (and 'version')")
+    return [{k: str(v) for k, v in r.items()} for r in refs]
+
+
+def _examples(data: Dict[str, Any], where: str, log_pattern: bool) -> Tuple[List[str], List[str]]:
+    """examples.match and examples.no_match; a LOG_PATTERN (one with match rules) needs both."""
     ex = data.get("examples") or {}
     if not isinstance(ex, dict):
         raise PatternError(f"{where}: 'examples' must be a mapping with 'match' and 'no_match'")
     ex_m = _str_list(ex.get("match"), where, "examples.match")
     ex_n = _str_list(ex.get("no_match"), where, "examples.no_match")
-    if matches and (not ex_m or not ex_n):
+    if log_pattern and (not ex_m or not ex_n):
         raise PatternError(f"{where}: log patterns need examples.match and examples.no_match")
+    return ex_m, ex_n
+
+
+def _overlaps(data: Dict[str, Any], where: str, pid: str) -> List[str]:
     overlaps = _str_list(data.get("overlaps"), where, "overlaps")
     for o in overlaps:
-        if not regex.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", o) or o == pid:
+        if not regex.fullmatch(_ID_RX, o) or o == pid:
             raise PatternError(f"{where}: overlaps: {o!r} must be the id of another pattern")
+    return list(dict.fromkeys(overlaps))
+
+
+def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
+    """One pattern file's data; `user`: a user's file (risky regexes are refused, see rx.risky)."""
+    where = os.path.basename(path)
+    if not isinstance(data, dict):
+        raise PatternError(f"{where}: top level must be a mapping")
+    unknown = set(data) - _TOP_FIELDS
+    if unknown:
+        raise PatternError(f"{where}: unknown field(s) {sorted(unknown)}")
+    pid = _parse_id(data, where, known_ids)
+    _req(data, "title", str, where)
+    sev = _one_of(_req(data, "severity", str, where), SEVERITIES, "severity", where)
+    kind = _one_of(_req(data, "kind", str, where), KINDS, "kind", where)
+    prio = _priority(data, kind, where)
+    matches = _list_field(data, "match", where)
+    rules = _list_field(data, "config_rules", where)
+    if not matches and not rules:
+        raise PatternError(f"{where}: needs at least one 'match' entry or 'config_rules' entry")
+    refs = _references(data, where)
+    ex_m, ex_n = _examples(data, where, bool(matches))
+    overlaps = _overlaps(data, where, pid)
     return Pattern(
         id=pid,
         title=_req(data, "title", str, where),
@@ -348,12 +380,12 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         implicates=_str_list(data.get("implicates"), where, "implicates"),
         explanation=_req(data, "explanation", str, where).strip(),
         fix=_req(data, "fix", str, where).strip(),
-        references=[{k: str(v) for k, v in r.items()} for r in refs],
+        references=refs,
         examples_match=ex_m,
         examples_no_match=ex_n,
         config_rules=[_parse_rule(r, f"{where} config_rules[{i}]") for i, r in enumerate(rules)],
         path=path,
-        overlaps=list(dict.fromkeys(overlaps)),
+        overlaps=overlaps,
     )
 
 

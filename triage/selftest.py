@@ -204,40 +204,56 @@ def _overlap_problems(patterns: Sequence[Pattern], catalog: Sequence[Pattern]) -
 
 # --- the check ---------------------------------------------------------------------------------------
 
-def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]] = None) -> List[str]:  # noqa: C901 - TODO(issue 16): split
+def _risky_problems(p: Pattern) -> List[str]:
+    """The regexes of P's match rules (with their context and `not` regexes) that risk a runaway search."""
+    from .rx import risky
+    problems = []
+    for i, r in enumerate(p.match):
+        for src in [r.source_text] + [c.rx.pattern for c in r.context] + [n.pattern for n in r.negative]:
+            why = risky(src)
+            if why:
+                problems.append(f"{p.path}: match[{i}]: regex {src[:80]!r}: {why}")
+    return problems
+
+
+def _example_problems(p: Pattern) -> List[str]:
+    """P run on its own examples: a `match` example it misses, a `no_match` one it fires on, a rule
+    that fires on none, a regex that hit the timeout."""
+    from .rx import TIMEOUT
+    problems = []
+    own = Engine([p])
+    timeouts = 0
+    hit_rules: set = set()
+    for ex in p.examples_match:
+        res = own.scan(lines_of(ex))
+        timeouts += res.regex_timeouts
+        ms = res.matches
+        hit_rules |= {id(m.rule) for m in ms}
+        if not ms:
+            problems.append(f"{p.path}: example should match but does not: {ex[:160]!r}")
+    for ex in p.examples_no_match:
+        res = own.scan(lines_of(ex))
+        timeouts += res.regex_timeouts
+        if p.id in {m.pattern.id for m in res.matches}:
+            problems.append(f"{p.path}: example should not match but does: {ex[:160]!r}")
+    for i, r in enumerate(p.match):
+        if id(r) not in hit_rules:
+            problems.append(f"{p.path}: match[{i}] fires on none of the examples: {r.source_text[:100]!r}; "
+                            "add the message it is for (as the software prints it) to examples.match")
+    if timeouts:
+        problems.append(f"{p.path}: a regex hit the {TIMEOUT}s timeout on its own examples "
+                        "(catastrophic backtracking?); rewrite it")
+    return problems
+
+
+def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]] = None) -> List[str]:
     """Every problem of PATTERNS (see the module docstring), one line each; [] when there is none.
     CATALOG is what the examples are run against for the winner check (default: the patterns plus
     the shipped patterns of other ids)."""
-    from .rx import TIMEOUT, risky
     problems = []
     for p in patterns:
-        for i, r in enumerate(p.match):
-            for src in [r.source_text] + [c.rx.pattern for c in r.context] + [n.pattern for n in r.negative]:
-                why = risky(src)
-                if why:
-                    problems.append(f"{p.path}: match[{i}]: regex {src[:80]!r}: {why}")
-        own = Engine([p])
-        timeouts = 0
-        hit_rules: set = set()
-        for ex in p.examples_match:
-            res = own.scan(lines_of(ex))
-            timeouts += res.regex_timeouts
-            ms = res.matches
-            hit_rules |= {id(m.rule) for m in ms}
-            if not ms:
-                problems.append(f"{p.path}: example should match but does not: {ex[:160]!r}")
-        for ex in p.examples_no_match:
-            res = own.scan(lines_of(ex))
-            timeouts += res.regex_timeouts
-            if p.id in {m.pattern.id for m in res.matches}:
-                problems.append(f"{p.path}: example should not match but does: {ex[:160]!r}")
-        for i, r in enumerate(p.match):
-            if id(r) not in hit_rules:
-                problems.append(f"{p.path}: match[{i}] fires on none of the examples: {r.source_text[:100]!r}; "
-                                "add the message it is for (as the software prints it) to examples.match")
-        if timeouts:
-            problems.append(f"{p.path}: a regex hit the {TIMEOUT}s timeout on its own examples "
-                            "(catastrophic backtracking?); rewrite it")
+        problems += _risky_problems(p)
+        problems += _example_problems(p)
         problems += _config_problems(p)
     problems += _overlap_problems(patterns, catalog if catalog is not None else _catalog(patterns))
     return problems

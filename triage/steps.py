@@ -16,7 +16,7 @@ import random
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .anchors import Anchor
 from .rx import TIMEOUT, lazy
@@ -152,7 +152,7 @@ class StepLog:
         ts = None
         if self._needs_ts(it, source):
             ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
-        self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), True, tflops)
+        self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), tflops)
 
     def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
                      lineno_at: Callable[[int], int], year: Optional[int] = None) -> None:
@@ -177,42 +177,52 @@ class StepLog:
         its step, and for the capture iterations themselves (see _add_step)."""
         return bool(self._cts_open) or it in self._capture_set or bool(self._capture_pending.get(source))
 
-    def feed(self, line: Line) -> None:  # noqa: C901 - TODO(issue 16): split
+    def feed(self, line: Line) -> None:
         t = line.text
         if "iteration" in t and "elapsed time per iteration" in t:
-            m = _MEGATRON.search(t, timeout=TIMEOUT)
-            if m:
-                ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
-                if ms is not None and (tf is not None or not m.group(3)):
-                    self._add(int(m.group(1)), ms, line, tf)
-            return
-        if "train_step_timing" in t:
-            m = _NEMO.search(t, timeout=TIMEOUT)
-            if m:
-                s = _NEMO_STEP.search(t, timeout=TIMEOUT)
-                self._nemo_i += 1
-                it = int(s.group(1)) + 1 if s else self._nemo_i
-                sec = _num(m.group(1))
-                if sec is not None:
-                    self._add(it, sec * 1000.0, line, None)
-            return
-        if "raph" in t:
-            if _CAPTURE.search(t, timeout=TIMEOUT):
-                self._mark_capture(line)
-            m = _BUILT.search(t, timeout=TIMEOUT)
-            if m:
-                self._mark_capture(line)
-                self.graphs_built = int(m.group(1))
-                self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
-                if m.group(3):
-                    self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
-            m = _TIME_SPENT.search(t, timeout=TIMEOUT)
-            if m:
-                self._mark_capture(line)
-                self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
-            m = _GRAPHABLE.search(t, timeout=TIMEOUT)
-            if m:
-                self.graphable_layers = int(m.group(2))
+            self._feed_megatron(line)
+        elif "train_step_timing" in t:
+            self._feed_nemo(line)
+        elif "raph" in t:
+            self._feed_graph(line)
+
+    def _feed_megatron(self, line: Line) -> None:
+        m = _MEGATRON.search(line.text, timeout=TIMEOUT)
+        if m:
+            ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
+            if ms is not None and (tf is not None or not m.group(3)):
+                self._add(int(m.group(1)), ms, line, tf)
+
+    def _feed_nemo(self, line: Line) -> None:
+        t = line.text
+        m = _NEMO.search(t, timeout=TIMEOUT)
+        if m:
+            s = _NEMO_STEP.search(t, timeout=TIMEOUT)
+            self._nemo_i += 1
+            it = int(s.group(1)) + 1 if s else self._nemo_i
+            sec = _num(m.group(1))
+            if sec is not None:
+                self._add(it, sec * 1000.0, line, None)
+
+    def _feed_graph(self, line: Line) -> None:
+        """A CUDA graph line: a capture starting or done, its time and memory, the graphable layers."""
+        t = line.text
+        if _CAPTURE.search(t, timeout=TIMEOUT):
+            self._mark_capture(line)
+        m = _BUILT.search(t, timeout=TIMEOUT)
+        if m:
+            self._mark_capture(line)
+            self.graphs_built = int(m.group(1))
+            self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
+            if m.group(3):
+                self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
+        m = _TIME_SPENT.search(t, timeout=TIMEOUT)
+        if m:
+            self._mark_capture(line)
+            self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
+        m = _GRAPHABLE.search(t, timeout=TIMEOUT)
+        if m:
+            self.graphable_layers = int(m.group(2))
 
     def _mark_capture(self, line: Line) -> None:
         self._capture_pending[line.source] = True
@@ -221,41 +231,49 @@ class StepLog:
             self._cts_open.append(line.ts)
 
     def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
-        self._add_step(it, ms, line.source, line.lineno, line.ts, line.text, False, tflops)
+        self._add_step(it, ms, line.source, line.lineno, line.ts, line.text, tflops)
 
-    def _add_step(self, it: int, ms: float, source: str, lineno, ts: Optional[float], text,  # noqa: C901 - TODO(issue 16): split
-                  raw: bool, tflops: Optional[float]) -> None:
+    def _add_step(self, it: int, ms: float, source: str, lineno: Union[int, Callable[[], int]], ts: Optional[float],
+                  text: Union[str, Tuple[bytes, int, int]], tflops: Optional[float]) -> None:
+        """Step IT took MS; LINENO is its line number or counts it; TEXT is its line, or (buf, start,
+        end) of a plain line in a block (decoded only when it is kept as evidence)."""
         if self._capture_pending.get(source):
             self._add_capture(it)
             self._capture_pending[source] = False
         if ts is not None and (self._cts_open or it in self._capture_set):
-            line_ts = ts
-            self._step_ts[it] = min(self._step_ts.get(it, line_ts), line_ts)
-            # capture lines in another input (rank 0's file) place the capture by time: the first
-            # step that ends after the capture contains it (each capture time is placed once)
-            if self._cts_open:
-                ready = [c for c in self._cts_open if c <= line_ts]
-                if ready:
-                    self._cts_open = [c for c in self._cts_open if c > line_ts]
-                    for cts in ready:       # newest capture iterations first: the usual hit
-                        if not any(self._step_ts.get(c, float("inf")) >= cts for c in reversed(self.capture_iters)):
-                            self._add_capture(it)
+            self._place_captures(it, ts)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
-            # evidence lines are kept for the first iterations and those around a capture (the
-            # report quotes the first steady steps and the capture step), not for every step
-            if self._ev_next and it not in self._ev_window and it > max(self._ev_window):
-                self._ev_window.add(it)
-                self._ev_next -= 1
-            if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or it in self._ev_window:
-                if len(self.evidence) < EVIDENCE_KEEP and it not in self.evidence:
-                    self._ev_early.add(it)
-                if raw:                  # (buf, start, end) of a plain line
-                    b, ls, le = text      # type: ignore[misc]
-                    text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
-                self.evidence[it] = (source, lineno if isinstance(lineno, int) else lineno(), text)
+            self._keep_evidence(it, source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
+
+    def _place_captures(self, it: int, line_ts: float) -> None:
+        """Step IT ended at LINE_TS: capture lines in another input (rank 0's file) place the capture
+        by time: the first step that ends after the capture contains it (each capture time is placed once)."""
+        self._step_ts[it] = min(self._step_ts.get(it, line_ts), line_ts)
+        if self._cts_open:
+            ready = [c for c in self._cts_open if c <= line_ts]
+            if ready:
+                self._cts_open = [c for c in self._cts_open if c > line_ts]
+                for cts in ready:       # newest capture iterations first: the usual hit
+                    if not any(self._step_ts.get(c, float("inf")) >= cts for c in reversed(self.capture_iters)):
+                        self._add_capture(it)
+
+    def _keep_evidence(self, it: int, source: str, lineno: Union[int, Callable[[], int]],
+                       text: Union[str, Tuple[bytes, int, int]]) -> None:
+        """Evidence lines are kept for the first iterations and those around a capture (the report
+        quotes the first steady steps and the capture step), not for every step."""
+        if self._ev_next and it not in self._ev_window and it > max(self._ev_window):
+            self._ev_window.add(it)
+            self._ev_next -= 1
+        if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or it in self._ev_window:
+            if len(self.evidence) < EVIDENCE_KEEP and it not in self.evidence:
+                self._ev_early.add(it)
+            if isinstance(text, tuple):      # (buf, start, end) of a plain line
+                b, ls, le = text
+                text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
+            self.evidence[it] = (source, lineno if isinstance(lineno, int) else lineno(), text)
 
     def _add_capture(self, it: int) -> None:
         if it not in self._capture_set:

@@ -8,6 +8,7 @@ styles apply.  No JavaScript.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from markupsafe import Markup, escape
@@ -46,7 +47,7 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> List[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     start = math.ceil(lo / step) * step
-    out = []
+    out: List[float] = []
     v = start
     while v <= hi + step * 1e-9 and len(out) < 50:
         out.append(round(v, 10))
@@ -80,105 +81,156 @@ def _legend(items: Sequence[Tuple[str, str]]) -> str:
 # --------------------------------------------------------------------------------------------
 # timeline
 
+_Point = Tuple[float, Optional[int], str, Dict[str, Any]]      # x, rank, role, event
+_ROLE_ORDER = {"info": 0, "cascade": 1, "root-cause": 2}       # markers drawn later (on top)
 
-def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Markup:  # noqa: C901 - TODO(issue 16): split
-    """Per-rank events: x = time (`t`, when every event has one) else order (`seq`); y = rank,
-    with events of unknown rank on a row of their own ("?").  Markers coloured by role."""
-    evs = [e for e in (events or []) if isinstance(e, dict)]
-    if not evs:
-        return Markup("")
+
+def _timeline_points(evs: List[Dict[str, Any]]) -> Tuple[bool, List[_Point]]:
+    """Whether x is time (every event has a `t`), and each event's point."""
     use_t = all(_num(e.get("t")) is not None for e in evs)
-    pts: List[Tuple[float, Optional[int], str, Dict[str, Any]]] = []
+    pts: List[_Point] = []
     for i, e in enumerate(evs):
         x = _num(e.get("t")) if use_t else _num(e.get("seq"))
         if x is None:
             x = float(i)
         role = e.get("role") if e.get("role") in ROLES else "info"
         pts.append((x, _int(e.get("rank")), str(role), e))
-    xs = [p[0] for p in pts]
-    x0, x1 = min(xs), max(xs)
-    ranks = sorted({p[1] for p in pts if p[1] is not None})
-    has_unknown = any(p[1] is None for p in pts)
-    r0, r1 = (ranks[0], ranks[-1]) if ranks else (0, 0)
-    nrows = (r1 - r0 + 1) if ranks else 0
-    # height: one row per rank for small jobs, a continuous axis for large ones
-    row = 14 if nrows <= 24 else max(1.0, 300.0 / nrows)
-    plot_h = max(40.0, min(320.0, nrows * row)) if ranks else 0.0
-    unk_h = 22.0 if has_unknown else 0.0
-    left, right, top = 64.0, 16.0, 12.0
-    h = int(top + plot_h + unk_h + 48)
-    pw = width - left - right
+    return use_t, pts
 
-    pad = 8.0
 
-    def X(v: float) -> float:
-        return left + pad + ((pw - 2 * pad) * (v - x0) / (x1 - x0) if x1 > x0 else (pw - 2 * pad) / 2)
+@dataclass
+class _TimelineFrame:
+    """The timeline's geometry: x from x0..x1, one row per rank r0..r1 (a row of its own for
+    unknown ranks)."""
+    width: int
+    x0: float
+    x1: float
+    ranks: List[int]
+    has_unknown: bool
+    left: float = 64.0
+    right: float = 16.0
+    top: float = 12.0
+    pad: float = 8.0
 
-    def Y(r: Optional[int]) -> float:
+    def __post_init__(self) -> None:
+        self.r0, self.r1 = (self.ranks[0], self.ranks[-1]) if self.ranks else (0, 0)
+        self.nrows = (self.r1 - self.r0 + 1) if self.ranks else 0
+        # height: one row per rank for small jobs, a continuous axis for large ones
+        row = 14 if self.nrows <= 24 else max(1.0, 300.0 / self.nrows)
+        self.plot_h = max(40.0, min(320.0, self.nrows * row)) if self.ranks else 0.0
+        self.unk_h = 22.0 if self.has_unknown else 0.0
+        self.height = int(self.top + self.plot_h + self.unk_h + 48)
+        self.pw = self.width - self.left - self.right
+        self.yb = self.top + self.plot_h + self.unk_h       # the x axis
+
+    def X(self, v: float) -> float:
+        pw, pad = self.pw, self.pad
+        return self.left + pad + ((pw - 2 * pad) * (v - self.x0) / (self.x1 - self.x0) if self.x1 > self.x0
+                                  else (pw - 2 * pad) / 2)
+
+    def Y(self, r: Optional[int]) -> float:
         if r is None:
-            return top + plot_h + unk_h / 2 + (4 if ranks else 0)
-        if nrows <= 1:
-            return top + plot_h / 2
-        return top + 6 + (plot_h - 12) * (r - r0) / (r1 - r0)
+            return self.top + self.plot_h + self.unk_h / 2 + (4 if self.ranks else 0)
+        if self.nrows <= 1:
+            return self.top + self.plot_h / 2
+        return self.top + 6 + (self.plot_h - 12) * (r - self.r0) / (self.r1 - self.r0)
 
-    out = [_svg_open(width, h, "Per-rank timeline of matched events", "timeline")]
-    # axes
-    yb = top + plot_h + unk_h
-    out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top)}" x2="{_f(left)}" y2="{_f(yb)}"/>')
-    out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(yb)}" x2="{_f(width - right)}" y2="{_f(yb)}"/>')
-    if ranks:
-        if nrows <= 24:
-            rticks = list(range(r0, r1 + 1))
-        else:
-            rticks = sorted({int(v) for v in nice_ticks(r0, r1, 6) if r0 <= v <= r1} | {r0})
-            if Y(r1) - Y(rticks[-1]) >= 12:
-                rticks.append(r1)
-        for r in rticks:
-            y = Y(r)
-            out.append(f'<line class="grid" x1="{_f(left)}" y1="{_f(y)}" x2="{_f(width - right)}" y2="{_f(y)}"/>')
-            out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">rank {r}</text>')
-    if has_unknown:
-        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(Y(None) + 4)}" text-anchor="end">rank ?</text>')
-    fr = _int(first_rank)
-    if fr is not None and ranks and r0 <= fr <= r1:
-        y = Y(fr)
-        out.append(f'<line class="first" x1="{_f(left)}" y1="{_f(y)}" x2="{_f(width - right)}" y2="{_f(y)}"/>')
-    for rel in nice_ticks(0.0, x1 - x0, 6) if x1 > x0 else [0.0]:
-        v = x0 + rel
-        x = X(v)
+    def shows_rank(self, r: Optional[int]) -> bool:
+        return r is not None and bool(self.ranks) and self.r0 <= r <= self.r1
+
+    def hline(self, cls: str, y: float) -> str:
+        x2 = self.width - self.right
+        return f'<line class="{cls}" x1="{_f(self.left)}" y1="{_f(y)}" x2="{_f(x2)}" y2="{_f(y)}"/>'
+
+
+def _rank_ticks(g: _TimelineFrame) -> List[int]:
+    if g.nrows <= 24:
+        return list(range(g.r0, g.r1 + 1))
+    rticks = sorted({int(v) for v in nice_ticks(g.r0, g.r1, 6) if g.r0 <= v <= g.r1} | {g.r0})
+    if g.Y(g.r1) - g.Y(rticks[-1]) >= 12:
+        rticks.append(g.r1)
+    return rticks
+
+
+def _timeline_y_axis(g: _TimelineFrame, first_rank: Optional[int]) -> List[str]:
+    """The axes, a labelled grid line per rank tick (and the unknown row) and the first failing rank's line."""
+    left = g.left
+    out = [f'<line class="axis" x1="{_f(left)}" y1="{_f(g.top)}" x2="{_f(left)}" y2="{_f(g.yb)}"/>',
+           f'<line class="axis" x1="{_f(left)}" y1="{_f(g.yb)}" x2="{_f(g.width - g.right)}" y2="{_f(g.yb)}"/>']
+    for r in _rank_ticks(g) if g.ranks else []:
+        y = g.Y(r)
+        out.append(g.hline("grid", y))
+        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">rank {r}</text>')
+    if g.has_unknown:
+        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(g.Y(None) + 4)}" text-anchor="end">rank ?</text>')
+    if g.shows_rank(first_rank):
+        out.append(g.hline("first", g.Y(first_rank)))
+    return out
+
+
+def _timeline_x_axis(g: _TimelineFrame, use_t: bool) -> List[str]:
+    """Ticks (seconds since the first event, or order in the log) and the axis title."""
+    out = []
+    yb = g.yb
+    for rel in nice_ticks(0.0, g.x1 - g.x0, 6) if g.x1 > g.x0 else [0.0]:
+        v = g.x0 + rel
+        x = g.X(v)
         label = (f"+{_fmt_tick(rel)} s" if use_t else _fmt_tick(v))
         out.append(f'<line class="tick" x1="{_f(x)}" y1="{_f(yb)}" x2="{_f(x)}" y2="{_f(yb + 4)}"/>')
         out.append(f'<text class="lbl" x="{_f(x)}" y="{_f(yb + 16)}" text-anchor="middle">{escape(label)}</text>')
-    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(yb + 34)}" text-anchor="middle">'
+    out.append(f'<text class="lbl axis-title" x="{_f(g.left + g.pw / 2)}" y="{_f(yb + 34)}" text-anchor="middle">'
                f'{"time since the first event" if use_t else "order in the log"}</text>')
-    # markers: one per (cell, role), the cell grown until at most MAX_POINTS remain, so a
-    # huge job is thinned evenly rather than cut off; root causes are placed first
-    order = {"info": 0, "cascade": 1, "root-cause": 2}
-    ranked = sorted(pts, key=lambda p: -order[p[2]])
+    return out
+
+
+def _thinned_marks(g: _TimelineFrame, pts: List[_Point]) -> List[Tuple[int, float, float, str, Dict[str, Any]]]:
+    """One marker per (cell, role), the cell grown until at most MAX_POINTS remain, so a huge job
+    is thinned evenly rather than cut off; root causes are placed first."""
+    ranked = sorted(pts, key=lambda p: -_ROLE_ORDER[p[2]])
     cell = 2.0
     while True:
         seen = set()
         marks: List[Tuple[int, float, float, str, Dict[str, Any]]] = []
         for x, r, role, e in ranked:
-            px, py = X(x), Y(r)
+            px, py = g.X(x), g.Y(r)
             key = (round(px / cell), round(py / cell), role)
             if key in seen:
                 continue
             seen.add(key)
-            marks.append((order[role], px, py, role, e))
+            marks.append((_ROLE_ORDER[role], px, py, role, e))
         if len(marks) <= MAX_POINTS or cell > 64:
             break
         cell *= 1.5
-    marks = marks[:MAX_POINTS]
-    for _, px, py, role, e in sorted(marks, key=lambda m: m[0]):
-        rk = "?" if _int(e.get("rank")) is None else str(_int(e.get("rank")))
-        tip = f"{e.get('pitfall', '')} ({role}) rank {rk} at {e.get('source', '')}:{e.get('line', '')}"
-        out.append(f'<circle class="c-{role}" cx="{_f(px)}" cy="{_f(py)}" r="{4 if role == "root-cause" else 3}">'
-                   f'<title>{escape(tip[:300])}</title></circle>')
+    return marks[:MAX_POINTS]
+
+
+def _marker(px: float, py: float, role: str, e: Dict[str, Any]) -> str:
+    rank = _int(e.get("rank"))
+    rk = "?" if rank is None else str(rank)
+    tip = f"{e.get('pitfall', '')} ({role}) rank {rk} at {e.get('source', '')}:{e.get('line', '')}"
+    return (f'<circle class="c-{role}" cx="{_f(px)}" cy="{_f(py)}" r="{4 if role == "root-cause" else 3}">'
+            f'<title>{escape(tip[:300])}</title></circle>')
+
+
+def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Markup:
+    """Per-rank events: x = time (`t`, when every event has one) else order (`seq`); y = rank,
+    with events of unknown rank on a row of their own ("?").  Markers coloured by role."""
+    evs = [e for e in (events or []) if isinstance(e, dict)]
+    if not evs:
+        return Markup("")
+    use_t, pts = _timeline_points(evs)
+    xs = [p[0] for p in pts]
+    g = _TimelineFrame(width, min(xs), max(xs), sorted({p[1] for p in pts if p[1] is not None}),
+                       any(p[1] is None for p in pts))
+    fr = _int(first_rank)
+    out = [_svg_open(width, g.height, "Per-rank timeline of matched events", "timeline")]
+    out += _timeline_y_axis(g, fr)
+    out += _timeline_x_axis(g, use_t)
+    out += [_marker(px, py, role, e) for _, px, py, role, e in sorted(_thinned_marks(g, pts), key=lambda m: m[0])]
     out.append("</svg>")
     roles_seen = {p[2] for p in pts}
     legend = [(f"sw-{r}", r.replace("-", " ")) for r in ROLES if r in roles_seen]
-    if fr is not None and ranks and r0 <= fr <= r1:
+    if g.shows_rank(fr):
         legend.append(("sw-first", f"first failing rank ({fr})"))
     return Markup('<figure class="chart">' + "".join(out) + _legend(legend) + "</figure>")
 
@@ -207,86 +259,133 @@ def _iters(v: Any) -> List[float]:
     return [x for x in (_num(i) for i in v) if x is not None]
 
 
-def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Markup:  # noqa: C901 - TODO(issue 16): split
-    """Step time per iteration: current and baseline series, warmup and capture iterations of the
-    current run shaded, steady-state medians as horizontal lines."""
-    if not isinstance(step_times, dict):
-        return Markup("")
-    runs = [(name, step_times.get(name)) for name in ("baseline", "current")]
-    runs = [(n, r) for n, r in runs if isinstance(r, dict) and _series(r.get("series"))]
-    if not runs:
-        return Markup("")
-    all_pts = [p for _, r in runs for p in _series(r.get("series"))]
-    x0, x1 = min(p[0] for p in all_pts), max(p[0] for p in all_pts)
-    ymax = max(p[1] for p in all_pts)
-    yt = nice_ticks(0, ymax * 1.05 if ymax > 0 else 1, 5)
-    y1 = max(yt[-1] if yt else 1.0, ymax, 1e-9)
-    left, right, top, bottom = 64.0, 16.0, 12.0, 44.0
-    pw, ph = width - left - right, height - top - bottom
+def _step_runs(step_times: Dict[Any, Any]) -> List[Tuple[str, Dict[Any, Any]]]:
+    """The runs ("baseline", "current") that have a series of points."""
+    runs: List[Tuple[str, Dict[Any, Any]]] = []
+    for name in ("baseline", "current"):
+        r = step_times.get(name)
+        if isinstance(r, dict) and _series(r.get("series")):
+            runs.append((name, r))
+    return runs
 
-    def X(v: float) -> float:
-        return left + (pw * (v - x0) / (x1 - x0) if x1 > x0 else pw / 2)
 
-    def Y(v: float) -> float:
-        return top + ph - ph * max(v, 0.0) / y1
+_Legend = List[Tuple[str, str]]
 
-    half = (pw / (x1 - x0) / 2) if x1 > x0 else 6.0
-    out = [_svg_open(width, height, "Step time per iteration", "steps")]
-    legend: List[Tuple[str, str]] = []
-    cur = dict(runs[-1][1]) if runs[-1][0] == "current" else {}
+
+@dataclass
+class _StepFrame:
+    """The step chart's geometry: iterations x0..x1 across, 0..y1 ms up."""
+    x0: float
+    x1: float
+    y1: float
+    width: int
+    height: int
+    left: float = 64.0
+    right: float = 16.0
+    top: float = 12.0
+    bottom: float = 44.0
+
+    def __post_init__(self) -> None:
+        self.pw = self.width - self.left - self.right
+        self.ph = self.height - self.top - self.bottom
+        self.half = (self.pw / (self.x1 - self.x0) / 2) if self.x1 > self.x0 else 6.0     # half an iteration
+
+    def X(self, v: float) -> float:
+        return self.left + (self.pw * (v - self.x0) / (self.x1 - self.x0) if self.x1 > self.x0 else self.pw / 2)
+
+    def Y(self, v: float) -> float:
+        return self.top + self.ph - self.ph * max(v, 0.0) / self.y1
+
+
+def _step_bands(g: _StepFrame, cur: Dict[Any, Any]) -> Tuple[List[str], _Legend]:
+    """Shading of the current run's warmup iterations (1..warmup) and capture iterations."""
+    out: List[str] = []
+    legend: _Legend = []
+    left, top, pw, ph, half = g.left, g.top, g.pw, g.ph, g.half
     warm = _num(cur.get("warmup_steps")) if cur else None
-    caps = _iters(cur.get("capture_iterations")) if cur else []
-    # shading: warmup iterations (1..warmup) and capture iterations
-    if warm is not None and warm >= 1 and x0 <= warm:
-        xa, xb = X(max(x0, 1.0)) - half, X(min(warm, x1)) + half
+    if warm is not None and warm >= 1 and g.x0 <= warm:
+        xa, xb = g.X(max(g.x0, 1.0)) - half, g.X(min(warm, g.x1)) + half
         out.append(f'<rect class="band-warmup" x="{_f(max(left, xa))}" y="{_f(top)}" '
                    f'width="{_f(max(1.0, min(xb, left + pw) - max(left, xa)))}" height="{_f(ph)}"/>')
         legend.append(("sw-warmup", f"warmup (iterations 1-{int(warm)})"))
+    caps = _iters(cur.get("capture_iterations")) if cur else []
     drawn_cap = False
     for c in caps[:200]:
-        if x0 <= c <= x1:
-            xa = max(left, X(c) - half)
-            xb = min(left + pw, X(c) + half)
+        if g.x0 <= c <= g.x1:
+            xa = max(left, g.X(c) - half)
+            xb = min(left + pw, g.X(c) + half)
             out.append(f'<rect class="band-capture" x="{_f(xa)}" y="{_f(top)}" width="{_f(max(1.0, xb - xa))}" '
                        f'height="{_f(ph)}"/>')
             drawn_cap = True
     if drawn_cap:
         legend.append(("sw-capture", "CUDA graph capture"))
-    # grid and axes
+    return out, legend
+
+
+def _step_axes(g: _StepFrame, yt: List[float]) -> List[str]:
+    """Grid lines at the `yt` ticks, the axes, iteration ticks and the axis titles."""
+    out: List[str] = []
+    left, top, pw, ph = g.left, g.top, g.pw, g.ph
     for v in yt:
-        y = Y(v)
+        y = g.Y(v)
         out.append(f'<line class="grid" x1="{_f(left)}" y1="{_f(y)}" x2="{_f(left + pw)}" y2="{_f(y)}"/>')
         out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">'
                    f'{escape(_fmt_tick(v))}</text>')
     out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top)}" x2="{_f(left)}" y2="{_f(top + ph)}"/>')
     out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top + ph)}" x2="{_f(left + pw)}" y2="{_f(top + ph)}"/>')
-    for v in nice_ticks(x0, x1, 8) if x1 > x0 else [x0]:
-        x = X(v)
+    for v in nice_ticks(g.x0, g.x1, 8) if g.x1 > g.x0 else [g.x0]:
+        x = g.X(v)
         out.append(f'<line class="tick" x1="{_f(x)}" y1="{_f(top + ph)}" x2="{_f(x)}" y2="{_f(top + ph + 4)}"/>')
         out.append(f'<text class="lbl" x="{_f(x)}" y="{_f(top + ph + 16)}" text-anchor="middle">'
                    f'{escape(_fmt_tick(v))}</text>')
-    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(height - 6)}" '
+    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(g.height - 6)}" '
                'text-anchor="middle">iteration</text>')
     out.append(f'<text class="lbl axis-title" x="12" y="{_f(top + ph / 2)}" text-anchor="middle" '
                f'transform="rotate(-90 12 {_f(top + ph / 2)})">ms / iteration</text>')
-    # series and medians
+    return out
+
+
+def _step_run(g: _StepFrame, name: str, r: Dict[Any, Any]) -> Tuple[List[str], _Legend]:
+    """One run's line (with markers when it has few points) and its steady-state median."""
+    pts = _series(r.get("series"))
+    path = " ".join(f"{_f(g.X(x))},{_f(g.Y(y))}" for x, y in pts)
+    out = [f'<polyline class="s-{name}" points="{path}"/>']
+    if len(pts) <= 300:
+        for x, y in pts:
+            out.append(f'<circle class="p-{name}" cx="{_f(g.X(x))}" cy="{_f(g.Y(y))}" r="2.5">'
+                       f'<title>{escape(f"{name} iteration {x:g}: {y:g} ms")}</title></circle>')
+    legend: _Legend = [(f"sw-s-{name}", name)]
+    med = _num(r.get("steady_median_ms"))
+    if med is not None:
+        steady = _iters(r.get("steady_iterations"))
+        xa = g.X(min(steady)) if steady and g.x0 <= min(steady) <= g.x1 else g.left
+        y = g.Y(med)
+        out.append(f'<line class="m-{name}" x1="{_f(xa)}" y1="{_f(y)}" x2="{_f(g.left + g.pw)}" y2="{_f(y)}">'
+                   f'<title>{escape(f"{name} steady-state median {med:g} ms")}</title></line>')
+        legend.append((f"sw-m-{name}", f"{name} steady-state median {med:g} ms"))
+    return out, legend
+
+
+def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Markup:
+    """Step time per iteration: current and baseline series, warmup and capture iterations of the
+    current run shaded, steady-state medians as horizontal lines."""
+    if not isinstance(step_times, dict):
+        return Markup("")
+    runs = _step_runs(step_times)
+    if not runs:
+        return Markup("")
+    all_pts = [p for _, r in runs for p in _series(r.get("series"))]
+    ymax = max(p[1] for p in all_pts)
+    yt = nice_ticks(0, ymax * 1.05 if ymax > 0 else 1, 5)
+    g = _StepFrame(min(p[0] for p in all_pts), max(p[0] for p in all_pts), max(yt[-1] if yt else 1.0, ymax, 1e-9),
+                   width, height)
+    cur = dict(runs[-1][1]) if runs[-1][0] == "current" else {}
+    bands, legend = _step_bands(g, cur)
+    out = [_svg_open(width, height, "Step time per iteration", "steps")] + bands + _step_axes(g, yt)
     for name, r in runs:
-        pts = _series(r.get("series"))
-        path = " ".join(f"{_f(X(x))},{_f(Y(y))}" for x, y in pts)
-        out.append(f'<polyline class="s-{name}" points="{path}"/>')
-        if len(pts) <= 300:
-            for x, y in pts:
-                out.append(f'<circle class="p-{name}" cx="{_f(X(x))}" cy="{_f(Y(y))}" r="2.5">'
-                           f'<title>{escape(f"{name} iteration {x:g}: {y:g} ms")}</title></circle>')
-        legend.append((f"sw-s-{name}", name))
-        med = _num(r.get("steady_median_ms"))
-        if med is not None:
-            steady = _iters(r.get("steady_iterations"))
-            xa = X(min(steady)) if steady and x0 <= min(steady) <= x1 else left
-            y = Y(med)
-            out.append(f'<line class="m-{name}" x1="{_f(xa)}" y1="{_f(y)}" x2="{_f(left + pw)}" y2="{_f(y)}">'
-                       f'<title>{escape(f"{name} steady-state median {med:g} ms")}</title></line>')
-            legend.append((f"sw-m-{name}", f"{name} steady-state median {med:g} ms"))
+        parts, items = _step_run(g, name, r)
+        out += parts
+        legend += items
     out.append("</svg>")
     return Markup('<figure class="chart">' + "".join(out) + _legend(legend) + "</figure>")
 
@@ -319,7 +418,98 @@ def _count_ticks(hi: int, n: int = 5) -> Tuple[List[int], int]:
     return list(range(0, top + 1, step)), top
 
 
-def daily_chart_svg(daily: Any, width: int = 900, height: int = 280) -> Markup:  # noqa: C901 - TODO(issue 16): split
+_Series = Tuple[str, str, List[int]]        # css class, label, counts per day
+
+
+def _series_counts(s: Any, off: int, nd: int) -> Optional[List[int]]:
+    """A series' counts for the days drawn (missing days 0), None for a malformed series."""
+    if not isinstance(s, dict):
+        return None
+    cs = s.get("counts")
+    if not isinstance(cs, (list, tuple)):
+        return None
+    kept = list(cs)[off:off + nd]
+    return [_count(c) for c in kept] + [0] * (nd - len(kept))
+
+
+def _daily_series(raw: Any, off: int, nd: int) -> List[_Series]:
+    """At most SERIES_CLASSES named series, then "other" (the rest summed) when it has any jobs."""
+    named: List[_Series] = []
+    other = [0] * nd
+    for s in raw if isinstance(raw, (list, tuple)) else []:
+        counts = _series_counts(s, off, nd)
+        if counts is None:
+            continue
+        sig = s.get("signature")
+        label = "?" if sig is None else str(sig)[:300]
+        if label == "other" or len(named) >= SERIES_CLASSES:
+            other = [a + b for a, b in zip(other, counts)]
+        else:
+            named.append((f"s{len(named)}", label, counts))
+    return named + ([("other", "other", other)] if any(other) else [])
+
+
+@dataclass
+class _DailyFrame:
+    """The daily chart's geometry: `nd` day slots across, 0..ytop jobs up."""
+    nd: int
+    ytop: int
+    width: int
+    height: int
+    left: float = 56.0
+    right: float = 16.0
+    top: float = 12.0
+    bottom: float = 46.0
+
+    def __post_init__(self) -> None:
+        self.pw = self.width - self.left - self.right
+        self.ph = self.height - self.top - self.bottom
+        self.slot = self.pw / self.nd
+        self.bw = max(1.0, min(48.0, self.slot * 0.72))      # bar width
+
+    def Y(self, v: float) -> float:
+        return self.top + self.ph - self.ph * v / self.ytop
+
+    def cx(self, i: int) -> float:
+        return self.left + self.slot * (i + 0.5)
+
+
+def _daily_bar(g: _DailyFrame, i: int, d: str, total: int, series: List[_Series]) -> str:
+    """Day i's stacked bar: a segment per series with jobs that day."""
+    x = g.cx(i) - g.bw / 2
+    y0 = g.top + g.ph
+    seg = [f'<g class="day"><title>{escape(f"{d}: {total} failing job(s)")}</title>']
+    for cls, label, counts in series:
+        n = counts[i]
+        if n <= 0:
+            continue
+        h = g.ph * n / g.ytop
+        y0 -= h
+        seg.append(f'<rect class="c-{cls}" x="{_f(x)}" y="{_f(y0)}" width="{_f(g.bw)}" height="{_f(max(h, 0.5))}">'
+                   f'<title>{escape(f"{d}: {label}: {n} job(s)")}</title></rect>')
+    seg.append("</g>")
+    return "".join(seg)
+
+
+def _daily_axes(g: _DailyFrame, days: List[str]) -> List[str]:
+    """The axes, a day label per ~80 units at most, and the axis titles."""
+    left, top, pw, ph = g.left, g.top, g.pw, g.ph
+    out = [f'<line class="axis" x1="{_f(left)}" y1="{_f(top)}" x2="{_f(left)}" y2="{_f(top + ph)}"/>',
+           f'<line class="axis" x1="{_f(left)}" y1="{_f(top + ph)}" x2="{_f(left + pw)}" y2="{_f(top + ph)}"/>']
+    every = max(1, math.ceil(g.nd / max(1, int(pw // 80))))
+    for i in range(0, g.nd, every):
+        cx = g.cx(i)
+        out.append(f'<line class="tick" x1="{_f(cx)}" y1="{_f(top + ph)}" x2="{_f(cx)}" y2="{_f(top + ph + 4)}"/>')
+        out.append(f'<text class="lbl" x="{_f(cx)}" y="{_f(top + ph + 16)}" text-anchor="middle">'
+                   f'{escape(days[i][:10])}</text>')
+    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(g.height - 6)}" text-anchor="middle">'
+               f'day (UTC)</text>')
+    out.append(f'<text class="lbl axis-title" x="12" y="{_f(top + ph / 2)}" text-anchor="middle" '
+               f'transform="rotate(-90 12 {_f(top + ph / 2)})">failing jobs</text>')
+    return out
+
+
+def daily_chart_svg(daily: Any, width: int = 900, height: int = 280) -> Markup:
     """Stacked bars: failing jobs per day (x), one segment per signature, coloured by series
     (css classes `c-s0`.. `c-s7`, `c-other`); each day is one `<g class="day">` and each segment
     carries a `<title>` (day, signature, count).  `daily` is fleet.per_day's
@@ -333,67 +523,17 @@ def daily_chart_svg(daily: Any, width: int = 900, height: int = 280) -> Markup: 
     off = max(0, len(days) - DAYS_MAX)
     days = days[off:]
     nd = len(days)
-    # series: [(css class, label, counts)], at most SERIES_CLASSES named ones plus "other"
-    named: List[Tuple[str, str, List[int]]] = []
-    other = [0] * nd
-    raw = daily.get("series")
-    for s in raw if isinstance(raw, (list, tuple)) else []:
-        if not isinstance(s, dict):
-            continue
-        cs = s.get("counts")
-        if not isinstance(cs, (list, tuple)):
-            continue
-        cs = list(cs)[off:off + nd]
-        counts = [_count(c) for c in cs] + [0] * (nd - len(cs))
-        sig = s.get("signature")
-        label = "?" if sig is None else str(sig)[:300]
-        if label == "other" or len(named) >= SERIES_CLASSES:
-            other = [a + b for a, b in zip(other, counts)]
-        else:
-            named.append((f"s{len(named)}", label, counts))
-    series = named + ([("other", "other", other)] if any(other) else [])
+    series = _daily_series(daily.get("series"), off, nd)
     totals = [sum(s[2][i] for s in series) for i in range(nd)]
     ticks, ytop = _count_ticks(max(totals) if totals else 0)
-    left, right, top, bottom = 56.0, 16.0, 12.0, 46.0
-    pw, ph = width - left - right, height - top - bottom
-    slot = pw / nd
-    bw = max(1.0, min(48.0, slot * 0.72))
-
-    def Y(v: float) -> float:
-        return top + ph - ph * v / ytop
-
+    g = _DailyFrame(nd, ytop, width, height)
     out = [_svg_open(width, height, "Failing jobs per day, by signature", "daily")]
     for v in ticks:
-        y = Y(v)
-        out.append(f'<line class="grid" x1="{_f(left)}" y1="{_f(y)}" x2="{_f(left + pw)}" y2="{_f(y)}"/>')
-        out.append(f'<text class="lbl" x="{_f(left - 6)}" y="{_f(y + 4)}" text-anchor="end">{v}</text>')
-    for i, d in enumerate(days):
-        cx = left + slot * (i + 0.5)
-        x = cx - bw / 2
-        y0 = top + ph
-        seg = [f'<g class="day"><title>{escape(f"{d}: {totals[i]} failing job(s)")}</title>']
-        for cls, label, counts in series:
-            n = counts[i]
-            if n <= 0:
-                continue
-            h = ph * n / ytop
-            y0 -= h
-            seg.append(f'<rect class="c-{cls}" x="{_f(x)}" y="{_f(y0)}" width="{_f(bw)}" height="{_f(max(h, 0.5))}">'
-                       f'<title>{escape(f"{d}: {label}: {n} job(s)")}</title></rect>')
-        seg.append("</g>")
-        out.append("".join(seg))
-    out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top)}" x2="{_f(left)}" y2="{_f(top + ph)}"/>')
-    out.append(f'<line class="axis" x1="{_f(left)}" y1="{_f(top + ph)}" x2="{_f(left + pw)}" y2="{_f(top + ph)}"/>')
-    every = max(1, math.ceil(nd / max(1, int(pw // 80))))     # a label per ~80 units at most
-    for i in range(0, nd, every):
-        cx = left + slot * (i + 0.5)
-        out.append(f'<line class="tick" x1="{_f(cx)}" y1="{_f(top + ph)}" x2="{_f(cx)}" y2="{_f(top + ph + 4)}"/>')
-        out.append(f'<text class="lbl" x="{_f(cx)}" y="{_f(top + ph + 16)}" text-anchor="middle">'
-                   f'{escape(days[i][:10])}</text>')
-    out.append(f'<text class="lbl axis-title" x="{_f(left + pw / 2)}" y="{_f(height - 6)}" text-anchor="middle">'
-               f'day (UTC)</text>')
-    out.append(f'<text class="lbl axis-title" x="12" y="{_f(top + ph / 2)}" text-anchor="middle" '
-               f'transform="rotate(-90 12 {_f(top + ph / 2)})">failing jobs</text>')
+        y = g.Y(v)
+        out.append(f'<line class="grid" x1="{_f(g.left)}" y1="{_f(y)}" x2="{_f(g.left + g.pw)}" y2="{_f(y)}"/>')
+        out.append(f'<text class="lbl" x="{_f(g.left - 6)}" y="{_f(y + 4)}" text-anchor="end">{v}</text>')
+    out += [_daily_bar(g, i, d, totals[i], series) for i, d in enumerate(days)]
+    out += _daily_axes(g, days)
     out.append("</svg>")
     legend = [(f"sw-{cls}", label if len(label) <= 90 else label[:89] + "…") for cls, label, _ in series]
     return Markup('<figure class="chart">' + "".join(out) + _legend(legend) + "</figure>")

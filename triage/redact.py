@@ -36,9 +36,28 @@ from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from itertools import accumulate
 from operator import add
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    Iterable,
+    List,
+    Literal,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
-from .rx import TIMEOUT, lazy
+import regex
+
+from .rx import TIMEOUT, LazyRx, lazy
+
+if TYPE_CHECKING:
+    from hyperscan import Database, Scratch
 
 MARK = "<redacted>"
 WITHHELD = MARK + " (line withheld: redaction timed out)"
@@ -87,15 +106,15 @@ def _trie(words: Sequence[str]) -> str:
 _HINT = re.compile(_trie(_LITS))       # searched in the lower-cased string
 
 
-def _groups_of(found) -> FrozenSet[int]:
-    g: set = set()
+def _groups_of(found: Iterable[str]) -> FrozenSet[int]:
+    g: Set[int] = set()
     for lit in found:
         g.update(_HINTS[lit])
     return frozenset(g)
 
 
-def _groups_of_ids(ids) -> FrozenSet[int]:
-    g: set = set()
+def _groups_of_ids(ids: Iterable[int]) -> FrozenSet[int]:
+    g: Set[int] = set()
     for j in ids:
         g.update(_ID_GROUPS[j])
     return frozenset(g)
@@ -111,18 +130,17 @@ def _hint(text: str) -> FrozenSet[int]:
     """The rule groups a string needs (empty: nothing secret-like in it)."""
     hs = _hs()
     if hs:
+        db, scratch = hs
         found: List[int] = []
+
+        def on_hit(lit_id: int, _from: int, _to: int, _flags: int, _ctx: object) -> None:
+            found.append(lit_id)
         try:
-            hs[0].scan(text.encode("utf-8", "surrogatepass"), match_event_handler=_on_hit, context=found,
-                       scratch=hs[1])
+            db.scan(text.encode("utf-8", "surrogatepass"), match_event_handler=on_hit, scratch=scratch)
         except Exception:  # noqa: BLE001 - e.g. the scratch busy in another thread
             return _hint_re(text)
         return _groups_of_ids(found) if found else _NONE
     return _hint_re(text)
-
-
-def _on_hit(lit_id: int, _from: int, _to: int, _flags: int, found: List[int]) -> None:
-    found.append(lit_id)
 
 
 def _hint_re(text: str) -> FrozenSet[int]:
@@ -142,10 +160,11 @@ _ID_GROUPS: List[Tuple[int, ...]] = [_HINTS[x] for x in _LITS] + [(B64,)]     # 
 
 # Cache of Hyperscan for many strings at once (redact_obj), built on first use: None: not tried
 # yet, False: not available, else (database, scratch).  (tests/test_redact.py sets it to False.)
-_hs_db: Any = None
+_HsDb = Tuple["Database", "Scratch"]
+_hs_db: Union[None, Literal[False], _HsDb] = None
 
 
-def _hs():
+def _hs() -> Union[Literal[False], _HsDb]:
     global _hs_db
     if _hs_db is None:
         try:
@@ -189,7 +208,7 @@ def _hint_many(strings: List[str]) -> Dict[int, FrozenSet[int]]:
     # one byte per character (a non-ASCII character reads as "?"), one newline between strings
     data = "\n".join(strings).encode("ascii", "replace")
     starts = list(map(add, accumulate(map(len, strings), initial=0), range(len(strings) + 1)))
-    found: Dict[int, set] = {}
+    found: Dict[int, Set[int]] = {}
 
     def on(lit_id: int, _from: int, to: int, _flags: int, _ctx: Any) -> None:
         found.setdefault(bisect_right(starts, to - 1) - 1, set()).add(lit_id)
@@ -221,39 +240,47 @@ _CRED = {"access", "auth", "api", "app", "bearer", "refresh", "session", "id", "
 
 
 @lru_cache(maxsize=4096)
-def name_class(name: str) -> int:  # noqa: C901 - TODO(issue 16): split
+def name_class(name: str) -> int:
     """2: a secret name (its value is redacted), 1: a secret name only if the value looks like a
     credential (a lower-case `..._token` of no credential qualifier), 0: not a secret name."""
     words = _WORD.findall(name)
     if not words:
         return 0
     ws = [w.lower() for w in words]
+    _split_secret_suffix(ws)
+    return _words_class(ws, name.rsplit(".", 1)[-1])
+
+
+def _split_secret_suffix(ws: List[str]) -> None:
+    """A last word that ends in a secret word after a credential qualifier (apikey) or is an
+    always-secret word with a prefix (PGPASSWORD) is split in two, in place."""
     last = ws[-1]
-    for suf in ("password", "passwd", "passphrase", "secret", "token", "key"):   # apikey, PGPASSWORD
+    for suf in ("password", "passwd", "passphrase", "secret", "token", "key"):
         if last != suf and last.endswith(suf):
             pre = last[:-len(suf)]
             if suf in _ALWAYS or pre in _CRED:
                 ws[-1:] = [pre, suf]
-                last = suf
             break
+
+
+_LAST_WORD_CLASS = {"auth": 1,            # docker config.json "auth": base64(user:password)
+                    "authorization": 2}
+
+
+def _words_class(ws: List[str], tail: str) -> int:
+    """name_class of a name's lower-cased words; `tail`: the name's part after its last dot."""
+    last = ws[-1]
     prev = ws[-2] if len(ws) > 1 else ""
-    tail = name.rsplit(".", 1)[-1]
     caps = tail.upper() == tail                     # an environment variable: HF_TOKEN, MY_API_KEY
     if last in _ALWAYS:
         return 2
-    if last == "token":
-        return 2 if caps or prev in _CRED else 1
-    if last == "key":
-        return 2 if caps or prev in _CRED else 0
+    if last in ("token", "key"):
+        return 2 if caps or prev in _CRED else (1 if last == "token" else 0)
     if last == "pwd":                 # MYSQL_PWD, never PWD or env.PWD (the working directory)
         return 2 if len(_WORD.findall(tail)) > 1 else 0
-    if last == "auth":                             # docker config.json "auth": base64(user:password)
-        return 1
-    if last == "authorization":
-        return 2
-    if last == "id" and prev == "key" and len(ws) > 2 and ws[-3] in _CRED:   # aws_access_key_id
-        return 2
-    return 0
+    if last == "id":                                                         # aws_access_key_id
+        return 2 if prev == "key" and len(ws) > 2 and ws[-3] in _CRED else 0
+    return _LAST_WORD_CLASS.get(last, 0)
 
 
 _PLACEHOLDER = re.compile(r"(?i)(?:none|null|nil|undefined|true|false|yes|no|on|off|\**|x+|\.+|#+|\?+|-+"
@@ -334,7 +361,7 @@ def _quoted(v: str) -> Tuple[str, str, str]:
     return "", v, ""
 
 
-def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:  # noqa: C901 - TODO(issue 16): split
+def _kv_at(text: str, m: re.Match[str]) -> Tuple[int, Optional[str]]:
     """A name and its separator matched: (end, replacement of text[m.start():end]), or (0, None)
     when the name is not a secret name or has no value.  The value is matched only after the name
     is known to be secret (every character is then consumed once).  A YAML line
@@ -350,25 +377,44 @@ def _kv_at(text: str, m) -> Tuple[int, Optional[str]]:  # noqa: C901 - TODO(issu
     q, inner, q2 = _quoted(v.group("val"))
     end = v.end()
     if not q and m.group("sep") and ":" in m.group("sep"):
-        ls = text.rfind("\n", 0, m.start()) + 1
-        if text[ls:m.start()].strip() in ("", "-"):
-            le = text.find("\n", vs)
-            seg = text[vs:le if le >= 0 else len(text)]
-            for c in (" #", "\t#"):
-                k = seg.find(c)
-                if k >= 0:
-                    seg = seg[:k]
-            seg = seg.rstrip()
-            if len(seg) > len(inner):
-                inner, end = seg, vs + len(seg)
+        inner, end = _yaml_value(text, m.start(), vs, inner, end)
     keep = _keep_value(inner, cls) or inner.lower() in _SCHEMES      # `Authorization: Bearer <redacted>`
     if not keep and not q:
-        if len(inner) <= 2 and text[end:end + 1] in ("'", '"'):      # f"...", b'...'
-            keep = True
-        elif _CODE.fullmatch(inner):                             # api_key=os.getenv("KEY"), cfg["token"]
-            keep = True
+        keep = _code_not_value(text, inner, end)
     rep = text[m.start():end] if keep else text[m.start():vs] + q + MARK + q2
-    a = _ARROW.match(text, end)               # a change, `env.HF_TOKEN: 'old' -> 'new'` (triage's diff)
+    return _with_change(text, end, rep, cls)
+
+
+def _yaml_value(text: str, start: int, vs: int, inner: str, end: int) -> Tuple[str, int]:
+    """(value, its end): on a YAML line (only blanks or "- " before the name at `start`) the rest
+    of the line from `vs`, a trailing comment aside, when longer than the value matched."""
+    ls = text.rfind("\n", 0, start) + 1
+    if text[ls:start].strip() not in ("", "-"):
+        return inner, end
+    le = text.find("\n", vs)
+    seg = text[vs:le if le >= 0 else len(text)]
+    for c in (" #", "\t#"):
+        k = seg.find(c)
+        if k >= 0:
+            seg = seg[:k]
+    seg = seg.rstrip()
+    if len(seg) > len(inner):
+        return seg, vs + len(seg)
+    return inner, end
+
+
+def _code_not_value(text: str, inner: str, end: int) -> bool:
+    """An unquoted value that is code, not a credential: a string prefix (f"...", b'...') or a
+    call or subscript (api_key=os.getenv("KEY"), cfg["token"])."""
+    if len(inner) <= 2 and text[end:end + 1] in ("'", '"'):
+        return True
+    return _CODE.fullmatch(inner) is not None
+
+
+def _with_change(text: str, end: int, rep: str, cls: int) -> Tuple[int, str]:
+    """(end, replacement) of a secret name's value, extended over a change that follows it,
+    `env.HF_TOKEN: 'old' -> 'new'` (triage's diff), its new value redacted too."""
+    a = _ARROW.match(text, end)
     if a is not None:
         v2 = _KVVAL.match(text, a.end())
         if v2 is not None:
@@ -427,7 +473,7 @@ def _netrc(text: str) -> str:
     return _NETRC.compiled().sub(_val, text, timeout=TIMEOUT)
 
 
-def _val(m) -> str:
+def _val(m: regex.Match[str]) -> str:
     """Replace the named groups val/val2/user/path/path2 that took part (a plain value, kept when it
     is a placeholder)."""
     s, base = m.group(0), m.start()
@@ -449,14 +495,14 @@ def _val(m) -> str:
 _SCHEMES = {"basic", "bearer", "token", "digest", "bot", "negotiate", "ntlm", "apikey", "sso-key"}
 
 
-def _authz(m) -> str:
+def _authz(m: regex.Match[str]) -> str:
     v = m.group("val")
     if len(v) < 8 or v.lower() in _SCHEMES:      # `Authorization: f"Bearer {token}"`, a bare scheme
         return m.group(0)
     return _val(m)
 
 
-def _bearer(m) -> str:
+def _bearer(m: regex.Match[str]) -> str:
     v = m.group("val")
     if len(v) < 20 and not any(c.isdigit() for c in v):   # "Bearer authentication", not a credential
         return m.group(0)
@@ -468,7 +514,7 @@ _B64LINE = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{70
 _PATHLIKE = re.compile(r"/[a-z_]{2,}/")
 
 
-def _b64_token(m) -> str:
+def _b64_token(m: re.Match[str]) -> str:
     t = m.group(0)
     if not (any(c.isdigit() for c in t) and any(c.islower() for c in t) and any(c.isupper() for c in t)) \
             or _PATHLIKE.search(t):              # random base64 has all three; a path has /words/
@@ -482,16 +528,21 @@ def _b64_line(text: str) -> str:
     return _B64LINE.sub(_b64_token, text)
 
 
-_RULES: Dict[int, Tuple[Tuple[Any, Any], ...]] = {
-    B64: ((None, _b64_line),),
-    KV: ((None, _kv_rule), (None, _netrc)),
-    AUTHZ: ((_AUTHZ, _authz),),
-    BEARER: ((_BEARER, _bearer),),
-    URL: ((_URL, _val),),
-    TOKENS: ((_TOKENS, MARK),),
-    WANDB: ((_WANDB, _val),),
-    DOCKER: ((_DOCKER, _val),),
-    SAS: ((_SAS, _val),),
+def _sub(rx: LazyRx, rep: Union[str, Callable[[regex.Match[str]], str]]) -> Callable[[str], str]:
+    """A rule that replaces the matches of a `regex` pattern (with its timeout)."""
+    return lambda text: rx.sub(rep, text, timeout=TIMEOUT)
+
+
+_RULES: Dict[int, Tuple[Callable[[str], str], ...]] = {      # each rule: a string -> the string redacted
+    B64: (_b64_line,),
+    KV: (_kv_rule, _netrc),
+    AUTHZ: (_sub(_AUTHZ, _authz),),
+    BEARER: (_sub(_BEARER, _bearer),),
+    URL: (_sub(_URL, _val),),
+    TOKENS: (_sub(_TOKENS, MARK),),
+    WANDB: (_sub(_WANDB, _val),),
+    DOCKER: (_sub(_DOCKER, _val),),
+    SAS: (_sub(_SAS, _val),),
 }
 _ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, KV, B64)   # recognisable tokens first
 
@@ -501,8 +552,8 @@ def _apply(text: str, groups: FrozenSet[int]) -> str:
     try:
         for g in _ORDER:
             if g in groups:
-                for rx, rep in _RULES[g]:
-                    text = rep(text) if rx is None else rx.compiled().sub(rep, text, timeout=TIMEOUT)
+                for rule in _RULES[g]:
+                    text = rule(text)
     except TimeoutError:
         return WITHHELD
     return text
@@ -560,79 +611,116 @@ _PEM_ONLY: FrozenSet[int] = frozenset((PEM,))
 _NOT_IN_PUBLIC: FrozenSet[int] = frozenset((PEM, B64))   # a certificate's lines are no key's body
 
 
-def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:  # noqa: C901 - TODO(issue 16): split
+def _lines(lines: List[str], carry: bool = False) -> Tuple[List[str], bool]:
     """Redact consecutive lines; CARRY: the first line continues a key block opened before them.
     Returns the lines and whether a key block is still open after the last one."""
-    out: List[str] = []
-    n, i = len(lines), 0
-    open_, end = carry, (_find_end(lines, 0) if carry else None)
     if not carry:
-        # an END whose BEGIN is out of sight (a context window cut it off): the body-like lines
-        # just before the END are the block
-        e = next((j for j, x in enumerate(lines) if "END" in x and _END.search(x)), None)
-        if e is not None and not any("BEGIN" in x and _BEGIN.search(x) for x in lines[:e + 1]):
-            s = e
-            while s > 0 and _body_like(lines[s - 1]):
-                s -= 1
+        s = _orphan_body_start(lines)
+        if s is not None:
             out = [_plain(x) for x in lines[:s]]
             rest, open_ = _lines(lines[s:], True)
             return out + rest, open_
-    public = False                                # inside a certificate or public key block
-    while i < n:
-        ln = lines[i]
-        if public:
-            public = _END_ANY.search(ln) is None
-            out.append(_plain(ln, True))
-            i += 1
-            continue
-        if open_:
-            if end is None:                       # no END in sight: the body-like lines that follow
-                if not _body_like(ln):
-                    open_ = False
-                    continue                      # this line is outside the block
-                out.append(_cut_body(ln))
-                i += 1
-                continue
-            if i < end:
-                if "BEGIN" in ln and _BEGIN.search(ln):   # a new block: the open one was cut short
-                    open_ = False
-                    continue
-                out.append(_cut_body(ln))
-                i += 1
-                continue
-            m = _END.search(ln)                   # i == end
-            open_ = False
-            tail = ln[m.end():]                   # what follows END is read as a line of its own
-            out.append(_B64RUN.sub(MARK, ln[:m.start()]) + m.group(0) + (_lines([tail])[0][0] if tail else ""))
-            i += 1
-            continue
-        m = _BEGIN.search(ln) if "BEGIN" in ln else None
-        if m is None and "Private-Lines:" in ln:
-            pm = _PUTTY.search(ln)
-            if pm:
-                k = min(n, i + 1 + int(pm.group(1)))
-                out.append(ln)
-                out.extend(_cut_body(x) for x in lines[i + 1:k])
-                i = k
-                continue
-        if m is None:
-            if "BEGIN" in ln and _PUBLIC.search(ln):
-                public = _END_ANY.search(ln, _PUBLIC.search(ln).end()) is None
-            out.append(_plain(ln, True) if "BEGIN" in ln and _PUBLIC.search(ln) else _plain(ln))
-            i += 1
-            continue
-        head, rest = _plain(ln[:m.start()]) + m.group(0), ln[m.end():]
-        e = _END.search(rest)
-        if e is not None:                         # a whole block on one line (JSON: "...\n...")
-            inner = rest[:e.start()]
-            tail = rest[e.end():]
-            out.append(head + (MARK if _HAS_ALNUM.search(inner) else inner) + e.group(0)
-                       + (_lines([tail])[0][0] if tail else ""))
+    return _KeyBlocks(lines, carry).run()
+
+
+def _orphan_body_start(lines: List[str]) -> Optional[int]:
+    """An END whose BEGIN is out of sight (a context window cut it off): the index of the first of
+    the body-like lines just before the END (the block), or None."""
+    e = next((j for j, x in enumerate(lines) if "END" in x and _END.search(x)), None)
+    if e is None or any("BEGIN" in x and _BEGIN.search(x) for x in lines[:e + 1]):
+        return None
+    s = e
+    while s > 0 and _body_like(lines[s - 1]):
+        s -= 1
+    return s
+
+
+def _line_after_end(tail: str) -> str:
+    """What follows a block's END on its line, read as a line of its own."""
+    return _lines([tail])[0][0] if tail else ""
+
+
+class _KeyBlocks:
+    """One _lines pass over `lines`: each line redacted by where it is, inside a key block (`open_`;
+    `end`: the index of its END line, None when no END is in sight), inside a certificate or
+    public key block (`public`), or outside."""
+
+    def __init__(self, lines: List[str], carry: bool) -> None:
+        self.lines = lines
+        self.out: List[str] = []
+        self.i = 0
+        self.open_ = carry
+        self.end = _find_end(lines, 0) if carry else None
+        self.public = False
+
+    def run(self) -> Tuple[List[str], bool]:
+        n = len(self.lines)
+        while self.i < n:                 # each step takes the line, or leaves it to be read again
+            ln = self.lines[self.i]
+            if self.public:
+                self.public = _END_ANY.search(ln) is None
+                self._take(_plain(ln, True))
+            elif self.open_:
+                self._in_block(ln)
+            else:
+                self._outside(ln)
+        return self.out, self.open_
+
+    def _take(self, red: str) -> None:
+        self.out.append(red)
+        self.i += 1
+
+    def _in_block(self, ln: str) -> None:
+        if self.end is None:              # no END in sight: the body-like lines that follow
+            closed = not _body_like(ln)
+        elif self.i < self.end:           # a new block: the open one was cut short
+            closed = "BEGIN" in ln and _BEGIN.search(ln) is not None
         else:
-            out.append(head + (MARK if _HAS_ALNUM.search(rest) else rest))
-            open_, end = True, _find_end(lines, i + 1)
-        i += 1
-    return out, open_
+            self._end_line(ln)
+            return
+        if closed:
+            self.open_ = False            # this line is outside the block: read again
+        else:
+            self._take(_cut_body(ln))
+
+    def _end_line(self, ln: str) -> None:
+        m = _END.search(ln)
+        assert m is not None              # _find_end found the END on this line
+        self.open_ = False
+        self._take(_B64RUN.sub(MARK, ln[:m.start()]) + m.group(0) + _line_after_end(ln[m.end():]))
+
+    def _outside(self, ln: str) -> None:
+        m = _BEGIN.search(ln) if "BEGIN" in ln else None
+        if m is not None:
+            self._begin_line(ln, m)
+        elif not ("Private-Lines:" in ln and self._putty(ln)):
+            pub = _PUBLIC.search(ln) if "BEGIN" in ln else None
+            if pub is not None:
+                self.public = _END_ANY.search(ln, pub.end()) is None
+            self._take(_plain(ln, True) if pub is not None else _plain(ln))
+
+    def _putty(self, ln: str) -> bool:
+        """A PuTTY key's `Private-Lines: N`: the next N lines are its body."""
+        pm = _PUTTY.search(ln)
+        if not pm:
+            return False
+        k = min(len(self.lines), self.i + 1 + int(pm.group(1)))
+        self.out.append(ln)
+        self.out.extend(_cut_body(x) for x in self.lines[self.i + 1:k])
+        self.i = k
+        return True
+
+    def _begin_line(self, ln: str, m: re.Match[str]) -> None:
+        head, after = _plain(ln[:m.start()]) + m.group(0), ln[m.end():]
+        e = _END.search(after)
+        if e is not None:                 # a whole block on one line (JSON: "...\n...")
+            inner = after[:e.start()]
+            self._take(head + (MARK if _HAS_ALNUM.search(inner) else inner) + e.group(0)
+                       + _line_after_end(after[e.end():]))
+        else:
+            self.out.append(head + (MARK if _HAS_ALNUM.search(after) else after))
+            self.open_, self.end = True, _find_end(self.lines, self.i + 1)
+            self.i += 1
 
 
 def _items(items: List[str], carry: bool = False) -> Tuple[List[str], bool]:
@@ -718,7 +806,7 @@ class _Walk:
         self.hitpos: List[int] = []
         self.done: Dict[str, str] = {}
 
-    def collect(self, o: Any) -> None:  # noqa: C901 - TODO(issue 16): split
+    def collect(self, o: Any) -> None:
         acc = self.strings
         t = type(o)
         if t is str or (t not in _CONTAINERS and isinstance(o, str)):
@@ -726,24 +814,32 @@ class _Walk:
             return
         start = len(acc)
         if t is dict or (t not in _CONTAINERS and isinstance(o, dict)):
-            for k, v in o.items():
-                if type(k) is str or isinstance(k, str):
-                    acc.append(k)
-                tv = type(v)
-                if tv is str:
-                    acc.append(v)
-                elif tv in _CONTAINERS or isinstance(v, (str, dict, list, tuple)):
-                    self.collect(v)
+            self._collect_dict(o)
         elif t is list or t is tuple or isinstance(o, (list, tuple)):
-            for x in o:
-                tx = type(x)
-                if tx is str:
-                    acc.append(x)
-                elif tx in _CONTAINERS or isinstance(x, (str, dict, list, tuple)):
-                    self.collect(x)
+            self._collect_items(o)
         else:
             return
         self.spans[id(o)] = (start, len(acc))
+
+    def _collect_dict(self, o: Dict[Any, Any]) -> None:
+        acc = self.strings
+        for k, v in o.items():
+            if type(k) is str or isinstance(k, str):
+                acc.append(k)
+            tv = type(v)
+            if tv is str:
+                acc.append(v)
+            elif tv in _CONTAINERS or isinstance(v, (str, dict, list, tuple)):
+                self.collect(v)
+
+    def _collect_items(self, o: Sequence[Any]) -> None:
+        acc = self.strings
+        for x in o:
+            tx = type(x)
+            if tx is str:
+                acc.append(x)
+            elif tx in _CONTAINERS or isinstance(x, (str, dict, list, tuple)):
+                self.collect(x)
 
     def has_hit(self, o: Any) -> bool:
         a, b = self.spans.get(id(o), (0, 0))
@@ -799,55 +895,65 @@ class _Walk:
                 open_ = False
         return out, open_
 
-    def dict(self, o: Dict[Any, Any]) -> Dict[Any, Any]:  # noqa: C901 - TODO(issue 16): split
-        hits = self.hits
+    def dict(self, o: Dict[Any, Any]) -> Dict[Any, Any]:
         out: Dict[Any, Any] = {}
         opened: List[Any] = []         # the keys whose string or list leaves a key block open
-        secret_row = 0                 # {"key": "env.HF_TOKEN", "old": ..., "new": ...}
-        for f in ("key", "name"):
-            v = o.get(f)
-            if isinstance(v, str) and v in hits and KV in hits[v]:
-                secret_row = max(secret_row, name_class(v))
+        secret_row = self._secret_row(o)
         for k, v in o.items():
-            cls = 0
-            k2 = k
-            if isinstance(k, str):
-                g = hits.get(k)
-                if g is not None:
-                    cls = name_class(k) if KV in g else 0
-                    k2 = self.text(k)
+            k2, cls = self._key(k)
             if secret_row and k in _VALUE_FIELDS:
                 cls = max(cls, secret_row)
             if cls and _secret_value(v, cls):
                 out[k2] = MARK
                 continue
-            if isinstance(v, str):
-                g = hits.get(v)
-                if g is not None and PEM in g:
-                    red, op = _items([v])
-                    out[k2] = red[0]
-                    if op:
-                        opened.append(k2)
-                else:
-                    out[k2] = v if g is None else self.text(v)
-            elif isinstance(v, (list, tuple)):
-                if self.has_hit(v):
-                    out[k2], op = self.list(v)
-                    if op:
-                        opened.append(k2)
-                else:
-                    out[k2] = v
-            else:
-                out[k2] = self.rebuild(v)
-        if opened:                     # a block left open continues into the sibling strings and lists
-            for k2, v in out.items():  # (an evidence line's `text` into its `after` lines)
-                if k2 in opened or v == MARK:
-                    continue
-                if isinstance(v, str) and v:
-                    out[k2] = _items([v], True)[0][0]
-                elif isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v):
-                    out[k2] = _items(list(v), True)[0]
+            out[k2], op = self._value(v)
+            if op:
+                opened.append(k2)
+        if opened:
+            _continue_blocks(out, opened)
         return out
+
+    def _secret_row(self, o: Dict[Any, Any]) -> int:
+        """The name_class of a change row's key, {"key": "env.HF_TOKEN", "old": ..., "new": ...}."""
+        hits = self.hits
+        row = 0
+        for f in ("key", "name"):
+            v = o.get(f)
+            if isinstance(v, str) and v in hits and KV in hits[v]:
+                row = max(row, name_class(v))
+        return row
+
+    def _key(self, k: Any) -> Tuple[Any, int]:
+        """A dict key redacted, and its name_class."""
+        if isinstance(k, str):
+            g = self.hits.get(k)
+            if g is not None:
+                return self.text(k), (name_class(k) if KV in g else 0)
+        return k, 0
+
+    def _value(self, v: Any) -> Tuple[Any, bool]:
+        """A dict value redacted, and whether it leaves a key block open."""
+        if isinstance(v, str):
+            g = self.hits.get(v)
+            if g is not None and PEM in g:
+                red, op = _items([v])
+                return red[0], op
+            return (v if g is None else self.text(v)), False
+        if isinstance(v, (list, tuple)):
+            return self.list(v) if self.has_hit(v) else (v, False)
+        return self.rebuild(v), False
+
+
+def _continue_blocks(out: Dict[Any, Any], opened: List[Any]) -> None:
+    """A key block left open in the `opened` keys' values continues into the sibling strings and
+    lists (an evidence line's `text` into its `after` lines), in place."""
+    for k2, v in out.items():
+        if k2 in opened or v == MARK:
+            continue
+        if isinstance(v, str) and v:
+            out[k2] = _items([v], True)[0][0]
+        elif isinstance(v, (list, tuple)) and v and all(isinstance(x, str) for x in v):
+            out[k2] = _items(list(v), True)[0]
 
 
 def _secret_value(v: Any, cls: int) -> bool:

@@ -8,9 +8,10 @@ from triage import rx
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(rx, "_known", None)
-    monkeypatch.setattr(rx, "_new", set())
-    return tmp_path
+    saved = (rx.VALIDATED.known, rx.VALIDATED.new)
+    rx.VALIDATED.reset()
+    yield tmp_path
+    rx.VALIDATED.known, rx.VALIDATED.new = saved
 
 
 def test_first_load_validates_and_remembers_then_compiles_lazily(fresh_cache):
@@ -18,7 +19,7 @@ def test_first_load_validates_and_remembers_then_compiles_lazily(fresh_cache):
     assert a._rx is not None                     # compiled to validate it
     rx.remember_valid()
     assert list(fresh_cache.glob("regex-ok-*.txt"))
-    rx._known = None                             # a new process
+    rx.VALIDATED.reset()                         # a new process
     b = rx.compile_rx(r"an illegal (memory|mem) access")
     assert b._rx is None                         # known to compile: not compiled at load
     assert rx.search(b, "CUDA error: an illegal memory access was encountered").group(1) == "memory"
@@ -35,6 +36,6 @@ def test_a_bad_regex_is_an_error_at_load_every_time(fresh_cache):
 def test_ignore_case_is_part_of_what_is_remembered(fresh_cache):
     rx.compile_rx("abc")
     rx.remember_valid()
-    rx._known = None
+    rx.VALIDATED.reset()
     assert rx.compile_rx("abc", ignore_case=True)._rx is not None     # another flag set: validated again
     assert rx.search(rx.compile_rx("abc", ignore_case=True), "xABCx")

@@ -8,6 +8,8 @@ counted.  Rendering (text, json, markdown, html) lives in fleet_report.
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 import multiprocessing
 import os
 import signal
@@ -26,10 +28,11 @@ JOBS_SHOWN = 200           # job ids listed per group at most (the rest are coun
 CHART_SIGNATURES = 8       # signatures drawn in the per-day chart; the rest are "other"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
     job_id: str
     path: str
+    pattern_dirs: Tuple[str, ...] = ()      # --patterns, for the worker that analyses it
 
 
 @dataclass
@@ -107,18 +110,21 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
         return JobResult(job, None, f"internal error: {type(e).__name__}: {str(e)[:300]}")
 
 
-_worker_pats: List[Any] = []     # per worker process: the catalog, loaded once by _init_worker
+@functools.lru_cache(maxsize=4)
+def catalog(pattern_dirs: Tuple[str, ...]) -> List[Any]:
+    """The catalog plus PATTERN_DIRS, loaded once per process (a worker's cache)."""
+    from .patterns import load_all
+    return load_all(pattern_dirs)
 
 
 def _init_worker(pattern_dirs: Sequence[str]) -> None:
-    from .patterns import load_all
     signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C and stops the pool
     os.environ["TRIAGE_JOBS"] = "1"                  # no worker pool inside a worker
-    _worker_pats[:] = load_all(pattern_dirs)
+    catalog(tuple(pattern_dirs))                     # patterns compiled once per worker, up front
 
 
 def analyse_in_worker(job: Job) -> JobResult:
-    return analyse_job(job, _worker_pats)
+    return analyse_job(job, catalog(job.pattern_dirs))
 
 
 def default_workers() -> int:
@@ -170,6 +176,7 @@ def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers:
             yield r
         return
     load_all(pattern_dirs)       # a bad --patterns is one error here, not one per worker
+    jobs = [dataclasses.replace(j, pattern_dirs=tuple(pattern_dirs)) for j in jobs]
     done = 0
     left: Dict[int, Job] = dict(enumerate(jobs))
     ex = _pool(n, pattern_dirs)

@@ -30,6 +30,7 @@ a report in one Hyperscan scan and rebuilds only the dicts and lists that hold a
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from bisect import bisect_left, bisect_right
@@ -158,33 +159,30 @@ _B64_ONLY: FrozenSet[int] = frozenset((B64,))
 _ID_GROUPS: List[Tuple[int, ...]] = [_HINTS[x] for x in _LITS] + [(B64,)]     # Hyperscan ids
 
 
-# Cache of Hyperscan for many strings at once (redact_obj), built on first use: None: not tried
-# yet, False: not available, else (database, scratch).  (tests/test_redact.py sets it to False.)
+# Hyperscan for many strings at once (redact_obj), built on first use and cached (lru_cache):
+# False when not available, else (database, scratch).  (tests monkeypatch _hs to the fallback.)
 _HsDb = Tuple["Database", "Scratch"]
-_hs_db: Union[None, Literal[False], _HsDb] = None
 
 
+@functools.lru_cache(maxsize=1)
 def _hs() -> Union[Literal[False], _HsDb]:
-    global _hs_db
-    if _hs_db is None:
-        try:
-            import hyperscan
+    try:
+        import hyperscan
 
-            from . import anchors  # its cache of compiled databases (compiling: ~50 ms)
-            exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
-            flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
-            key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))
-                                 .encode()).hexdigest()[:24]
-            db = anchors.load_cached(key) if anchors.hyperscan_available() else None
-            if db is None:
-                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
-                if anchors.hyperscan_available():
-                    anchors.store_cached(key, db)
-            _hs_db = (db, hyperscan.Scratch(db))
-        except Exception:  # noqa: BLE001 - no wheel, or it cannot compile here: the stdlib search
-            _hs_db = False
-    return _hs_db
+        from . import anchors  # its cache of compiled databases (compiling: ~50 ms)
+        exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
+        flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
+        key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))
+                             .encode()).hexdigest()[:24]
+        db = anchors.load_cached(key) if anchors.hyperscan_available() else None
+        if db is None:
+            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+            db.compile(expressions=exprs, ids=list(range(len(exprs))), elements=len(exprs), flags=flags)
+            if anchors.hyperscan_available():
+                anchors.store_cached(key, db)
+        return (db, hyperscan.Scratch(db))
+    except Exception:  # noqa: BLE001 - no wheel, or it cannot compile here: the stdlib search
+        return False
 
 
 def _hs_literal(lit: str) -> bytes:

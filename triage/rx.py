@@ -103,11 +103,30 @@ class LazyRx:
         return f"LazyRx({self.pattern!r})"
 
 
-# The cache of pattern sources known to compile with this `regex` version (hashes of flags and
-# source), read lazily from a file in the cache directory by compile_rx and written back by
-# remember_valid: None until read.  (tests/test_rx.py resets _known to simulate a new process.)
-_known: Optional[Set[str]] = None
-_new: Set[str] = set()        # validated in this process, not yet written
+class ValidatedCache:
+    """The pattern sources known to compile with this `regex` version (hashes of flags and source),
+    read lazily from a file in the cache directory by compile_rx and written back by remember_valid.
+    One per process (VALIDATED); `reset()` forgets what was read (tests simulate a new process)."""
+
+    def __init__(self) -> None:
+        self.known: Optional[Set[str]] = None      # None until read
+        self.new: Set[str] = set()                 # validated in this process, not yet written
+
+    def reset(self) -> None:
+        self.known = None
+        self.new = set()
+
+    def loaded(self) -> Set[str]:
+        if self.known is None:
+            try:
+                with open(_cache_file(), encoding="ascii") as f:
+                    self.known = {ln.strip() for ln in f if ln.strip()}
+            except (OSError, ValueError):
+                self.known = set()
+        return self.known
+
+
+VALIDATED = ValidatedCache()
 
 
 def lazy(pattern: str, flags: int = 0) -> LazyRx:
@@ -126,35 +145,29 @@ def _key(pattern: str, flags: int) -> str:
 
 def compile_rx(pattern: str, ignore_case: bool = False) -> LazyRx:
     """Validate (raises regex.error) and return a lazily compiled pattern."""
-    global _known
     flags = regex.V0 | (regex.IGNORECASE if ignore_case else 0)
-    if _known is None:
-        try:
-            with open(_cache_file(), encoding="ascii") as f:
-                _known = {ln.strip() for ln in f if ln.strip()}
-        except (OSError, ValueError):
-            _known = set()
+    known = VALIDATED.loaded()
     k = _key(pattern, flags)
-    if k in _known:
+    if k in known:
         return LazyRx(pattern, flags)
     compiled = regex.compile(pattern, flags)
-    _known.add(k)
-    _new.add(k)
+    known.add(k)
+    VALIDATED.new.add(k)
     return LazyRx(pattern, flags, compiled)
 
 
 def remember_valid() -> None:
     """Write the sources validated in this process to the cache (best effort)."""
-    if not _new or _known is None:
+    if not VALIDATED.new or VALIDATED.known is None:
         return
     path = _cache_file()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".regex-ok-", dir=os.path.dirname(path))
         with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write("\n".join(sorted(_known)) + "\n")
+            f.write("\n".join(sorted(VALIDATED.known)) + "\n")
         os.replace(tmp, path)
-        _new.clear()
+        VALIDATED.new.clear()
     except OSError:
         pass
 

@@ -18,7 +18,7 @@ import yaml
 from .config.rules import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
-from .rx import compile_rx, remember_valid, risky
+from .rx import LazyRx, compile_rx, remember_valid, risky
 
 DEFAULT_PRIORITY: Dict[Kind, int] = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
 RULE_OPS = tuple(OPERATORS)      # the operators a config rule's condition may use
@@ -44,19 +44,19 @@ class PatternError(TriageError):
 
 @dataclass
 class ContextReq:
-    rx: Any
+    rx: LazyRx
     literals: List[str]
     window: int
 
 
 @dataclass
 class MatchRule:
-    rx: Any
+    rx: LazyRx
     literals: List[str]
     ignore_case: bool
     role: Role
     context: List[ContextReq]
-    negative: List[Any]
+    negative: List[LazyRx]
     source_text: str
     generic: Optional[bool] = None     # overrides the pattern's `generic` for this rule
 
@@ -199,7 +199,7 @@ def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str
     return lits, ""
 
 
-def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False) -> Any:
+def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False) -> LazyRx:
     if user:                      # a user's pattern is refused when it risks a runaway search
         why = risky(src)
         if why:

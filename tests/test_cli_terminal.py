@@ -162,3 +162,22 @@ def test_patterns_argument_that_is_not_a_pattern_file_says_so(command):
     r = run(*command, "--patterns", os.path.join(FIX, "configs", "bad_flat.yaml"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("triage: error: --patterns ") and "a pattern file is YAML with id, title" in r.stderr
+
+
+def test_check_config_markdown_and_junit_report_through_the_cli(tmp_path):
+    r = run("check-config", os.path.join(FIX, "configs", "bad_flat.yaml"), "--format", "markdown")
+    assert r.returncode == 1
+    assert r.stdout.startswith("### triage check-config: 1 CUDA-graph pitfall in this config")
+    assert "`nccl-graph-register-expandable`" in r.stdout
+    out = tmp_path / "triage.xml"
+    r = run("analyze", SAMPLE, "-o", str(out))
+    assert r.returncode == 1 and "junit report written" in r.stderr
+    import xml.etree.ElementTree as ET
+    from triage.patterns import load_all
+    suite = ET.parse(out).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == {p.id for p in load_all()} | {"unexplained-failure"}
+    failed = sorted(n for n, c in cases.items() if c.find("failure") is not None)
+    assert failed == ["moe-scope-conflict", "nccl-error"]
+    assert "AssertionError: cuda_graph_scope must not contain both moe and moe_router" in \
+        cases["moe-scope-conflict"].find("failure").text

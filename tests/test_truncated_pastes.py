@@ -56,6 +56,25 @@ def test_frames_of_an_unrelated_crash_raise_none_of_these(engine):
     assert not _pitfalls(a) & {"nccl-watchdog-timeout", "nccl-watchdog-hang", "nccl-error", "cuda-oom",
                                "capture-sync-forbidden"}
     assert a.primary is None
+    # ... but a C++ exception trailer where the paste ends is a failure, never a clean verdict
+    assert a.outcome == "unexplained-failure"
+    ff = a.first_failure
+    assert ff.kind == "uncaught-exception"
+    assert ff.message == ("Exception raised from launch_vectorized_kernel at "
+                          "/pytorch/aten/src/ATen/native/cuda/CUDALoops.cuh:342")
+
+
+def test_a_cpp_exception_trailer_the_process_went_on_after_is_not_a_failure(engine, tmp_path):
+    """The same trailer followed by more than TAIL_LINES lines of a run that went on (a caught
+    error it printed) is no failure."""
+    from triage.findings import TAIL_LINES
+    with open(os.path.join(TRUNC, "kernel_launch_frames_only.log")) as f:
+        paste = f.read()
+    p = tmp_path / "went_on.log"
+    p.write_text(paste + "".join(f" [2026-12-03 10:{i // 60:02d}:{i % 60:02d}] iteration {i}/ 1000 | ok\n"
+                                 for i in range(TAIL_LINES + 5)))
+    a = _analyse(engine, str(p))
+    assert a.outcome == "healthy" and a.first_failure is None
 
 
 def test_a_hung_watchdog_is_not_a_timed_out_collective(engine):

@@ -749,6 +749,7 @@ def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case
 # evidence of a failure that no pattern explains, and of who a hang waits for
 
 _TB_HEAD = "Traceback (most recent call last):"
+_C10_TRAILER = "Exception raised from "
 # a block that only continues the message above it (NCCL's "Last error:", a C++ exception's trailer)
 _CONT_HEAD = lazy(r"^(?:Last error:|Exception raised from |frame #\d+|terminate called after|  what\(\): |"
                   r"nccl[A-Z]\w*: )")
@@ -851,15 +852,28 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
         return Crash("srun", rank, b.source, b.start, first[:200], list(lines), order, 1)
     if search(_SLURM_END, first[:300]):
         return Crash("slurm", b.rank, b.source, b.start, first[:200], list(lines), order, 2)
+    left = None if (ended or named) else after      # lines the input went on for after the block
     if first.startswith(_TB_HEAD):
         exc = exception_line(lines)
         if exc is not None and _CLEAN_EXIT.match(exc):
             return None
-        if not (ended or named) and after is not None and after > (LOGGED_TAIL if logged else TAIL_LINES):
+        if left is not None and left > (LOGGED_TAIL if logged else TAIL_LINES):
             return None                    # the process went on: a caught exception it printed
         return Crash("uncaught-exception", b.rank, b.source, b.start, block_message(lines, b.source, b.end),
                      list(lines), order, 0)
-    return None
+    return _cpp_trailer_crash(b, order, left is not None and left > TAIL_LINES)
+
+
+def _cpp_trailer_crash(b: ErrorBlock, order: Tuple[float, int], went_on: bool) -> Optional[Crash]:
+    """A C++ exception's trailer (c10::Error: "Exception raised from X at F:N") where the input
+    ends: a truncated paste of a process that died of it, as a traceback would be."""
+    lines = b.lines
+    trailer = next((k for k, ln in enumerate(lines[:3]) if ln.startswith(_C10_TRAILER)), None)
+    if trailer is None or went_on:
+        return None
+    prev = lines[trailer - 1] if trailer else ""
+    msg = prev if prev and exception_line([prev]) else lines[trailer].replace(" (most recent call first):", "")
+    return Crash("uncaught-exception", b.rank, b.source, b.start, msg[:200], list(lines), order, 0)
 
 
 _LOG_RECORD = lazy(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")

@@ -123,6 +123,7 @@ class ErrorBlock:
     order_ts: Optional[float]
     explained: bool = False
     group: int = 0
+    intro: str = ""          # a traceback's line before it in its stream ("Exception ignored in: ...")
 
 
 @dataclass
@@ -561,7 +562,12 @@ class Blocks(Observer):
         st = ev.st
         if st.block is not None and not st.in_tb:
             self.core.close_block(st)
-        b = st.block if st.block is not None else self._open(line, ev, [])
+        if st.block is None:
+            b = self._open(line, ev, [])
+            prev = ev.view.before(line, st)
+            b.intro = prev[-1].text[:300] if prev else ""
+        else:
+            b = st.block
         st.in_tb = True
         b.lines.append(line.text)
         b.end = st.block_seen = line.lineno

@@ -750,6 +750,8 @@ def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case
 
 _TB_HEAD = "Traceback (most recent call last):"
 _C10_TRAILER = "Exception raised from "
+# CPython's PyErr_WriteUnraisable (a __del__ or a callback at shutdown): printed, ignored, not fatal
+_UNRAISABLE = "Exception ignored in"
 # a block that only continues the message above it (NCCL's "Last error:", a C++ exception's trailer)
 _CONT_HEAD = lazy(r"^(?:Last error:|Exception raised from |frame #\d+|terminate called after|  what\(\): |"
                   r"nccl[A-Z]\w*: )")
@@ -855,8 +857,8 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
     left = None if (ended or named) else after      # lines the input went on for after the block
     if first.startswith(_TB_HEAD):
         exc = exception_line(lines)
-        if exc is not None and _CLEAN_EXIT.match(exc):
-            return None
+        if (exc is not None and _CLEAN_EXIT.match(exc)) or b.intro.startswith(_UNRAISABLE):
+            return None                    # a clean exit, or one CPython reports and ignores
         if left is not None and left > (LOGGED_TAIL if logged else TAIL_LINES):
             return None                    # the process went on: a caught exception it printed
         return Crash("uncaught-exception", b.rank, b.source, b.start, block_message(lines, b.source, b.end),

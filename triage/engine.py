@@ -26,6 +26,7 @@ it does not react to changes nothing.
 from __future__ import annotations
 
 import calendar
+import functools
 import os
 import re
 import time
@@ -564,7 +565,8 @@ class Blocks(Observer):
             self.core.close_block(st)
         if st.block is None:
             b = self._open(line, ev, [])
-            prev = ev.view.before(line, st)
+            # the physical line before, when its stream's (rank-interleaved output: a bounded look)
+            prev = [x for x in ev.view.recent_in_source(line, 2) if x.rank == line.rank]
             b.intro = prev[-1].text[:300] if prev else ""
         else:
             b = st.block
@@ -880,13 +882,19 @@ NORMED_TAG = -2          # ... and its tags come from its normalised text
 RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
 
 
+@functools.lru_cache(maxsize=8)
+def anchor_set(anchors: Tuple[Anchor, ...]) -> AnchorSet:
+    """The compiled anchors of one observer set, built once per process (a fleet worker analyses
+    hundreds of jobs with the same catalog: the database is not rebuilt or reloaded per job)."""
+    return AnchorSet(anchors)
+
+
 class Engine:
     def __init__(self, patterns: List[Pattern]):
         self.patterns = patterns
         self.rules: List[Tuple[Pattern, MatchRule]] = [(p, r) for p in patterns for r in p.match]
         self.window = max([c.window for _, r in self.rules for c in r.context] + [CONTEXT_LINES])
         self.disabled: Dict[int, str] = {}
-        self._anchor_cache: Dict[Tuple, AnchorSet] = {}
 
     # --- wiring -------------------------------------------------------------------------------
     def _observers(self, extra: Sequence[Observer]):
@@ -901,18 +909,13 @@ class Engine:
         return core, obs, rules
 
     def _anchor_set(self, obs: Sequence[Observer]) -> AnchorSet:
-        key = tuple((i, tuple(o.anchors)) for i, o in enumerate(obs))
-        cached = self._anchor_cache.get(key)
-        if cached is not None:
-            return cached
         anchors: List[Anchor] = [Anchor(_CTRL_RX, NORM_TAG, regex=True)]
         for i, o in enumerate(obs):
             anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
         for r, (_, rule) in enumerate(self.rules):
             for lit_ in rule.literals:
                 anchors.append(Anchor(lit_, RULE_TAG + r, rule.ignore_case))
-        aset = self._anchor_cache[key] = AnchorSet(anchors)
-        return aset
+        return anchor_set(tuple(anchors))
 
     @staticmethod
     def _result(core: Core, obs: Sequence[Observer], rules: Rules, lines: int, sources: List[str],

@@ -137,7 +137,7 @@ def test_derivation_covers_most_of_the_catalog_and_agrees_with_its_literals():
             lits, _ = derive_literals(r.source_text, r.ignore_case)
             if not lits:
                 underived.append((p.id, i))
-    assert underived == [("graph-runner-misuse", 8)]     # of 157 rules, the one that needs its literal written
+    assert underived == [("graph-runner-misuse", 8)]     # of 158 rules, the one that needs its literal written
 
 
 def test_a_pattern_without_literal_fires_through_the_engine():

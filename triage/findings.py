@@ -54,7 +54,7 @@ CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this c
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING: Tuple[Role, ...] = ("root-cause", "cascade")
 OUTCOMES = ("healthy", "pitfall", "unexplained-failure")
-HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang")   # a rank waiting, not a rank failing
+HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang", "gloo-collective-timeout")   # a rank waiting, not a rank failing
 _ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
 
 _MASKS = [
@@ -489,7 +489,8 @@ def assign_roles(findings: List[Finding], launcher_rank: Optional[int] = None) -
     return sorted(named or burst, key=lambda f: (-f.priority, f.order))[0]
 
 
-_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "nccl-error": "hit NCCL / collective errors"}
+_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "gloo-collective-timeout": "timed out",
+                 "nccl-error": "hit NCCL / collective errors"}
 
 
 def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
@@ -524,6 +525,9 @@ def _hang_summary(primary: Finding, rs: Sequence[int], suspects: List[HangSuspec
                     f"(nccl-watchdog-timeout): a hang")
         else:
             head = "a NCCL watchdog timed out waiting for a collective (nccl-watchdog-timeout): a hang"
+    elif primary.pitfall == "gloo-collective-timeout":
+        who = f"rank {rs[0]}" if len(rs) == 1 else f"{len(rs)} ranks ({rank_ranges(rs)})" if rs else "a rank"
+        head = f"{who} timed out waiting for a gloo collective (gloo-collective-timeout): a hang"
     else:
         who = f"rank {rs[0]}" if len(rs) == 1 else f"{len(rs)} ranks ({rank_ranges(rs)})" if rs else "a rank"
         head = f"{who} lost {_plural(len(rs), 'its', 'their')} collective peer ({primary.pitfall})"
@@ -531,7 +535,8 @@ def _hang_summary(primary: Finding, rs: Sequence[int], suspects: List[HangSuspec
     peers = [s for s in suspects if s.peer is not None or s.rank not in silent]
     parts = []
     if silent:
-        never = "never joined it" if primary.pitfall == "nccl-watchdog-timeout" else "exited or hung first"
+        never = ("never joined it" if primary.pitfall in ("nccl-watchdog-timeout", "gloo-collective-timeout")
+                 else "exited or hung first")
         parts.append(f"rank{_plural(len(silent), '', 's')} {rank_ranges(silent)} logged no error and {never}: "
                      f"the likely culprit{_plural(len(silent), '', 's')} (stuck or dead) -- look at "
                      f"{_plural(len(silent), 'its', 'their')} output")

@@ -15,4 +15,6 @@ IDS = (
     "te-required", "inference-graph-unsupported", "graph-runner-misuse",
     # added through its pattern file (patterns/nccl-watchdog-hang.yaml says why)
     "nccl-watchdog-hang",
+    # added through its pattern file (patterns/gloo-collective-timeout.yaml says why)
+    "gloo-collective-timeout",
 )

@@ -54,7 +54,8 @@ CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this c
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING: Tuple[Role, ...] = ("root-cause", "cascade")
 OUTCOMES = ("healthy", "pitfall", "unexplained-failure")
-HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang", "gloo-collective-timeout")   # a rank waiting, not a rank failing
+# a rank waiting, not a rank failing
+HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang", "gloo-collective-timeout")
 _ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
 
 _MASKS = [

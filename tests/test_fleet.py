@@ -218,3 +218,19 @@ def test_a_job_that_kills_its_worker_is_an_error_not_a_hang(jobs100):
     assert "worker process analysing this job died" in errors[0].error
     ok = {os.path.basename(r.job.job_id): r.record.primary for r in results if r.record is not None}
     assert ok["job-00000.log"] == "illegal-memory-access" and ok["job-00006.log"] == "moe-scope-conflict"
+
+
+def test_fleet_and_report_on_postgresql(jobs100, pg_url):
+    """The same fleet run and report on a real PostgreSQL server: the grouping, the known link and
+    the idempotent store hold there too."""
+    d, _ = jobs100
+    assert triage("known", "add", "moe-scope-conflict", "https://t/9", "--db", pg_url).returncode == 0
+    v = json.loads(triage("fleet", "--jobs-in", d, "--db", pg_url, "--format", "json").stdout)
+    assert sorted((g["primary"], g["count"]) for g in v["groups"]) == [
+        ("capture-memory-overhead", 20), ("illegal-memory-access", 40), ("moe-scope-conflict", 10)]
+    assert {g["primary"]: g["known"] for g in v["groups"]}["moe-scope-conflict"] == {"url": "https://t/9",
+                                                                                      "title": None}
+    again = json.loads(triage("fleet", "report", "--since", "all", "--db", pg_url, "--format", "json").stdout)
+    assert again["jobs"] == 100 and again["outcomes"] == v["outcomes"]
+    with Store(pg_url) as st:
+        assert st.count() == 100

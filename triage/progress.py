@@ -15,8 +15,13 @@ def _mb(n: float) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
 
+def _on_terminal(stream: IO[str], quiet: bool) -> bool:
+    return not quiet and getattr(stream, "isatty", lambda: False)() and os.environ.get("TERM") != "dumb"
+
+
 class Progress:
-    """Call with the number of bytes read so far; `close()` clears the line."""
+    """Call with the number of bytes read so far; `close()` clears the line.  Subclasses say what
+    is counted (`_label`)."""
 
     def __init__(self, total: int, stream: Optional[IO[str]] = None, clock=time.monotonic):
         self.total = max(total, 1)
@@ -26,20 +31,20 @@ class Progress:
         self.last = -1.0
         self.shown = False
 
+    def _label(self, done: int, rate: float) -> str:
+        pct = min(100.0, 100.0 * done / self.total)
+        return f"{pct:5.1f}%  {_mb(done)} / {_mb(self.total)}  {rate / 1e6:.0f} MB/s"
+
     def __call__(self, done: int) -> None:
         now = self.clock()
         if now - self.last < _EVERY_S and done < self.total:
             return
         self.last = now
-        el = max(now - self.t0, 1e-6)
-        rate = done / el
+        rate = done / max(now - self.t0, 1e-6)
         eta = (self.total - done) / rate if rate > 0 else 0.0
-        pct = min(100.0, 100.0 * done / self.total)
         width = 24
-        fill = int(width * pct / 100)
-        line = (f"\rtriage: [{'#' * fill}{'.' * (width - fill)}] {pct:5.1f}%  {_mb(done)} / {_mb(self.total)}"
-                f"  {rate / 1e6:.0f} MB/s  ETA {eta:.0f}s ")
-        self.stream.write(line)
+        fill = int(width * min(done, self.total) / self.total)
+        self.stream.write(f"\rtriage: [{'#' * fill}{'.' * (width - fill)}] {self._label(done, rate)}  ETA {eta:.0f}s ")
         self.stream.flush()
         self.shown = True
 
@@ -52,7 +57,7 @@ class Progress:
 def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[Progress]:
     """A Progress for these inputs when it should be shown, else None."""
     s = stream if stream is not None else sys.stderr
-    if quiet or not getattr(s, "isatty", lambda: False)() or os.environ.get("TERM") == "dumb":
+    if not _on_terminal(s, quiet):
         return None
     from .sources import expand_paths
     total = 0
@@ -66,40 +71,14 @@ def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[st
     return Progress(total, s) if total >= PROGRESS_MIN_BYTES else None
 
 
-class JobsProgress:
+class JobsProgress(Progress):
     """A job counter on stderr for `triage fleet`: jobs done, rate, ETA."""
 
-    def __init__(self, total: int, stream: Optional[IO[str]] = None, clock=time.monotonic):
-        self.total = max(total, 1)
-        self.stream = stream if stream is not None else sys.stderr
-        self.clock = clock
-        self.t0 = clock()
-        self.last = -1.0
-        self.shown = False
-
-    def __call__(self, done: int) -> None:
-        now = self.clock()
-        if now - self.last < _EVERY_S and done < self.total:
-            return
-        self.last = now
-        rate = done / max(now - self.t0, 1e-6)
-        eta = (self.total - done) / rate if rate > 0 else 0.0
-        width = 24
-        fill = int(width * min(done, self.total) / self.total)
-        self.stream.write(f"\rtriage: [{'#' * fill}{'.' * (width - fill)}] {done}/{self.total} jobs  "
-                          f"{rate:.1f} jobs/s  ETA {eta:.0f}s ")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
+    def _label(self, done: int, rate: float) -> str:
+        return f"{done}/{self.total} jobs  {rate:.1f} jobs/s"
 
 
 def for_jobs(n: int, quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[JobsProgress]:
     """A JobsProgress when it should be shown (a terminal, not --quiet, more than one job)."""
     s = stream if stream is not None else sys.stderr
-    if quiet or n < 2 or not getattr(s, "isatty", lambda: False)() or os.environ.get("TERM") == "dumb":
-        return None
-    return JobsProgress(n, s)
+    return JobsProgress(n, s) if n >= 2 and _on_terminal(s, quiet) else None

@@ -234,3 +234,11 @@ def test_fleet_and_report_on_postgresql(jobs100, pg_url):
     assert again["jobs"] == 100 and again["outcomes"] == v["outcomes"]
     with Store(pg_url) as st:
         assert st.count() == 100
+
+
+def test_markdown_view_escapes_like_the_job_report():
+    """A signature or job id holding a table pipe, backticks or HTML stays inside its cell."""
+    from triage.fleet_report import render_markdown
+    r = [Record("job|`x`<script>", 1.7e9, "pitfall", "p", "p: a | b `c`", "t", 1, None, "s", "h", "v")]
+    row = next(ln for ln in render_markdown(view(r)).splitlines() if ln.startswith("| 1 |"))
+    assert row == "| 1 | `` p: a \\| b `c` `` | 2023-11-14 | 2023-11-14 |  | job\\|\\`x\\`&lt;script&gt; |"

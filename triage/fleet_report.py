@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
+from .report.markdown import code_span, md_text
+
 FLEET_FORMATS = ("text", "json", "markdown", "html")
 FIELD_MAX = 300
 JOBS_IN_TEXT = 8
@@ -86,15 +88,12 @@ def _group_text(g: Dict[str, Any]) -> List[str]:
 
 
 def _md(s: Any, n: int = FIELD_MAX) -> str:
-    t = _cut(s, n)
-    for ch in "\\`*_{}[]<>()#+!|":
-        t = t.replace(ch, "\\" + ch)
-    return t
+    return md_text(_cut(s, n))          # the job report's escaping: HTML-escaped, punctuation escaped
 
 
 def _code(s: Any, n: int = FIELD_MAX) -> str:
-    t = _cut(s, n).replace("`", "'")
-    return f"`{t}`" if t else ""
+    t = _cut(s, n)
+    return code_span(t) if t else ""    # survives backticks and table pipes
 
 
 def render_markdown(v: Dict[str, Any]) -> str:

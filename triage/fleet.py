@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import TriageError
 from .store import Record, content_hash, day, record_of
@@ -303,11 +303,3 @@ def parse_since(text: str, now: Optional[float] = None) -> float:
         return float(calendar.timegm(time.strptime(t, "%Y-%m-%d")))
     except ValueError:
         raise FleetError(f"--since {text!r}: give a period (7d, 12h, 2w) or a date (YYYY-MM-DD)") from None
-
-
-def known_rows(store: Any) -> List[Dict[str, Any]]:
-    return store.known_list() if store is not None else []
-
-
-def group_signatures(records: Iterable[Record]) -> List[str]:
-    return sorted({r.signature for r in records if r.signature})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import TriageError
@@ -87,12 +87,6 @@ class Record:
     content_hash: str
     triage_version: str
     recorded_at: float = 0.0
-
-    def as_dict(self) -> Dict[str, Any]:
-        return asdict(self)
-
-
-RECORD_FIELDS = tuple(f.name for f in fields(Record))
 
 
 def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> str:
@@ -464,9 +458,6 @@ def _record(r: Any) -> Record:
 def day(ts: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(ts))
 
-
-def stamp(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
 
 
 def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:

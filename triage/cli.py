@@ -1,8 +1,6 @@
 """Command-line interface: a thin click layer over sources -> engine -> findings -> report."""
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
 import signal
@@ -22,7 +20,7 @@ from .redact import redact, redact_obj
 from .report import FORMATS, SUFFIX_FORMAT, render
 from .schemas import NAMES as SCHEMA_NAMES
 from .schemas import text as schema_text
-from .store import StoreError
+from .store import StoreError, hashing_stdin
 from .taxonomy import IDS
 from .term import COLOR_CHOICES, for_terminal, use_color
 
@@ -70,50 +68,6 @@ def write_atomic(path: str, text: str, force: bool) -> None:
 PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."
 DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
            "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
-
-
-class _StdinDigest(io.RawIOBase):
-    """SHA-256 of what is read from stdin, for the content hash of a piped log."""
-
-    def __init__(self, raw):
-        super().__init__()
-        self.raw = raw
-        self.h = hashlib.sha256()
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        n = self.raw.readinto(b)
-        if n:
-            self.h.update(memoryview(b)[:n])
-        return n or 0
-
-    def hexdigest(self) -> str:
-        return self.h.hexdigest()
-
-
-class _hashing_stdin:
-    """While active (and `on`), sys.stdin reads through a digest of its bytes; `as` gives a
-    one-element list holding the hex digest once the block ends."""
-
-    def __init__(self, on: bool):
-        self.on = on
-        self.out: List[Optional[str]] = [None]
-
-    def __enter__(self) -> List[Optional[str]]:
-        if self.on and sys.stdin is not None and hasattr(sys.stdin, "buffer"):
-            self.saved = sys.stdin
-            self.dig = _StdinDigest(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer)
-            sys.stdin = io.TextIOWrapper(io.BufferedReader(self.dig), encoding="utf-8", errors="replace")  # type: ignore[arg-type]
-        else:
-            self.on = False
-        return self.out
-
-    def __exit__(self, *exc) -> None:
-        if self.on:
-            self.out[0] = self.dig.hexdigest()
-            sys.stdin = self.saved
 
 
 def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: Optional[str],
@@ -253,7 +207,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         fmt = format_for(output, SUFFIX_FORMAT)
     pats = load_patterns(pattern_dirs)
     record = record or bool(db)
-    with _hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
+    with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     from .store import store_given

@@ -13,7 +13,9 @@ Times are stored as UTC epoch seconds (REAL / double precision): the same on bot
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
@@ -125,6 +127,50 @@ def _relname(p: str, roots: Sequence[str]) -> str:
             if not rel.startswith(".."):
                 return rel
     return os.path.basename(p)
+
+
+class _StdinDigest(io.RawIOBase):
+    """SHA-256 of what is read from stdin, for the content hash of a piped log."""
+
+    def __init__(self, raw):
+        super().__init__()
+        self.raw = raw
+        self.h = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        n = self.raw.readinto(b)
+        if n:
+            self.h.update(memoryview(b)[:n])
+        return n or 0
+
+    def hexdigest(self) -> str:
+        return self.h.hexdigest()
+
+
+class hashing_stdin:
+    """While active (and `on`), sys.stdin reads through a digest of its bytes; `as` gives a
+    one-element list holding the hex digest once the block ends."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        self.out: List[Optional[str]] = [None]
+
+    def __enter__(self) -> List[Optional[str]]:
+        if self.on and sys.stdin is not None and hasattr(sys.stdin, "buffer"):
+            self.saved = sys.stdin
+            self.dig = _StdinDigest(sys.stdin.buffer.raw if hasattr(sys.stdin.buffer, "raw") else sys.stdin.buffer)
+            sys.stdin = io.TextIOWrapper(io.BufferedReader(self.dig), encoding="utf-8", errors="replace")  # type: ignore[arg-type]
+        else:
+            self.on = False
+        return self.out
+
+    def __exit__(self, *exc) -> None:
+        if self.on:
+            self.out[0] = self.dig.hexdigest()
+            sys.stdin = self.saved
 
 
 def job_time(paths: Sequence[str]) -> float:

@@ -4,6 +4,7 @@
     view          the view of a report dict that every other rendering is made from
     text, markdown, jira, junit, html, check_config
                   the renderings; formats: FORMATS and render(analysis, format)
+    comment       the ticket comment's structure, written once: markdown and jira are a Dialect each
     util          helpers the renderings share (clipped text of any value, limits)
 """
 from .check_config import render_check_config_markdown

@@ -41,9 +41,9 @@ def schema_keys(name):
 
 def test_versions_are_listed_newest_first_and_the_top_one_is_the_package_version():
     versions = [v for v, _ in sections()]
-    assert versions == ["0.3.0", "0.2.0", "0.1.0"]
-    assert versions[0] == triage.__version__ == "0.3.0"
-    assert re.search(r"^## \[0\.3\.0\] - Unreleased$", CHANGELOG, re.M)
+    assert versions == ["0.4.0", "0.3.0", "0.2.0", "0.1.0"]
+    assert versions[0] == triage.__version__ == "0.4.0"
+    assert re.search(r"^## \[0\.4\.0\] - Unreleased$", CHANGELOG, re.M)
 
 
 @pytest.mark.parametrize("key", schema_keys("analyze"))
@@ -80,4 +80,4 @@ def test_pyproject_reads_the_version_from_the_package_and_writes_none():
     assert not re.search(r"^version\s*=", project, re.M)
     assert not re.search(r"""^\s*version\s*=\s*["']""", text, re.M)       # no literal version anywhere
     assert re.search(r'^version = \{attr = "triage.__version__"\}', text, re.M)
-    assert re.findall(r"__version__\s*=\s*\"([^\"]+)\"", _read("triage", "__init__.py")) == ["0.3.0"]
+    assert re.findall(r"__version__\s*=\s*\"([^\"]+)\"", _read("triage", "__init__.py")) == ["0.4.0"]

@@ -1,2 +1,2 @@
 """triage: turn a failed GPU training job's log into a diagnosis."""
-__version__ = "0.3.0"
+__version__ = "0.4.0"

@@ -3,11 +3,12 @@
 Score of a changed key:
 - +1.0 for each config rule that the change turns from satisfied to violated (the rule's keys);
 - +1.0 when the primary finding's pattern `implicates` the key, +0.5 for another root-cause finding's
-  (cascades and info findings never blame);
-- graph keys changed while a perf finding (graph-no-speedup, step-time-regression) exists: +0.5;
-  other model/parallelism/environment keys then get +0.25 (they may change speed), while
-  bookkeeping keys (learning rate, iterations, logging, checkpointing, seeds) never do.
-Keys with score 0 are listed last and marked unrelated.  No diff means no suspects.
+  (cascades and info findings never blame); a step-time finding (graph-no-speedup,
+  step-time-regression) blames only what its pattern implicates, and never a graph setting of a run
+  that got faster than the last good one.
+A change nothing ties to the failure (a schedule key such as lr_decay_iters or wd_incr_steps, a
+logging or checkpoint setting, a model setting no rule or finding names) has score 0: listed last
+and marked unrelated.  No diff means no suspects.
 """
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ from .findings import Finding
 from .patterns import Pattern
 from .rx import lazy
 
+# Settings that never change what a CUDA graph captures: the schedule, logging, checkpoints, data.
+# Shown in the report as unrelated even if a pattern were to implicate one by its short name.
 BOOKKEEPING = lazy(
     r"(?:^|[._])(?:lr|min_lr|learning_rate|lr_\w+|\w*_iters|train_samples|iterations|log_\w+|\w*logging\w*|save\w*|"
-    r"load\w*|\w*checkpoint\w*|ckpt\w*|seed|wandb\w*|tensorboard\w*|exp_name|name|eval_\w+|weight_decay|"
-    r"adam_\w+|clip_grad|lr_decay_\w+|lr_warmup_\w+|data_path|\w*_dir|\w*_path)$"
+    r"load\w*|\w*checkpoint\w*|ckpt\w*|seed|wandb\w*|tensorboard\w*|exp_name|name|eval_\w+|\w*weight_decay\w*|"
+    r"wd_\w+|\w*_decay_\w+|adam_\w+|clip_grad|lr_decay_\w+|lr_warmup_\w+|data_path|\w*_dir|\w*_path|\w*_interval|"
+    r"recipe|exit_\w+|wsd_\w+)$"
 )
 
 
@@ -42,13 +46,14 @@ class Suspect:
 
 
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
-          primary: Optional[Finding], partial: bool = False) -> List[Suspect]:
+          primary: Optional[Finding], partial: bool = False, faster: bool = False) -> List[Suspect]:
+    """Rank the changes from OLD (the last good run) to NEW.  `faster`: the run's steady-state step
+    time beat the last good run's (a graph setting of it is then no suspect of a step-time finding)."""
     changes = diff(old, new, partial)
     if not changes:
         return []
     before = {(v.pitfall, v.message) for v in check(old, patterns)}
     introduced = [v for v in check(new, patterns) if (v.pitfall, v.message) not in before]
-    perf = any(f.kind == "perf" for f in findings)
     out = []
     for ch in changes:
         score = 0.0
@@ -60,15 +65,13 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
                 because.append(v.pitfall)
                 evidence.append(f"rule: {v.message}")
         for f in findings:
-            if ch.key in f.implicates and f.role == "root-cause":
-                w = 1.0 if f is primary else 0.5
-                score += w
-                because.append(f.pitfall)
-                evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
-        if perf and not because and not BOOKKEEPING.search(ch.key):
-            score += 0.5 if ch.key in GRAPH_KEYS else 0.25
-            because.extend(f.pitfall for f in findings if f.kind == "perf")
-            evidence.append("may change step time")
+            if ch.key not in f.implicates or f.role != "root-cause" or BOOKKEEPING.search(ch.key):
+                continue
+            if f.kind == "perf" and faster and ch.key in GRAPH_KEYS:
+                continue
+            score += 1.0 if f is primary else 0.5
+            because.append(f.pitfall)
+            evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
         out.append(Suspect(key=ch.key, old=ch.old, new=ch.new, score=round(score, 2),
                            because=sorted(set(because)), unrelated=score == 0, evidence=evidence[:3]))
     out.sort(key=lambda s: (-s.score, s.key))

@@ -11,7 +11,7 @@ from typing import List, Mapping, Optional
 import click
 
 from . import __version__
-from .config import build_config, check, diff
+from .config import build_config, check, diff, undecided, unknown_values
 from .errors import TriageError
 from .fleet_report import FLEET_FORMATS
 from .patterns import PatternError, load_all, load_dir
@@ -304,16 +304,24 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     pats = load_patterns(pattern_dirs)
     cfg = build_config(files, over, env)
     vs = check(cfg, pats)
+    unknown, open_rules = unknown_values(cfg), undecided(cfg, pats)
     if fmt == "json":
-        click.echo(json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg}), indent=2, default=str))
+        click.echo(json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg, "unknown": unknown,
+                                          "undecided": [vars(u) for u in open_rules]}), indent=2, default=str))
     elif fmt == "markdown":
         from .report import render_check_config_markdown
-        click.echo(render_check_config_markdown(vs, cfg), nl=False)
+        click.echo(render_check_config_markdown(vs, cfg, unknown=unknown, undecided=open_rules), nl=False)
     else:
         if not vs:
             click.echo("check-config: no CUDA-graph pitfall in this config")
         for v in vs:
             click.echo(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}\n  fix: {v.fix}")
+        for u in unknown:
+            click.echo(f"unknown value: {u['key']}: {u['value']}")
+        if open_rules:
+            keys = sorted({k for r in open_rules for k in r.keys})
+            click.echo(f"undecided: {len(open_rules)} rule(s) of {', '.join(sorted({r.pitfall for r in open_rules}))}: "
+                       f"the config does not show {', '.join(keys)} (--format json lists them)")
     if vs:
         raise click.exceptions.Exit(EXIT_FOUND)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .blame import blame
-from .config import Config, LogConfigCollector, build_config, check, diff
+from .config import Config, LogConfigCollector, build_config, check, diff, with_log_env
 from .engine import Engine, Feeder
 from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
@@ -71,6 +71,27 @@ def scan_baseline(paths: Sequence[str]) -> Seen:
     return seen
 
 
+def _configs(seen: Seen, config_files: Sequence[str], baseline_files: Sequence[str], baseline_logs: Sequence[str],
+             env: Sequence[str]) -> Tuple[Config, Config, Optional[Seen]]:
+    """The run's config and the last good run's: files win over what the logs show, except for the
+    environment, which only a log shows; --env wins over both."""
+    from_log: Config = dict(seen.config.config())
+    current: Config = with_log_env(build_config(config_files), from_log) if config_files else from_log
+    if env:
+        current = build_config(env=env, base=current)
+    baseline: Config = {}
+    base_seen: Optional[Seen] = None
+    if baseline_logs:
+        base_seen = scan_baseline(baseline_logs)
+    if baseline_files:
+        baseline = build_config(baseline_files)
+        if base_seen is not None:
+            baseline = with_log_env(baseline, base_seen.config.config())
+    elif base_seen is not None:
+        baseline = base_seen.config.config()
+    return current, baseline, base_seen
+
+
 def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_files: Sequence[str] = (),
                         baseline_files: Sequence[str] = (), baseline_logs: Sequence[str] = (),
                         env: Sequence[str] = ()) -> None:
@@ -78,19 +99,7 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
 
     Everything that feeds the verdict (the step-time findings) is added first; only then is the
     verdict read (and so decided, once): the notes and the blame that depend on it come last."""
-    current: Config = dict(seen.config.config())
-    if config_files:
-        current = build_config(config_files, env=env)
-    elif env:
-        current.update(build_config(env=env))
-    baseline: Config = {}
-    base_seen: Optional[Seen] = None
-    if baseline_logs:
-        base_seen = scan_baseline(baseline_logs)
-    if baseline_files:
-        baseline = build_config(baseline_files)
-    elif base_seen is not None:
-        baseline = base_seen.config.config()
+    current, baseline, base_seen = _configs(seen, config_files, baseline_files, baseline_logs, env)
     a.versions = dict(seen.config.versions)
     if current:
         a.config = ConfigAnalysis(config=current, violations=check(current, pats))
@@ -110,7 +119,9 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     if baseline and a.config is not None:
         partial = not (config_files and baseline_files)    # a config read from a log is partial
         a.config.diff = diff(baseline, current, partial)
-        a.config.suspects = blame(baseline, current, pats, a.findings, a.primary, partial)
+        rvr = perf.get("run_vs_run") if isinstance(perf, dict) else None
+        faster = isinstance(rvr, dict) and rvr.get("verdict") == "faster"
+        a.config.suspects = blame(baseline, current, pats, a.findings, a.primary, partial, faster=faster)
     elif baseline_logs and not baseline:
         a.notes.append(
             "the baseline log shows no configuration (no arguments block or config summary): no config diff")

@@ -14,12 +14,14 @@ Modules: `keys` (canonical keys and values), `scrape` (config shown in log lines
 rules, check), `changes` (diff).  Everything public is re-exported here.
 """
 from .changes import NOT_CONFIG, Change, diff
+from .defaults import apply_defaults
 from .document import (
                    CONFIG_MAX_BYTES,
                    CONFIG_MAX_DEPTH,
                    CONFIG_MAX_VALUES,
                    parse_config_text,
 )
+from .enums import Unknown, decode, enum_name
 from .keys import (
                    ALIASES,
                    BRIDGE_SECTIONS,
@@ -37,10 +39,10 @@ from .keys import (
                    parse_overrides,
                    parse_scalar,
 )
-from .load import build_config, load_config
-from .rules import OPERATORS, Operator, Violation, check, cond_holds, rule_holds
+from .launch import MULTI_VALUE_FLAGS, is_launch_line, parse_launch
+from .load import build_config, load_config, with_log_env
+from .rules import OPERATORS, Operator, Undecided, Violation, check, cond_holds, rule_holds, undecided, unknown_values
 from .scrape import (
-                   MULTI_VALUE_FLAGS,
                    VERSION_KEYS,
                    LogConfigCollector,
                    config_from_lines,
@@ -53,5 +55,7 @@ __all__ = [
     "GRAPH_KEYS", "IMPLS", "KNOWN", "MULTI_VALUE_FLAGS", "NOT_CONFIG", "OPERATORS", "SCOPES", "VERSION_KEYS",
     "Change", "Config", "ConfigError", "LogConfigCollector", "Operator", "Violation", "build_config", "canonical",
     "check", "cond_holds", "config_from_lines", "diff", "flatten", "framework_of", "load_config", "norm_scope",
-    "parse_cmdline", "parse_config_text", "parse_overrides", "parse_scalar", "rule_holds", "tee",
+    "parse_cmdline", "parse_config_text", "parse_overrides", "parse_scalar", "rule_holds", "tee", "with_log_env",
+    "Undecided", "undecided", "unknown_values", "Unknown", "decode", "enum_name", "apply_defaults", "parse_launch",
+    "is_launch_line",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List
 
-from .keys import Config
+from .keys import META, Config
 
 
 @dataclass
@@ -14,7 +14,7 @@ class Change:
     new: Any
 
 
-NOT_CONFIG = {"framework"}   # facts about where a config came from, not settings
+NOT_CONFIG = META   # facts about where a config came from, not settings
 
 
 def diff(old: Config, new: Config, partial: bool = False) -> List[Change]:

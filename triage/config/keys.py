@@ -4,12 +4,14 @@ Canonical keys are listed in PATTERNS.md (selftest.canonical_keys() derives them
 """
 from __future__ import annotations
 
+import ast
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import regex
 
 from ..errors import TriageError
 from ..rx import TIMEOUT, lazy
+from .enums import Unknown, decode
 
 Config = Dict[str, Any]
 
@@ -47,17 +49,38 @@ KNOWN = {
     "expert_model_parallel_size", "context_parallel_size", "sequence_parallel", "fp8", "bf16",
     "global_batch_size", "use_distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
     "framework", "deprecated_flags_with_impl", "deprecated_flags_both", "scope_and_modules_both_set", "num_layers",
-    "hidden_size", "ffn_hidden_size", "num_attention_heads",
+    "hidden_size", "ffn_hidden_size", "num_attention_heads", "transformer_impl", "params_dtype",
+    "autocast_dtype", "pipeline_dtype", "fp16", "num_experts",
+    # facts about the config itself (META): where it came from and how much of it is known
+    "config_complete", "env_known", "defaults_of",
 }
+# Facts about where a config came from, not settings: never a change, never a suspect.
+META = {"framework", "config_complete", "env_known", "defaults_of"}
+# Megatron-LM's --num-experts is megatron-core's num_moe_experts
+ALIASES["num_experts"] = "num_moe_experts"
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
 ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
             "NCCL_NVLS_ENABLE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN",
             "CUDA_LAUNCH_BLOCKING", "NCCL_DEBUG", "TORCH_NCCL_BLOCKING_WAIT")
 
 
+_DTYPES = {"bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
+           "float32": "fp32", "float": "fp32", "fp32": "fp32", "float8_e4m3fn": "fp8_e4m3", "float64": "fp64"}
+_DTYPE_RX = lazy(r"torch\.(bfloat16|float16|half|float32|float|float8_e4m3fn|float64)")
+
+
+def same_dtype(v: Any) -> Any:
+    """'torch.bfloat16', 'bfloat16' and 'bf16' mean one dtype: 'bf16' (other values unchanged)."""
+    if isinstance(v, str):
+        m = _DTYPE_RX.fullmatch(v.strip())
+        name = m.group(1) if m else v.strip()
+        return _DTYPES.get(name, v)
+    return v
+
+
 def parse_scalar(v: Any) -> Any:
     """'True' -> True, '3' -> 3, 'None' -> None, "['attn']" -> ['attn'] (without eval)."""
-    if not isinstance(v, str):
+    if not isinstance(v, str) or isinstance(v, Unknown):
         return v
     s = v.strip()
     low = s.lower()
@@ -72,6 +95,9 @@ def parse_scalar(v: Any) -> Any:
     if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
         return float(s)
     if (s.startswith("[") and s.endswith("]")) or (s.startswith("(") and s.endswith(")")):
+        expr = list_expr(s)
+        if expr is not None:
+            return expr
         return _parse_list(s[1:-1].strip())
     if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
         return s[1:-1]
@@ -87,15 +113,62 @@ def _parse_list(inner: str) -> List[Any]:
     return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
 
 
+_LIST_EXPR = lazy(r"[\[\]()\d\s,+*]+")
+
+
+def list_expr(s: str) -> Optional[List[Any]]:
+    """A Python list expression of ints as Megatron-LM's --moe-layer-freq takes it ('([0]+[1]*3)',
+    '[1,0,1]') -> the list its arguments block prints ([0, 1, 1, 1]); None for anything else.
+    Read with ast, never eval'ed; at most 100,000 items."""
+    if len(s) > 2000 or not _LIST_EXPR.fullmatch(s):
+        return None
+    try:
+        tree = ast.parse(s, mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    try:
+        out = _ints(tree.body, 0)
+    except (ValueError, RecursionError):
+        return None
+    return out if isinstance(out, list) else None
+
+
+def _ints(node: ast.AST, depth: int) -> Any:
+    if depth > 50:
+        raise ValueError("too deep")
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return node.value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_ints(e, depth + 1) for e in node.elts]
+        if any(isinstance(i, list) for i in items):
+            raise ValueError("nested")
+        return items
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mult)):
+        a, b = _ints(node.left, depth + 1), _ints(node.right, depth + 1)
+        if isinstance(node.op, ast.Add) and isinstance(a, list) and isinstance(b, list):
+            return a + b
+        if isinstance(node.op, ast.Mult) and isinstance(a, list) != isinstance(b, list):
+            lst, n = (a, b) if isinstance(a, list) else (b, a)
+            if n < 0 or len(lst) * n > 100_000:
+                raise ValueError("too long")
+            return lst * n
+        if not isinstance(a, list) and not isinstance(b, list):
+            return a + b if isinstance(node.op, ast.Add) else a * b
+    raise ValueError("not a list of ints")
+
+
 def norm_scope(v: Any) -> List[str]:
     if v is None:
         return []
     if isinstance(v, (list, tuple)):
-        items = [str(x) for x in v]
+        items = [x if isinstance(x, Unknown) else str(x) for x in v]
     else:
         items = [str(v)]
     out: List[str] = []
     for it in items:
+        if isinstance(it, Unknown):
+            out.append(it)                  # an enum value no release names: kept as it is
+            continue
         found = [m.group(1) for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT)]
         if not found and it.strip(" '\"[]"):
             # an unknown name: keep it
@@ -110,27 +183,39 @@ def _scope_order(name: str) -> Tuple[int, str]:
     return (SCOPES.index(name), "") if name in SCOPES else (len(SCOPES), name)
 
 
+def _empty(v: Any) -> bool:
+    return v in (None, [], "", "[]", "None") or v == ()
+
+
+def _key_value(k: str, v: Any) -> Tuple[str, Any]:
+    """One flat setting -> (canonical key, value read by meaning)."""
+    last = k.rsplit(".", 1)[-1].replace("-", "_")
+    v = parse_scalar(v)
+    if last.endswith("dtype") or last in ("bf16", "fp16"):
+        v = same_dtype(v)
+    key = "use_te_rng_tracker" if last == "te_rng_tracker" else ALIASES.get(last, last)
+    first = k.split(".", 1)[0]
+    if not (key in KNOWN or (first in BRIDGE_SECTIONS and k.count(".") == 1)):
+        key = k.replace("-", "_")
+    return key, v
+
+
 def canonical(flat: Dict[str, Any]) -> Config:
     """Flat {dotted key: value} (any era / spelling) -> canonical config."""
     out: Config = {}
     rng = []
-    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items()
-             if v not in (None, [], "", "[]", "None")}
+    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items() if not _empty(v)}
     for k, v in flat.items():
         if k.startswith("env."):
             out[k] = None if v is None else str(v)
             continue
-        last = k.rsplit(".", 1)[-1].replace("-", "_")
-        v = parse_scalar(v)
-        if last in ("te_rng_tracker", "use_te_rng_tracker"):
+        key, v = _key_value(k, v)
+        if key == "use_te_rng_tracker" and k.rsplit(".", 1)[-1] in ("te_rng_tracker", "use_te_rng_tracker"):
             rng.append(bool(v))
             continue
-        key = ALIASES.get(last, last)
-        first = k.split(".", 1)[0]
-        if key in KNOWN or (first in BRIDGE_SECTIONS and k.count(".") == 1):
-            out[key] = v            # Bridge's optimizer.lr is Megatron-LM's lr
-        else:
-            out[k.replace("-", "_")] = v
+        if key in out and _empty(v):
+            continue                # cuda_graph_modules: [attn] and cuda_graph_scope: [] are one key, set
+        out[key] = v                # (Bridge's optimizer.lr is Megatron-LM's lr)
     if rng:
         out["use_te_rng_tracker"] = any(rng)   # model.use_te_rng_tracker and rng.te_rng_tracker are OR-synced
     if "cuda_graph_scope" in out:
@@ -184,8 +269,13 @@ def framework_of(data: Any) -> Optional[str]:
     return None
 
 
-def flatten(d: Any, prefix: str = "", _seen: Optional[set] = None) -> Dict[str, Any]:
-    """Nested mapping -> {dotted key: value}; cycles (YAML aliases) and depth are bounded."""
+def flatten(d: Any, prefix: str = "", _seen: Optional[set] = None,
+            mcore_version: Optional[str] = None) -> Dict[str, Any]:
+    """Nested mapping -> {dotted key: value}; cycles (YAML aliases) and depth are bounded.  Bridge's
+    serialised objects (`{_target_: ...CudaGraphScope, _args_: [2], _call_: true}`) become what they
+    stand for (enums.decode)."""
+    if _seen is None and not prefix:
+        d = decode(d, mcore_version)
     out: Dict[str, Any] = {}
     seen = _seen if _seen is not None else set()
     if not isinstance(d, dict) or id(d) in seen or prefix.count(".") > 30:

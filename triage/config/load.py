@@ -62,9 +62,11 @@ def _load_document(path: str) -> Optional[Config]:
     return None
 
 
-def build_config(paths: Sequence[str] = (), overrides: Sequence[str] = (), env: Sequence[str] = ()) -> Config:
+def build_config(paths: Sequence[str] = (), overrides: Sequence[str] = (), env: Sequence[str] = (),
+                 base: Optional[Config] = None) -> Config:
+    """Config files (later ones win), then dotted overrides, then --env KEY=VAL, over `base`."""
     flat: Dict[str, Any] = {}
-    cfg: Config = {}
+    cfg: Config = dict(base or {})
     for p in paths:
         cfg.update(load_config(p))
     flat.update(parse_overrides(overrides))
@@ -75,4 +77,18 @@ def build_config(paths: Sequence[str] = (), overrides: Sequence[str] = (), env: 
         flat[f"env.{k.strip()}"] = v
     merged = dict(cfg)
     merged.update(canonical(flat))
+    if env:
+        merged["env_known"] = True
+    return canonical(merged)
+
+
+def with_log_env(cfg: Config, from_log: Config) -> Config:
+    """A config file's settings plus the environment that the job's log shows (env dumps): a file
+    holds no environment, and an env change since the last good run is a suspect too."""
+    env = {k: v for k, v in from_log.items() if k.startswith("env.")}
+    if not env:
+        return cfg
+    merged = dict(cfg)
+    merged.update(env)
+    merged["env_known"] = True
     return canonical(merged)

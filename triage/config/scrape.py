@@ -13,8 +13,11 @@ import regex
 from ..anchors import Anchor
 from ..rx import TIMEOUT, lazy
 from ..sources import Line
+from .defaults import apply_defaults
 from .document import parse_config_text
-from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten
+from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten, parse_scalar
+from .launch import ANCHORS as LAUNCH_ANCHORS
+from .launch import ANNOUNCE_NEXT, is_launch_line, parse_args, parse_launch
 
 _ARGS_START = lazy(r"^-{10,} arguments -{10,}$")
 _ARGS_END = lazy(r"^-{10,} end of arguments -{10,}$")
@@ -23,11 +26,19 @@ _TASK_START = lazy(r"^-{3,} Task Configuration -{3,}$")
 _TASK_END = lazy(r"^-{10,}$")
 _SUMMARY_START = lazy(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")
 _SUMMARY_SECTION = lazy(r"^\[(\w+)\] Non-default values")
+_SUMMARY_OTHER_SECTION = lazy(r"^\[(\w+)\]:$")
 _SUMMARY_LINE = lazy(r"^\s{2}(\w+): (.*?)(?:\s{2}\(Mcore default: .*\))?$")
-_ENV_LINE = lazy(
-    r"(?<![A-Za-z0-9_])(" + "|".join(ENV_KEYS) + r")(?:\s*=\s*|\s+set by environment to\s+)(['\"]?)([^\s'\"]+)\2"
-)
+# An environment setting is read from env dumps only: a whole line `KEY=VALUE` (env, printenv), an
+# `export KEY=VALUE` (a script, bash -x's `+ export`), NCCL's `KEY set by environment to VALUE`, and
+# the assignments before an echoed launch command.  Advice that names a variable (PyTorch's "try
+# setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", an assertion naming NCCL_GRAPH_REGISTER=0,
+# "consider passing CUDA_LAUNCH_BLOCKING=1") is no setting of the run.
+_ENV_KEYS_RX = "(" + "|".join(ENV_KEYS) + ")"
+_ENV_DUMP = lazy(r"^\s*(?:\+{1,4}\s+)?(?:export\s+|declare\s+-x\s+|setenv\s+)?" + _ENV_KEYS_RX
+                 + r"(?:=|\s+(?=\S+$))(['\"]?)([^\s'\"]*)\2;?\s*$")
+_ENV_NCCL = lazy(r"\bNCCL INFO\s+" + _ENV_KEYS_RX + r"\s+set by environment to\s+(['\"]?)([^\s'\"]+)\2")
 # an echoed command line names a launcher or a script; error messages that mention flags do not count
+# a line that is no launch line but still echoes a command holding a graph flag (e.g. after a log prefix)
 _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
 _EXC_TEXT = lazy(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
@@ -42,73 +53,50 @@ _VERSION_LINES = [
 VERSION_KEYS = tuple(k for k, _ in _VERSION_LINES)
 
 
-_OVERRIDE_TOK = lazy(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+=")
-
-
-MULTI_VALUE_FLAGS = {"cuda_graph_scope", "cuda_graph_modules", "recompute_modules", "data_path",
-                     "train_data_path", "valid_data_path", "test_data_path", "moe_layer_freq"}
-
-
 def parse_cmdline(text: str) -> Dict[str, Any]:
-    """Flags of an echoed command line: `--cuda-graph-scope attn moe_router --te-rng-tracker`."""
+    """Flags and overrides of an echoed command line (`torchrun ... pretrain_gpt.py --cuda-graph-scope
+    attn moe_router --te-rng-tracker`): what follows the training script; a line without a script
+    is read whole.  Environment assignments before the command come as env.NAME."""
+    flags, env = parse_launch(text)
+    if not flags and not env:
+        flags = parse_args(text.split() if "\n" in text else _tokens(text))
+    flags.update({f"env.{k}": v for k, v in env.items() if k in ENV_KEYS})
+    return flags
+
+
+def _tokens(text: str) -> List[str]:
     try:
-        toks = shlex.split(text, posix=True)
+        return shlex.split(text, posix=True)
     except ValueError:
-        toks = text.split()
-    out: Dict[str, Any] = {}
-    i = 0
-    while i < len(toks):
-        t = toks[i]
-        if t.startswith("--") and len(t) > 2:
-            name = t[2:]
-            if "=" in name:
-                name, val = name.split("=", 1)
-                out[name.replace("-", "_")] = val
-                i += 1
-                continue
-            vals = []
-            j = i + 1
-            while j < len(toks) and not toks[j].startswith("--") and not _OVERRIDE_TOK.match(toks[j]):
-                vals.append(toks[j])
-                j += 1
-            key = name.replace("-", "_")
-            if not vals:
-                if key.startswith("no_"):
-                    out[key[3:]] = False
-                else:
-                    out[key] = True
-            elif key in MULTI_VALUE_FLAGS:
-                out[key] = [x for v in vals for x in v.split(",") if x]
-            else:
-                out[key] = vals[0]          # the rest is positional (e.g. the script after --nproc-per-node 8)
-                j = i + 2
-            i = j
-        elif _OVERRIDE_TOK.match(t):                                   # Hydra/OmegaConf override
-            k, v = t.split("=", 1)
-            out[k] = v
-            i += 1
-        else:
-            i += 1
-    return out
+        return text.split()
 
 
 class LogConfigCollector:
-    """Fed every line of a log (in one pass with the engine); collects the config it shows."""
+    """Fed every line of a log (in one pass with the engine); collects the config it shows.
+
+    Sources, most authoritative first: Megatron-LM's arguments block and Bridge's task configuration
+    (the whole config), Bridge's Configuration Summary (the values that differ from megatron-core's
+    defaults), and the echoed launch line (flags and overrides).  A config read from a summary or a
+    launch line alone is partial: what it leaves out has the default of the release that ran
+    (config.defaults, by the megatron-core version the log prints), else it is unknown."""
 
     def __init__(self) -> None:
-        self.flat: Dict[str, Any] = {}
+        self.flat: Dict[str, Any] = {}        # arguments block / task configuration / summary
+        self.cmd: Dict[str, Any] = {}         # the first echoed launch line
+        self.env: Dict[str, Any] = {}         # env dumps
         self._mode: Optional[str] = None
         self._buf: List[str] = []
         self._section = ""
+        self._next_is_command = False
         self.found: List[str] = []   # which kinds of config were seen (for the report)
         self.versions: Dict[str, str] = {}   # software versions the log mentions
 
     # anchors (anchors.Anchor) of every line `feed` reacts to while it is in no block: block
-    # starts, environment keys, graph flags of an echoed command line, version lines
+    # starts, environment keys, launch lines and graph flags of an echoed command line, version lines
     ANCHORS = [
         Anchor(r"-{10} arguments -{10}", 0, regex=True), Anchor(r"-{3} Task Configuration -{3}", 0, regex=True),
         Anchor("Configuration Summary (Non-Default Values vs Megatron Core)", 0),
-        *[Anchor(k, 0) for k in ENV_KEYS],
+        *[Anchor(k, 0) for k in ENV_KEYS], *LAUNCH_ANCHORS,
         Anchor(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph",
                0, regex=True),
         Anchor(r"\b(?:torch|pytorch)(?:[ \t]+version|\.__version__)?[ \t]*(?:==|[:=])?[ \t]*v?\d+\.\d+\.\d+", 0,
@@ -120,8 +108,9 @@ class LogConfigCollector:
     ]
 
     def following(self) -> bool:
-        """Inside an arguments / task configuration / summary block: every line matters."""
-        return self._mode is not None
+        """Inside an arguments / task configuration / summary block, or right after a line that
+        announces the command: every line matters."""
+        return self._mode is not None or self._next_is_command
 
     def feed(self, line: Line) -> None:
         mode = self._mode
@@ -154,6 +143,8 @@ class LogConfigCollector:
         if text.startswith("=" * 20) and self._section:
             self._mode = None
             return
+        if not text.strip() or text.startswith("-" * 20):
+            return
         m = _SUMMARY_SECTION.match(text)
         if m:
             self._section = m.group(1)
@@ -161,11 +152,15 @@ class LogConfigCollector:
         if text.startswith("Other Configuration Values"):
             self._section = "other"
             return
+        m = _SUMMARY_OTHER_SECTION.match(text)         # 0.4+: "[train]:" under Other Configuration Values
+        if m and self._section:
+            self._section = m.group(1)
+            return
         m = _SUMMARY_LINE.match(text)
         if m:
             self.flat.setdefault(f"{self._section}.{m.group(1)}", m.group(2))
             return
-        if text.strip() and not text.startswith(" ") and not text.startswith("="):
+        if not text.startswith(" ") and not text.startswith("="):
             self._mode = None
 
     def _block_start(self, text: str) -> bool:
@@ -191,16 +186,32 @@ class LogConfigCollector:
 
     def _feed_other(self, text: str) -> None:
         """A line outside any block: environment settings, an echoed command line, versions."""
+        announced, self._next_is_command = self._next_is_command, False
+        stripped = text.strip()
+        if any(stripped.endswith(a) for a in ANNOUNCE_NEXT):
+            self._next_is_command = True
+            return
         if "=" in text or "set by environment" in text:
-            for m in _ENV_LINE.finditer(text, timeout=TIMEOUT):
-                self.flat.setdefault(f"env.{m.group(1)}", m.group(3).rstrip(".,;"))
-        if "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT) and _CMDLINE.search(text, timeout=TIMEOUT) \
-                and not _EXC_TEXT.search(text, timeout=TIMEOUT):
-            for k, v in parse_cmdline(text).items():
-                self.flat.setdefault(k, v)
+            self._feed_env(text)
+        if (announced or is_launch_line(stripped)) and not self.cmd:
+            flags, env = parse_launch(stripped)
+            if flags:
+                self.cmd = flags
+                self.found.append("command line")
+            for k, v in env.items():
+                if k in ENV_KEYS:
+                    self.env.setdefault(f"env.{k}", v)
+        elif not self.cmd and "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT) \
+                and _CMDLINE.search(text, timeout=TIMEOUT) and not _EXC_TEXT.search(text, timeout=TIMEOUT):
+            self.cmd = parse_cmdline(text)
             self.found.append("command line")
         if "ersion" in text or "torch" in text or "+cu" in text or "megatron" in text or "ngine" in text:
             self._feed_versions(text)
+
+    def _feed_env(self, text: str) -> None:
+        m = _ENV_DUMP.match(text, timeout=TIMEOUT) or _ENV_NCCL.search(text, timeout=TIMEOUT)
+        if m:
+            self.env.setdefault(f"env.{m.group(1)}", m.group(3).rstrip(".,;"))
 
     def _feed_versions(self, text: str) -> None:
         for key, rx in _VERSION_LINES:
@@ -218,14 +229,46 @@ class LogConfigCollector:
         except ConfigError:              # a log's block that is no readable YAML is just skipped
             data = None
         if isinstance(data, dict):
-            for k, v in flatten(data).items():
+            for k, v in flatten(data, mcore_version=self.versions.get("mcore_version")).items():
                 self.flat.setdefault(k, v)
         self._buf = []
 
     def config(self) -> Config:
         if self._mode == "task":
             self._end_task()
-        return canonical(self.flat)
+        complete = any(f in self.found for f in ("megatron-lm arguments block", "bridge task configuration"))
+        flat: Dict[str, Any] = {}
+        bridge_cmd = any("." in k for k in self.cmd)
+        if self.cmd and not complete:
+            flat.update(_cmd_settings(self.cmd, bridge_cmd))
+            flat.setdefault("framework", "bridge" if bridge_cmd else "megatron-lm")
+        flat.update(self.flat)            # a block the job printed says what it parsed: it wins
+        flat.update(self.env)
+        cfg = canonical(flat)
+        if not cfg or (set(cfg) <= {"torch_version", "te_version", "mcore_version"} and not self.env):
+            return cfg
+        if self.env:
+            cfg["env_known"] = True
+        if not complete:
+            summary = "bridge configuration summary" in self.found
+            # a Bridge launch line overrides a recipe whose values the log does not show: no defaults
+            cfg = apply_defaults(cfg, kind="mcore-transformer-config" if summary else
+                                 None if bridge_cmd else "megatron-lm")
+        return cfg
+
+
+_RNG_SPELLINGS = ("model.use_te_rng_tracker", "rng.te_rng_tracker")
+
+
+def _cmd_settings(cmd: Dict[str, Any], bridge: bool) -> Dict[str, Any]:
+    """A launch line's settings as config: Bridge syncs model.use_te_rng_tracker and rng.te_rng_tracker
+    (either on turns both on), so one of them overridden off says nothing of the other, which the
+    recipe sets: the tracker is then unknown, not off."""
+    out = dict(cmd)
+    given = [k for k in _RNG_SPELLINGS if k in out]
+    if bridge and len(given) == 1 and not parse_scalar(out[given[0]]):
+        del out[given[0]]
+    return out
 
 
 def config_from_lines(lines: Iterable[Line]) -> Config:

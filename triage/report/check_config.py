@@ -41,7 +41,8 @@ def _config_table(items: List[Tuple[Any, Any]], room: int) -> str:
 
 
 def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, Any], redact_secrets: bool = True,
-                                 limit: int = MD_LIMIT) -> str:
+                                 limit: int = MD_LIMIT, unknown: Sequence[Dict[str, str]] = (),
+                                 undecided: Sequence[Any] = ()) -> str:
     """`triage check-config --format markdown`: VIOLATIONS (triage.config Violation objects, or their
     dicts: pitfall, keys, message, fix) of CONFIG (the canonical config checked) as a comment: the
     verdict heading, each violation with the settings it names and their values and the fix, then
@@ -59,6 +60,11 @@ def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, An
                    + ", ".join(code_span(x.get("pitfall")) for x in vs[:20]) + (" …" if n > 20 else "") + ".")
         out.append("")
     out += _violation_lines(vs, cfg)
+    for u in list(unknown)[:20]:
+        out.append(f"- unknown value: {code_span(u.get('key'))}: {md_text(u.get('value'))}")
+    for r in list(undecided)[:20]:
+        out.append(f"- undecided: {code_span(r.pitfall)}: the config does not show "
+                   + ", ".join(code_span(k) for k in r.keys[:10]))
     foot = (f"<sub>triage {__version__} check-config."
             + (" Secrets are redacted." if redact_secrets else "") + "</sub>")
     text = "\n".join(out).rstrip("\n")

@@ -275,3 +275,19 @@ def test_gen_enum_table_script_is_kept_with_its_table():
     assert any(r.startswith("megatron-core 0.16") for r in data["read"])
     assert any(r.startswith("megatron-bridge 0.6") for r in data["read"])
     assert os.path.exists(os.path.join(root, "scripts", "gen_enum_table.py"))
+
+
+def test_a_graph_setting_of_a_run_that_got_faster_is_no_suspect():
+    from triage.blame import blame
+    from triage.findings import make_finding
+    by_id = {p.id: p for p in PATS}
+    f = make_finding(by_id["graph-no-speedup"], [], "triage: CUDA graphs gave no steady-state speedup over eager: x")
+    old = canonical({"model.cuda_graph_impl": "transformer_engine", "model.cuda_graph_scope": ["attn"],
+                     "model.use_te_rng_tracker": True, "model.tensor_model_parallel_size": 1})
+    new = dict(old, cuda_graph_scope=["attn", "mlp"], tensor_model_parallel_size=2)
+    slower = {s.key: s for s in blame(old, new, PATS, [f], f)}
+    assert not slower["cuda_graph_scope"].unrelated and slower["cuda_graph_scope"].score == 1.0
+    # tensor parallelism is not what graph-no-speedup implicates: no "may change step time" guess
+    assert slower["tensor_model_parallel_size"].unrelated
+    faster = {s.key: s for s in blame(old, new, PATS, [f], f, faster=True)}
+    assert faster["cuda_graph_scope"].unrelated and faster["cuda_graph_scope"].score == 0

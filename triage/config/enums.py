@@ -2,7 +2,8 @@
 
 Megatron Bridge (megatron.training.config.yaml_utils, megatron-core 0.19+; Bridge's own copy
 before) writes
-- an enum as `{_target_: megatron.core.transformer.enums.CudaGraphScope, _call_: true, _args_: [2]}`;
+- an enum as `{_target_: megatron.core.transformer.enums.CudaGraphScope, _call_: true, _args_: [2]}`
+  (megatron-core 0.19+ adds `_name_: attn`, which is then taken as it is);
 - a torch dtype as `{_target_: torch.bfloat16, _call_: false}`;
 - a function or class as `{_target_: torch.nn.functional.gelu, _call_: false}`;
 - a functools.partial as `{_target_: f, _partial_: true, _args_: [...], kw: ...}`.
@@ -79,7 +80,9 @@ def decode(v: Any, mcore_version: Optional[str] = None, _depth: int = 0) -> Any:
         return {k: decode(x, mcore_version, _depth + 1) for k, x in v.items()}
     args = v.get("_args_")
     if v.get("_call_") is True and isinstance(args, list) and len(args) == 1 and not v.get("_partial_") \
-            and set(v) <= {"_target_", "_call_", "_args_"}:
+            and set(v) <= {"_target_", "_call_", "_args_", "_name_"}:
+        if isinstance(v.get("_name_"), str):          # megatron-core 0.19+ writes the member name too
+            return str(v["_name_"])
         if target.startswith("megatron."):
             return enum_name(target, args[0], mcore_version)
         return f"{target}({args[0]!r})"
@@ -87,4 +90,5 @@ def decode(v: Any, mcore_version: Optional[str] = None, _depth: int = 0) -> Any:
         return _dtype(target)
     if v.get("_call_") is False or v.get("_partial_"):
         return target                                  # a function, class or partial: its name
-    return {k: decode(x, mcore_version, _depth + 1) for k, x in v.items() if k not in ("_call_",)}
+    # a dataclass Bridge serialised with its class (`logger: {_target_: ...LoggerConfig, ...}`): its fields
+    return {k: decode(x, mcore_version, _depth + 1) for k, x in v.items() if k not in ("_call_", "_target_")}

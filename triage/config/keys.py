@@ -94,13 +94,19 @@ def parse_scalar(v: Any) -> Any:
         return int(s)
     if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
         return float(s)
+    return _parse_text(s)
+
+
+def _parse_text(s: str) -> Any:
+    """A list ('[a, b]', a list expression '([0]+[1]*3)'), a quoted string, an enum's repr, or the text."""
     if (s.startswith("[") and s.endswith("]")) or (s.startswith("(") and s.endswith(")")):
         expr = list_expr(s)
-        if expr is not None:
-            return expr
-        return _parse_list(s[1:-1].strip())
+        return expr if expr is not None else _parse_list(s[1:-1].strip())
     if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
         return s[1:-1]
+    m = _ENUM_REPR.fullmatch(s)
+    if m:                                   # an enum's repr, as Bridge's Configuration Summary prints it
+        return m.group(1)
     return s
 
 
@@ -113,6 +119,7 @@ def _parse_list(inner: str) -> List[Any]:
     return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
 
 
+_ENUM_REPR = lazy(r"<\w+\.(\w+): [^<>]{1,200}>")
 _LIST_EXPR = lazy(r"[\[\]()\d\s,+*]+")
 
 
@@ -283,7 +290,7 @@ def flatten(d: Any, prefix: str = "", _seen: Optional[set] = None,
     seen = seen | {id(d)}
     for k, v in d.items():
         k = str(k)
-        if k == "env" and isinstance(v, dict):
+        if k in ("env", "env_vars") and not prefix and isinstance(v, dict):   # Bridge 0.6: env_vars
             for ek, ev in v.items():
                 out[f"env.{ek}"] = ev
             continue

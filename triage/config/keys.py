@@ -207,11 +207,17 @@ def _key_value(k: str, v: Any) -> Tuple[str, Any]:
     return key, v
 
 
+def _unset(v: Any) -> bool:
+    """Empty, or "full": megatron-core 0.19 counts cuda_graph_modules in ("full", None, []) as not set
+    (transformer_config.py: 'cuda_graph_scope and cuda_graph_modules cannot be set together.')."""
+    return _empty(v) or v == "full" or v == ["full"]
+
+
 def canonical(flat: Dict[str, Any]) -> Config:
     """Flat {dotted key: value} (any era / spelling) -> canonical config."""
     out: Config = {}
     rng = []
-    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items() if not _empty(v)}
+    lasts = {k.rsplit(".", 1)[-1].replace("-", "_") for k, v in flat.items() if not _unset(v)}
     for k, v in flat.items():
         if k.startswith("env."):
             out[k] = None if v is None else str(v)
@@ -220,7 +226,7 @@ def canonical(flat: Dict[str, Any]) -> Config:
         if key == "use_te_rng_tracker" and k.rsplit(".", 1)[-1] in ("te_rng_tracker", "use_te_rng_tracker"):
             rng.append(bool(v))
             continue
-        if key in out and _empty(v):
+        if key in out and (_empty(v) or (_unset(v) and not _empty(out[key]))):
             continue                # cuda_graph_modules: [attn] and cuda_graph_scope: [] are one key, set
         out[key] = v                # (Bridge's optimizer.lr is Megatron-LM's lr)
     if rng:

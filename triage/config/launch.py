@@ -58,7 +58,7 @@ LAUNCH_LINE = lazy(r"^(?:" + "|".join(f"(?:{lead})" for _, lead, _ in LEADS) + r
 _ENV_TOKEN = lazy(r"[A-Z_][A-Z0-9_]*=.*")
 _OVERRIDE_TOK = lazy(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+(?:=|$)")
 _SCRIPT = lazy(r"\S+\.py")
-_EXC_TEXT = lazy(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b|can't open file")
+_EXC_TEXT = lazy(r"(?i:error|exception|warning):|\bshould be set\b|\bmust\b|\bnot supported\b|can't open file")
 
 # Anchors (anchors.Anchor, tag 0) of every line that may be a launch line.
 ANCHORS: List[Anchor] = [Anchor(a, 0) for _, _, a in LEADS if a] + [Anchor(a, 0) for _, a in COMMANDS if a] \

@@ -40,7 +40,9 @@ _ENV_NCCL = lazy(r"\bNCCL INFO\s+" + _ENV_KEYS_RX + r"\s+set by environment to\s
 # an echoed command line names a launcher or a script; error messages that mention flags do not count
 # a line that is no launch line but still echoes a command holding a graph flag (e.g. after a log prefix)
 _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
-_EXC_TEXT = lazy(r"(?:Error|Exception|Warning):|\bshould be set\b|\bmust\b|\bnot supported\b")
+# error and usage text that quotes flags (argparse's `usage: x.py [-h] [--cuda-graph-impl {...}]`,
+# `x.py: error: unrecognized arguments: --cuda-graph-modules attn`) is no command line
+_EXC_TEXT = lazy(r"(?i:error|exception|warning):|\bshould be set\b|\bmust\b|\bnot supported\b|^\s*usage:|^\s+\[")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
     ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),  # noqa: E501 - a regex reads best on one line

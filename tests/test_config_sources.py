@@ -294,3 +294,30 @@ def test_a_graph_setting_of_a_run_that_got_faster_is_no_suspect():
     assert slower["tensor_model_parallel_size"].unrelated
     faster = {s.key: s for s in blame(old, new, PATS, [f], f, faster=True)}
     assert faster["cuda_graph_scope"].unrelated and faster["cuda_graph_scope"].score == 0
+
+
+# --- what a message implies --------------------------------------------------------------------
+
+REAL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "configs", "real")
+
+
+def test_a_run_that_died_before_its_arguments_block_is_blamed_from_what_the_message_implies():
+    """Megatron-LM 0.19.2 asserts in validate_args before printing the block; the good run printed it."""
+    d = os.path.join(REAL, "megatron-lm-core-0.19.2")
+    r = run(["analyze", os.path.join(d, "local-full-iteration-scope-nan-on-bad.log"), "--baseline-log",
+             os.path.join(d, "local-full-iteration-scope-nan-off-good.log"), "--format", "json"])
+    doc = json.loads(r.stdout)
+    assert doc["primary"] == "full-iteration-nan-check"
+    assert doc["suspects"][0]["key"] == "check_for_nan_in_loss" and not doc["suspects"][0]["unrelated"]
+    assert any("implies check_for_nan_in_loss=True" in n for n in doc["notes"])
+
+
+def test_implied_settings_never_override_what_the_log_shows(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text("megatron-core 0.19.2\n+ torchrun pretrain_gpt.py --cuda-graph-impl local --cuda-graph-scope "
+                   "full_iteration --no-check-for-nan-in-loss-and-grad\n"
+                   "AssertionError: --no-check-for-nan-in-loss-and-grad should be set with "
+                   "--cuda-graph-impl=full_iteration for training.\n")
+    doc = json.loads(run(["analyze", str(log), "--format", "json"]).stdout)
+    assert doc["config"]["check_for_nan_in_loss"] is False
+    assert not any("implies" in n for n in doc.get("notes", []))

@@ -88,6 +88,9 @@ class Pattern:
     examples_no_match: List[str]
     config_rules: List[ConfigRule] = field(default_factory=list)
     path: str = ""
+    # settings the message itself proves (canonical key: value): a run that died of this pitfall
+    # before printing its config still had them, so a partial config gets them for blame
+    implies: Dict[str, Any] = field(default_factory=dict)
     overlaps: List[str] = field(default_factory=list)   # ids that may win this pattern's examples (deliberate)
 
 
@@ -296,7 +299,7 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
 
 _ID_RX = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _TOP_FIELDS = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
-               "fix", "references", "examples", "config_rules", "note", "overlaps"}
+               "fix", "references", "examples", "config_rules", "note", "overlaps", "implies"}
 
 
 def _parse_id(data: Dict[str, Any], where: str, known_ids: Optional[Sequence[str]]) -> str:
@@ -386,7 +389,15 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         config_rules=[_parse_rule(r, f"{where} config_rules[{i}]") for i, r in enumerate(rules)],
         path=path,
         overlaps=overlaps,
+        implies=_implies(data, where),
     )
+
+
+def _implies(data: Dict[str, Any], where: str) -> Dict[str, Any]:
+    v = data.get("implies") or {}
+    if not isinstance(v, dict) or not all(isinstance(k, str) for k in v):
+        raise PatternError(f"{where}: 'implies' must be a mapping of canonical key: value")
+    return dict(v)
 
 
 def builtin_dir() -> str:

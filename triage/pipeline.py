@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .blame import blame
-from .config import Config, LogConfigCollector, build_config, check, diff, with_log_env
+from .config import Config, LogConfigCollector, build_config, canonical, check, diff, with_log_env
 from .engine import Engine, Feeder
 from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
@@ -92,6 +92,28 @@ def _configs(seen: Seen, config_files: Sequence[str], baseline_files: Sequence[s
     return current, baseline, base_seen
 
 
+def _with_implied(a: Analysis, current: Config, by_id: Dict[str, Pattern], pats: List[Pattern]) -> Config:
+    """A run that died before printing its config (or printed part of it) still had the settings its
+    root cause's message proves (the pattern's `implies`): they join a partial config, never
+    overriding what the log shows, and the report says so."""
+    p = by_id.get(a.primary.pitfall) if a.primary is not None else None
+    if p is None or not p.implies or (current and current.get("config_complete") is not False):
+        return current
+    added = {k: v for k, v in canonical(dict(p.implies)).items() if k not in current}
+    if not added:
+        return current
+    new = dict(current)
+    new.update(added)
+    new["config_complete"] = False
+    old = a.config
+    a.config = ConfigAnalysis(config=new, violations=check(new, pats))
+    if old is not None:
+        a.config.diff, a.config.suspects = old.diff, old.suspects
+    a.notes.append(f"the log shows no value of {', '.join(sorted(added))}: {p.id}'s message implies "
+                   + ", ".join(f"{k}={v!r}" for k, v in sorted(added.items())))
+    return new
+
+
 def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_files: Sequence[str] = (),
                         baseline_files: Sequence[str] = (), baseline_logs: Sequence[str] = (),
                         env: Sequence[str] = ()) -> None:
@@ -110,6 +132,7 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.add_findings([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
                     for v in verdicts if v.pitfall in by_id])
     # -- the verdict is decided from here on
+    current = _with_implied(a, current, by_id, pats)
     if a.primary is not None and a.primary.pitfall == "cuda-oom" and (
             current.get("cuda_graph_impl") in ("local", "transformer_engine") or seen.steps.graphs_seen):
         a.notes.append(

@@ -69,8 +69,8 @@ def _unknown_key(key: Any, where: str) -> Optional[str]:
 def _config_problems(p: Pattern) -> List[str]:
     from .config import rule_holds
     out = []
-    for k in p.implicates:
-        why = _unknown_key(k, f"{p.path}: implicates")
+    for k in list(p.implicates) + list(p.implies):
+        why = _unknown_key(k, f"{p.path}: {'implicates' if k in p.implicates else 'implies'}")
         if why:
             out.append(why)
     for i, r in enumerate(p.config_rules):

@@ -9,10 +9,13 @@ import sys
 
 import pytest
 
-from corpus import (LOGS, PINNED, analyze_json, cases, check_case, differences, dumps, expected_path,
-                    load_expected, orphan_expectations, pinned)
+from corpus import (CONFIGS, LOGS, PINNED, analyze_json, cases, check_case, check_config_case, check_good_config,
+                    config_cases, differences, dumps, expected_path, good_configs, load_expected,
+                    orphan_expectations, pinned)
 
 CASES = cases()
+CONFIG_CASES = config_cases()
+GOOD_CONFIGS = good_configs()
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -22,6 +25,24 @@ def test_case_matches_expectation(case):
     assert not diffs, (f"{os.path.relpath(case, LOGS)} differs from its expectation "
                        "(python tests/corpus.py shows all; --update rewrites them on purpose):\n  "
                        + "\n  ".join(diffs))
+
+
+@pytest.mark.parametrize("case", CONFIG_CASES, ids=[c["name"] for c in CONFIG_CASES])
+def test_config_case_names_its_top_suspect(case):
+    """A real config pair: blame names the setting the generator changed, check the rules it breaks."""
+    diffs = check_config_case(case)
+    assert not diffs, f"config case {case['name']}:\n  " + "\n  ".join(diffs)
+
+
+@pytest.mark.parametrize("path", GOOD_CONFIGS, ids=[os.path.relpath(p, CONFIGS) for p in GOOD_CONFIGS])
+def test_check_config_passes_every_good_real_config(path):
+    assert check_good_config(path) == []
+
+
+def test_config_corpus_covers_two_megatron_core_releases_and_bridge():
+    runs = " ".join(" ".join(c["run"]) for c in CONFIG_CASES)
+    assert "megatron-lm-core-0.16.1/" in runs and "megatron-lm-core-0.19.2/" in runs and "bridge-0.6.2/" in runs
+    assert len(GOOD_CONFIGS) >= 10
 
 
 def test_every_expectation_has_its_case_and_pins_every_field():
@@ -71,4 +92,5 @@ def test_corpus_script_exits_0_on_a_clean_corpus_and_lists_the_cases():
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "corpus.py")], capture_output=True, text=True,
                        timeout=600, env={k: v for k, v in os.environ.items() if k != "TRIAGE_DB"})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert r.stdout == f"{len(CASES)} cases, 0 differ\n"
+    assert r.stdout == (f"{len(CASES)} cases, 0 differ\n"
+                        f"{len(CONFIG_CASES)} config cases and {len(GOOD_CONFIGS)} good configs, 0 differ\n")

@@ -321,3 +321,17 @@ def test_implied_settings_never_override_what_the_log_shows(tmp_path):
     doc = json.loads(run(["analyze", str(log), "--format", "json"]).stdout)
     assert doc["config"]["check_for_nan_in_loss"] is False
     assert not any("implies" in n for n in doc.get("notes", []))
+
+
+def test_real_bridge_run_config_enums_and_env_vars():
+    """Megatron Bridge 0.6.2's own to_yaml: CudaGraphModule dicts with _name_, dtype dicts, env_vars."""
+    from triage.config import load_config
+    c = load_config(os.path.join(REAL, "bridge-0.6.2", "good", "te-attn-mlp.yaml"))
+    assert c["cuda_graph_impl"] == "transformer_engine" and c["cuda_graph_scope"] == ["attn", "mlp"]
+    assert c["params_dtype"] == "bf16" and c["use_te_rng_tracker"] is True
+    assert c["env.NCCL_GRAPH_REGISTER"] == "0" and c["expandable_segments"] is True
+    assert not any(k.endswith("_target_") or k.endswith("_call_") for k in c)
+    assert unknown_values(c) == [] and "scope_and_modules_both_set" not in c
+    full = load_config(os.path.join(REAL, "bridge-0.6.2", "good", "local-full-iteration-nan-off.yaml"))
+    assert full["cuda_graph_impl"] == "local" and full["cuda_graph_scope"] == ["full_iteration"]
+    assert full["check_for_nan_in_loss"] is False

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from triage import anchors
+from triage.scan import anchors   # the module that owns the settings patched below
 from triage.engine import Engine
 from triage.patterns import load_all
 from triage.pipeline import Seen, _tee
@@ -174,12 +174,12 @@ def test_garbled_numbers_on_step_lines_are_ignored(tmp_path):
 
 
 def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
-    from triage import engine
-    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+    from triage.scan import engine, pool
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers, blocks dealt round-robin
     paths = [p for p in fixture_logs()[::4] if not p.endswith(".gz")]
-    assert engine._Pool.jobs(paths) == 2
-    assert engine._Pool.jobs(paths + [os.path.join(LOGS, "x.log.gz")]) == 1   # gz: one decompressing worker
+    assert pool._Pool.jobs(paths) == 2
+    assert pool._Pool.jobs(paths + [os.path.join(LOGS, "x.log.gz")]) == 1   # gz: one decompressing worker
     calls = []
     real_prepare = engine.prepare_block
     monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
@@ -189,15 +189,15 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
 
 
 def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
-    from triage import engine
-    monkeypatch.setattr(engine, "POOL_MIN_BYTES", 0)
+    from triage.scan import engine, pool
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "2")
-    real_worker = engine._worker
+    real_worker = pool._worker
 
     def lying_worker(conn, paths, *a):     # reports other block sizes: a file that changed under us
         real_worker(conn, [str(tmp_path / "other.log")] * len(paths), *a)
     (tmp_path / "other.log").write_text("x\n" * 1000)
-    monkeypatch.setattr(engine, "_worker", lying_worker)
+    monkeypatch.setattr(pool, "_worker", lying_worker)
     path = os.path.join(LOGS, "real", "gpu", "illegal_memory_access.log")
     calls = []
     real_prepare = engine.prepare_block
@@ -208,8 +208,8 @@ def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
 
 
 def test_repeated_matches_are_counted_not_kept(tmp_path, monkeypatch):
-    from triage import engine
-    monkeypatch.setattr(engine, "MATCHES_PER_KEY", 5)
+    from triage.scan import state
+    monkeypatch.setattr(state, "MATCHES_PER_KEY", 5)
     # synthetic: the real watchdog message repeated with other sequence numbers on two ranks
     lines = [WD_LINE.replace("[rank1]", f"[rank{i % 2}]").replace("SeqNum=1", f"SeqNum={i}") for i in range(300)]
     p = _write(tmp_path, "wd.log", "\n".join(lines) + "\n")

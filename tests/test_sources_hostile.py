@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from triage import sources
+from triage.scan import sources   # the module that owns MAX_EXPANDED (patched below)
 from triage.engine import Engine
 from triage.patterns import load_all
 from triage.sources import InputError

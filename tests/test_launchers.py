@@ -1,0 +1,151 @@
+"""The launcher table (issue 21): rank prefixes are declared once (triage/scan/launchers.py) and every
+matcher is generated from it (triage/scan/ranks.py), so the str path that tags one line
+(split_prefix, then the file's rank, then inner_rank: what make_line does) and the bytes path that
+finds a block's ranks in C (ranks_in) read every line alike.  Adding a launcher is one row plus a
+fixture: the test with a made-up row below shows both sides pick it up."""
+import os
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triage.scan import ranks
+from triage.scan.launchers import INNER_RANKS, LAUNCHERS, InnerRank, Launcher
+from triage.scan.ranks import RANKS, RankReader
+from triage.scan.text import normalise
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "fixtures")
+# each launcher row's fixture: a log printed with that prefix (a row without one fails test_every_row_has_a_fixture)
+FIXTURES = {
+    "torchrun": "logs/real/gpu-multirank/nccl_rank_error_vs_timeouts.log",
+    "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
+    "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC
+    "srun": "logs/synthetic/multirank/srun_nccl_failure.log",
+}
+
+
+def str_rank(reader, line, file_rank=None):
+    """The rank make_line tags LINE with (no continuation: one line alone)."""
+    text, rank = reader.split_prefix(normalise(line))
+    if rank is None:
+        rank = file_rank
+    if rank is None:
+        rank = reader.inner_rank(text)
+    return rank
+
+
+def bytes_ranks(reader, line, file_rank=None):
+    buf = line.encode("utf-8") + b"\n"
+    return reader.ranks_in(buf, 0, len(buf), file_rank)
+
+
+def agree(reader, line, file_rank=None):
+    r = str_rank(reader, line, file_rank)
+    assert bytes_ranks(reader, line, file_rank) == ({r} if r is not None else set()), repr(line)
+    return r
+
+
+@pytest.mark.parametrize("row", LAUNCHERS, ids=lambda r: r.name)
+def test_each_rows_example_gets_its_rank_on_both_sides(row):
+    text, rank = RANKS.split_prefix(row.example)
+    assert rank == row.rank
+    assert not re.match(row.prefix, text, re.ASCII)          # the prefix is stripped
+    if row.has_rank:
+        assert agree(RANKS, row.example) == row.rank
+        assert agree(RANKS, row.example, file_rank=7) == row.rank      # a prefix beats the file name
+    else:
+        assert agree(RANKS, row.example, file_rank=7) == 7
+
+
+@pytest.mark.parametrize("row", INNER_RANKS, ids=lambda r: r.name)
+def test_each_inner_forms_example_gets_its_rank_on_both_sides(row):
+    assert RANKS.inner_rank(row.example) == 3
+    assert agree(RANKS, row.example) == 3
+
+
+def test_every_row_has_a_fixture():
+    assert set(FIXTURES) == {r.name for r in LAUNCHERS}
+    for row in LAUNCHERS:
+        with open(os.path.join(FIX, FIXTURES[row.name]), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        start = re.compile("^" + row.prefix, re.ASCII)
+        assert any(start.match(ln) for ln in lines), row.name
+        for ln in lines:                                     # and both sides read each of its lines alike
+            agree(RANKS, ln)
+
+
+def test_srun_pads_with_spaces_never_tabs():
+    """srun -l right-aligns the task id with spaces ("%*d: "): up to four of them are a prefix on
+    both sides; a tab is not (the str side once took any whitespace, the bytes side only spaces)."""
+    for pad in ("", " ", "  ", "    "):
+        assert agree(RANKS, f"{pad}12: x") == 12
+    for line in ("\t12: x", " \t12: x", "\u00a012: x", "     12: x"):
+        assert agree(RANKS, line) is None
+
+
+# random variations of every row's example: another rank, a quote, a nested prefix, colour codes,
+# a file rank, other text after it
+_RANKED = [r for r in LAUNCHERS if r.has_rank]
+_TAIL = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r"), max_size=40)
+
+
+def _with_rank(row, rank):
+    return row.example.replace(str(row.rank), str(rank), 1) if row.has_rank else row.example
+
+
+def _prefix_of(row, rank):
+    """The prefix text of ROW's example, with RANK."""
+    ex = _with_rank(row, rank)
+    return ex[:len(ex) - len(RANKS.split_prefix(ex)[0])]
+
+
+@settings(max_examples=300, deadline=None)
+@given(row=st.sampled_from(LAUNCHERS + INNER_RANKS), rank=st.integers(0, 99_999),
+       quote=st.sampled_from(["", "> ", ">", "> > "]), outer=st.sampled_from([None] + _RANKED),
+       colour=st.booleans(), file_rank=st.sampled_from([None, 5]), tail=_TAIL)
+def test_both_sides_agree_on_variations_of_every_row(row, rank, quote, outer, colour, file_rank, tail):
+    if "ank" in tail:                       # one inner rank per line (the bytes side collects them all)
+        return
+    line = (_with_rank(row, rank) if isinstance(row, Launcher) else row.example.replace("3", str(rank))) + tail
+    if outer is not None:                   # "[default4]:[rank3]: ..." nests: the outer prefix's rank is read
+        line = _prefix_of(outer, (rank + 1) % 100_000) + line
+    line = quote + line
+    if colour:
+        line = "\x1b[32m" + line
+    agree(RANKS, line, file_rank)
+
+
+def test_a_new_row_is_all_it_takes():
+    """SYNTHETIC launcher (no such tool): "(task 7) message".  One extra row, and both the str and the
+    bytes matchers (plain, quoted, nested, lines without the prefix taking the file rank) read it."""
+    row = Launcher("synthetic-task", "(task 3) RuntimeError: CUDA error: out of memory",
+                   r"\(task (?P<rank>\d+)\) ", "(task ", sep="")
+    reader = RankReader(LAUNCHERS + (row,), INNER_RANKS)
+    assert "(" in reader.starts
+    line = "(task 7) RuntimeError: CUDA error: out of memory"
+    assert reader.split_prefix(line) == ("RuntimeError: CUDA error: out of memory", 7)
+    assert agree(reader, line) == 7
+    assert agree(reader, "> " + line) == 7
+    assert agree(reader, "(task 7) [rank2]: x") == 7
+    assert agree(reader, line, file_rank=9) == 7
+    two = b"(task 7) x\nno prefix\n"
+    assert reader.ranks_in(two, 0, len(two), 9) == {7, 9}
+    # the shipped matchers are not touched
+    assert RANKS.split_prefix(line) == (line, None)
+    assert bytes_ranks(RANKS, line) == set()
+
+
+def test_a_new_inner_form_is_all_it_takes():
+    """SYNTHETIC in-message form "(worker rank 6)": one InnerRank row."""
+    inner = INNER_RANKS + (InnerRank("synthetic", "boom (worker rank 3)", r"\(worker rank (\d+)\)", "worker rank"),)
+    reader = RankReader(LAUNCHERS, inner)
+    assert agree(reader, "boom (worker rank 6)") == 6
+    assert RANKS.inner_rank("boom (worker rank 6)") is None
+
+
+def test_the_module_names_are_the_shipped_reader():
+    from triage import sources
+    assert sources.split_prefix == ranks.split_prefix == RANKS.split_prefix
+    assert sources.inner_rank == RANKS.inner_rank

@@ -1,0 +1,142 @@
+"""Observer: error blocks (a traceback up to its exception line, an error line and its continuation),
+for `unmatched`."""
+from __future__ import annotations
+
+from typing import Dict, List, Set
+
+from .observer import Observer, lit, rxa
+from .results import ErrorBlock, StreamKey
+from .rx import TIMEOUT, lazy
+from .sources import Line
+from .state import Core, Event, InputState, Stream
+
+# Error block detection (for `unmatched`)
+_TB_START = "Traceback (most recent call last):"
+EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and suggest read it too)
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|$)"
+)
+_ERROR_LINE = lazy(
+    r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
+)
+BLOCK_MAX_LINES = 40
+TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
+
+
+class Blocks(Observer):
+    """Error blocks (a traceback up to its exception line, an error line and its continuation)."""
+    anchors = [lit(_TB_START), rxa(r"(?:Error|Exception|Interrupt|Exit|Failure)(?::|[ \t\r]*$)"),
+               rxa(r"(?:ERROR|FATAL|Error|error)(?:[\]: \t\r\x0b\x0c]|$)"),
+               rxa(r"E\d{4} \d\d:\d\d:\d\d"), lit("NCCL WARN")]
+
+    def __init__(self, core: Core):
+        self.core = core
+        self.open: Dict[str, Set[StreamKey]] = {}     # per input: streams with an open block
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        keys = self.open.get(inp.inp.label)
+        if not keys:
+            return False
+        for k in list(keys):
+            st = self.core.streams[k]
+            b = st.block
+            if b is None:
+                keys.discard(k)
+            elif (st.in_tb and lineno - st.block_seen <= TB_IDLE) or (not st.in_tb and lineno <= b.end + 1):
+                return True
+        return False
+
+    def feed(self, line: Line, ev: Event) -> None:
+        st = ev.st
+        self._close_passed(line, st)
+        text = line.text
+        if text.startswith(_TB_START) or (text.strip() == _TB_START):
+            self._traceback_start(line, ev)
+            return
+        b = st.block
+        if b is not None:
+            if self._extend(line, st, b):
+                return
+            self.core.close_block(st)
+        if _maybe_error(text) and (EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
+            self._open(line, ev, [text])
+            st.in_tb = False
+
+    def _open(self, line: Line, ev: Event, lines: List[str]) -> ErrorBlock:
+        """A new block of LINE's stream, starting at LINE."""
+        st = ev.st
+        st.block = ErrorBlock(line.source, line.rank, line.lineno, line.lineno, lines, ev.seq,
+                              ev.view.last_ts(line, st), group=ev.inp.attempt(line))
+        self.open.setdefault(line.source, set()).add((line.source, line.rank))
+        return st.block
+
+    def _close_passed(self, line: Line, st: Stream) -> None:
+        """A non-traceback block of another stream whose next line is not its own continuation is complete."""
+        keys = self.open.get(line.source)
+        if not keys:
+            return
+        for k in list(keys):
+            o = self.core.streams[k]
+            if o is st:
+                continue
+            if o.block is None:
+                keys.discard(k)
+            elif not o.in_tb and line.lineno > o.block.end:
+                self.core.close_block(o)
+                keys.discard(k)
+
+    def _traceback_start(self, line: Line, ev: Event) -> None:
+        """"Traceback (most recent call last):" opens a block, or goes on with an open traceback."""
+        st = ev.st
+        if st.block is not None and not st.in_tb:
+            self.core.close_block(st)
+        if st.block is None:
+            b = self._open(line, ev, [])
+            # the physical line before, when its stream's (rank-interleaved output: a bounded look)
+            prev = [x for x in ev.view.recent_in_source(line, 2) if x.rank == line.rank]
+            b.intro = prev[-1].text[:300] if prev else ""
+        else:
+            b = st.block
+        st.in_tb = True
+        b.lines.append(line.text)
+        b.end = st.block_seen = line.lineno
+
+    def _extend(self, line: Line, st: Stream, b: ErrorBlock) -> bool:
+        """LINE joins the open block B of its stream: a traceback line, or a continuation line
+        after the message (indented / not a new record, up to a few).  False when it does not."""
+        text = line.text
+        if st.in_tb:
+            exc = bool(EXC_LINE.match(text))
+            if len(b.lines) < BLOCK_MAX_LINES:
+                b.lines.append(text)
+            elif exc:             # a long traceback keeps its head and its exception line
+                b.lines[-1] = text
+            b.end = st.block_seen = line.lineno
+            if exc:
+                st.in_tb = False  # exception line reached; keep following message lines briefly
+            return True
+        if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
+                and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+            if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
+                b.lines.append(text)
+                b.end = line.lineno
+                return True
+        return False
+
+    def finish(self) -> None:
+        for st in self.core.streams.values():
+            self.core.close_block(st)
+
+
+
+_RECORD = lazy(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
+
+
+def _maybe_error(text: str) -> bool:
+    """Cheap test before the error-line regexes (most lines hold none of these)."""
+    return ("rror" in text or "ERROR" in text or "FATAL" in text or "xception" in text or "WARN" in text
+            or "Interrupt" in text or "Exit" in text or "Failure" in text or text[:1] == "E")
+
+
+def _looks_like_new_record(text: str) -> bool:
+    return bool(_RECORD.match(text))
+

@@ -1,0 +1,183 @@
+"""The block driver over one input: feeds the lines of each block that wake an observer, in order."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+from .blockview import BlockView
+from .observer import Feeder, Observer
+from .prepare import RULE_TAG, _batchers
+from .ranks import ranks_in
+from .sources import (
+    MAX_RAW,
+    Input,
+    Line,
+    make_line,
+)
+from .state import Core, Event, InputState
+
+
+class _InputScan:
+    """The block driver over one input: feeds the lines of each block that wake an observer (an
+    anchor hit, or an observer following every line) and records where the attempt changes."""
+
+    def __init__(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int, view: BlockView):
+        self.inp = inp
+        self.core = core
+        self.obs = obs
+        self.rules_obs = obs[rules_idx]
+        self.view = view
+        self.followers = [o for o in obs if type(o).following is not Observer.following]
+        self.batchers = _batchers(obs)
+        self.file_rank = inp.inp.file_rank
+        self.eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
+        self.changes: List[Tuple[int, int]] = [(0, inp.current())]   # (stream offset, attempt from there)
+        self.lineno = 0           # line number of the last line processed / passed
+        self.nbytes = 0           # stream offset of the current block
+        self.seg_start = 0        # buffer offset where the current attempt's lines start in this block
+        self.seg_attempt = inp.current()
+
+    def block(self, buf: bytes, lo: int,
+              prepared: Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]) -> None:
+        """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back)."""
+        hits, recs_all, line_idx, block_nl = prepared
+        inp = self.inp
+        followers = self.followers
+        first = self.lineno + 1      # line number of the block's first line
+        n = len(buf)
+        # lines an observer parsed in one pass over the block (see prepare_block) are fed back
+        # to it in line order, interleaved with the lines it gets through feed()
+        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view.year)
+                   for (o, _), recs in zip(self.batchers, recs_all)]
+        starts = sorted(hits)
+        hi_idx = 0
+        pos = lo
+        self.seg_start, self.seg_attempt = lo, inp.current()
+        while pos < n:
+            following = [o for o in followers if o.following(inp, self.lineno + 1)]
+            if following:
+                start = pos
+                tags = hits.get(start)
+            else:
+                while hi_idx < len(starts) and starts[hi_idx] < pos:
+                    hi_idx += 1
+                if hi_idx >= len(starts):
+                    break
+                start = starts[hi_idx]
+                self.lineno = first + line_idx[start] - 1
+                tags = hits[start]
+            nl = buf.find(b"\n", start)
+            end = nl if nl >= 0 else n
+            pos = end + 1
+            self.lineno += 1
+            self._line(buf, lo, (start, end), tags, following, batches)
+        self.lineno = first - 1 + block_nl
+        for b in batches:
+            b.flush(buf, n)
+        if self.eager_ranks:
+            self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
+                ranks_in(buf, self.seg_start, n, self.file_rank))
+        self.nbytes += len(buf) - lo
+
+    def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
+              following: List[Observer], batches: List["_Batch"]) -> None:
+        """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
+        woken, rule_ids = _woken(tags, following, self.obs, self.rules_obs)
+        if not woken:
+            return
+        start = span[0]
+        for b in batches:
+            if id(b.obs) in woken:
+                b.flush(buf, start)
+                b.drop(start)
+        inp, view, lineno = self.inp, self.view, self.lineno
+        view.cur_off, view.cur_lineno = start, lineno
+        ln = view.line_at(start, lineno)
+        _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, self.obs, woken, view, rule_ids)
+        att = inp.attempt(ln)
+        if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
+            if self.eager_ranks:
+                self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
+                    ranks_in(buf, self.seg_start, start, self.file_rank))
+            self.changes.append((self.nbytes + start - lo, att))
+            self.seg_start, self.seg_attempt = start, att
+
+
+
+def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observer],
+           rules_obs: Observer) -> Tuple[Set[int], Set[int]]:
+    """ids of the observers a line wakes (those following a block, those its anchors hit) and the
+    indexes of the rules whose literals it holds."""
+    woken: Set[int] = set(id(o) for o in following)
+    rule_ids: Set[int] = set()
+    if tags:
+        n_obs = len(obs)
+        for t in tags:
+            if t >= RULE_TAG:
+                rule_ids.add(t - RULE_TAG)
+            elif 0 <= t < n_obs:
+                woken.add(id(obs[t]))
+        if rule_ids:
+            woken.add(id(rules_obs))
+    return woken, rule_ids
+
+
+def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: InputState, core: Core,
+                   obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int]) -> None:
+    """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers."""
+    for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
+        st = core.stream(seg_line.source, seg_line.rank)
+        if seg_line.ts is not None:
+            st.last_ts = seg_line.ts
+        ev = Event(seq, st, inp, view, rule_ids)
+        for o in obs:
+            if id(o) in woken:
+                o.feed(seg_line, ev)
+        view.done(seg_line, st)
+
+
+class _Batch:
+    """Records a batch observer parsed from one block (offsets relative to the block), fed back
+    in line order; a record's line number is counted only when the observer asks for it."""
+
+    def __init__(self, obs: Feeder, recs: Dict[int, tuple], lo: int, lineno: int, label: str,
+                 year: Optional[int]):
+        self.obs = obs
+        self.recs = recs
+        self.label = label
+        self.year = year
+        self.keys = sorted(recs)
+        self.i = 0
+        self.off = lo             # a line start in the buffer ...
+        self.ln = lineno          # ... and its line number
+
+    def lineno(self, buf: bytes, at: int) -> int:
+        self.ln += buf.count(b"\n", self.off, at)
+        self.off = at
+        return self.ln
+
+    def flush(self, buf: bytes, upto: int) -> None:
+        """Feed the records of the lines before buffer offset `upto`."""
+        keys, recs = self.keys, self.recs
+        i = j = self.i
+        while j < len(keys) and keys[j] < upto:
+            j += 1
+        if j == i:
+            return
+        self.i = j
+        items = [(at, recs[at]) for at in keys[i:j] if at in recs]
+        self.obs.obj.feed_records(buf, items, self.label, lambda at: self.lineno(buf, at), self.year)
+
+    def drop(self, at: int) -> None:
+        """The line at buffer offset `at` went through feed(): forget its record."""
+        self.recs.pop(at, None)
+
+
+
+def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Optional[int]) -> List[Line]:
+    """A progress bar written to a file ("\\r"-separated updates) holds one step record per update."""
+    if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
+        return [ln]
+    raw = buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace")
+    return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt)
+            for seg in raw.split("\r") if "train_step_timing" in seg]
+

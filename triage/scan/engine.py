@@ -1,0 +1,281 @@
+"""Scan stage: compiled patterns -> matches, plus the error blocks no pattern explained.
+
+The work is split among line observers, each with a small `feed`/`following`/`finish`
+interface, that declare the anchors (literals or small regexes) of the lines they react to:
+
+- `Attempts`    restart / attempt detection (start banners, launcher restart lines)
+- `LauncherRoot` torchrun's "Root Cause (first observed failure)" rank
+- `LauncherExits` a death only the launcher or the shell reports
+- `Followups`   look-ahead context of rules and the lines after a match (report context)
+- `Blocks`      error blocks (tracebacks, error lines) for `unmatched`
+- `Rules`       the pattern catalog's match rules (source-code echo lines excluded)
+- any extra observer (the config collector, the step-time parser) passed to a scan
+
+Two drivers feed them.  `Engine.scan(lines)` feeds every line to every observer (small
+inputs, examples, tests).  `Engine.scan_paths(paths)` reads each input in large binary blocks,
+finds the candidate lines of every observer with ONE multi-pattern search per block
+(anchors.AnchorSet, Hyperscan where installed), and runs Python only on those lines, plus
+line by line while an observer says it is `following` (an open traceback, an arguments block,
+pending look-ahead context).  Context that a line-by-line scan kept in ring buffers (the lines
+before a match, the last timestamp of a stream, the line before a source echo) is taken from
+the block around the hit instead.
+
+Each observer is a module of this package (attempts, launcher, followups, blocks, rules); the block
+driver's parts are blockview (context), blockscan (one input's blocks), prepare (the C-heavy part of
+a block) and pool (worker processes).  This module wires them and holds both drivers.
+
+The invariant that makes the block driver equal to the line driver: an observer's anchors hit
+every line on which its `feed` changes state while it is not following, and feeding it a line
+it does not react to changes nothing.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+from .anchors import Anchor, AnchorSet
+from .attempts import Attempts
+from .blocks import Blocks
+from .blockscan import _InputScan
+from .blockview import BlockView
+from .followups import Followups
+from .launcher import LauncherExits, LauncherRoot
+from .observer import Feeder, Observer
+from .pool import _Pool, _size
+from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
+from .ranks import ranks_in
+from .results import Match, ScanResult
+from .rules import Rules
+from .sources import (
+    Input,
+    InputError,
+    Line,
+    describe_input,
+    expand_paths,
+    iter_blocks,
+    iter_blocks_with_tail,
+)
+from .state import CONTEXT_LINES, Core, Event, InputState, View
+
+if TYPE_CHECKING:
+    from ..patterns import MatchRule, Pattern
+
+RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
+TAIL_BYTES = 256 << 10     # bytes of the previous block kept for walking back across a boundary
+
+
+class Engine:
+    def __init__(self, patterns: List[Pattern]):
+        self.patterns = patterns
+        self.rules: List[Tuple[Pattern, MatchRule]] = [(p, r) for p in patterns for r in p.match]
+        self.window = max([c.window for _, r in self.rules for c in r.context] + [CONTEXT_LINES])
+        self.disabled: Dict[int, str] = {}
+
+    # --- wiring -------------------------------------------------------------------------------
+    def _observers(self, extra: Sequence[Observer]):
+        core = Core()
+        follow = Followups(core)
+        rules = Rules(core, self.rules, follow)
+        rules.disabled = self.disabled
+        blocks = Blocks(core)
+        # the order is the order of the checks of one line
+        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), LauncherExits(core), follow,
+                                             blocks, rules]
+        return core, obs, rules
+
+    def _anchor_set(self, obs: Sequence[Observer]) -> AnchorSet:
+        anchors: List[Anchor] = [Anchor(_CTRL_RX, NORM_TAG, regex=True)]
+        for i, o in enumerate(obs):
+            anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
+        for r, (_, rule) in enumerate(self.rules):
+            for lit_ in rule.literals:
+                anchors.append(Anchor(lit_, RULE_TAG + r, rule.ignore_case))
+        return anchor_set(tuple(anchors))
+
+    @staticmethod
+    def _result(core: Core, obs: Sequence[Observer], rules: Rules, lines: int, sources: List[str],
+                nbytes: int = 0, engine: str = "") -> ScanResult:
+        for o in obs:
+            o.finish()
+        matches = sorted(core.matches, key=lambda m: m.seq)
+        blocks = sorted(core.blocks, key=lambda b: b.seq)
+        # An input that shows no restart of its own (rank 1's file when rank 0 prints the banner)
+        # is split at the restart times seen elsewhere.
+        marked = {src for src, s in core.inputs.items() if s.restarts > 0 or (s.inp.attempt or 0) > 0}
+        bs: List[float] = []
+        for b in sorted(core.boundaries):        # one restart seen by several inputs is one boundary
+            if not bs or b - bs[-1] > RESTART_MERGE_S:
+                bs.append(b)
+        if bs:
+            for item in list(matches) + list(blocks):
+                src = item.line.source if isinstance(item, Match) else item.source
+                if src not in marked and item.order_ts is not None:
+                    item.group = sum(1 for b in bs if item.order_ts >= b)
+        restarts = [s.restarts for s in core.inputs.values()]
+        path_attempts = [s.inp.attempt for s in core.inputs.values() if s.inp.attempt is not None]
+        attempts = 1 + max(restarts + path_attempts + [len(bs), 0])
+
+        def ranks() -> Set[int]:
+            seen = core.ranks_seen
+            if core.rank_segments:
+                seen = _ranks_by_attempt(core.rank_segments, seen)
+            return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
+        return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
+                          launcher_root_rank=core.root_rank, attempts=attempts,
+                          disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
+                          notes=list(core.notes), exits=list(core.exits),
+                          bytes=nbytes, anchor_engine=engine, regex_timeouts=core.timeouts.count, ranks_fn=ranks)
+
+    # --- the line driver ------------------------------------------------------------------------
+    def scan(self, lines: Iterable[Line], blocks_limit: int = 500, extra: Sequence[Observer] = ()) -> ScanResult:
+        """Feed every line to every observer (small inputs; the reference for scan_paths)."""
+        core, obs, rules = self._observers(extra)
+        core.blocks_limit = blocks_limit
+        view = View(self.window)
+        sources: List[str] = []
+        seq = 0
+        prev: Tuple[str, int] = ("", -1)
+        for line in lines:
+            if (line.source, line.lineno) != prev:    # the updates of a progress bar share one line
+                seq += 1
+                prev = (line.source, line.lineno)
+            if not sources or sources[-1] != line.source:
+                if line.source not in sources:
+                    sources.append(line.source)
+            inp = core.inputs.get(line.source)
+            if inp is None:
+                inp = core.inputs[line.source] = InputState(Input(line.source, line.source, None, line.attempt))
+            if line.attempt is not None:
+                inp.inp.attempt = line.attempt
+            st = core.stream(line.source, line.rank)
+            if line.ts is not None:
+                st.last_ts = line.ts
+            ev = Event(seq, st, inp, view)
+            for o in obs:
+                o.feed(line, ev)
+            if line.rank is not None:
+                core.ranks_seen.setdefault(inp.attempt(line), set()).add(line.rank)
+            view.done(line, st)
+        return self._result(core, obs, rules, seq, sources)
+
+    # --- the block driver ---------------------------------------------------------------------
+    def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,
+                   progress: Optional[Callable[[int], None]] = None, block_size: int = 0,
+                   max_bytes: int = 0) -> ScanResult:
+        """Scan files / directories / stdin in large blocks; the same result as `scan` over their lines.
+        `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
+        cannot be read is a note when others can be; an InputError when it is the only one."""
+        from .sources import BLOCK_SIZE
+        core, obs, rules = self._observers(extra)
+        core.blocks_limit = blocks_limit
+        rules_idx = obs.index(rules)
+        aset = self._anchor_set(obs)
+        sources: List[str] = []
+        total_lines = 0
+        nbytes = 0
+        done_bytes = 0
+        all_paths = expand_paths(paths)
+        batchers = _batchers(obs)
+        k = _Pool.jobs(all_paths)
+        pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k, max_bytes) if k else None
+        core.max_bytes = max_bytes
+        failed: List[InputError] = []
+        try:
+            for path in all_paths:
+                try:
+                    n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
+                                                      pool, total_lines, done_bytes)
+                except InputError as e:
+                    if len(all_paths) == 1:
+                        raise
+                    failed.append(e)
+                    core.notes.append(f"{e} (the other inputs were triaged)")
+                    if pool is not None:
+                        pool.broken = True
+                    continue
+                if n_lines:
+                    sources.append(describe_input(path).label)
+                total_lines += n_lines
+                nbytes += n_bytes
+                done_bytes += _size(path)
+        finally:
+            if pool is not None:
+                pool.close()
+        if failed and len(failed) == len(all_paths):
+            raise InputError(f"no input could be read: {failed[0]}")
+        return self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
+
+    def _scan_one(self, path: str, core: Core, obs: List[Observer], rules_idx: int, aset: AnchorSet,
+                  block_size: int, progress, pool: Optional["_Pool"], seq_base: int,
+                  done_bytes: int) -> Tuple[int, int]:
+        from .sources import BLOCK_SIZE
+        inp = InputState(describe_input(path), seq_base=seq_base)
+        core.inputs[inp.inp.label] = inp
+
+        def prog(n: int) -> None:
+            if progress is not None:
+                progress(done_bytes + n)
+        return self._scan_input(inp, core, obs, rules_idx, aset, block_size or BLOCK_SIZE,
+                                prog if progress is not None else None, pool)
+
+    def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
+                    aset: AnchorSet, block_size: int, progress, pool: Optional["_Pool"] = None) -> Tuple[int, int]:
+        view = BlockView(self.window, inp.inp)
+        scan = _InputScan(inp, core, obs, rules_idx, view)
+        scanned = [0]             # bytes scanned, for reading a re-readable input again (_ranks_by_attempt)
+        if not scan.eager_ranks:
+            core.rank_segments.append((inp.inp.path, inp.inp.file_rank, scan.changes, scanned))
+        consumed = [0]
+        blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
+                                       consumed)
+        for bi, (buf, lo) in enumerate(blocks):
+            view.reset(buf)
+            scan.block(buf, lo, _prepared(pool, inp.inp.path, bi, buf, lo, aset, scan.batchers))
+        scanned[0] = consumed[0]
+        return scan.lineno, scan.nbytes
+
+
+
+def _prepared(pool: Optional["_Pool"], path: str, bi: int, buf: bytes, lo: int, aset: AnchorSet,
+              batchers: Sequence[Tuple[Feeder, int]]) -> tuple:
+    """Anchor hits, batch records, line indexes and line count of block BI: a worker's, else made here."""
+    prepared = pool.get(path, bi, len(buf) - lo) if pool is not None else None
+    if prepared is not None and lo:      # a worker's offsets are relative to the block
+        h, r, li, nl_ = prepared
+        prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r],
+                    {k + lo: v for k, v in li.items()}, nl_)
+    if prepared is None:
+        prepared = prepare_block(buf, lo, aset, batchers)
+    return prepared
+
+
+
+def _safe(blocks):
+    """Blocks of an input read again, stopping quietly where it cannot be read any more."""
+    try:
+        yield from blocks
+    except InputError:
+        return
+
+
+def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]]:
+    """Ranks per attempt of re-readable inputs: read them again (only as far as they were scanned:
+    a file still being written has grown since), split at the attempt changes."""
+    out = {k: set(v) for k, v in seen.items()}
+    for path, file_rank, changes, scanned in segments:
+        off = 0
+        if not scanned[0]:
+            continue
+        try:
+            blocks = iter_blocks(path, max_bytes=scanned[0])
+        except InputError:
+            continue
+        for block in _safe(blocks):
+            end = off + len(block)
+            for i, (c_off, att) in enumerate(changes):
+                c_end = changes[i + 1][0] if i + 1 < len(changes) else end
+                lo, hi = max(c_off, off), min(c_end, end)
+                if lo < hi:
+                    out.setdefault(att, set()).update(ranks_in(block, lo - off, hi - off, file_rank))
+            off = end
+    return out
+

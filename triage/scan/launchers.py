@@ -1,0 +1,69 @@
+"""The rank prefixes launchers put before each line, and the rank forms messages carry: declared once.
+
+Every matcher that reads a rank is generated from these two tables (triage/scan/ranks.py): the str
+side that tags one line (`split_prefix`, `inner_rank`) and the bytes side that finds the ranks of a
+whole block in C (`ranks_in`: one search per launcher, the quoted `> ` forms, the lines without a
+prefix).  Adding a launcher is one row here plus a fixture (a log of that launcher in
+tests/fixtures/logs/); tests/test_launchers.py checks that both sides read every row's example alike.
+
+A row's `prefix` is a regex valid for str and bytes alike (ASCII classes only; `[ \\t]` rather than
+`\\s` where it could meet a newline), matched at the line start, with the rank as the one group
+`(?P<rank>...)`; a prefix without that group names no rank (it is still stripped).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+RANK_GROUP = "(?P<rank>"       # how a prefix regex marks the digits of its rank
+
+
+@dataclass(frozen=True)
+class Launcher:
+    name: str
+    example: str              # a line as the launcher prints it (rank `rank`)
+    prefix: str               # regex at the line start, up to the end of the prefix (see the module doc)
+    probe: Optional[str]      # a literal every block holding such a line holds (bytes side); None: always search
+    rank: Optional[int] = 3   # the rank `example` is tagged with (None: the prefix names none)
+    sep: str = r"\s?"         # what after the prefix is stripped with it (str side only)
+    keeps_time: bool = False  # a logger's header carrying the line's time (read from the raw line): the
+    #                           message starts after it, so no launcher prefix is looked for past it
+
+    @property
+    def has_rank(self) -> bool:
+        return RANK_GROUP in self.prefix
+
+
+@dataclass(frozen=True)
+class InnerRank:
+    """A rank named inside a message (not stripped; only read when no prefix or file name gives one)."""
+    name: str
+    example: str
+    rx: str                   # regex valid for str and bytes, one group: the rank
+    probe: str                # a literal every such line holds
+
+
+LAUNCHERS: Tuple[Launcher, ...] = (
+    # torchrun: "[rank3]:" (PyTorch >= 2.2) and "[default3]:" (--tee / TailLog); may repeat
+    Launcher("torchrun", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
+             r"\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:", "\n["),
+    # Open MPI --tag-output: "[1,3]<stderr>:" / "[1,3]<stdout>:" (job, rank)
+    Launcher("openmpi", "[1,3]<stderr>:RuntimeError: NCCL error", r"\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:", "]<std"),
+    # NeMo / Lightning logger: "[NeMo E 2026-12-03 07:12:01 exp_manager:123] " (no rank; its time kept)
+    Launcher("nemo", "[NeMo E 2026-12-03 07:12:01 exp_manager:123] Error: training failed",
+             r"\[NeMo [DIWEC] [\d\- :]+ [\w.]+:\d+\]", "[NeMo ", rank=None, keeps_time=True),
+    # srun -l (--label): the task id right-aligned to the width of the largest one, "3: " or "  3: "
+    # (Slurm pads it with spaces, never tabs)
+    Launcher("srun", "  3: RuntimeError: CUDA error: out of memory", r" {0,4}(?P<rank>\d{1,6}): ", None, sep=""),
+)
+
+INNER_RANKS: Tuple[InnerRank, ...] = (
+    # NCCL / ProcessGroupNCCL: "[Rank 3]", "[PG 0 Rank 3]", "[PG ID 0 PG GUID 0(default_pg) Rank 3]"
+    InnerRank("nccl", "[PG ID 0 PG GUID 0(default_pg) Rank 3] Watchdog caught collective operation timeout",
+              r"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]", "Rank "),
+    # NeMo: "[rank: 3]"
+    InnerRank("nemo", "[NeMo W 2026-12-03 07:12:01 nemo_logging:349] [rank: 3] step failed", r"\[rank: ?(\d+)\]",
+              "[rank:"),
+    # TE / Megatron: "... on global rank 3"
+    InnerRank("global", "Exception on global rank 3 of 8", r"\bglobal rank (\d+)\b", "global rank"),
+)

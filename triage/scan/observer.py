@@ -1,0 +1,77 @@
+"""The line observer protocol (feed / following / finish, with the anchors of the lines it reacts
+to), the Feeder that adapts a plain `feed(line)` object, and the anchor helpers lit / rxa."""
+from __future__ import annotations
+
+import re
+from typing import Callable, Dict, Optional, Sequence
+
+from .anchors import Anchor
+from .sources import Line
+from .state import Event, InputState
+
+FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most
+
+
+class Observer:
+    """A line observer: `anchors` hit every line it reacts to when it is not following."""
+    anchors: Sequence[Anchor] = ()
+
+    def feed(self, line: Line, ev: Event) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        """True while the observer must see every line of this input (an open block)."""
+        return False
+
+    def finish(self) -> None:
+        pass
+
+
+class Feeder(Observer):
+    """Adapts an object with `feed(line)` (the config collector, the step-time parser)."""
+
+    def __init__(self, obj, anchors: Sequence[Anchor], following: Optional[Callable[[], bool]] = None,
+                 batch: bool = False):
+        self.obj = obj
+        self.anchors = list(anchors)
+        self._following = following
+        # batch: the lines of a block that wake only this observer go to obj.scan_lines(buf,
+        # starts) first, which parses those it can ({line start: record}); the scanner hands the
+        # records back in line order with obj.feed_records(buf, [(start, record)], source,
+        # lineno_at, year), interleaved with the lines fed through feed()
+        self.batch = batch
+        self._since: Dict[str, int] = {}
+
+    def feed(self, line: Line, ev: Event) -> None:
+        self.obj.feed(line)
+
+    def following(self, inp: InputState, lineno: int) -> bool:
+        if self._following is None or not self._following():
+            self._since.pop(inp.inp.label, None)
+            return False
+        first = self._since.setdefault(inp.inp.label, lineno)
+        return lineno - first <= FOLLOW_MAX
+
+
+def lit(text: str, ignore_case: bool = False) -> Anchor:
+    return Anchor(text, 0, ignore_case)
+
+
+def rxa(text: str, ignore_case: bool = False) -> Anchor:
+    return Anchor(text, 0, ignore_case, regex=True)
+
+
+_META = re.compile(r"(?<!\\)[.^$*+?{}\[\]|()]|\\[A-Za-z0-9]")     # a metacharacter, a class (\d, \s, ...)
+_OPEN_REPEAT = re.compile(r"\{(\d+),\}")
+
+
+def derived(rx: str) -> Anchor:
+    """The anchor of a line regex, so an observer declares each line it reacts to once: the regex
+    without its line anchors (^, $) and with open repeats {n,} cut to {n} (every line the regex
+    matches holds it); a literal when that is plain text.  For simple line shapes (no \\s, no `.`:
+    anchors do not cross a newline)."""
+    core = _OPEN_REPEAT.sub(r"{\1}", rx.removeprefix("^").removesuffix("$"))
+    if _META.search(core):
+        return rxa(core)
+    return lit(re.sub(r"\\(.)", r"\1", core))
+

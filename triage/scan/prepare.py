@@ -1,0 +1,88 @@
+"""The pure, C-heavy part of scanning a block (anchor hits, batch records, line indexes): what a
+worker process can do ahead of the scanner; the compiled anchor set of an observer set."""
+from __future__ import annotations
+
+import functools
+from typing import Dict, List, Sequence, Set, Tuple, cast
+
+from .anchors import Anchor, AnchorSet
+from .observer import Feeder, Observer
+from .sources import (
+    MAX_LINE,
+    MAX_RAW,
+    normalise,
+)
+
+_CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
+NORMED_TAG = -2          # ... and its tags come from its normalised text
+RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
+
+
+@functools.lru_cache(maxsize=8)
+def anchor_set(anchors: Tuple[Anchor, ...]) -> AnchorSet:
+    """The compiled anchors of one observer set, built once per process (a fleet worker analyses
+    hundreds of jobs with the same catalog: the database is not rebuilt or reloaded per job)."""
+    return AnchorSet(anchors)
+
+
+
+def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:
+    """The batch observers of OBS (see Feeder.batch) with their indexes."""
+    return [(o, i) for i, o in enumerate(obs) if isinstance(o, Feeder) and o.batch]
+
+
+def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
+                  ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]:
+    """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
+    of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
+    (those leave the hits when they wake nobody else), the index in the block of each hit line
+    and the block's line count.  Offsets are offsets in buf."""
+    # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
+    data = cast(bytes, memoryview(buf)[lo:]) if lo else buf
+    hits = aset.scan(data, lo, buf)
+    _retag_normalised(hits, buf, aset)
+    recs_all: List[Dict[int, tuple]] = []
+    for o, idx in batchers:
+        only = {idx}
+        mine = [ls for ls, t in hits.items() if t == only]
+        recs = o.obj.scan_lines(buf, mine)
+        for ls in recs:
+            del hits[ls]
+        recs_all.append(recs)
+    line_idx: Dict[int, int] = {}
+    prev, n = lo, 0
+    for s in sorted(hits):
+        n += buf.count(b"\n", prev, s)
+        line_idx[s] = n
+        prev = s
+    return hits, recs_all, line_idx, n + buf.count(b"\n", prev)
+
+
+def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:
+    """Lines with control characters (ANSI colours, ...) are normalised first, then searched again
+    (all of a block's such lines in one search): anchors are trusted only on normalised text."""
+    starts = [s for s, t in hits.items() if NORM_TAG in t]
+    if not starts:
+        return
+    texts = []
+    for s in starts:
+        nl = buf.find(b"\n", s)
+        raw = buf[s:min(nl if nl >= 0 else len(buf), s + MAX_RAW)].decode("utf-8", "replace")
+        texts.append(normalise(raw[:MAX_LINE * 4]).encode("utf-8", "replace"))
+    joined = b"\n".join(texts) + b"\n"
+    offs = []
+    o = 0
+    for t in texts:
+        offs.append(o)
+        o += len(t) + 1
+    found = aset.scan(joined)
+    for i, s in enumerate(starts):
+        new = found.get(offs[i], set())
+        new.discard(NORM_TAG)
+        if new:
+            new.add(NORMED_TAG)
+            hits[s] = new
+        else:
+            del hits[s]
+

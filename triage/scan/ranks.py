@@ -1,0 +1,196 @@
+"""Rank extraction, generated from the launcher table (triage/scan/launchers.py).
+
+`RankReader(launchers, inner)` builds every matcher from the two tables:
+
+- str side, one line at a time (sources.make_line): `split_prefix` strips the launcher prefixes
+  (a quoted `> ` paste too) and reads the rank of the first; `inner_rank` reads a rank a message
+  names when no prefix (or file name) gives one;
+- bytes side, a block at a time in C (the ranks a hang verdict lists): `ranks_in` finds the ranks
+  of the prefixes at the line starts with one search per launcher (a lookahead excludes the ranks
+  already seen, so a block of a million lines costs a few searches), the quoted forms, the lines
+  without a prefix (they take the file's rank) and the inner forms.
+
+Both read the same regexes (ASCII classes: launchers print ASCII digits and spaces), so they agree
+on every line; tests/test_launchers.py checks each row's example and random variations of it.
+"""
+from __future__ import annotations
+
+import re
+from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
+
+import regex as _regex
+
+from .launchers import INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
+from .text import normalise
+
+_QUOTE = re.compile(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
+_QUOTE_B = rb"(?:> ?)"
+_CTRL_B = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
+_DIRTY_LINE_B = re.compile(rb"\n[^\n]*[\x00-\x08\x0b-\x1f\x7f][^\n]*")
+MAX_NESTED = 3            # prefixes read off one line ("[default0]:[rank0]: ..." nests)
+MAX_ELIMINATE = 64        # past this many ranks in one block, one findall is cheaper
+
+
+def _plain(prefix: str) -> str:
+    """The prefix regex with its rank group made non-capturing."""
+    return prefix.replace(RANK_GROUP, "(?:")
+
+
+def _numbered(prefix: str) -> str:
+    """The prefix regex with its rank group an unnamed group (several in one alternation)."""
+    return prefix.replace(RANK_GROUP, "(")
+
+
+def _first_chars(rx: str) -> FrozenSet[str]:
+    """The ASCII characters a line matching RX at its start can begin with (a partial match of one
+    character says so): lines starting with anything else skip the prefix regexes."""
+    compiled = _regex.compile(rx, _regex.ASCII | _regex.V0)
+    return frozenset(c for c in map(chr, range(128)) if compiled.match(c, partial=True))
+
+
+def _common_probe(probes: Sequence[str]) -> str:
+    """The longest literal every probe holds (the str side's one cheap test before the inner regex)."""
+    first = min(probes, key=len)
+    for n in range(len(first), 0, -1):
+        for i in range(len(first) - n + 1):
+            cand = first[i:i + n]
+            if all(cand in p for p in probes):
+                return cand
+    return ""
+
+
+def _one_of(groups: Sequence[Optional[bytes]]) -> int:
+    return int(next(g for g in groups if g is not None))
+
+
+class RankReader:
+    """Every rank matcher, str and bytes, built from a launcher table and an inner-rank table."""
+
+    def __init__(self, launchers: Sequence[Launcher] = LAUNCHERS, inner: Sequence[InnerRank] = INNER_RANKS):
+        self.launchers = tuple(launchers)
+        self.inner = tuple(inner)
+        ranked = [x for x in self.launchers if x.has_rank]
+        # str side: (regex at the line start, reads a rank, stops the prefixes)
+        self.prefixes: List[Tuple["re.Pattern[str]", bool, bool]] = [
+            (re.compile("^" + x.prefix + x.sep, re.ASCII), x.has_rank, x.keeps_time) for x in self.launchers]
+        self.starts: FrozenSet[str] = frozenset().union(*(_first_chars(x.prefix) for x in self.launchers))
+        self.inner_rx = re.compile("|".join(r.rx for r in self.inner), re.ASCII)
+        self.inner_probe = _common_probe([r.probe for r in self.inner])
+        # bytes side: per launcher with a rank, (probe, head, tail): head + a lookahead + tail finds a
+        # line of a rank not seen yet (the lookahead goes right before the rank's digits)
+        self.kinds: List[Tuple[Optional[bytes], bytes, bytes]] = []
+        for x in ranked:
+            head, tail = x.prefix.split(RANK_GROUP, 1)
+            self.kinds.append((x.probe.encode() if x.probe is not None else None,
+                               b"\n" + head.encode(), b"(" + tail.encode()))
+        alts = "|".join(_numbered(x.prefix) for x in ranked).encode()
+        self.quoted_b = re.compile(rb"\n" + _QUOTE_B + rb"+(?:" + alts + rb")")
+        plain = "|".join(_plain(x.prefix) for x in ranked).encode()
+        self.unprefixed_b = re.compile(rb"\n(?!" + _QUOTE_B + rb"*(?:" + plain + rb"))")
+        self.inner_b = re.compile("|".join(r.rx for r in self.inner).encode())
+        self.inner_probes_b = [r.probe.encode() for r in self.inner]
+
+    # --- str: one line ------------------------------------------------------------------------
+    def split_prefix(self, text: str) -> Tuple[str, Optional[int]]:
+        """Remove launcher rank prefixes; return (text, rank)."""
+        rank = None
+        if text[:1] == ">":
+            text = _QUOTE.sub("", text, count=1)
+        if text[:1] not in self.starts:
+            return text, None
+        for _ in range(MAX_NESTED):
+            for rx_, has_rank, stops in self.prefixes:
+                m = rx_.match(text)
+                if m:
+                    if rank is None and has_rank:
+                        rank = int(m.group("rank"))
+                    text = text[m.end():]
+                    if stops:             # a logger's header (NeMo): the message starts here
+                        return text, rank
+                    break
+            else:
+                break
+        return text, rank
+
+    def inner_rank(self, text: str) -> Optional[int]:
+        """The rank a message names ("[Rank 3]", "[rank: 3]", "global rank 3"), or None."""
+        if self.inner_probe not in text:
+            return None
+        m = self.inner_rx.search(text)
+        if not m:
+            return None
+        return next(int(g) for g in m.groups() if g is not None)
+
+    # --- bytes: a block -----------------------------------------------------------------------
+    def ranks_in(self, buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:
+        """The ranks of the lines in buf[lo:hi], as make_line would tag them (C-level searches only)."""
+        if hi <= lo:
+            return set()
+        seg = b"\n" + buf[lo:hi]
+        out: Set[int] = set()
+        if _CTRL_B.search(seg):
+            seg = self.dirty_ranks(seg, file_rank, out)
+            if seg in (b"", b"\n"):
+                return out
+        out |= self.prefixed_ranks(seg)
+        if file_rank is not None:             # a launcher prefix beats the file name; other lines are its
+            if not out or self.unprefixed_b.search(seg[:-1] if seg.endswith(b"\n") else seg):
+                out.add(file_rank)
+            return out
+        if not out:
+            out |= self.inner_ranks(seg)
+        return out
+
+    def dirty_ranks(self, seg: bytes, file_rank: Optional[int], out: Set[int]) -> bytes:
+        """Lines with ANSI codes, carriage returns or other control characters are normalised in
+        Python (their prefix may follow a colour code): their ranks go to OUT; returns SEG without
+        them (the rest stays C-level)."""
+        keep, pos = [], 0
+        for m in _DIRTY_LINE_B.finditer(seg):
+            keep.append(seg[pos:m.start()])
+            pos = m.end()
+            text, rank = self.split_prefix(normalise(m.group()[1:].decode("utf-8", "replace")))
+            if rank is None:
+                rank = file_rank if file_rank is not None else self.inner_rank(text)
+            if rank is not None:
+                out.add(rank)
+        keep.append(seg[pos:])
+        return b"".join(keep)
+
+    def prefixed_ranks(self, seg: bytes) -> Set[int]:
+        """The ranks of the launcher prefixes (quoted ones too) at the line starts of SEG."""
+        out: Set[int] = set()
+        for probe, head, tail in self.kinds:
+            if probe is None or probe in seg:
+                out |= distinct_ranks(seg, head, tail)
+        if b"\n>" in seg:
+            for m in self.quoted_b.finditer(seg):
+                out.add(_one_of(m.groups()))
+        return out
+
+    def inner_ranks(self, seg: bytes) -> Set[int]:
+        """The ranks that lines without a prefix name in their text (inner_rank)."""
+        if not any(p in seg for p in self.inner_probes_b):
+            return set()
+        return {_one_of(m.groups()) for m in self.inner_b.finditer(seg)}
+
+
+def distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:
+    """The ranks of HEAD + TAIL (TAIL starts with the rank group) in SEG: each search finds a line of
+    a rank not seen yet (a lookahead excludes the known ones), up to MAX_ELIMINATE, then one findall."""
+    known: List[bytes] = []
+    pos = 0
+    while len(known) <= MAX_ELIMINATE:
+        ex = b"(?!(?:" + b"|".join(known) + b")\\D)" if known else b""
+        m = re.compile(head + ex + tail).search(seg, pos)
+        if m is None:
+            return {int(k) for k in known}
+        known.append(m.group(1))
+        pos = m.start()
+    return {int(k) for k in known} | {int(k) for k in re.findall(head + tail, seg[pos:])}
+
+
+RANKS = RankReader()                 # the shipped tables' matchers
+split_prefix = RANKS.split_prefix
+inner_rank = RANKS.inner_rank
+ranks_in = RANKS.ranks_in

@@ -1,0 +1,346 @@
+"""Regex helpers: every pattern is compiled with the `regex` package and searched with a timeout.
+
+Pattern regexes are compiled on first use (a scan meets only the rules whose literals a line
+holds; compiling all ~150 at start-up took ~0.3 s).  They are still validated when the catalog
+is loaded, except a source that compiled before with this `regex` version: those are remembered
+in a small file in the cache directory (anchors.cache_dir)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
+
+import regex
+
+TIMEOUT = 0.05  # seconds allowed for one search of one line
+
+
+class Timeouts:
+    """A count of searches cut off by TIMEOUT; each engine scan owns one (ScanResult.regex_timeouts,
+    checked by `triage patterns check`)."""
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class LazyRx:
+    """A compiled-on-first-use `regex` pattern with the search interface the engine uses: the
+    methods of `regex.Pattern[str]` below, typed as there (other attributes are looked up on the
+    compiled pattern at run time, untyped)."""
+    __slots__ = ("pattern", "flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int, compiled: Optional["regex.Pattern[str]"] = None):
+        self.pattern = pattern
+        self.flags = flags
+        self._rx = compiled
+
+    def compiled(self) -> "regex.Pattern[str]":
+        if self._rx is None:
+            self._rx = regex.compile(self.pattern, self.flags)
+        return self._rx
+
+    def search(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
+               concurrent: Optional[bool] = None, partial: bool = False,
+               timeout: Optional[float] = None) -> Optional["regex.Match[str]"]:
+        return self.compiled().search(string, pos=pos, endpos=endpos, concurrent=concurrent, partial=partial,
+                                      timeout=timeout)
+
+    def match(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
+              concurrent: Optional[bool] = None, partial: bool = False,
+              timeout: Optional[float] = None) -> Optional["regex.Match[str]"]:
+        return self.compiled().match(string, pos=pos, endpos=endpos, concurrent=concurrent, partial=partial,
+                                     timeout=timeout)
+
+    def fullmatch(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
+                  concurrent: Optional[bool] = None, partial: bool = False,
+                  timeout: Optional[float] = None) -> Optional["regex.Match[str]"]:
+        return self.compiled().fullmatch(string, pos=pos, endpos=endpos, concurrent=concurrent, partial=partial,
+                                         timeout=timeout)
+
+    def finditer(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
+                 overlapped: bool = False, concurrent: Optional[bool] = None, partial: bool = False,
+                 timeout: Optional[float] = None) -> Iterator["regex.Match[str]"]:
+        return self.compiled().finditer(string, pos=pos, endpos=endpos, overlapped=overlapped,
+                                        concurrent=concurrent, partial=partial, timeout=timeout)
+
+    def findall(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
+                overlapped: bool = False, concurrent: Optional[bool] = None,
+                timeout: Optional[float] = None) -> List[Any]:  # str or tuple items, by the groups
+        return self.compiled().findall(string, pos=pos, endpos=endpos, overlapped=overlapped,
+                                       concurrent=concurrent, timeout=timeout)
+
+    def sub(self, repl: Union[str, Callable[["regex.Match[str]"], str]], string: str, count: int = 0,
+            pos: Optional[int] = None, endpos: Optional[int] = None, concurrent: Optional[bool] = None,
+            timeout: Optional[float] = None) -> str:
+        return self.compiled().sub(repl, string, count=count, pos=pos, endpos=endpos, concurrent=concurrent,
+                                   timeout=timeout)
+
+    def subn(self, repl: Union[str, Callable[["regex.Match[str]"], str]], string: str, count: int = 0,
+             pos: Optional[int] = None, endpos: Optional[int] = None, concurrent: Optional[bool] = None,
+             timeout: Optional[float] = None) -> Tuple[str, int]:
+        return self.compiled().subn(repl, string, count=count, pos=pos, endpos=endpos, concurrent=concurrent,
+                                    timeout=timeout)
+
+    def split(self, string: str, maxsplit: int = 0, concurrent: Optional[bool] = None,
+              timeout: Optional[float] = None) -> List[Optional[str]]:
+        return self.compiled().split(string, maxsplit=maxsplit, concurrent=concurrent, timeout=timeout)
+
+    @property
+    def groups(self) -> int:
+        return self.compiled().groups
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        return self.compiled().groupindex
+
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str):          # subf, splititer, scanner, ...: untyped
+            return getattr(self.compiled(), name)
+
+    def __repr__(self) -> str:
+        return f"LazyRx({self.pattern!r})"
+
+
+class ValidatedCache:
+    """The pattern sources known to compile with this `regex` version (hashes of flags and source),
+    read lazily from a file in the cache directory by compile_rx and written back by remember_valid.
+    One per process (VALIDATED); `reset()` forgets what was read (tests simulate a new process)."""
+
+    def __init__(self) -> None:
+        self.known: Optional[Set[str]] = None      # None until read
+        self.new: Set[str] = set()                 # validated in this process, not yet written
+
+    def reset(self) -> None:
+        self.known = None
+        self.new = set()
+
+    def loaded(self) -> Set[str]:
+        if self.known is None:
+            try:
+                with open(_cache_file(), encoding="ascii") as f:
+                    self.known = {ln.strip() for ln in f if ln.strip()}
+            except (OSError, ValueError):
+                self.known = set()
+        return self.known
+
+
+VALIDATED = ValidatedCache()
+
+
+def lazy(pattern: str, flags: int = 0) -> LazyRx:
+    """A module-level helper regex compiled on first use (keeps `import triage` fast)."""
+    return LazyRx(pattern, flags | regex.V0)
+
+
+def _cache_file() -> str:
+    from .anchors import cache_dir
+    return os.path.join(cache_dir(), f"regex-ok-{regex.__version__}.txt")
+
+
+def _key(pattern: str, flags: int) -> str:
+    return hashlib.sha1(f"{flags}\x00{pattern}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def compile_rx(pattern: str, ignore_case: bool = False) -> LazyRx:
+    """Validate (raises regex.error) and return a lazily compiled pattern."""
+    flags = regex.V0 | (regex.IGNORECASE if ignore_case else 0)
+    known = VALIDATED.loaded()
+    k = _key(pattern, flags)
+    if k in known:
+        return LazyRx(pattern, flags)
+    compiled = regex.compile(pattern, flags)
+    known.add(k)
+    VALIDATED.new.add(k)
+    return LazyRx(pattern, flags, compiled)
+
+
+def remember_valid() -> None:
+    """Write the sources validated in this process to the cache (best effort)."""
+    if not VALIDATED.new or VALIDATED.known is None:
+        return
+    path = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".regex-ok-", dir=os.path.dirname(path))
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write("\n".join(sorted(VALIDATED.known)) + "\n")
+        os.replace(tmp, path)
+        VALIDATED.new.clear()
+    except OSError:
+        pass
+
+
+def search(rx: Union[LazyRx, "regex.Pattern[str]"], text: str,
+           timeouts: Optional[Timeouts] = None) -> Optional["regex.Match[str]"]:
+    """Search with a timeout; a pathological line counts as no match instead of hanging (and is
+    counted in `timeouts` when given)."""
+    try:
+        return rx.search(text, timeout=TIMEOUT)
+    except TimeoutError:
+        if timeouts is not None:
+            timeouts.count += 1
+        return None
+
+
+MAX_REPEAT_COUNT = 1000      # a {n} / {n,m} bound above this is refused in a pattern
+
+# risky() reads a pattern with the stdlib's parser: a parsed pattern is a list of (opcode, argument)
+# items whose shape depends on the opcode (untyped in the standard library, so Any here).
+_Item = Tuple[Any, Any]
+CharTest = Callable[[str], bool]        # what one item can match, as a predicate on a character
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+_CATEGORIES: Dict[str, CharTest] = {
+    "CATEGORY_DIGIT": str.isdigit,
+    "CATEGORY_WORD": lambda c: c.isalnum() or c == "_",
+    "CATEGORY_SPACE": str.isspace,
+}
+
+
+def _stdlib_parser() -> Tuple[Any, Any]:
+    """The stdlib's regex parser module and its MAXREPEAT (an unbounded repeat's upper bound)."""
+    try:
+        import re._parser as sre_parse  # type: ignore[import-not-found]
+        from re._constants import MAXREPEAT  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import sre_parse  # type: ignore[no-redef]
+        from sre_constants import MAXREPEAT  # type: ignore[no-redef]
+    return sre_parse, MAXREPEAT
+
+
+def _is_code(v: int) -> CharTest:
+    return lambda c: ord(c) == v
+
+
+def _in_range(lo: int, hi: int) -> CharTest:
+    return lambda c: lo <= ord(c) <= hi
+
+
+def _negated(test: CharTest) -> CharTest:
+    return lambda c: not test(c)
+
+
+def _category_tests(cat: str) -> List[CharTest]:
+    """The predicates of a set's category item (\\d, \\w, \\s or their negations)."""
+    tests: List[CharTest] = []
+    for key, fn in _CATEGORIES.items():
+        if cat == key:
+            tests.append(fn)
+        elif cat == key.replace("CATEGORY_", "CATEGORY_NOT_"):
+            tests.append(_negated(fn))
+    return tests
+
+
+def _set_chars(members: List[_Item]) -> Optional[CharTest]:
+    """What a character set [...] can match (None: can't tell)."""
+    tests: List[CharTest] = []
+    neg = False
+    for sop, sav in members:
+        sop = str(sop)
+        if sop == "NEGATE":
+            neg = True
+        elif sop == "LITERAL":
+            tests.append(_is_code(sav))
+        elif sop == "RANGE":
+            tests.append(_in_range(sav[0], sav[1]))
+        elif sop == "CATEGORY":
+            tests += _category_tests(str(sav))
+        else:
+            return None
+
+    def any_test(c: str) -> bool:
+        return any(t(c) for t in tests)
+    return _negated(any_test) if neg else any_test
+
+
+def _chars(item: _Item) -> Optional[CharTest]:
+    """What one item can match, as a predicate on a character (None: can't tell)."""
+    op, av = str(item[0]), item[1]
+    if op == "LITERAL":
+        return _is_code(av)
+    if op == "ANY":
+        return lambda c: c != "\n"
+    if op == "IN":
+        return _set_chars(av)
+    return None
+
+
+def _children(name: str, av: Any) -> List[List[_Item]]:
+    """The item sequences inside a group, an alternation or a lookaround (none for other items)."""
+    if name == "SUBPATTERN":
+        return [av[-1]]
+    if name == "BRANCH":
+        return list(av[1])
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [av[1]]
+    return []
+
+
+def _inner_repeats(items: List[_Item], maxrepeat: Any) -> List[Optional[CharTest]]:
+    """Character predicates of the unbounded repeats inside `items` (None when unknown)."""
+    out: List[Optional[CharTest]] = []
+    for op, av in items:
+        name = str(op)
+        if name in _REPEATS:
+            _lo, hi, sub = av
+            if hi is maxrepeat and name != "POSSESSIVE_REPEAT":
+                out.append(_chars(sub[0]) if len(sub) == 1 else None)
+            out += _inner_repeats(sub, maxrepeat)
+        elif name in ("SUBPATTERN", "BRANCH"):
+            for child in _children(name, av):
+                out += _inner_repeats(child, maxrepeat)
+    return out
+
+
+def _delimited(body: List[_Item], inner: List[Optional[CharTest]]) -> bool:
+    r"""The repeated body holds a mandatory character no inner repeat can match (as the "." of
+    (\w+\.)* or the '|' of ([^|]*\|)*): each round is then anchored, no catastrophe."""
+    for op, av in body:
+        if str(op) == "LITERAL" and all(p is not None and not p(chr(av)) for p in inner):
+            return True
+    return False
+
+
+def _repeat_risk(name: str, av: Any, maxrepeat: Any) -> Optional[str]:
+    """Why one repeat item itself is a risk (its count, or an unbounded repeat of unbounded
+    repeats), not looking further into its body; or None."""
+    lo, hi, sub = av
+    if (hi is not maxrepeat and hi > MAX_REPEAT_COUNT) or lo > MAX_REPEAT_COUNT:
+        return f"repetition count above {MAX_REPEAT_COUNT}"
+    if hi is maxrepeat and name != "POSSESSIVE_REPEAT":
+        body = sub[0][1][-1] if len(sub) == 1 and str(sub[0][0]) == "SUBPATTERN" else sub
+        inner = _inner_repeats(body, maxrepeat)
+        if inner and not _delimited(body, inner):
+            return "nested unbounded quantifiers (catastrophic backtracking)"
+    return None
+
+
+def _walk(items: List[_Item], maxrepeat: Any) -> Optional[str]:
+    """The first risk found in `items`, depth first, or None."""
+    for op, av in items:
+        name = str(op)
+        if name in _REPEATS:
+            children = [av[2]]
+            why = _repeat_risk(name, av, maxrepeat)
+            if why:
+                return why
+        else:
+            children = _children(name, av)
+        for child in children:
+            why = _walk(child, maxrepeat)
+            if why:
+                return why
+    return None
+
+
+def risky(pattern: str) -> Optional[str]:
+    """Why a regex is a backtracking risk (nested unbounded quantifiers such as (a+)+ or (\\w*\\s?)*,
+    or a huge repetition count), or None.  Read with the stdlib parser; a pattern it cannot read
+    (a `regex`-only construct) is judged by its timeout alone."""
+    sre_parse, maxrepeat = _stdlib_parser()
+    try:
+        tree = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001 - not the stdlib's dialect
+        return None
+    return _walk(tree, maxrepeat)

@@ -1,0 +1,542 @@
+"""Input stage: files, directories, stdin and .gz files -> normalised, tagged lines.
+
+Everything here streams: a file is never read into memory as a whole.  Bytes are
+decoded leniently, each line normalised (text.py: ANSI colour codes and carriage-return
+progress bars removed, over-long lines clipped) and tagged with the rank that printed it
+(ranks.py, from the launcher table: a launcher prefix, else the file name, else a rank the
+message names) and a timestamp when the line carries one.
+"""
+from __future__ import annotations
+
+import calendar
+import gzip
+import io
+import lzma
+import os
+import re
+import stat
+import sys
+import time
+import zlib
+from dataclasses import dataclass
+from typing import IO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+import regex
+
+from ..errors import TriageError
+from .ranks import inner_rank, split_prefix
+from .rx import TIMEOUT, lazy
+from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
+from .text import MAX_LINE, normalise
+
+
+class InputError(TriageError):
+    """A user-facing input problem (missing file, unreadable archive, ...)."""
+
+
+@dataclass
+class Line:
+    text: str                 # normalised text, launcher prefix removed
+    source: str               # file name as given ("<stdin>" for stdin)
+    lineno: int               # 1-based line number in that source
+    rank: Optional[int]       # global rank if known
+    ts: Optional[float]       # seconds since the epoch (UTC) if the line carries a time
+    raw: str = ""             # normalised text with its prefix (for evidence)
+    attempt: Optional[int] = None   # restart attempt known from the path (torchrun attempt_N/)
+
+
+# Helper regexes below are anchored or linear and run with the stdlib `re` (no timeout needed);
+# pattern-catalog regexes always run with the `regex` timeout (rx.search).
+# Normalisation is text.normalise; launcher rank prefixes are ranks.split_prefix / inner_rank (generated
+# from the launcher table, launchers.py).
+_FILE_RANK = [
+    lazy(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", regex.I),
+    lazy(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", regex.I),
+    lazy(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", regex.I),
+]
+
+
+def rank_from_filename(path: str) -> Optional[int]:
+    name = os.path.basename(path)
+    parent = os.path.basename(os.path.dirname(path))
+    if parent.isdigit() and name in ("stdout.log", "stderr.log", "error.json"):   # torchrun --log-dir
+        return int(parent)
+    for suffix in COMPRESSED:
+        if name.endswith(suffix):
+            name = name[:-len(suffix)]
+    for rx_ in _FILE_RANK[:2]:
+        m = rx_.search(name, timeout=TIMEOUT)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+# --- timestamps ---------------------------------------------------------------
+_TS = [
+    # ISO-ish / Megatron "[2026-12-03 06:41:56.123456]" / python logging "2026-12-03 06:41:56,123"
+    (re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
+    # glog "E1203 07:12:01.426415" (no year)
+    (re.compile(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
+]
+_DEFAULT_YEAR = 2026
+
+
+class _MinuteMemo:
+    """Cache: (kind, year, "date hh:mm") -> epoch of that minute (a log's timestamps share few minutes);
+    cleared when it holds more than MAX entries."""
+    MAX = 4096
+
+    def __init__(self) -> None:
+        self._d: Dict[Tuple[str, int, str], Optional[int]] = {}
+
+    def get(self, key: Tuple[str, int, str], m: "re.Match[str]") -> Optional[int]:
+        t = self._d.get(key, -1)
+        if t == -1:
+            t = self._d[key] = _epoch(m, key[0], key[1])
+            if len(self._d) > self.MAX:
+                self._d.clear()
+        return t
+
+
+_MINUTES = _MinuteMemo()
+
+
+def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
+    probe = text[:200]
+    if ":" not in probe:
+        return None
+    for rx_, kind in _TS:
+        m = rx_.search(probe)
+        if not m:
+            continue
+        if kind == "iso":
+            y, sec_i, frac = 0, 6, m.group(7)
+            minute = probe[m.start(1):m.end(5)]
+        else:
+            y, sec_i, frac = (year_hint or _DEFAULT_YEAR), 5, m.group(6)
+            minute = probe[m.start(1):m.end(4)]
+        key = (kind, y, minute)
+        t = _MINUTES.get(key, m)
+        s = int(m.group(sec_i))
+        if t is None or s >= 61:
+            continue
+        return t + min(s, 59) + (float("0." + frac) if frac else 0.0)
+    return None
+
+
+def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
+    """Epoch seconds of the minute a timestamp match names (None when it is no valid date)."""
+    try:
+        if kind == "iso":
+            y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
+        else:
+            mo, d, h, mi = (int(g) for g in m.groups()[:4])
+            y = year
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60):
+            return None
+        return calendar.timegm((y, mo, d, h, mi, 0, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+
+
+# --- opening inputs -------------------------------------------------------------
+LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".bz2", ".xz", ".zst", ".stdout", ".stderr")
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
+
+
+MAX_DIR_DEPTH = 4          # directory levels below a given directory searched for logs
+MAX_DIR_FILES = 4096       # log-like files one job's directory may hold
+MAX_DIR_ENTRIES = 100_000  # entries looked at in a directory tree before giving up
+
+
+def _walk_logs(top: str) -> List[str]:
+    """The log-like files under TOP (hidden files and directories skipped, at most MAX_DIR_DEPTH
+    levels down); a tree that is clearly not one job's logs is an InputError."""
+    found: List[str] = []
+    seen = 0
+    base = top.rstrip(os.sep).count(os.sep)
+    for root, dirs, files in os.walk(top):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if root.count(os.sep) - base < MAX_DIR_DEPTH else []
+        seen += len(dirs) + len(files)
+        if seen > MAX_DIR_ENTRIES:
+            raise InputError(f"directory {top!r} holds more than {MAX_DIR_ENTRIES:,} entries: it does not look like "
+                             "one job's logs; pass the job's own directory or its log files")
+        for f in sorted(files):
+            if not f.startswith(".") and (f.lower().endswith(LOG_SUFFIXES) or "." not in f):
+                found.append(os.path.join(root, f))
+        if len(found) > MAX_DIR_FILES:
+            raise InputError(f"directory {top!r} holds more than {MAX_DIR_FILES:,} log-like files: it does not look "
+                             "like one job's logs; pass the job's own directory or its files (for many jobs: "
+                             f"triage fleet --jobs-in {top})")
+    return found
+
+
+def expand_paths(paths: Iterable[str]) -> List[str]:
+    """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin."""
+    out: List[str] = []
+    for p in paths:
+        if p == "-":
+            out.append(p)
+        elif os.path.isdir(p):
+            found = _walk_logs(p)
+            if not found:
+                raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
+            out.extend(found)
+        elif os.path.exists(p):
+            out.append(p)
+        else:
+            raise InputError(f"no such file or directory: {p!r}")
+    return out
+
+
+# lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
+_CONTINUATION = lazy(
+    r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
+    r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
+    r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
+def continues(text: str, prev_text: str) -> bool:
+    """A line that continues the message of the line before it (and so takes its rank): the
+    continuation shapes above, or the line after NCCL's "Last error:" (the error text itself)."""
+    return bool(_CONTINUATION.match(text)) or prev_text.startswith("Last error:")
+
+
+_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError, lzma.LZMAError)
+
+
+# compressed inputs, by their magic bytes: (name, opener)
+_MAGIC = [(b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")]
+MAX_RATIO = 100          # decompressed / compressed bytes beyond which (and past MAX_EXPANDED) reading stops
+MAX_EXPANDED = 1 << 30   # ... a decompression bomb is told from a very repetitive log only past 1 GiB
+
+
+class _Limited(io.BufferedIOBase):
+    """A decompressing reader that stops at a decompression-bomb ratio (`stopped` says so)."""
+
+    def __init__(self, f: io.BufferedIOBase, raw: IO[bytes], label: str, kind: str):
+        super().__init__()
+        self.f, self.raw, self.label, self.kind = f, raw, label, kind
+        self.out = 0
+        self.stopped = ""
+
+    @property
+    def name(self) -> str:          # the compressed file's (TextIOWrapper.name)
+        return self.raw.name
+
+    def readable(self) -> bool:
+        return True
+
+    def read1(self, n: int = -1) -> bytes:
+        return self.read(n if n and n > 0 else 1 << 16)
+
+    def read(self, n: Optional[int] = -1) -> bytes:
+        if self.stopped:
+            return b""
+        data = self.f.read(n)
+        self.out += len(data)
+        if self.out > MAX_EXPANDED:
+            try:
+                comp = self.raw.tell()
+            except (OSError, ValueError, AttributeError):
+                comp = 0
+            if comp and self.out > MAX_RATIO * comp:
+                self.stopped = (f"stopped reading {self.label} after {self.out >> 20:,} MiB decompressed from "
+                                f"{comp >> 10:,} KiB (ratio over {MAX_RATIO}: a decompression bomb?)")
+        return data
+
+    def peek(self, n: int) -> bytes:
+        return self.f.peek(n) if hasattr(self.f, "peek") else b""
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def close(self) -> None:
+        self.f.close()
+        super().close()
+
+
+def _decompressor(kind: str, f: IO[bytes]) -> io.BufferedIOBase:
+    import bz2
+    import lzma
+    if kind == "gzip":
+        return gzip.GzipFile(fileobj=f)
+    if kind == "bzip2":
+        return bz2.BZ2File(f)
+    if kind == "xz":
+        return lzma.LZMAFile(f)
+    try:
+        import zstandard  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError("a .zst (zstandard) input needs the `zstandard` package: pip install zstandard, "
+                         "or decompress it first (zstd -d)") from None
+    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(f))
+
+
+_Binary = Union[IO[bytes], _Limited]     # an input opened as bytes (_Limited: decompressing it)
+
+
+def _open_binary(path: str) -> Tuple[_Binary, str]:
+    """Open a file or stdin as bytes, decompressing gzip/bzip2/xz/zstd (by magic bytes, with a
+    decompression-bomb bound); also return the text encoding (UTF-16 when a byte-order mark says
+    so, as PowerShell writes, else UTF-8)."""
+    label = "<stdin>" if path == "-" else repr(path)
+    if path == "-":
+        f: IO[bytes] = sys.stdin.buffer
+        peek = getattr(f, "peek", None)
+        head = peek(6)[:6] if peek else b""
+    else:
+        try:
+            st = os.stat(path)
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+                raise InputError(f"cannot read {label}: not a regular file or a pipe")
+            f = open(path, "rb")
+            head = f.read(6) if stat.S_ISREG(st.st_mode) else b""
+            if stat.S_ISREG(st.st_mode):
+                f.seek(0)
+        except OSError as e:
+            raise InputError(f"cannot read {label}: {e.strerror or e}") from None
+    kind = next((k for m, k in _MAGIC if head.startswith(m)), None)
+    fb: _Binary = f
+    if kind is not None:
+        try:
+            fb = _Limited(_decompressor(kind, f), f, label, kind)
+            head = fb.peek(4)[:4]
+        except InputError:
+            raise
+        except _READ_ERRORS + (ValueError,) as e:
+            raise InputError(f"cannot read {label}: not a valid {kind} file ({e})") from None
+    enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+    return fb, enc
+
+
+def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,
+              year_hint: Optional[int] = None, attempt: Optional[int] = None) -> Line:
+    """Normalise one physical line and tag it with its rank and time."""
+    norm = normalise(raw)
+    text, rank = split_prefix(norm)
+    if rank is None:
+        rank = file_rank
+    if rank is None:
+        rank = inner_rank(text)
+    return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(norm, year_hint), raw=norm,
+                attempt=attempt)
+
+
+_ATTEMPT_DIR = lazy(r"(?:^|/)attempt_(\d+)(?:/|$)")
+
+
+def attempt_from_path(path: str) -> Optional[int]:
+    """torchrun --log-dir keeps each restart in attempt_N/."""
+    m = _ATTEMPT_DIR.search(path.replace(os.sep, "/"), timeout=TIMEOUT)
+    return int(m.group(1)) if m else None
+
+
+def _readline(stream: io.TextIOWrapper, label: str) -> str:
+    """The next physical line, cut to MAX_LINE * 4 characters (the rest of an over-long line is
+    skipped, streaming); "" at the end of the input."""
+    try:
+        raw = stream.readline(MAX_LINE * 4)
+        if raw and not raw.endswith("\n"):
+            # over-long physical line: skip the remainder of it, streaming
+            rest = raw
+            while rest and not rest.endswith("\n"):
+                rest = stream.readline(MAX_LINE * 4)
+    except _READ_ERRORS as e:
+        raise InputError(f"cannot read {label!r}: {e}") from None
+    return raw
+
+
+def _tagged_lines(stream: io.TextIOWrapper, inp: Input) -> Iterator[Line]:
+    """read_lines() of an opened input."""
+    lineno = 0
+    year: Optional[int] = None
+    prev_rank: Optional[int] = None
+    prev_text = ""
+    while True:
+        raw = _readline(stream, inp.label)
+        if not raw:
+            break
+        lineno += 1
+        raw = raw.rstrip("\n")
+        if "\r" in raw and "train_step_timing" in raw:
+            # a progress bar written to a file: every update is a step record, keep them all
+            for seg in raw.split("\r"):
+                if "train_step_timing" in seg:
+                    yield make_line(seg, inp.label, lineno, inp.file_rank, year, inp.attempt)
+            continue
+        ln = make_line(raw, inp.label, lineno, inp.file_rank, year, inp.attempt)
+        if ln.rank is None and prev_rank is not None and continues(ln.text, prev_text):
+            ln.rank = prev_rank          # a multi-line message printed under one "[rankN]:" prefix
+        prev_rank = ln.rank
+        prev_text = ln.text
+        if ln.ts is not None and "-" in ln.raw[:40]:
+            year = time.gmtime(ln.ts).tm_year   # a dated line tells glog lines (no year) their year
+        yield ln
+
+
+def read_lines(path: str) -> Iterator[Line]:
+    """Yield normalised, rank- and time-tagged lines of one input, streaming."""
+    inp = describe_input(path)
+    fb, enc = _open_binary(path)
+    stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
+    try:
+        yield from _tagged_lines(stream, inp)
+    finally:
+        if path != "-":
+            fb.close()
+
+
+def iter_inputs(paths: Iterable[str]) -> Iterator[Line]:
+    for p in expand_paths(paths):
+        yield from read_lines(p)
+
+
+# --- block reading (the fast path) -------------------------------------------------------
+BLOCK_SIZE = 8 << 20          # bytes read at a time
+MAX_RAW = MAX_LINE * 4 * 4    # bytes of one physical line kept (readline kept MAX_LINE*4 characters)
+
+
+@dataclass
+class Input:
+    """One input of a scan: its label and what its path says (rank, restart attempt)."""
+    path: str
+    label: str
+    file_rank: Optional[int]
+    attempt: Optional[int]
+
+
+def describe_input(path: str) -> Input:
+    if path == "-":
+        return Input(path, "<stdin>", None, None)
+    return Input(path, path, rank_from_filename(path), attempt_from_path(path))
+
+
+def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None, max_bytes: int = 0) -> Iterator[bytes]:
+    """Yield the input as UTF-8 blocks of whole lines (each ends with a newline), streaming.
+
+    gzip is decompressed into the same loop, UTF-16 (a byte-order mark) is transcoded first, a
+    physical line longer than a block keeps its first MAX_RAW bytes (the scanner cuts every line to
+    MAX_RAW bytes before decoding it, as readline did); `progress(n)` is called with the number of
+    bytes read from the file (compressed bytes for .gz) after each block."""
+    for buf, _lo in iter_blocks_with_tail(path, block_size, progress, 0, max_bytes):
+        yield buf
+
+
+def block_tail(buf: bytes, tail: int) -> int:
+    """Offset of the first whole line within the last `tail` bytes of `buf` (a block of lines)."""
+    if len(buf) <= tail:
+        return 0
+    nl = buf.find(b"\n", len(buf) - tail - 1)
+    return nl + 1 if nl >= 0 else len(buf)
+
+
+def _tail_of(buf: bytes, tail: int) -> bytes:
+    """The whole lines within the last `tail` bytes of a block (none when `tail` is 0)."""
+    return buf[block_tail(buf, tail):] if tail else b""
+
+
+def _block_reader(fb: _Binary, enc: str) -> Callable[[int], bytes]:
+    """read(n): up to n more bytes of the input as UTF-8 (UTF-16 transcoded)."""
+    if enc != "utf-16":
+        return fb.read
+    tw = io.TextIOWrapper(fb, encoding="utf-16", errors="replace", newline="\n")
+    return lambda n: tw.read(max(1, n // 2)).encode("utf-8", "replace")
+
+
+def _report_progress(progress: Optional[Callable[[int], object]], raw_f: _Binary) -> None:
+    if progress is not None:
+        try:
+            progress(raw_f.tell())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def _note_stops(notes: Optional[List[str]], fb: _Binary, label: str, got: bool, total: int, max_bytes: int) -> None:
+    """Note in `notes` that reading stops at --max-bytes, or (once) at a decompression bomb."""
+    if notes is None:
+        return
+    if max_bytes and total >= max_bytes and got:
+        notes.append(f"stopped reading {label} after {max_bytes:,} bytes (--max-bytes); the rest is not triaged")
+    stopped = fb.stopped if isinstance(fb, _Limited) else ""
+    if stopped and stopped not in notes:
+        notes.append(stopped)
+
+
+def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Optional[Callable[[int], object]],
+            max_bytes: int, notes: Optional[List[str]], consumed: Optional[List[int]]) -> Iterator[bytes]:
+    """The input's bytes (UTF-8), up to `block_size` at a time, until its end or `max_bytes`
+    (see iter_blocks_with_tail)."""
+    read = _block_reader(fb, enc)
+    raw_f: _Binary = getattr(fb, "fileobj", None) or fb
+    total = 0
+    while True:
+        want = block_size if not max_bytes else min(block_size, max_bytes - total)
+        if want <= 0:
+            break
+        try:
+            data = read(want)
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {label!r}: {e}") from None
+        total += len(data)
+        if consumed is not None:
+            consumed[0] = total     # bytes of the (decompressed) stream read so far
+        _note_stops(notes, fb, label, bool(data), total, max_bytes)
+        _report_progress(progress, raw_f)
+        if not data:
+            break
+        yield data
+
+
+def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[bytes, int]]:
+    """(buf, lo) blocks of whole lines from `chunks` (see iter_blocks_with_tail): a line's part
+    at the end of a chunk is carried over to the next; a line longer than MAX_RAW bytes keeps
+    its first MAX_RAW bytes, the rest is skipped."""
+    carry = b""
+    prev = b""                  # tail of the previous block
+    skipping = False            # inside the over-long remainder of a line
+    for data in chunks:
+        if skipping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                continue
+            data = data[nl + 1:]
+            skipping = False
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            carry += data
+            if len(carry) > MAX_RAW:
+                buf = prev + carry[:MAX_RAW] + b"\n"
+                yield buf, len(prev)
+                prev = _tail_of(buf, tail)
+                carry = b""
+                skipping = True
+            continue
+        extra = b""
+        rest = data[cut + 1:]
+        if len(rest) > MAX_RAW:
+            extra = rest[:MAX_RAW] + b"\n"
+            rest = b""
+            skipping = True
+        buf = b"".join((prev, carry, memoryview(data)[:cut + 1], extra))
+        carry = rest
+        yield buf, len(prev)
+        prev = _tail_of(buf, tail)
+    if carry:
+        buf = prev + carry + b"\n"
+        yield buf, len(prev)
+
+
+def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress: Optional[Callable[[int], object]] = None,
+                          tail: int = 0, max_bytes: int = 0, notes: Optional[List[str]] = None,
+                          consumed: Optional[List[int]] = None) -> Iterator[Tuple[bytes, int]]:
+    """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
+    lines before it (for looking back across the boundary).  One copy per block.  Reading stops
+    after `max_bytes` bytes (0: no cap) or at a decompression bomb, with a note in `notes`;
+    `consumed[0]` tells how many bytes of the stream were read (over-long lines included)."""
+    label = "<stdin>" if path == "-" else path
+    fb, enc = _open_binary(path)
+    try:
+        yield from _whole_line_blocks(_chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed),
+                                      tail)
+    finally:
+        if path != "-":
+            fb.close()

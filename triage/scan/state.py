@@ -1,0 +1,150 @@
+"""Scan state the observers share: one Stream per (input, rank), one InputState per input, the
+line driver's View (ring buffers), the Event a driver hands an observer, and Core (what the core
+observers build: matches, blocks, restarts, ranks)."""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Deque, Dict, List, Optional, Set, Tuple
+
+from .results import ErrorBlock, LauncherExit, Match, StreamKey
+from .rx import TIMEOUT, Timeouts, lazy
+from .sources import (
+    Input,
+    Line,
+)
+
+# A Python traceback frame line; the next line is source code, not a message.
+_FRAME = lazy(r'^\s*File "[^"]*", line \d+')
+_WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")  # noqa: E501 - a regex reads best on one line
+CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
+MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
+MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)
+MAX_DROPPED_KEYS = 10_000  # distinct dropped messages counted apart; the rest per (pattern, rank)
+_DIGITS = bytes.maketrans(b"0123456789", b"##########")
+
+
+@dataclass
+class Stream:
+    """What is known of one (input, rank) stream."""
+    last_ts: Optional[float] = None
+    after_frame: bool = False                          # line driver: the previous line was a frame
+    recent: Deque[Line] = field(default_factory=lambda: deque(maxlen=CONTEXT_LINES))
+    want_after: List[Tuple[Match, int]] = field(default_factory=list)   # (match, last line no.)
+    block: Optional[ErrorBlock] = None
+    block_matched: bool = False
+    in_tb: bool = False
+    block_seen: int = 0                                # line no. of the block's last line of this stream
+
+
+@dataclass
+class InputState:
+    inp: Input
+    restarts: int = 0
+    kinds: Set[str] = field(default_factory=set)       # attempt-start banners seen in this attempt
+    seq_base: int = 0
+
+    def attempt(self, line: Line) -> int:
+        return self.restarts if line.attempt is None else line.attempt
+
+    def current(self) -> int:
+        return self.restarts if self.inp.attempt is None else self.inp.attempt
+
+
+class View:
+    """Context around the current line: the line driver keeps ring buffers, the block driver
+    walks back through the block (see BlockView)."""
+
+    def __init__(self, window: int):
+        self.window = window
+        self.by_source: Dict[str, Deque[Line]] = {}
+
+    def last_ts(self, line: Line, st: Stream) -> Optional[float]:
+        return st.last_ts
+
+    def after_frame(self, line: Line, st: Stream) -> bool:
+        return st.after_frame
+
+    def before(self, line: Line, st: Stream) -> List[Line]:
+        return list(st.recent)
+
+    def recent_in_source(self, line: Line, n: int) -> List[Line]:
+        d = self.by_source.get(line.source)
+        return list(d)[-n:] if d else []
+
+    def done(self, line: Line, st: Stream) -> None:
+        st.after_frame = bool(_FRAME.match(line.text)) if "File" in line.text else False
+        st.recent.append(line)
+        d = self.by_source.get(line.source)
+        if d is None:
+            d = self.by_source[line.source] = deque(maxlen=self.window)
+        d.append(line)
+
+
+@dataclass
+class Event:
+    """What the driver tells an observer about the line it feeds."""
+    seq: int
+    st: Stream
+    inp: InputState
+    view: View
+    rule_ids: Optional[Set[int]] = None     # rules whose anchors hit (None: every rule)
+
+
+
+class Core:
+    """State the core observers share and the result they build."""
+
+    def __init__(self) -> None:
+        self.streams: Dict[StreamKey, Stream] = {}
+        self.matches: List[Match] = []
+        self.blocks: List[ErrorBlock] = []
+        self.blocks_limit = 500
+        self.boundaries: List[float] = []          # times of restarts (to place inputs that show none)
+        self.root_rank: Optional[int] = None
+        self.ranks_seen: Dict[int, Set[int]] = {}
+        # block driver, re-readable inputs: (path, file rank, [(stream offset, attempt from there)])
+        # (path, file rank, [(stream offset, attempt from there)], [bytes scanned])
+        self.rank_segments: List[Tuple[str, Optional[int], List[Tuple[int, int]], List[int]]] = []
+        self.inputs: Dict[str, InputState] = {}
+        self._kept: Dict[Tuple[int, Optional[int], bytes], int] = {}
+        self.notes: List[str] = []          # about the inputs (unreadable, capped, a decompression bomb)
+        self.exits: List["LauncherExit"] = []   # processes the launcher or the shell says died
+        self.max_bytes = 0
+        # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
+        self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
+        self.timeouts = Timeouts()          # regex searches of the catalog cut off by rx.TIMEOUT
+
+    def add_match(self, m: Match) -> None:
+        """Keep a match, or only count it: a message repeated on every rank a million times keeps
+        its first MATCHES_PER_KEY occurrences per (rule, rank, message up to its digits), at most
+        MAX_MATCHES in all; the rest are counted in `dropped` (memory stays bounded)."""
+        key = (id(m.rule), m.line.rank, m.line.text.encode("utf-8", "replace").translate(_DIGITS))
+        n = self._kept.get(key, 0)
+        if n < MATCHES_PER_KEY and len(self.matches) < MAX_MATCHES:
+            self._kept[key] = n + 1
+            self.matches.append(m)
+            return
+        dkey = (m.pattern.id, m.line.rank, m.line.text)
+        if dkey not in self.dropped and len(self.dropped) >= MAX_DROPPED_KEYS:
+            dkey = (m.pattern.id, m.line.rank, "")
+        self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
+
+    def stream(self, source: str, rank: Optional[int]) -> Stream:
+        st = self.streams.get((source, rank))
+        if st is None:
+            st = self.streams[(source, rank)] = Stream()
+        return st
+
+    def close_block(self, st: Stream) -> None:
+        b = st.block
+        if b is None:
+            return
+        b.explained = st.block_matched
+        if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
+            if len(self.blocks) < self.blocks_limit:
+                self.blocks.append(b)
+        st.block = None
+        st.block_matched = False
+        st.in_tb = False
+

@@ -2,7 +2,8 @@
 from triage.patterns import parse_pattern
 
 
-def pat(pid, regex_, literal, kind="runtime", generic=False, role=None, context=None, priority=None):
+def pat(pid, regex_, literal, kind="runtime", generic=False, role=None, context=None, priority=None, **extra):
+    """A one-rule pattern; EXTRA adds pattern fields (waits, cascade_verb, hang, ...)."""
     m = {"regex": regex_, "literal": literal}
     if role:
         m["role"] = role
@@ -13,6 +14,7 @@ def pat(pid, regex_, literal, kind="runtime", generic=False, role=None, context=
          "examples": {"match": ["x"], "no_match": ["y"]}}
     if priority is not None:
         d["priority"] = priority
+    d.update(extra)
     return parse_pattern(d, f"{pid}.yaml")
 
 

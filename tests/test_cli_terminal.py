@@ -178,6 +178,9 @@ def test_check_config_markdown_and_junit_report_through_the_cli(tmp_path):
     cases = {c.get("name"): c for c in suite.findall("testcase")}
     assert set(cases) == {p.id for p in load_all()} | {"unexplained-failure"}
     failed = sorted(n for n, c in cases.items() if c.find("failure") is not None)
-    assert failed == ["moe-scope-conflict", "nccl-error"]
+    # only the root cause fails its testcase (issue 21: the counts agree with the verdict); the
+    # cascade passes with its evidence
+    assert failed == ["moe-scope-conflict"] and suite.get("failures") == "1"
+    assert "cascade of the root cause" in cases["nccl-error"].find("system-out").text
     assert "AssertionError: cuda_graph_scope must not contain both moe and moe_router" in \
         cases["moe-scope-conflict"].find("failure").text

@@ -4,7 +4,9 @@ from triage.engine import Engine
 from triage.selftest import lines_of
 
 IMA = pat("illegal-memory-access", r"an illegal memory access was encountered", "illegal memory access")
-WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True)
+WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True,
+         waits=True, cascade_verb="timed out",
+         hang={"summary": "{who} timed out waiting for a collective ({id}): a hang", "silent": "never joined it"})
 CTX = pat("capture-memory-overhead", r"CUDA out of memory", "out of memory",
           context=[{"regex": r"Start CUDA Graphs capture", "literal": "CUDA Graphs capture", "window": 5}])
 

@@ -5,7 +5,9 @@ from triage.findings import analyse, fingerprint, mask, rank_ranges
 from triage.selftest import lines_of
 
 IMA = pat("illegal-memory-access", r"an illegal memory access was encountered", "illegal memory access")
-WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True)
+WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True,
+         waits=True, cascade_verb="timed out",
+         hang={"summary": "{who} timed out waiting for a collective ({id}): a hang", "silent": "never joined it"})
 CFG = pat("moe-scope-conflict", r"must not contain both moe and moe_router", "moe and moe_router", kind="config")
 INV = pat("capture-sync-forbidden", r"operation failed due to a previous error during capture",
           "previous error during capture", kind="capture", role="cascade")

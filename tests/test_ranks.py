@@ -69,8 +69,9 @@ def test_real_rank_error_without_timestamp_beats_timestamped_errors_and_timeouts
     assert a.outcome == "pitfall" and a.primary.pitfall == "nccl-error" and a.primary.rank == 3
     assert a.first_rank == 3 and not a.verdict.hang
     roles = sorted((f.pitfall, f.role, f.ranks_text) for f in a.findings if f.role != "info")
-    # NCCL's own WARN lines about the closed socket (no rank prefix) are cascades of rank 3's error
-    assert roles == [("nccl-error", "cascade", ""), ("nccl-error", "cascade", "0"), ("nccl-error", "root-cause", "3"),
+    # one finding per (pitfall, event) (issue 21): rank 3's NCCL error; the lost peer on rank 0 (NCCL's
+    # own WARN line about the closed socket, without a rank prefix, is a line of that event); the timeouts
+    assert roles == [("nccl-error", "cascade", "0"), ("nccl-error", "root-cause", "3"),
                      ("nccl-watchdog-timeout", "cascade", "1-2")]
     # rank 3's "Last error:" / "Failed to CUDA calloc async 608 bytes" belong to its NCCL error
     assert not a.unmatched

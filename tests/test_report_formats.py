@@ -71,11 +71,13 @@ def test_junit_one_testcase_per_pitfall_failures_exactly_the_found_ones(path):
     names = [c.get("name") for c in cases]
     assert names == IDS + [JUNIT_UNEXPLAINED]            # every shipped pitfall once, in catalog order
     assert all(c.get("classname") for c in cases)
-    failing = {f.pitfall for f in a.findings if f.role in ("root-cause", "cascade")}
+    # only the verdict's root cause fails (issue 21): the counts agree with the verdict
+    failing = {f.pitfall for f in a.findings if f.role == "root-cause"}
     failed = {c.get("name") for c in cases if c.find("failure") is not None}
     assert failed == failing
     errored = {c.get("name") for c in cases if c.find("error") is not None}
     assert errored == ({JUNIT_UNEXPLAINED} if a.outcome == "unexplained-failure" else set())
+    assert len(failed) + len(errored) == (1 if a.outcome != "healthy" else 0)
     for el in (root, suite):
         assert el.get("tests") == str(len(IDS) + 1)
         assert el.get("failures") == str(len(failing)) and el.get("errors") == str(len(errored))
@@ -84,11 +86,16 @@ def test_junit_one_testcase_per_pitfall_failures_exactly_the_found_ones(path):
     for f in a.findings:
         if f.role not in ("root-cause", "cascade"):
             continue
-        fail = by_name[f.pitfall].find("failure")
-        assert fail.get("type") in ("root-cause", "cascade") and fail.get("message")
+        tc = by_name[f.pitfall]
+        el = tc.find("failure") if tc.find("failure") is not None else tc.find("system-out")
+        assert el is not None and el.text
+        if f.role == "root-cause":
+            assert el.tag == "failure" and el.get("type") == "root-cause" and el.get("message")
+        elif el.tag == "system-out":
+            assert "cascade of the root cause" in el.text
         # the evidence lines, each with its source:line
         for e in f.evidence[:8]:
-            assert f"{e.source}:{e.line}" in fail.text
+            assert f"{e.source}:{e.line}" in el.text
     prim = a.primary
     if prim is not None and prim.role == "root-cause":
         fail = by_name[prim.pitfall].find("failure")
@@ -119,7 +126,7 @@ def test_junit_ids_default_to_shipped_catalog_and_found_pitfalls_are_added():
     by = {c.get("name"): c for c in cases}
     assert by["my-user-pattern"].find("failure") is None
     assert by["capture-sync-forbidden"].find("failure").get("type") == "root-cause"
-    assert by["nccl-watchdog"].find("failure").get("type") == "cascade"
+    assert by["nccl-watchdog"].find("failure") is None and "cascade" in by["nccl-watchdog"].find("system-out").text
     # an informational finding passes, its evidence in system-out
     info = by["te-rng-tracker-missing"]
     assert info.find("failure") is None and "te_rng_tracker is not enabled" in info.find("system-out").text
@@ -273,7 +280,7 @@ def test_cli_jira_and_junit(tmp_path):
     assert (tmp_path / "c.wiki").read_text().startswith("h3. triage")
     r = run(["analyze", SAMPLE, "--format", "junit"])
     _, suite, cases = junit_cases(r.output)
-    assert r.exit_code == 1 and suite.get("failures") == "2" and len(cases) == len(IDS) + 1
+    assert r.exit_code == 1 and suite.get("failures") == "1" and len(cases) == len(IDS) + 1
 
 
 # ---- check-config as markdown

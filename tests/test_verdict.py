@@ -96,7 +96,9 @@ def test_specific_crash_with_a_step_time_finding_stays_primary(tmp_path):
 
 # ---- the verdict as a function
 
-WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True)
+WD = pat("nccl-watchdog-timeout", r"Watchdog caught collective operation timeout", "Watchdog caught", generic=True,
+         waits=True, cascade_verb="timed out",
+         hang={"summary": "{who} timed out waiting for a collective ({id}): a hang", "silent": "never joined it"})
 PERF = pat("graph-no-speedup", r"never in a log", "never in a log", kind="perf")
 LOG = "\n".join(
     ["[rank5]:[W1203 07:02:10.000000000 something.cpp:1] started",

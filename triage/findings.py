@@ -54,8 +54,6 @@ CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this c
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING: Tuple[Role, ...] = ("root-cause", "cascade")
 OUTCOMES = ("healthy", "pitfall", "unexplained-failure")
-# a rank waiting, not a rank failing
-HANG_PITFALLS = ("nccl-watchdog-timeout", "nccl-watchdog-hang", "gloo-collective-timeout")
 _ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
 
 _MASKS = [
@@ -138,6 +136,10 @@ class Finding:
     rule: str
     rank_counts: Dict[int, int] = field(default_factory=dict)   # matched log lines per rank
     matched_lines: int = 0        # matched log lines in all (those the scan only counted included)
+    waits: bool = False           # its lines show ranks waiting for others (pattern `waits`), not failing
+    cascade_verb: str = ""        # the pattern's `cascade_verb`
+    hang_summary: str = ""        # the pattern's `hang.summary` / `hang.silent`
+    hang_silent: str = ""
 
     @property
     def ranks_text(self) -> str:
@@ -358,11 +360,11 @@ def _occurrences(matches: List[Match]) -> List[List[Match]]:
     """Split matches into occurrences: the lines one failure prints on one rank (exception line,
     the CUDA hints after it, the watchdog's copy) are one occurrence, not several findings."""
     occ: List[List[Match]] = []
-    last: Dict[Tuple[str, Optional[int], str], List[Match]] = {}
+    last: Dict[Tuple[str, Optional[int], str, bool], List[Match]] = {}
     for m in sorted(matches, key=lambda m: m.seq):
-        k = (m.line.source, m.line.rank, m.pattern.id)
+        k = (m.line.source, m.line.rank, m.pattern.id, m.role == "info")
         cur = last.get(k)
-        if cur is not None and cur[0].role == m.role and 0 <= m.line.lineno - cur[-1].line.lineno <= OCCURRENCE_GAP:
+        if cur is not None and 0 <= m.line.lineno - cur[-1].line.lineno <= OCCURRENCE_GAP:
             cur.append(m)
             continue
         cur = [m]
@@ -371,47 +373,101 @@ def _occurrences(matches: List[Match]) -> List[List[Match]]:
     return occ
 
 
-def _group(matches: List[Match]) -> List[Finding]:
-    groups: Dict[str, List[Match]] = {}
-    extra: Dict[str, List[Match]] = {}
+def match_waits(m: Match) -> bool:
+    """Whether a matched line shows its rank waiting for others (the pattern's `waits`)."""
+    w = m.pattern.waits
+    if w is None or w is False or m.role == "info":
+        return False
+    return True if w is True else bool(search(w, m.line.text))
+
+
+def event_kind(occurrence: Sequence[Match]) -> str:
+    """The event an occurrence (one failure's lines on one rank) belongs to: a pitfall's failing
+    occurrences are one event, its waiting ones (timeouts, a lost peer: any of its lines waits --
+    the C++ trailer of an ncclRemoteError waits with it) another, its info lines a third -- one
+    finding each per attempt."""
+    if occurrence[0].role == "info":
+        return "info"
+    return "wait" if any(match_waits(m) for m in occurrence) else "fail"
+
+
+EventKinds = Dict[int, str]      # id(match) -> the event kind of its occurrence (findings' timeline)
+
+
+def _evidence(ms: List[Match]) -> List[Evidence]:
+    ev: List[Evidence] = []
+    seen = set()
+    for m in ms:
+        for ln in [m.line] + m.context:
+            k = (ln.source, ln.lineno)
+            if k not in seen and len(ev) < EVIDENCE_MAX:
+                seen.add(k)
+                e = Evidence(ln.source, ln.lineno, ln.rank, ln.text)
+                if ln is m.line:
+                    e.before = [x.text for x in m.before]
+                    e.after = [x.text for x in m.after]
+                    e.before_lines = [x.lineno for x in m.before]
+                    e.after_lines = [x.lineno for x in m.after]
+                ev.append(e)
+        if len(ev) >= EVIDENCE_MAX:
+            break
+    return ev
+
+
+def _representative(occs: List[List[Match]]) -> Match:
+    """The finding's own line: its earliest root-cause line (else its earliest line) -- and a line
+    without a rank (NCCL prints its WARN lines without the launcher's prefix) yields to a line of
+    the same finding on a named rank in the same burst: that rank is what a user acts on."""
+    ms = sorted((m for o in occs for m in o), key=_order)
+    roots = [m for m in ms if m.role == "root-cause"] or ms
+    rep = roots[0]
+    if rep.line.rank is None:
+        t0 = _order(rep)[0]
+        ranked = [m for m in roots if m.line.rank is not None
+                  and (t0 == float("inf") or _order(m)[0] == float("inf") or _order(m)[0] - t0 <= SAME_BURST_S)]
+        if ranked:
+            rep = ranked[0]
+    return rep
+
+
+def _group(matches: List[Match]) -> Tuple[List[Finding], Dict[Tuple[str, str], str], EventKinds]:
+    """One finding per (pitfall, event) of an attempt: the timeouts of one hang on every rank are one
+    finding with its ranks and counts, not a row per message.  Returns the findings, the
+    fingerprint of each (pitfall, event kind) and each match's event kind (the timeline's events
+    take both, so an event's role is its finding's)."""
+    groups: Dict[Tuple[str, str], List[List[Match]]] = {}
+    kinds: EventKinds = {}
     for o in _occurrences(_one_per_line(matches)):
-        fp = fingerprint(o[0].pattern.id, o[0].line.text)
-        groups.setdefault(fp, []).append(o[0])
-        extra.setdefault(fp, []).extend(o[1:])
+        kind = event_kind(o)
+        kinds.update((id(m), kind) for m in o)
+        groups.setdefault((o[0].pattern.id, kind), []).append(o)
     out = []
-    for fp, ms in groups.items():
-        ms.sort(key=_order)
-        first = ms[0]
-        p = first.pattern
-        ev: List[Evidence] = []
-        seen = set()
-        for m in ms + extra[fp]:
-            for ln in [m.line] + m.context:
-                k = (ln.source, ln.lineno)
-                if k not in seen and len(ev) < EVIDENCE_MAX:
-                    seen.add(k)
-                    e = Evidence(ln.source, ln.lineno, ln.rank, ln.text)
-                    if ln is m.line:
-                        e.before = [x.text for x in m.before]
-                        e.after = [x.text for x in m.after]
-                        e.before_lines = [x.lineno for x in m.before]
-                        e.after_lines = [x.lineno for x in m.after]
-                    ev.append(e)
-            if len(ev) >= EVIDENCE_MAX:
-                break
+    fps: Dict[Tuple[str, str], str] = {}
+    for key, occs in groups.items():
+        occs.sort(key=lambda o: _order(o[0]))
+        heads = [o[0] for o in occs]
+        rep = _representative(occs)
+        p = rep.pattern
+        # one line can be both a failing and an info line of a pattern (NCCL's WARN line): two findings
+        fp = fingerprint(p.id, ("info: " if key[1] == "info" else "") + rep.line.text)
+        fps[key] = fp
+        every = [m for o in occs for m in o]
         per_rank: Dict[int, int] = {}
-        for m in ms + extra[fp]:
+        for m in every:
             if m.line.rank is not None:
                 per_rank[m.line.rank] = per_rank.get(m.line.rank, 0) + 1
+        role: Role = "info" if key[1] == "info" else "root-cause" if rep.role == "root-cause" else "cascade"
         out.append(Finding(
-            pitfall=p.id, title=p.title, severity=p.severity, kind=p.kind, role=first.role,
-            rank=first.line.rank, source=first.line.source, line=first.line.lineno, count=len(ms),
-            ranks=sorted(per_rank), evidence=ev, fingerprint=fp, priority=p.priority, generic=_is_generic(first),
-            order=_order(first), pattern_path=p.path, implicates=p.implicates,
-            explanation=p.explanation, fix=p.fix, references=p.references, rule=first.rule.source_text,
-            rank_counts=dict(sorted(per_rank.items())), matched_lines=len(ms) + len(extra[fp]),
+            pitfall=p.id, title=p.title, severity=p.severity, kind=p.kind, role=role,
+            rank=rep.line.rank, source=rep.line.source, line=rep.line.lineno, count=len(occs),
+            ranks=sorted(per_rank), evidence=_evidence([rep] + [m for m in every if m is not rep]),
+            fingerprint=fp, priority=p.priority, generic=_is_generic(rep),
+            order=_order(rep), pattern_path=p.path, implicates=p.implicates,
+            explanation=p.explanation, fix=p.fix, references=p.references, rule=rep.rule.source_text,
+            rank_counts=dict(sorted(per_rank.items())), matched_lines=len(every), waits=key[1] == "wait",
+            cascade_verb=p.cascade_verb, hang_summary=p.hang_summary, hang_silent=p.hang_silent,
         ))
-    return out
+    return out, fps, kinds
 
 
 def make_finding(p: Pattern, evidence: List[Evidence], message: str) -> Finding:
@@ -435,18 +491,9 @@ def _covers(f: Finding, rank: Optional[int]) -> bool:
     return rank is not None and (f.rank == rank or rank in f.ranks)
 
 
-_LOST_PEER = lazy(r"ncclRemoteError|remote process exited or there was a network error|"
-                  r"Connection closed by (?:remote )?peer|remote worker crashing")
-
-
-def _lost_peer(f: Finding) -> bool:
-    """An NCCL / gloo error that only says a peer went away (the peer failed, not this rank)."""
-    return f.pitfall == "nccl-error" and any(search(_LOST_PEER, e.text) for e in f.evidence[:EVIDENCE_MAX])
-
-
 def _waiting(f: Finding) -> bool:
-    """A finding that shows a rank waiting for others (timed out, watchdog hung, peer gone), not failing."""
-    return f.generic and (f.pitfall in HANG_PITFALLS or _lost_peer(f))
+    """A finding that shows ranks waiting for others (timed out, watchdog hung, peer gone), not failing."""
+    return f.generic and f.waits
 
 
 def assign_roles(findings: List[Finding], launcher_rank: Optional[int] = None) -> Optional[Finding]:
@@ -490,8 +537,6 @@ def assign_roles(findings: List[Finding], launcher_rank: Optional[int] = None) -
     return sorted(named or burst, key=lambda f: (-f.priority, f.order))[0]
 
 
-_CASCADE_VERB = {"nccl-watchdog-timeout": "timed out", "gloo-collective-timeout": "timed out",
-                 "nccl-error": "hit NCCL / collective errors"}
 
 
 def _summary(primary: Optional[Finding], findings: List[Finding]) -> str:
@@ -514,30 +559,18 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _hang_summary(primary: Finding, rs: Sequence[int], suspects: List[HangSuspect]) -> str:
-    """A hang's verdict: who waited (ranks RS; never "failed first"), and who the culprits likely are."""
-    if primary.pitfall == "nccl-watchdog-hang":
-        who = (f"rank {rs[0]}'s" if len(rs) == 1 else f"{len(rs)} ranks' ({rank_ranges(rs)})" if rs else "a rank's")
-        head = f"{who} ProcessGroupNCCL watchdog hung (nccl-watchdog-hang): a hang, not a crash"
-    elif primary.pitfall == "nccl-watchdog-timeout":
-        if len(rs) == 1:
-            head = f"rank {rs[0]}'s NCCL watchdog timed out waiting for a collective (nccl-watchdog-timeout)"
-        elif rs:
-            head = (f"{len(rs)} ranks ({rank_ranges(rs)}) timed out waiting for a collective "
-                    f"(nccl-watchdog-timeout): a hang")
-        else:
-            head = "a NCCL watchdog timed out waiting for a collective (nccl-watchdog-timeout): a hang"
-    elif primary.pitfall == "gloo-collective-timeout":
-        who = f"rank {rs[0]}" if len(rs) == 1 else f"{len(rs)} ranks ({rank_ranges(rs)})" if rs else "a rank"
-        head = f"{who} timed out waiting for a gloo collective (gloo-collective-timeout): a hang"
-    else:
-        who = f"rank {rs[0]}" if len(rs) == 1 else f"{len(rs)} ranks ({rank_ranges(rs)})" if rs else "a rank"
-        head = f"{who} lost {_plural(len(rs), 'its', 'their')} collective peer ({primary.pitfall})"
+    """A hang's verdict: who waited (ranks RS; never "failed first"), and who the culprits likely are.
+    The head is the pattern's `hang.summary`."""
+    n = len(rs)
+    who = f"rank {rs[0]}" if n == 1 else f"{n} ranks ({rank_ranges(rs)})" if rs else "a rank"
+    whose = f"rank {rs[0]}'s" if n == 1 else f"{n} ranks' ({rank_ranges(rs)})" if rs else "a rank's"
+    template = primary.hang_summary or "{who} waited for other ranks ({id}): a hang"
+    head = template.format(who=who, whose=whose, its=_plural(n, "its", "their"), id=primary.pitfall)
     silent = [s.rank for s in suspects if s.peer is None and s.rank is not None]
     peers = [s for s in suspects if s.peer is not None or s.rank not in silent]
     parts = []
     if silent:
-        never = ("never joined it" if primary.pitfall in ("nccl-watchdog-timeout", "gloo-collective-timeout")
-                 else "exited or hung first")
+        never = primary.hang_silent or "exited or hung first"
         parts.append(f"rank{_plural(len(silent), '', 's')} {rank_ranges(silent)} logged no error and {never}: "
                      f"the likely culprit{_plural(len(silent), '', 's')} (stuck or dead) -- look at "
                      f"{_plural(len(silent), 'its', 'their')} output")
@@ -557,7 +590,7 @@ def _cascade_clause(findings: List[Finding], first_ranks: Sequence[Optional[int]
         return ""
     cranks = sorted({r for f in casc for r in f.ranks if r not in first_ranks})
     kinds = sorted({f.pitfall for f in casc})
-    verbs = sorted({_CASCADE_VERB.get(k, "failed as a cascade") for k in kinds})
+    verbs = sorted({f.cascade_verb or "failed as a cascade" for f in casc})
     verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"
     if cranks:
         plural = "s" if len(cranks) > 1 else ""
@@ -569,11 +602,13 @@ def _block_order(b: ErrorBlock) -> Tuple[float, int]:
     return (b.order_ts if b.order_ts is not None else float("inf"), b.seq)
 
 
-def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock],
-                      launcher_rank: Optional[int]) -> Optional[ErrorBlock]:
+def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock], launcher_rank: Optional[int],
+                      findings: Sequence[Finding] = (), crashes: Sequence[Crash] = ()) -> Optional[ErrorBlock]:
     """An error no pattern explains that came before a generic primary (a watchdog timeout, a lost
     peer) on another rank -- or on the rank the launcher names as root cause -- is the real first
-    failure; the generic findings are its cascade."""
+    failure; the generic findings are its cascade.  Which came first, by the best evidence there is
+    (see _before): timestamps; line order within one input; across inputs, an uncaught exception that
+    ended its rank's output while the other ranks waited."""
     if primary is None or not primary.generic:
         return None
     cands = [b for b in blocks if b.rank is not None and b.rank not in primary.ranks]
@@ -581,9 +616,33 @@ def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock],
         named = [b for b in cands if b.rank == launcher_rank]
         if named:
             return min(named, key=_block_order)
-    earlier = [b for b in cands if b.order_ts is not None and primary.order[0] != float("inf")
-               and b.order_ts < primary.order[0]]
+    waiting = {r for f in findings if f.role in FAILING and _waiting(f) for r in f.ranks}
+    fatal = {(c.source, c.line) for c in crashes if c.kind in ("uncaught-exception", "fatal-python-error")}
+    earlier = [b for b in cands if _before(b, primary, waiting, fatal)]
     return min(earlier, key=_block_order) if earlier else None
+
+
+_KILLED = lazy(r"SignalException|KeyboardInterrupt|got signal: ")
+
+
+def _before(b: ErrorBlock, primary: Finding, waiting: set, fatal: set) -> bool:
+    """Whether error block B came before the generic PRIMARY's first line.
+    - both have a time: the times say;
+    - the same input (one interleaved log, one rank's file): line order -- a launcher writes its
+      children's lines as they arrive, a process its own in order;
+    - different inputs (per-rank files) and no time to compare: an uncaught exception (or a fatal
+      Python error) that ended its rank's output, on a rank that did not itself wait, while the
+      other ranks waited: they waited for it.  A process killed by a signal (torchrun's
+      SignalException, Ctrl-C) did not fail first: it was stopped."""
+    pt = primary.order[0]
+    if b.order_ts is not None and pt != float("inf"):
+        return b.order_ts < pt
+    if b.source == primary.source:
+        return b.start < primary.line
+    if (b.source, b.start) not in fatal or b.rank in waiting:
+        return False
+    exc = exception_line(b.lines) or ""
+    return not search(_KILLED, exc[:300])
 
 
 _CARET = lazy(r"^\s*[~^]+\s*$")
@@ -674,7 +733,7 @@ def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
     first_failure: Optional[FirstFailure] = None
     hang = False
     suspects: List[HangSuspect] = []
-    ub = unexplained_first(primary, case.blocks, case.launcher_root_rank)
+    ub = unexplained_first(primary, case.blocks, case.launcher_root_rank, log, case.crashes)
     if ub is not None and primary is not None:
         for f in log:
             if f.role == "root-cause":
@@ -984,10 +1043,13 @@ def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[Li
     return out[:limit], max(0, len(out) - limit)
 
 
-def timeline(matches: List[Match], limit: int = TIMELINE_MAX) -> Tuple[List[TimelineEvent], int]:
-    """Per-rank events for the report's timeline, one per log line (its most telling match).  Over
-    LIMIT events, the first event of each rank and pitfall is kept (up to half of LIMIT) and the
-    rest is sampled evenly; returns the events and how many were left out."""
+def timeline(matches: List[Match], fps: Dict[Tuple[str, str], str], kinds: EventKinds,
+             limit: int = TIMELINE_MAX) -> Tuple[List[TimelineEvent], int]:
+    """Per-rank events for the report's timeline, one per log line (its most telling match), each
+    naming the finding it belongs to (FPS: the fingerprint of each (pitfall, event kind), from
+    _group), so an event's role is its finding's.  Over LIMIT events, the first event of each rank
+    and pitfall is kept (up to half of LIMIT) and the rest is sampled evenly; returns the events and
+    how many were left out."""
     one: List[Match] = []
     seen = set()
     for m in sorted(matches, key=lambda m: (m.seq, m.role == "info", -m.pattern.priority)):
@@ -1005,7 +1067,9 @@ def timeline(matches: List[Match], limit: int = TIMELINE_MAX) -> Tuple[List[Time
         room = limit - len(chosen)
         chosen.update(rest[(k * len(rest)) // room] for k in range(room))
         keep = sorted(chosen)
-    events = [TimelineEvent(m.line.rank, m.order_ts, m.seq, m.pattern.id, fingerprint(m.pattern.id, m.line.text),
+    events = [TimelineEvent(m.line.rank, m.order_ts, m.seq, m.pattern.id,
+                            fps.get((m.pattern.id, kinds.get(id(m), event_kind([m]))))
+                            or fingerprint(m.pattern.id, m.line.text),
                             m.role, m.line.source, m.line.lineno) for m in (one[i] for i in keep)]
     return events, len(one) - len(events)
 
@@ -1070,7 +1134,8 @@ def analyse(scan: ScanResult) -> Analysis:
     blocks_by_group: Dict[int, List[ErrorBlock]] = {}
     for b in scan.blocks:
         blocks_by_group.setdefault(b.group, []).append(b)
-    cases = [Case(_group(by_group.get(g, [])), merge_continuations(blocks_by_group.get(g, []), by_group.get(g, [])))
+    grouped = [_group(by_group.get(g, [])) for g in range(scan.attempts)]
+    cases = [Case(grouped[g][0], merge_continuations(blocks_by_group.get(g, []), by_group.get(g, [])))
              for g in range(scan.attempts)]
     dropped = _add_dropped(cases, getattr(scan, "dropped", None) or {})
     head = cases[last]
@@ -1096,7 +1161,7 @@ def analyse(scan: ScanResult) -> Analysis:
     if _hang_possible(head):
         head.ranks_seen = list(scan.ranks_seen)
     unmatched, unmatched_omitted = _unmatched(head.blocks)
-    events, events_omitted = timeline(by_group.get(last, []))
+    events, events_omitted = timeline(by_group.get(last, []), grouped[last][1], grouped[last][2])
     notes = [f"regex switched off after repeated timeouts (fix the pattern): {r[:120]}" for r in scan.disabled_rules]
     return Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
                     unmatched=unmatched, unmatched_omitted=unmatched_omitted,

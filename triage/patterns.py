@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import regex
 import yaml
@@ -72,6 +72,12 @@ class ConfigRule:
 
 
 @dataclass
+class PatternNote:
+    when_any: List[Dict[str, Any]]
+    text: str
+
+
+@dataclass
 class Pattern:
     id: str
     title: str
@@ -92,6 +98,16 @@ class Pattern:
     # before printing its config still had them, so a partial config gets them for blame
     implies: Dict[str, Any] = field(default_factory=dict)
     overlaps: List[str] = field(default_factory=list)   # ids that may win this pattern's examples (deliberate)
+    # What the verdict needs to know of this pitfall (issue 21: data, never an id in Python):
+    # `waits`: a line of it shows a rank WAITING for others (a timeout, a hung watchdog, a lost peer),
+    # not failing -- True for every line, or a regex a waiting line matches (None: never);
+    waits: Union[bool, LazyRx, None] = None
+    cascade_verb: str = ""         # "timed out": "...; 2 ranks (0,2) then timed out (<id>)"
+    hang_summary: str = ""         # the head of a hang's summary ({who}, {whose}, {its}, {id})
+    hang_silent: str = ""          # what the ranks that logged nothing did ("never joined it")
+    # notes the report adds when this pitfall is the primary and any condition of `when_any` holds on
+    # the run's facts (its canonical config, plus graphs_captured: the log shows a graph capture)
+    notes: List["PatternNote"] = field(default_factory=list)
 
 
 def _req(d: Dict[str, Any], key: str, typ: Any, where: str) -> Any:
@@ -265,23 +281,24 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
                      gen)
 
 
+def _parse_cond(cond: Any, cw: str) -> Dict[str, Any]:
+    if not isinstance(cond, dict) or "key" not in cond:
+        raise PatternError(f"{cw}: a condition is a mapping with 'key' and one operator")
+    ops = set(cond) - {"key"}
+    if len(ops) != 1 or not ops <= set(RULE_OPS):
+        raise PatternError(f"{cw}: exactly one operator of {RULE_OPS} is required")
+    if not isinstance(cond["key"], str):
+        raise PatternError(f"{cw}: 'key' must be a string")
+    return dict(cond)
+
+
 def _parse_rule(r: Any, where: str) -> ConfigRule:
     if not isinstance(r, dict):
         raise PatternError(f"{where}: a config rule must be a mapping")
     when = _req(r, "when", list, where)
     if not when:
         raise PatternError(f"{where}: 'when' must not be empty")
-    keys: List[str] = []
-    for i, cond in enumerate(when):
-        cw = f"{where} when[{i}]"
-        if not isinstance(cond, dict) or "key" not in cond:
-            raise PatternError(f"{cw}: a condition is a mapping with 'key' and one operator")
-        ops = set(cond) - {"key"}
-        if len(ops) != 1 or not ops <= set(RULE_OPS):
-            raise PatternError(f"{cw}: exactly one operator of {RULE_OPS} is required")
-        if not isinstance(cond["key"], str):
-            raise PatternError(f"{cw}: 'key' must be a string")
-        keys.append(cond["key"])
+    keys: List[str] = [_parse_cond(cond, f"{where} when[{i}]")["key"] for i, cond in enumerate(when)]
     message = _req(r, "message", str, where)
     keys = list(dict.fromkeys(keys))
     unknown = set(r) - {"when", "message", "keys", "fix", "violates", "ok"}
@@ -299,7 +316,8 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
 
 _ID_RX = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _TOP_FIELDS = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
-               "fix", "references", "examples", "config_rules", "note", "overlaps", "implies"}
+               "fix", "references", "examples", "config_rules", "note", "overlaps", "implies",
+               "waits", "cascade_verb", "hang", "notes"}
 
 
 def _parse_id(data: Dict[str, Any], where: str, known_ids: Optional[Sequence[str]]) -> str:
@@ -390,7 +408,58 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         path=path,
         overlaps=overlaps,
         implies=_implies(data, where),
+        waits=_waits(data, where, user),
+        cascade_verb=_opt_str(data, "cascade_verb", where),
+        hang_summary=_hang(data, where, "summary"),
+        hang_silent=_hang(data, where, "silent"),
+        notes=_notes(data, where),
     )
+
+
+def _waits(data: Dict[str, Any], where: str, user: bool) -> Union[bool, LazyRx, None]:
+    v = data.get("waits")
+    if v is None or v is False:
+        return None
+    if v is True:
+        return True
+    if isinstance(v, str) and v:
+        return _compile(v, f"{where} waits", user=user)
+    raise PatternError(f"{where}: 'waits' must be true or a regex that a waiting line matches")
+
+
+def _notes(data: Dict[str, Any], where: str) -> List[PatternNote]:
+    out = []
+    for i, n in enumerate(data.get("notes") or []):
+        w = f"{where} notes[{i}]"
+        if not isinstance(n, dict) or not isinstance(n.get("text"), str) or not isinstance(n.get("when_any"), list):
+            raise PatternError(f"{w}: a note is a mapping with 'when_any' (a list of conditions) and 'text'")
+        conds = [_parse_cond(c, f"{w} when_any[{j}]") for j, c in enumerate(n["when_any"])]
+        out.append(PatternNote(conds, " ".join(n["text"].split())))
+    return out
+
+
+def _opt_str(data: Dict[str, Any], key: str, where: str) -> str:
+    v = data.get(key, "")
+    if not isinstance(v, str):
+        raise PatternError(f"{where}: '{key}' must be a string")
+    return v
+
+
+_HANG_FIELDS = ("summary", "silent")
+_HANG_VARS = ("who", "whose", "its", "id")
+
+
+def _hang(data: Dict[str, Any], where: str, key: str) -> str:
+    v = data.get("hang") or {}
+    if not isinstance(v, dict) or set(v) - set(_HANG_FIELDS) or not all(isinstance(x, str) for x in v.values()):
+        raise PatternError(f"{where}: 'hang' must be a mapping with 'summary' and 'silent' strings")
+    text: str = v.get(key, "")
+    try:
+        text.format(**{k: "" for k in _HANG_VARS})
+    except (KeyError, IndexError, ValueError) as e:
+        raise PatternError(f"{where}: hang.{key}: unknown placeholder {e} "
+                           "(use {who}, {whose}, {its}, {id})") from None
+    return text
 
 
 def _implies(data: Dict[str, Any], where: str) -> Dict[str, Any]:

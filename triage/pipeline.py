@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .blame import blame
-from .config import Config, LogConfigCollector, build_config, canonical, check, diff, with_log_env
+from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
 from .engine import Engine, Feeder
 from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
@@ -92,6 +92,13 @@ def _configs(seen: Seen, config_files: Sequence[str], baseline_files: Sequence[s
     return current, baseline, base_seen
 
 
+def pattern_notes(p: Optional[Pattern], facts: Config) -> List[str]:
+    """The primary pattern's `notes` whose conditions hold on the run's facts."""
+    if p is None:
+        return []
+    return [n.text for n in p.notes if any(cond_holds(facts, c) for c in n.when_any)]
+
+
 def _with_implied(a: Analysis, current: Config, by_id: Dict[str, Pattern], pats: List[Pattern]) -> Config:
     """A run that died before printing its config (or printed part of it) still had the settings its
     root cause's message proves (the pattern's `implies`): they join a partial config, never
@@ -133,12 +140,8 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
                     for v in verdicts if v.pitfall in by_id])
     # -- the verdict is decided from here on
     current = _with_implied(a, current, by_id, pats)
-    if a.primary is not None and a.primary.pitfall == "cuda-oom" and (
-            current.get("cuda_graph_impl") in ("local", "transformer_engine") or seen.steps.graphs_seen):
-        a.notes.append(
-            "CUDA graphs were on in this run: graph memory pools may be what filled the GPU even though the "
-            "OOM message has no 'allocated in private pools' clause (torch 2.11 counts graph memory as "
-            "'allocated by PyTorch'); see capture-memory-overhead")
+    a.notes.extend(pattern_notes(by_id.get(a.primary.pitfall) if a.primary is not None else None,
+                                 dict(current, graphs_captured=bool(seen.steps.graphs_seen))))
     if baseline and a.config is not None:
         partial = not (config_files and baseline_files)    # a config read from a log is partial
         a.config.diff = diff(baseline, current, partial)

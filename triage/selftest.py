@@ -73,6 +73,11 @@ def _config_problems(p: Pattern) -> List[str]:
         why = _unknown_key(k, f"{p.path}: {'implicates' if k in p.implicates else 'implies'}")
         if why:
             out.append(why)
+    for i, n in enumerate(p.notes):
+        for j, c in enumerate(n.when_any):
+            why = _unknown_key(c["key"], f"{p.path}: notes[{i}] when_any[{j}]")
+            if why:
+                out.append(why)
     for i, r in enumerate(p.config_rules):
         where = f"{p.path}: config_rules[{i}]"
         for j, cond in enumerate(r.when):

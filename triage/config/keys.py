@@ -52,10 +52,10 @@ KNOWN = {
     "hidden_size", "ffn_hidden_size", "num_attention_heads", "transformer_impl", "params_dtype",
     "autocast_dtype", "pipeline_dtype", "fp16", "num_experts",
     # facts about the config itself (META): where it came from and how much of it is known
-    "config_complete", "env_known", "defaults_of",
+    "config_complete", "env_known", "defaults_of", "graphs_captured",
 }
 # Facts about where a config came from, not settings: never a change, never a suspect.
-META = {"framework", "config_complete", "env_known", "defaults_of"}
+META = {"framework", "config_complete", "env_known", "defaults_of", "graphs_captured"}
 # Megatron-LM's --num-experts is megatron-core's num_moe_experts
 ALIASES["num_experts"] = "num_moe_experts"
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")

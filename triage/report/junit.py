@@ -13,7 +13,9 @@ from .view import build_view, finding_view
 # and the C1 controls, which it can but readers choke on
 XML_BAD = re.compile("[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 JUNIT_UNEXPLAINED = "unexplained-failure"
-ROLE_ORDER = (("root-cause", 0), ("cascade", 1))     # the roles that fail a testcase, the first shown first
+ROLE_ORDER = (("root-cause", 0), ("cascade", 1), ("info", 2))     # the order findings are shown in
+# Only the verdict's root cause fails a testcase: a cascade is a consequence of it, so the counts agree
+# with the verdict (failures + errors is 1 for a failed job: its primary, or `unexplained-failure`).
 
 
 def xml_text(t: Any, n: int = LINE_CLIP) -> str:
@@ -69,13 +71,15 @@ def _pitfall_case(suite: ET.Element, pid: str, fs: List[Dict[str, Any]]) -> int:
     order = dict(ROLE_ORDER)
     fs = sorted(fs, key=lambda f: order.get(f["role"], 2))
     tc = ET.SubElement(suite, "testcase", classname="triage.pitfalls", name=xml_text(pid, 120), time="0")
-    failing = [f for f in fs if f["role"] in order]
+    failing = [f for f in fs if f["role"] == "root-cause"]
     if failing:
         el = ET.SubElement(tc, "failure", message=xml_text(_message(failing[0]), 1000), type=failing[0]["role"])
         el.text = xml_text(_body(fs), 200000)
         return 1
     if fs:
-        ET.SubElement(tc, "system-out").text = xml_text("found (informational):\n" + _body(fs), 200000)
+        what = ("a cascade of the root cause (not a failure of its own)" if any(f["role"] == "cascade" for f in fs)
+                else "informational")
+        ET.SubElement(tc, "system-out").text = xml_text(f"found ({what}):\n" + _body(fs), 200000)
     return 0
 
 
@@ -106,8 +110,8 @@ def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None)
     """JUnit XML (the schema Jenkins' and GitLab's test reports read) of a report dict: one testcase
     per pitfall of the catalog checked (PITFALL_IDS, default the shipped patterns; a pitfall found
     that is not in it is added), passed when the log does not show it and a <failure> (message: title
-    and rank; text: the evidence lines with source:line, and the fix) when a root-cause or cascade
-    finding names it; an informational finding passes with its evidence in <system-out>.  One more
+    and rank; text: the evidence lines with source:line, and the fix) when the root-cause finding
+    names it; a cascade or informational finding passes with its evidence in <system-out>.  One more
     testcase, `unexplained-failure`, carries an <error> when the job failed and no pattern explains
     it.  Make it from the redacted dict (report_dict) so that secrets are redacted as elsewhere."""
     d = d if isinstance(d, dict) else {}

@@ -114,6 +114,7 @@ def hostile():
                                 "steady_iterations": list(range(4, n + 1)), "capture_iterations": [4],
                                 "warmup_steps": 3, "steady_median_ms": 1003.0}}
     a.notes = ["n" * 5000] * 500
+    a.decide()
     return a
 
 
@@ -125,7 +126,8 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
     assert d["primary"] == "p0" and d["findings"][0]["pitfall"] == "p0"
     # every part is still there, in the contract's order, and each cut part is counted in omitted
     assert list(d) == ["schema", "outcome", "primary", "summary", "first_failing_rank", "findings", "suspects",
-                       "unmatched", "stats", "timeline", "signature", "config", "config_violations", "step_times",
+                       "unmatched", "stats", "timeline", "signature", "first_failing_rank_by", "config",
+                       "config_violations", "step_times",
                        "notes", "omitted"]
     f = d["findings"][0]
     assert list(f) == ["pitfall", "title", "severity", "role", "rank", "ranks", "source", "line", "count", "evidence",

@@ -67,7 +67,7 @@ def test_rule_role_cascade_is_never_primary():
 
 def test_healthy_gives_no_primary():
     a = run("iteration 1/10 | loss 1.0\niteration 2/10 | loss 0.9", IMA, WD)
-    assert a.primary is None and a.findings == [] and a.summary == "no known pitfall found"
+    assert a.primary is None and list(a.findings) == [] and a.summary == "no known pitfall found"
 
 
 def test_restart_splits_attempts_and_last_attempt_is_headline():

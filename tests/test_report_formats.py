@@ -38,7 +38,7 @@ HOSTILE = "ctl\x01\x02\x07\x0b\x0c\x1b[31m\x7f\x85\x9f\ud800\ufffe end ]]> <scri
 
 
 def analysed(path, **kw):
-    a, seen = run_analysis([path], pats=PATS)
+    a, seen = run_analysis([path], pats=PATS, decide_now=False)
     add_config_analysis(a, PATS, seen, **kw)
     return a
 

@@ -78,7 +78,7 @@ def pats():
 
 
 def analyze_json(pats, logs, limit=None, **config):
-    a, seen = run_analysis(logs, (), pats)
+    a, seen = run_analysis(logs, (), pats, decide_now=False)
     add_config_analysis(a, pats, seen, **config)
     return json.loads(render(a, "json") if limit is None else render_json(a, limit=limit))
 

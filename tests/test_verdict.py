@@ -12,7 +12,9 @@ from helpers import pat
 
 from triage.cli import cli
 from triage.engine import Engine
-from triage.findings import VerdictDecided, analyse, decide, make_finding
+import dataclasses
+
+from triage.findings import analyse, decide, make_finding
 from triage.selftest import lines_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,25 +113,27 @@ def _slow():
     return make_finding(PERF, [], "triage: CUDA graphs gave no steady-state speedup: 2 ms vs 1 ms")
 
 
-def test_decide_is_pure_and_the_analysis_is_sealed_once_read():
-    a = analyse(Engine([WD]).scan(lines_of(LOG)))
+def test_decide_is_pure_and_the_verdict_is_decided_once_explicitly():
+    a = analyse(Engine([WD]).scan(lines_of(LOG)), decide_now=False)
     before = [(f.pitfall, f.role) for f in a.case.findings]
     v1 = decide(a.case, [_slow()], a.earlier)
     v2 = decide(a.case, [_slow()], a.earlier)
     assert [(f.pitfall, f.role) for f in a.case.findings] == before      # the scan's findings untouched
     assert (v1.summary, v1.first_rank) == (v2.summary, v2.first_rank)
     assert [(f.pitfall, f.role) for f in v1.findings] == [(f.pitfall, f.role) for f in v2.findings]
-    a.add_findings([_slow()])
-    assert not a.decided
-    assert a.first_rank == 5 and a.primary is None                       # read: decided now
-    assert a.decided and a.first_failure.rank == 5
-    with pytest.raises(VerdictDecided):
-        a.add_findings([_slow()])
+    with pytest.raises(RuntimeError, match="before it is decided"):     # no lazy, provisional verdict
+        _ = a.primary
+    v = a.decide([_slow()])
+    assert a.verdict is v and a.first_rank == 5 and a.primary is None and a.first_failure.rank == 5
+    with pytest.raises(RuntimeError, match="decided once"):
+        a.decide([_slow()])
+    with pytest.raises(dataclasses.FrozenInstanceError):                # frozen: nothing changes it later
+        v.outcome = "healthy"  # type: ignore[misc]
 
 
 def test_verdict_is_the_same_with_or_without_analyser_findings_when_the_log_failed():
     plain = analyse(Engine([WD]).scan(lines_of(LOG)))
-    slow = analyse(Engine([WD]).scan(lines_of(LOG)))
-    slow.add_findings([_slow()])
+    slow = analyse(Engine([WD]).scan(lines_of(LOG)), decide_now=False)
+    slow.decide([_slow()])
     assert (plain.summary, plain.first_rank, plain.first_failure) == (slow.summary, slow.first_rank, slow.first_failure)
     assert [f.pitfall for f in slow.findings] == ["graph-no-speedup", "nccl-watchdog-timeout"]

@@ -13,6 +13,7 @@ import click
 from . import __version__
 from .config import build_config, check, diff, undecided, unknown_values
 from .errors import TriageError
+from .findings import EXIT_FOUND
 from .fleet_report import FLEET_FORMATS
 from .patterns import PatternError, load_all, load_dir
 from .pipeline import add_config_analysis, run_analysis
@@ -25,8 +26,7 @@ from .taxonomy import IDS
 from .term import COLOR_CHOICES, for_terminal, use_color
 
 # exit codes of `triage analyze` (README "Exit codes"; --fail-on/--exit-zero decide 1 and 3)
-EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNEXPLAINED, EXIT_INTERNAL = 0, 1, 2, 3, 4
-OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
+EXIT_USAGE, EXIT_INTERNAL = 2, 4        # the CLI's own; the outcomes' codes are the verdict's (findings)
 FAIL_ON = ("error", "warning", "never")
 # errors a user causes (every stage's error is a TriageError): one line and exit 2, handled once in _Group.main
 USER_ERRORS = (TriageError,)
@@ -208,7 +208,8 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     pats = load_patterns(pattern_dirs)
     record = record or bool(db)
     with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
-        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes)
+        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes,
+                               decide_now=False)
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     from .store import store_given
     if store_given(db, record):
@@ -262,20 +263,8 @@ def format_for(output: Optional[str], suffixes: Mapping[str, str]) -> str:
 
 
 def exit_code(a, fail_on: str) -> int:
-    """The exit code of an analysis under --fail-on (README "Exit codes")."""
-    if fail_on == "never":
-        return EXIT_OK
-    code = OUTCOME_EXIT.get(a.outcome, EXIT_FOUND)
-    if code != EXIT_FOUND and fail_on == "error":
-        return code
-    sevs = {f.severity for f in a.findings if f.role in ("root-cause", "cascade")}
-    if a.primary is not None:
-        sevs.add(a.primary.severity)
-    if fail_on == "warning":
-        if code:
-            return code
-        return EXIT_FOUND if any(f.severity in ("warning", "error", "critical") for f in a.findings) else EXIT_OK
-    return EXIT_FOUND if sevs & {"error", "critical"} else EXIT_OK
+    """The exit code of an analysis under --fail-on (README "Exit codes"): the verdict's."""
+    return int(a.verdict.exit_code(fail_on))
 
 
 @cli.command("check-config")

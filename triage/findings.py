@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .engine import ErrorBlock, Match, ScanResult
 from .kinds import Kind, Role, Severity
@@ -217,19 +217,29 @@ class AttemptVerdict:
     summary: str
 
 
-@dataclass
+# exit status of each outcome (the CLI's contract, README "Exit codes"); --fail-on refines it
+EXIT_OK, EXIT_FOUND, EXIT_UNEXPLAINED = 0, 1, 3
+OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
+
+
+@dataclass(frozen=True)
 class Verdict:
+    """What the log says, decided once (`decide`) after every analyser ran: everything that reports,
+    the exit code, the store record and fleet groups read.  Frozen: nothing re-derives or changes it."""
+    outcome: str                  # healthy | pitfall | unexplained-failure (OUTCOMES)
     primary: Optional[Finding]
-    findings: List[Finding]       # every finding with its decided role, the primary first
+    findings: Tuple[Finding, ...]  # every finding with its decided role, the primary first
     first_rank: Optional[int]     # None for a hang: the first rank to time out did not fail first
+    first_rank_by: Optional[str]  # how the first failing rank was established (None: no such rank)
     summary: str
+    title: str                    # one line: the primary's title, or the first failure's message
+    signature: Optional[str]      # one per job: pitfall id + title, or the masked unexplained error
     first_failure: Optional[FirstFailure] = None
-    attempts: List[AttemptVerdict] = field(default_factory=list)   # one per attempt of a restarted job
-    outcome: str = "healthy"      # healthy | pitfall | unexplained-failure (OUTCOMES)
+    attempts: Tuple[AttemptVerdict, ...] = ()      # one per attempt of a restarted job
     hang: bool = False            # the primary is a timeout, a hung watchdog or a lost peer
-    hang_suspects: List[HangSuspect] = field(default_factory=list)
+    hang_suspects: Tuple[HangSuspect, ...] = ()
     flight_recorder: Optional[FlightRecorder] = None
-    signature: Optional[str] = None   # one per job: pitfall id + title, or the masked unexplained error
+    cascade: Tuple[str, ...] = ()  # the fingerprints of the root cause's cascade findings, in order
 
     @property
     def failed(self) -> bool:
@@ -238,6 +248,22 @@ class Verdict:
     def roles(self) -> Dict[str, Role]:
         return {f.fingerprint: f.role for f in self.findings}
 
+    def exit_code(self, fail_on: str = "error") -> int:
+        """The exit status under --fail-on error|warning|never (README "Exit codes")."""
+        if fail_on == "never":
+            return EXIT_OK
+        code = OUTCOME_EXIT.get(self.outcome, EXIT_FOUND)
+        if code != EXIT_FOUND and fail_on == "error":
+            return code
+        if fail_on == "warning":
+            if code:
+                return code
+            return EXIT_FOUND if any(f.severity in ("warning", "error", "critical") for f in self.findings) else EXIT_OK
+        sevs = {f.severity for f in self.findings if f.role in FAILING}
+        if self.primary is not None:
+            sevs.add(self.primary.severity)
+        return EXIT_FOUND if sevs & {"error", "critical"} else EXIT_OK
+
 
 @dataclass
 class Case:
@@ -245,7 +271,8 @@ class Case:
     findings: List[Finding]                    # roles as their rules give them (decide works on copies)
     blocks: List[ErrorBlock]                   # error blocks no pattern explains
     launcher_root_rank: Optional[int] = None
-    ranks_seen: List[int] = field(default_factory=list)   # ranks with any line (fetched only for a hang)
+    # ranks with any line: a second pass over the inputs, so asked for only when a hang needs them
+    ranks_fn: Optional[Callable[[], List[int]]] = field(default=None, repr=False)
     crashes: List[Crash] = field(default_factory=list)    # the job died here, whatever the patterns say
     peers: List[HangSuspect] = field(default_factory=list)   # peers / ranks that NCCL or gloo say went away
     flight_recorder: Optional[FlightRecorder] = None
@@ -260,14 +287,12 @@ class ConfigAnalysis:
     suspects: List["Suspect"] = field(default_factory=list)
 
 
-class VerdictDecided(RuntimeError):
-    """Analyser findings added after the verdict was read (it is decided once)."""
-
-
 @dataclass
 class Analysis:
-    """One triaged log.  The scan's facts and the analysers' results are plain typed fields;
-    the verdict is decided by `decide` the first time any of its fields is read."""
+    """One triaged log: the scan's facts and the analysers' results, as plain typed fields, and the
+    verdict, decided by ONE explicit call (`decide`) once every analyser has run.  Its fields are
+    read through `verdict` (the shortcuts below read it too); reading it before it is decided is a
+    programming error, never a silent provisional answer."""
     lines: int
     sources: List[str]
     case: Case                                 # the last attempt (the headline)
@@ -277,7 +302,6 @@ class Analysis:
     timeline: List[TimelineEvent] = field(default_factory=list)
     timeline_omitted: int = 0                  # matched lines not in `timeline` (over the cap, or only counted)
     launcher_root_rank: Optional[int] = None
-    analyser_findings: List[Finding] = field(default_factory=list)
     config: Optional[ConfigAnalysis] = None
     step_times: Dict[str, Any] = field(default_factory=dict)
     versions: Dict[str, str] = field(default_factory=dict)
@@ -289,29 +313,27 @@ class Analysis:
     def attempts(self) -> int:
         return len(self.earlier) + 1
 
-    def add_findings(self, extra: Sequence[Finding]) -> None:
-        """Add analyser findings (step-time verdicts); only before the verdict is decided."""
+    def decide(self, analysers: Sequence[Finding] = ()) -> Verdict:
+        """Decide the verdict, once, from the log's findings and the analysers' (step times)."""
         if self._verdict is not None:
-            raise VerdictDecided("analyser findings must be added before the verdict is read")
-        self.analyser_findings.extend(extra)
+            raise RuntimeError("the verdict is decided once: decide() was called before")
+        self._verdict = decide(self.case, analysers, self.earlier)
+        return self._verdict
 
     @property
     def verdict(self) -> Verdict:
         if self._verdict is None:
-            self._verdict = decide(self.case, self.analyser_findings, self.earlier)
+            raise RuntimeError("the verdict is read before it is decided: call Analysis.decide() after "
+                               "every analyser ran")
         return self._verdict
 
-    @property
-    def decided(self) -> bool:
-        return self._verdict is not None
-
-    # the verdict's fields, for readers of an analysis
+    # shortcuts to the verdict's fields
     @property
     def primary(self) -> Optional[Finding]:
         return self.verdict.primary
 
     @property
-    def findings(self) -> List[Finding]:
+    def findings(self) -> Tuple[Finding, ...]:
         return self.verdict.findings
 
     @property
@@ -445,7 +467,6 @@ def _group(matches: List[Match]) -> Tuple[List[Finding], Dict[Tuple[str, str], s
     fps: Dict[Tuple[str, str], str] = {}
     for key, occs in groups.items():
         occs.sort(key=lambda o: _order(o[0]))
-        heads = [o[0] for o in occs]
         rep = _representative(occs)
         p = rep.pattern
         # one line can be both a failing and an info line of a pattern (NCCL's WARN line): two findings
@@ -603,7 +624,8 @@ def _block_order(b: ErrorBlock) -> Tuple[float, int]:
 
 
 def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock], launcher_rank: Optional[int],
-                      findings: Sequence[Finding] = (), crashes: Sequence[Crash] = ()) -> Optional[ErrorBlock]:
+                      findings: Sequence[Finding] = (),
+                      crashes: Sequence[Crash] = ()) -> Optional[Tuple[ErrorBlock, str]]:
     """An error no pattern explains that came before a generic primary (a watchdog timeout, a lost
     peer) on another rank -- or on the rank the launcher names as root cause -- is the real first
     failure; the generic findings are its cascade.  Which came first, by the best evidence there is
@@ -615,17 +637,17 @@ def unexplained_first(primary: Optional[Finding], blocks: List[ErrorBlock], laun
     if launcher_rank is not None and not (_covers(primary, launcher_rank) and not _waiting(primary)):
         named = [b for b in cands if b.rank == launcher_rank]
         if named:
-            return min(named, key=_block_order)
+            return min(named, key=_block_order), "the launcher (torchrun) names it"
     waiting = {r for f in findings if f.role in FAILING and _waiting(f) for r in f.ranks}
     fatal = {(c.source, c.line) for c in crashes if c.kind in ("uncaught-exception", "fatal-python-error")}
-    earlier = [b for b in cands if _before(b, primary, waiting, fatal)]
-    return min(earlier, key=_block_order) if earlier else None
+    earlier = [(b, why) for b in cands for why in [_before(b, primary, waiting, fatal)] if why]
+    return min(earlier, key=lambda x: _block_order(x[0])) if earlier else None
 
 
 _KILLED = lazy(r"SignalException|KeyboardInterrupt|got signal: ")
 
 
-def _before(b: ErrorBlock, primary: Finding, waiting: set, fatal: set) -> bool:
+def _before(b: ErrorBlock, primary: Finding, waiting: set, fatal: set) -> Optional[str]:
     """Whether error block B came before the generic PRIMARY's first line.
     - both have a time: the times say;
     - the same input (one interleaved log, one rank's file): line order -- a launcher writes its
@@ -636,13 +658,15 @@ def _before(b: ErrorBlock, primary: Finding, waiting: set, fatal: set) -> bool:
       SignalException, Ctrl-C) did not fail first: it was stopped."""
     pt = primary.order[0]
     if b.order_ts is not None and pt != float("inf"):
-        return b.order_ts < pt
+        return "its timestamp is earlier than the first timeout's" if b.order_ts < pt else None
     if b.source == primary.source:
-        return b.start < primary.line
+        return "it comes before the first timeout in the same stream" if b.start < primary.line else None
     if (b.source, b.start) not in fatal or b.rank in waiting:
-        return False
+        return None
     exc = exception_line(b.lines) or ""
-    return not search(_KILLED, exc[:300])
+    if search(_KILLED, exc[:300]):
+        return None
+    return "its uncaught error ended its output while the other ranks waited for it"
 
 
 _CARET = lazy(r"^\s*[~^]+\s*$")
@@ -701,21 +725,12 @@ def first_crash(case: Case) -> Optional[Crash]:
     return min(pool, key=lambda c: (c.weight, c.order))
 
 
-def _signature(v: "Verdict") -> Optional[str]:
-    if v.primary is not None:       # the pattern's title is fixed text: nothing in it varies by job
-        return f"{v.primary.pitfall}: {' '.join(v.primary.title.split())}"
-    if v.outcome == "unexplained-failure":
-        msg = v.first_failure.message if v.first_failure is not None else v.summary
-        return f"unexplained-failure: {mask(msg)[:200]}"
-    return None
-
-
 def _hang_suspects(case: Case, log: List[Finding]) -> List[HangSuspect]:
     """Ranks that logged nothing failing (when any rank did), then the peers NCCL / gloo name."""
     out: List[HangSuspect] = []
     erred = _erred(log, case.blocks)
     if erred:
-        for r in sorted(set(case.ranks_seen) - erred):
+        for r in sorted(set(case.ranks_fn() if case.ranks_fn is not None else ()) - erred):
             out.append(HangSuspect(r, None, "logged no error or timeout while other ranks waited for it"))
     seen = {(s.rank, s.peer) for s in out}
     for p in case.peers:
@@ -725,74 +740,117 @@ def _hang_suspects(case: Case, log: List[Finding]) -> List[HangSuspect]:
     return out
 
 
+@dataclass
+class _Draft:
+    """A verdict being decided (decide's working state; the result is the frozen Verdict)."""
+    log: List[Finding]
+    primary: Optional[Finding] = None
+    first_rank: Optional[int] = None
+    first_rank_by: Optional[str] = None
+    first_failure: Optional[FirstFailure] = None
+    summary: str = ""
+    hang: bool = False
+    suspects: List[HangSuspect] = field(default_factory=list)
+
+
+def _by_order(f: Finding) -> str:
+    return "its timestamp is the earliest" if f.order[0] != float("inf") else "the earliest failure the log shows"
+
+
+def _unexplained_first(d: _Draft, case: Case, ub: ErrorBlock, why: str) -> None:
+    for f in d.log:
+        if f.role == "root-cause":
+            f.role = "cascade"
+    msg = _block_message(ub)
+    d.primary, d.first_rank, d.first_rank_by = None, ub.rank, why
+    d.first_failure = FirstFailure(ub.rank, ub.source, ub.start, msg, lines=list(ub.lines), kind=_block_kind(ub))
+    d.summary = (f"rank {ub.rank} failed first with an error no pattern explains ({msg})"
+                 + _cascade_clause(d.log, [ub.rank]))
+
+
+def _known_primary(d: _Draft, case: Case) -> None:
+    p = d.primary
+    assert p is not None
+    if not _waiting(p):
+        d.first_rank = p.rank
+        if p.rank is not None:
+            named = case.launcher_root_rank is not None and p.rank == case.launcher_root_rank
+            d.first_rank_by = "the launcher (torchrun) names it" if named else _by_order(p)
+        d.summary = _summary(p, d.log)
+        return
+    d.hang = True                   # the first rank to time out did not fail first
+    d.suspects = _hang_suspects(case, d.log)
+    waiting = sorted({r for f in d.log if f.role in FAILING and _waiting(f)
+                      for r in (f.ranks or ([f.rank] if f.rank is not None else []))})
+    d.summary = _hang_summary(p, waiting, d.suspects) + _cascade_clause([f for f in d.log if not _waiting(f)], waiting)
+
+
+def _no_known_primary(d: _Draft, case: Case) -> None:
+    crash = first_crash(case)
+    lr = case.launcher_root_rank
+    if crash is not None:
+        d.first_rank = crash.rank if crash.rank is not None else lr
+        if d.first_rank is not None:
+            d.first_rank_by = (f"its {crash.kind.replace('-', ' ')} is the first crash" if crash.rank is not None
+                               else "the launcher (torchrun) names it")
+        d.first_failure = FirstFailure(crash.rank, crash.source, crash.line, crash.message, lines=list(crash.lines),
+                                       kind=crash.kind)
+        who = f"rank {d.first_rank} failed first" if d.first_rank is not None else "the job failed"
+        by = " (the launcher, torchrun, names it)" if lr is not None and d.first_rank == lr else ""
+        d.summary = (f"{who}{by} with an error no pattern explains ({crash.message[:200]})"
+                     + _cascade_clause(d.log, [d.first_rank]))
+    elif lr is not None:
+        d.first_rank, d.first_rank_by = lr, "the launcher (torchrun) names it"
+        d.summary = (f"no known pitfall in this log; the launcher (torchrun) reports rank {lr} as the first "
+                     f"failure: look at (or paste) that rank's output" + _cascade_clause(d.log, [lr]))
+    elif any(f.role in FAILING for f in d.log):
+        kinds = sorted({f.pitfall for f in d.log if f.role in FAILING})
+        d.summary = (f"the job failed, but this log holds only follow-on errors ({', '.join(kinds)}) "
+                     f"and not the failure that caused them: look for the first rank's own output")
+    else:
+        d.summary = _summary(None, d.log)
+
+
 def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
     """The rules for one attempt (see the module docstring); works on copies of the findings."""
-    log = [replace(f) for f in case.findings]
-    primary = assign_roles(log, case.launcher_root_rank)
-    first_rank = primary.rank if primary else None
-    first_failure: Optional[FirstFailure] = None
-    hang = False
-    suspects: List[HangSuspect] = []
-    ub = unexplained_first(primary, case.blocks, case.launcher_root_rank, log, case.crashes)
-    if ub is not None and primary is not None:
-        for f in log:
-            if f.role == "root-cause":
-                f.role = "cascade"
-        primary, first_rank = None, ub.rank
-        msg = _block_message(ub)
-        first_failure = FirstFailure(ub.rank, ub.source, ub.start, msg, lines=list(ub.lines),
-                                     kind=_block_kind(ub))
-        summary = (f"rank {ub.rank} failed first with an error no pattern explains ({msg})"
-                   + _cascade_clause(log, [ub.rank]))
-    elif primary is not None:
-        if _waiting(primary):
-            hang, first_rank = True, None      # the first rank to time out did not fail first
-            suspects = _hang_suspects(case, log)
-            waiting = sorted({r for f in log if f.role in FAILING and _waiting(f)
-                              for r in (f.ranks or ([f.rank] if f.rank is not None else []))})
-            summary = _hang_summary(primary, waiting, suspects) + _cascade_clause(
-                [f for f in log if not _waiting(f)], waiting)
-        else:
-            summary = _summary(primary, log)
+    d = _Draft([replace(f) for f in case.findings])
+    d.primary = assign_roles(d.log, case.launcher_root_rank)
+    first = unexplained_first(d.primary, case.blocks, case.launcher_root_rank, d.log, case.crashes)
+    if first is not None and d.primary is not None:
+        _unexplained_first(d, case, *first)
+    elif d.primary is not None:
+        _known_primary(d, case)
     else:
-        crash = first_crash(case)
-        cascades = [f for f in log if f.role in FAILING]
-        if crash is not None:
-            first_rank = crash.rank if crash.rank is not None else case.launcher_root_rank
-            first_failure = FirstFailure(crash.rank, crash.source, crash.line, crash.message,
-                                         lines=list(crash.lines), kind=crash.kind)
-            who = f"rank {first_rank} failed first" if first_rank is not None else "the job failed"
-            by = " (the launcher, torchrun, names it)" if (
-                case.launcher_root_rank is not None and first_rank == case.launcher_root_rank) else ""
-            summary = (f"{who}{by} with an error no pattern explains ({crash.message[:200]})"
-                       + _cascade_clause(log, [first_rank]))
-        elif case.launcher_root_rank is not None:
-            first_rank = case.launcher_root_rank
-            summary = (f"no known pitfall in this log; the launcher (torchrun) reports rank {first_rank} "
-                       f"as the first failure: look at (or paste) that rank's output"
-                       + _cascade_clause(log, [first_rank]))
-        elif cascades:
-            kinds = sorted({f.pitfall for f in cascades})
-            summary = (f"the job failed, but this log holds only follow-on errors ({', '.join(kinds)}) "
-                       f"and not the failure that caused them: look for the first rank's own output")
-        else:
-            summary = _summary(None, log)
-    log_failed = (primary is not None or first_rank is not None or first_failure is not None
-                  or any(f.role in FAILING for f in log) or bool(case.crashes)
+        _no_known_primary(d, case)
+    log_failed = (d.primary is not None or d.first_rank is not None or d.first_failure is not None
+                  or any(f.role in FAILING for f in d.log) or bool(case.crashes)
                   or case.launcher_root_rank is not None)
     # an analyser's finding (step times) never outranks a failure the log shows
     extra = [replace(f) for f in analysers]
     top = assign_roles(extra)
     if top is not None and not log_failed:
-        primary, first_rank = top, top.rank
-        summary = _summary(top, log + extra)
-    findings = log + extra
-    findings.sort(key=lambda f: (f is not primary, _ROLE_RANK[f.role], -f.priority, f.order))
-    outcome = "pitfall" if primary is not None else "unexplained-failure" if log_failed else "healthy"
-    v = Verdict(primary, findings, first_rank, summary, first_failure, outcome=outcome, hang=hang,
-                hang_suspects=suspects, flight_recorder=case.flight_recorder)
-    v.signature = _signature(v)
-    return v
+        d.primary, d.first_rank, d.first_rank_by = top, top.rank, None
+        d.summary = _summary(top, d.log + extra)
+    findings = d.log + extra
+    findings.sort(key=lambda f: (f is not d.primary, _ROLE_RANK[f.role], -f.priority, f.order))
+    outcome = "pitfall" if d.primary is not None else "unexplained-failure" if log_failed else "healthy"
+    return _verdict(d, outcome, tuple(findings), case)
+
+
+def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case) -> Verdict:
+    p, ff = d.primary, d.first_failure
+    title = p.title if p is not None else (ff.message if ff is not None and outcome != "healthy" else d.summary)
+    if p is not None:                 # the pattern's title is fixed text: nothing in it varies by job
+        signature: Optional[str] = f"{p.pitfall}: {' '.join(p.title.split())}"
+    elif outcome == "unexplained-failure":
+        signature = f"unexplained-failure: {mask(ff.message if ff is not None else d.summary)[:200]}"
+    else:
+        signature = None
+    return Verdict(outcome=outcome, primary=p, findings=findings, first_rank=d.first_rank,
+                   first_rank_by=d.first_rank_by if d.first_rank is not None else None, summary=d.summary,
+                   title=" ".join(title.split())[:300], signature=signature, first_failure=ff, hang=d.hang,
+                   hang_suspects=tuple(d.suspects), flight_recorder=case.flight_recorder,
+                   cascade=tuple(f.fingerprint for f in findings if f.role == "cascade"))
 
 
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = ()) -> Verdict:
@@ -801,13 +859,13 @@ def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case
     of the analysers (step times), EARLIER the earlier attempts of a restarted job (each gets its
     own verdict, in `attempts`)."""
     v = _decide_attempt(case, analysers)
-    if earlier:
-        n = len(earlier) + 1
-        per = [_decide_attempt(c, ()) for c in earlier] + [v]
-        v.attempts = [AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None, x.first_rank, x.summary)
-                      for i, x in enumerate(per)]
-        v.summary = f"attempt {n} of {n}: " + v.summary
-    return v
+    if not earlier:
+        return v
+    n = len(earlier) + 1
+    per = [_decide_attempt(c, ()) for c in earlier] + [v]
+    return replace(v, attempts=tuple(AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None, x.first_rank,
+                                                    x.summary) for i, x in enumerate(per)),
+                   summary=f"attempt {n} of {n}: " + v.summary)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1079,15 +1137,6 @@ def _erred(findings: List[Finding], blocks: List[ErrorBlock]) -> set:
     return {r for f in findings if f.role != "info" for r in f.ranks} | {b.rank for b in blocks}
 
 
-def _hang_possible(case: Case) -> bool:
-    """Whether the verdict can ask which ranks logged nothing: only when the log's own primary is a
-    generic failure (a timeout) and some rank erred.  scan.ranks_seen costs a second pass over the
-    inputs, so analyse fetches it only then."""
-    log = [replace(f) for f in case.findings]
-    p = assign_roles(log, case.launcher_root_rank)
-    return p is not None and p.generic and bool(_erred(log, case.blocks))
-
-
 def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
                   text: str) -> Optional[Finding]:
     """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any."""
@@ -1124,9 +1173,10 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
     return total
 
 
-def analyse(scan: ScanResult) -> Analysis:
+def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
     """What a scan shows, per attempt; a log with restarts is triaged per attempt and the last
-    attempt is the headline.  The verdict is decided when first read (after analysers add theirs)."""
+    attempt is the headline.  DECIDE_NOW: decide the verdict here, from the log alone; the pipeline
+    passes False, runs its analysers (step times) and then calls Analysis.decide itself, once."""
     last = scan.attempts - 1
     by_group: Dict[int, List[Match]] = {}
     for m in scan.matches:
@@ -1158,12 +1208,14 @@ def analyse(scan: ScanResult) -> Analysis:
         ms = by_group.get(g, [])
         c.peers = _peers(ms, c.blocks)
         c.flight_recorder = _flight_recorder(ms)
-    if _hang_possible(head):
-        head.ranks_seen = list(scan.ranks_seen)
+    head.ranks_fn = lambda: list(scan.ranks_seen)
     unmatched, unmatched_omitted = _unmatched(head.blocks)
     events, events_omitted = timeline(by_group.get(last, []), grouped[last][1], grouped[last][2])
     notes = [f"regex switched off after repeated timeouts (fix the pattern): {r[:120]}" for r in scan.disabled_rules]
-    return Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
-                    unmatched=unmatched, unmatched_omitted=unmatched_omitted,
-                    timeline=events, timeline_omitted=events_omitted + dropped,
-                    launcher_root_rank=scan.launcher_root_rank, notes=notes)
+    a = Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
+                 unmatched=unmatched, unmatched_omitted=unmatched_omitted,
+                 timeline=events, timeline_omitted=events_omitted + dropped,
+                 launcher_root_rank=scan.launcher_root_rank, notes=notes)
+    if decide_now:
+        a.decide()
+    return a

@@ -101,7 +101,7 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     from .pipeline import add_config_analysis, run_analysis
     from .sources import InputError
     try:
-        a, seen = run_analysis([job.path], pats=list(pats))
+        a, seen = run_analysis([job.path], pats=list(pats), decide_now=False)
         add_config_analysis(a, list(pats), seen)
         return JobResult(job, record_of(a, [job.path], job.job_id, content_hash([job.path])))
     except (InputError, PatternError, ConfigError) as e:

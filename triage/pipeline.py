@@ -45,10 +45,11 @@ def _logs(logs: Sequence[str]) -> Sequence[str]:
 
 def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
                  pats: Optional[List[Pattern]] = None, progress: bool = False,
-                 max_bytes: int = 0) -> Tuple[Analysis, Seen]:
+                 max_bytes: int = 0, decide_now: bool = True) -> Tuple[Analysis, Seen]:
     """Scan LOGS once; returns the analysis and what else was seen (config, step times).
     `progress`: show a progress bar on a terminal for big inputs (progress.for_inputs);
-    `max_bytes`: read at most that many bytes of each input (0: all)."""
+    `max_bytes`: read at most that many bytes of each input (0: all); `decide_now`: decide the verdict
+    from the log alone (False when add_config_analysis follows: it decides, after the step times)."""
     pats = pats if pats is not None else load_all(pattern_dirs)
     seen = Seen()
     paths = _logs(logs)
@@ -58,7 +59,7 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
     finally:
         if bar is not None:
             bar.close()
-    a = analyse(scan)
+    a = analyse(scan, decide_now=decide_now)
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
     if scan.lines == 0 and not scan.notes:
         a.notes.append("read nothing: the input is empty")
@@ -136,9 +137,9 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     verdicts, perf = assess(seen.steps, current, base_seen.steps if base_seen else None, baseline)
     a.step_times = perf
     by_id = {p.id: p for p in pats}
-    a.add_findings([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
-                    for v in verdicts if v.pitfall in by_id])
-    # -- the verdict is decided from here on
+    # every analyser has run: the verdict is decided here, once
+    a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
+              for v in verdicts if v.pitfall in by_id])
     current = _with_implied(a, current, by_id, pats)
     a.notes.extend(pattern_notes(by_id.get(a.primary.pitfall) if a.primary is not None else None,
                                  dict(current, graphs_captured=bool(seen.steps.graphs_seen))))

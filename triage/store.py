@@ -510,18 +510,15 @@ def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:
     """The verdict record of an analysis (findings.Analysis) of the job at PATHS."""
     from . import __version__
     from .redact import redact
-    v = a.verdict
-    prim = a.primary
-    ff = a.first_failure
-    title = prim.title if prim is not None else (ff.message if ff is not None and a.failed else a.summary)
+    v = a.verdict                      # the record is the verdict's fields, nothing re-derived
     blamed = None
     if a.config is not None and a.config.suspects:
         top = [s for s in a.config.suspects if not s.unrelated]
         blamed = top[0].key if top else None
-    return Record(job_id=redact(job_id), job_time=job_time(paths), outcome=a.outcome,
-                  primary=prim.pitfall if prim is not None else None,
-                  signature=redact(v.signature) if v.signature else None, title=redact(title or ""),
-                  first_failing_rank=a.first_rank, blamed=blamed, summary=redact(a.summary),
+    return Record(job_id=redact(job_id), job_time=job_time(paths), outcome=v.outcome,
+                  primary=v.primary.pitfall if v.primary is not None else None,
+                  signature=redact(v.signature) if v.signature else None, title=redact(v.title),
+                  first_failing_rank=v.first_rank, blamed=blamed, summary=redact(v.summary),
                   content_hash=digest, triage_version=__version__)
 
 

@@ -63,7 +63,7 @@ class _Cut:
         if n > 0:
             self.omitted[part] = self.omitted.get(part, 0) + n
 
-    def list(self, xs: List[Any], n: Optional[int], part: str) -> List[Any]:
+    def list(self, xs: Sequence[Any], n: Optional[int], part: str) -> List[Any]:
         if n is None or len(xs) <= n:
             return list(xs)
         self.count(part, len(xs) - n)
@@ -226,6 +226,8 @@ def _verdict_parts(a: Analysis, cut: _Cut, d: Dict[str, Any]) -> None:
     """The first failure, hang suspects, Flight Recorder and attempts (each only when there is one)."""
     v = a.verdict
     caps = cut.caps
+    if v.first_rank_by is not None:
+        d["first_failing_rank_by"] = cut.text(v.first_rank_by)
     if v.first_failure is not None:
         ff = v.first_failure
         d["first_failure"] = {"rank": ff.rank, "source": ff.source, "line": ff.line, "message": cut.text(ff.message),

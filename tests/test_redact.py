@@ -236,3 +236,14 @@ def test_non_secret_strings_cost_one_search(monkeypatch):
     monkeypatch.setattr(R, "_hint", lambda text: pytest.fail(f"a per-string search for {text!r}"))
     assert redact_obj(d) is d
     assert searches == [26001]
+
+
+def test_a_url_querys_token_is_redacted_like_access_token():
+    """Issue 22: `?token=` / `&token=` in a URL query is a credential whatever it looks like; a
+    tokenizer's `token=` outside a query is not."""
+    from triage.redact import redact
+    assert redact("GET https://hub.example.com/api/x?token=s3cr3tvalue1234&page=2") == \
+        "GET https://hub.example.com/api/x?token=<redacted>&page=2"
+    assert redact("see http://a.b/c?x=1&token=abc123") == "see http://a.b/c?x=1&token=<redacted>"
+    assert redact("http://a.b/c?access_token=abc123&page=2") == "http://a.b/c?access_token=<redacted>&page=2"
+    assert redact("pad token=abc123") == "pad token=abc123"

@@ -366,6 +366,8 @@ def _kv_at(text: str, m: re.Match[str]) -> Tuple[int, Optional[str]]:
     (`  password: two words  # comment`) gives the whole rest of the line as the value."""
     name = m.group("flag") or m.group("name") or m.group("env")
     cls = name_class(name)
+    if cls == 1 and m.start() > 0 and text[m.start() - 1] in "?&" and "=" in (m.group("sep") or ""):
+        cls = 2               # a URL query's `?token=` / `&token=` is a credential, like `access_token=`
     if not cls:
         return 0, None
     vs = m.end()

@@ -71,7 +71,8 @@ def test_unexplained_crash_with_a_step_time_finding_keeps_its_first_failing_rank
     assert d["summary"] == ("rank 5 failed first with an error no pattern explains (KeyError: 'input_ids'); "
                             "2 ranks (0-1) then timed out (nccl-watchdog-timeout)")
     roles = {f["pitfall"]: f["role"] for f in d["findings"]}
-    assert roles == {"nccl-watchdog-timeout": "cascade", "graph-no-speedup": "root-cause"}
+    # one root cause per verdict: a step-time finding beside a failure is an observation (issue 21)
+    assert roles == {"nccl-watchdog-timeout": "cascade", "graph-no-speedup": "info"}
     # the timeline agrees with the findings: the timeouts are the crash's cascade
     assert d["timeline"] and all(e["role"] == "cascade" for e in d["timeline"])
 
@@ -86,7 +87,7 @@ def test_timeouts_with_a_step_time_finding_stay_a_hang_with_no_first_failing_ran
     assert d["summary"].startswith("2 ranks (0-1) timed out waiting for a collective (nccl-watchdog-timeout): a hang")
     assert d["hang_suspects"] == []           # both ranks timed out: no rank of this log is a culprit
     roles = {f["pitfall"]: f["role"] for f in d["findings"]}
-    assert roles == {"nccl-watchdog-timeout": "root-cause", "graph-no-speedup": "root-cause"}
+    assert roles == {"nccl-watchdog-timeout": "root-cause", "graph-no-speedup": "info"}
     assert d["findings"][0]["pitfall"] == "nccl-watchdog-timeout"
 
 
@@ -136,4 +137,5 @@ def test_verdict_is_the_same_with_or_without_analyser_findings_when_the_log_fail
     slow = analyse(Engine([WD]).scan(lines_of(LOG)), decide_now=False)
     slow.decide([_slow()])
     assert (plain.summary, plain.first_rank, plain.first_failure) == (slow.summary, slow.first_rank, slow.first_failure)
-    assert [f.pitfall for f in slow.findings] == ["graph-no-speedup", "nccl-watchdog-timeout"]
+    assert [f.pitfall for f in slow.findings] == ["nccl-watchdog-timeout", "graph-no-speedup"]
+    assert slow.findings[1].role == "info"

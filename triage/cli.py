@@ -13,7 +13,6 @@ import click
 from . import __version__
 from .config import build_config, check, diff, undecided, unknown_values
 from .errors import TriageError
-from .findings import EXIT_FOUND
 from .fleet_report import FLEET_FORMATS
 from .patterns import PatternError, load_all, load_dir
 from .pipeline import add_config_analysis, run_analysis
@@ -24,9 +23,10 @@ from .schemas import text as schema_text
 from .store import StoreError, hashing_stdin
 from .taxonomy import IDS
 from .term import COLOR_CHOICES, for_terminal, use_color
+from .verdict import EXIT_FOUND
 
 # exit codes of `triage analyze` (README "Exit codes"; --fail-on/--exit-zero decide 1 and 3)
-EXIT_USAGE, EXIT_INTERNAL = 2, 4        # the CLI's own; the outcomes' codes are the verdict's (findings)
+EXIT_USAGE, EXIT_INTERNAL = 2, 4        # the CLI's own; the outcomes' codes are the verdict's (verdict/types.py)
 FAIL_ON = ("error", "warning", "never")
 # errors a user causes (every stage's error is a TriageError): one line and exit 2, handled once in _Group.main
 USER_ERRORS = (TriageError,)

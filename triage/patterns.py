@@ -59,6 +59,9 @@ class MatchRule:
     negative: List[LazyRx]
     source_text: str
     generic: Optional[bool] = None     # overrides the pattern's `generic` for this rule
+    # the line counts only when its `part` size is at least this share of its `whole` size (two
+    # named groups of the regex, "21.71 MiB" / "22.05 GiB"): a material share, not any mention
+    min_share: Optional[float] = None
 
 
 @dataclass
@@ -254,7 +257,7 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         raise PatternError(f"{where}: a match entry must be a mapping with 'regex' and 'literal'")
     if not isinstance(m, dict):
         raise PatternError(f"{where}: a match entry must be a mapping")
-    unknown = set(m) - {"regex", "literal", "ignore_case", "role", "context", "not", "generic"}
+    unknown = set(m) - {"regex", "literal", "ignore_case", "role", "context", "not", "generic", "min_share"}
     if unknown:
         raise PatternError(f"{where}: unknown match field(s) {sorted(unknown)}")
     src = _req(m, "regex", str, where)
@@ -277,8 +280,19 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
     if gen is not None and not isinstance(gen, bool):
         raise PatternError(f"{where}: generic must be true or false")
     src = expand_macros(src, where + " regex")
-    return MatchRule(_compile(src, where + " regex", ic, user), _literals(m, src, where, ic), ic, role, ctx, neg, src,
-                     gen)
+    rx = _compile(src, where + " regex", ic, user)
+    return MatchRule(rx, _literals(m, src, where, ic), ic, role, ctx, neg, src, gen, _min_share(m, rx, where))
+
+
+def _min_share(m: Dict[str, Any], rx: LazyRx, where: str) -> Optional[float]:
+    v = m.get("min_share")
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+        raise PatternError(f"{where}: min_share must be a number in (0, 1]")
+    if not {"part", "whole"} <= set(rx.groupindex):
+        raise PatternError(f"{where}: min_share needs the named groups (?P<part>...) and (?P<whole>...) in the regex")
+    return float(v)
 
 
 def _parse_cond(cond: Any, cw: str) -> Dict[str, Any]:

@@ -6,14 +6,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .blame import blame
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
 from .engine import Engine, Feeder
-from .findings import Analysis, ConfigAnalysis, Evidence, analyse, make_finding
 from .patterns import Pattern, load_all
 from .progress import for_inputs
 from .sources import InputError, Line
-from .steps import StepLog, assess
+from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, analyse, assess, blame, make_finding
 
 
 @dataclass

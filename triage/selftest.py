@@ -127,7 +127,7 @@ def _own_lines(own: Engine, p: Pattern, ex: str) -> List[Tuple[str, int]]:
 def example_winners(patterns: Sequence[Pattern], catalog: Optional[Sequence[Pattern]] = None) -> List[ExampleWinner]:
     """Run every match example of PATTERNS through the whole CATALOG (default: the patterns plus the shipped
     ones they do not replace) and name the winner of each: on each line the pattern itself fires on, the
-    pattern(s) of highest priority among all that fire there (a line counts for those only, findings.py).
+    pattern(s) of highest priority among all that fire there (a line counts for those only, verdict/grouping.py).
     An example the pattern itself misses is left out (check_examples reports it)."""
     cat = list(catalog) if catalog is not None else _catalog(patterns)
     whole = Engine(cat)

@@ -81,7 +81,7 @@ class Record:
     job_time: float                   # when the job ended: its newest input's mtime (now for stdin)
     outcome: str                      # healthy | pitfall | unexplained-failure
     primary: Optional[str]            # pitfall id of the root cause
-    signature: Optional[str]          # job-level signature (findings.Verdict.signature)
+    signature: Optional[str]          # job-level signature (verdict.Verdict.signature)
     title: str                        # the primary's title, or the unexplained error, or the summary
     first_failing_rank: Optional[int]
     blamed: Optional[str]             # the top suspect config key, when a baseline was given
@@ -507,7 +507,7 @@ def day(ts: float) -> str:
 
 
 def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:
-    """The verdict record of an analysis (findings.Analysis) of the job at PATHS."""
+    """The verdict record of an analysis (verdict.Analysis) of the job at PATHS."""
     from . import __version__
     from .redact import redact
     v = a.verdict                      # the record is the verdict's fields, nothing re-derived

@@ -17,4 +17,6 @@ IDS = (
     "nccl-watchdog-hang",
     # added through its pattern file (patterns/gloo-collective-timeout.yaml says why)
     "gloo-collective-timeout",
+    # added through its pattern file (patterns/gpu-hardware-fault.yaml says why)
+    "gpu-hardware-fault",
 )

@@ -1,7 +1,8 @@
 """Observer: the pattern catalog's match rules (a hit line meets only the rules whose literals it holds)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Dict, List, Tuple
+import re
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from .followups import Followups, _ctx_hit, _Pending
 from .observer import Observer
@@ -17,6 +18,22 @@ if TYPE_CHECKING:
 _CODE = lazy(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
 MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is switched off
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
+
+
+_UNITS = {"bytes": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bytes|B|[KMGTP]iB)\s*$")
+
+
+def size_bytes(text: str) -> Optional[float]:
+    """'21.71 MiB' -> bytes (PyTorch's format_size units), None for anything else."""
+    m = _SIZE.match(text or "")
+    return float(m.group(1)) * _UNITS[m.group(2)] if m else None
+
+
+def share_of(m: Any) -> float:
+    """A match's `part` size over its `whole` size (a rule's min_share); 0 when either is unreadable."""
+    part, whole = size_bytes(m.group("part")), size_bytes(m.group("whole"))
+    return part / whole if part is not None and whole else 0.0
 
 
 class Rules(Observer):
@@ -40,7 +57,9 @@ class Rules(Observer):
             return False
         timeouts = self.core.timeouts
         t0 = timeouts.count
-        hit = search(rule.rx, text, timeouts) is not None and not any(search(n, text, timeouts) for n in rule.negative)
+        m = search(rule.rx, text, timeouts)
+        hit = m is not None and not any(search(n, text, timeouts) for n in rule.negative) and (
+            rule.min_share is None or share_of(m) >= rule.min_share)
         if timeouts.count > t0:
             n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
             if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl

@@ -1,0 +1,75 @@
+"""Issue 22: failure classes from other stacks -- GPU hardware faults, the private-pool share of an
+OOM, an NCCL timeout whose headline was cut off.  Messages are the real software's (each pattern
+file's references say where from); the layouts are labelled where synthetic."""
+import pytest
+
+from triage.engine import Engine
+from triage.patterns import PatternError, builtin_dir, load_dir, parse_pattern
+from triage.scan.rules import size_bytes
+from triage.selftest import fired, lines_of
+
+PATS = load_dir(builtin_dir())
+ENG = Engine(PATS)
+
+
+def primary(text):
+    from triage.findings import analyse
+    a = analyse(ENG.scan(lines_of(text)))
+    return a.primary.pitfall if a.primary else None, a
+
+
+@pytest.mark.parametrize("line", [
+    "[rank3]: torch.AcceleratorError: CUDA error: uncorrectable ECC error encountered",     # cudaErrorECCUncorrectable
+    "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution",    # cudaErrorNvlinkUncorrectable
+    "host-3:4242:4300 [3] NCCL WARN Cuda failure 'uncorrectable ECC error encountered'",
+    "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+    "[Mon Dec  1 10:00:00 2026] NVRM: Xid (PCI:0000:97:00): 95, pid=4067793, name=python, Uncontained: FBHUB.",
+])
+def test_gpu_hardware_faults_have_their_own_id(line):
+    assert primary(line)[0] == "gpu-hardware-fault"
+
+
+def test_a_hardware_fault_is_never_an_illegal_memory_access():
+    log = ("NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+           "[rank1]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered")
+    pid, a = primary(log)
+    assert pid == "gpu-hardware-fault"
+    assert [f.pitfall for f in a.findings if f.role == "root-cause"] == ["gpu-hardware-fault"]
+    assert "illegal-memory-access" not in fired(ENG, "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, x")
+
+
+OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {t}. GPU 0 has a total capacity of 79.11 GiB "
+       "of which 1.06 GiB is free. Of the allocated memory {a} is allocated by PyTorch, with {p} allocated in private "
+       "pools (e.g., CUDA Graphs), and 3.21 GiB is reserved by PyTorch but unallocated.")
+
+
+@pytest.mark.parametrize("alloc,pool,want", [
+    ("22.05 GiB", "21.71 MiB", "cuda-oom"),                  # 0.1%: a small graph's pool, not what filled the GPU
+    ("70.12 GiB", "4.50 GiB", "capture-memory-overhead"),    # 6.4%
+    ("75.00 GiB", "0 bytes", "cuda-oom"),
+    ("10.00 GiB", "1.00 GiB", "capture-memory-overhead"),
+])
+def test_the_private_pool_share_must_be_material(alloc, pool, want):
+    assert primary(OOM.format(t="2.00 GiB", a=alloc, p=pool))[0] == want
+
+
+def test_sizes_and_the_share_rule_is_validated():
+    assert size_bytes("21.71 MiB") == 21.71 * (1 << 20) and size_bytes("0 bytes") == 0 and size_bytes("x") is None
+    base = {"id": "x", "title": "t", "severity": "error", "kind": "runtime", "explanation": "e", "fix": "f",
+            "references": [{"source": "s"}], "examples": {"match": ["a"], "no_match": ["b"]}}
+    with pytest.raises(PatternError, match="named groups"):
+        parse_pattern(dict(base, match=[{"regex": "a (\\d+)", "literal": "a", "min_share": 0.1}]), "x.yaml")
+    with pytest.raises(PatternError, match="min_share must be"):
+        parse_pattern(dict(base, match=[{"regex": "(?P<part>a)(?P<whole>b)", "literal": "a", "min_share": 2}]),
+                      "x.yaml")
+
+
+def test_an_nccl_timeout_whose_headline_was_cut_off_is_still_a_timeout():
+    # ProcessGroupNCCL's teardown lines (real/gpu/nccl_rank_hang_timeout.log lines 26-27)
+    log = ("[rank0]:[E1203 08:33:09.257065472 ProcessGroupNCCL.cpp:750] [Rank 0] Some NCCL operations have failed "
+           "or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on "
+           "corrupted/incomplete data.\n"
+           "[rank0]:[E1203 08:33:09.257108223 ProcessGroupNCCL.cpp:764] [Rank 0] To avoid data inconsistency, we "
+           "are taking the entire process down.")
+    pid, a = primary(log)
+    assert pid == "nccl-watchdog-timeout" and a.verdict.hang

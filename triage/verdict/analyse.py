@@ -1,0 +1,100 @@
+"""What a scan shows, per attempt (`analyse`): findings, error blocks no pattern explains,
+crashes, peers, the Flight Recorder, the timeline -- and the matched lines the scan dropped
+(counted in their findings)."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ..scan.results import ErrorBlock, Match, ScanResult
+from .analysis import Analysis
+from .crashes import _input_ends, crash_of
+from .fingerprint import fingerprint
+from .grouping import _group
+from .hangs import _flight_recorder, _peers
+from .timeline import timeline
+from .types import Case, Crash, Finding
+from .unexplained import _unmatched, logged_tracebacks, merge_continuations
+
+
+def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
+                  text: str) -> Optional[Finding]:
+    """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any."""
+    if text:
+        return by_fp.get(fingerprint(pid, text))
+    cands = by_pid.get(pid) or []
+    return next((x for x in cands if rank in x.ranks), cands[0] if cands else None)
+
+
+def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str], int]) -> int:
+    """Count the matched lines the scan did not keep (a message repeated beyond its cap; keyed by
+    pattern, rank and text, or an empty text once too many distinct ones were dropped) in the
+    finding of the same fingerprint -- the last attempt's first, as the scan does not say which
+    attempt a dropped line was in.  A rank seen only in dropped lines joins the finding's ranks
+    (with one occurrence).  Returns the lines counted."""
+    by_fp: Dict[str, Finding] = {}
+    by_pid: Dict[str, List[Finding]] = {}
+    for c in reversed(cases):
+        for cf in c.findings:
+            by_fp.setdefault(cf.fingerprint, cf)
+            by_pid.setdefault(cf.pitfall, []).append(cf)
+    total = 0
+    for (pid, rank, text), n in dropped.items():
+        f = _dropped_into(by_fp, by_pid, pid, rank, text)
+        if f is None:
+            continue
+        f.matched_lines += n
+        total += n
+        if rank is not None:
+            if rank not in f.rank_counts:
+                f.count += 1
+                f.ranks = sorted(set(f.ranks) | {rank})
+            f.rank_counts = dict(sorted({**f.rank_counts, rank: f.rank_counts.get(rank, 0) + n}.items()))
+    return total
+
+
+def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
+    """What a scan shows, per attempt; a log with restarts is triaged per attempt and the last
+    attempt is the headline.  DECIDE_NOW: decide the verdict here, from the log alone; the pipeline
+    passes False, runs its analysers (step times) and then calls Analysis.decide itself, once."""
+    last = scan.attempts - 1
+    by_group: Dict[int, List[Match]] = {}
+    for m in scan.matches:
+        by_group.setdefault(m.group, []).append(m)
+    blocks_by_group: Dict[int, List[ErrorBlock]] = {}
+    for b in scan.blocks:
+        blocks_by_group.setdefault(b.group, []).append(b)
+    grouped = [_group(by_group.get(g, [])) for g in range(scan.attempts)]
+    cases = [Case(grouped[g][0], merge_continuations(blocks_by_group.get(g, []), by_group.get(g, [])))
+             for g in range(scan.attempts)]
+    dropped = _add_dropped(cases, getattr(scan, "dropped", None) or {})
+    head = cases[last]
+    head.launcher_root_rank = scan.launcher_root_rank
+    ends = _input_ends(scan)
+    for g, c in enumerate(cases):
+        c.ended = g < last
+        logged = logged_tracebacks(c.blocks)
+        for b in c.blocks:
+            end = ends.get(b.source)
+            after = None if end is None else end - (b.seq + b.end - b.start)
+            cr = crash_of(b, after, c.ended, named=c is head and b.rank is not None
+                          and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
+            if cr is not None:
+                c.crashes.append(cr)
+        for x in getattr(scan, "exits", None) or []:      # a death torchrun or the shell reports
+            if x.group == g:
+                c.crashes.append(Crash("launcher-exit", x.rank, x.source, x.line, x.text[:200], [x.text],
+                                       (x.order_ts if x.order_ts is not None else float("inf"), x.seq), 1))
+        ms = by_group.get(g, [])
+        c.peers = _peers(ms, c.blocks)
+        c.flight_recorder = _flight_recorder(ms)
+    head.ranks_fn = lambda: list(scan.ranks_seen)
+    unmatched, unmatched_omitted = _unmatched(head.blocks)
+    events, events_omitted = timeline(by_group.get(last, []), grouped[last][1], grouped[last][2])
+    notes = [f"regex switched off after repeated timeouts (fix the pattern): {r[:120]}" for r in scan.disabled_rules]
+    a = Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
+                 unmatched=unmatched, unmatched_omitted=unmatched_omitted,
+                 timeline=events, timeline_omitted=events_omitted + dropped,
+                 launcher_root_rank=scan.launcher_root_rank, notes=notes)
+    if decide_now:
+        a.decide()
+    return a

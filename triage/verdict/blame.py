@@ -1,0 +1,78 @@
+"""Blame stage: rank the config changes since the last good run by the findings that implicate them.
+
+Score of a changed key:
+- +1.0 for each config rule that the change turns from satisfied to violated (the rule's keys);
+- +1.0 when the primary finding's pattern `implicates` the key, +0.5 for another root-cause finding's
+  (cascades and info findings never blame); a step-time finding (graph-no-speedup,
+  step-time-regression) blames only what its pattern implicates, and never a graph setting of a run
+  that got faster than the last good one.
+A change nothing ties to the failure (a schedule key such as lr_decay_iters or wd_incr_steps, a
+logging or checkpoint setting, a model setting no rule or finding names) has score 0: listed last
+and marked unrelated.  No diff means no suspects.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..config import GRAPH_KEYS, Config, check, diff
+from ..patterns import Pattern
+from ..scan.rx import lazy
+from .types import Finding
+
+# Settings that never change what a CUDA graph captures: the schedule, logging, checkpoints, data.
+# Shown in the report as unrelated even if a pattern were to implicate one by its short name.
+BOOKKEEPING = lazy(
+    r"(?:^|[._])(?:lr|min_lr|learning_rate|lr_\w+|\w*_iters|train_samples|iterations|log_\w+|\w*logging\w*|save\w*|"
+    r"load\w*|\w*checkpoint\w*|ckpt\w*|seed|wandb\w*|tensorboard\w*|exp_name|name|eval_\w+|\w*weight_decay\w*|"
+    r"wd_\w+|\w*_decay_\w+|adam_\w+|clip_grad|lr_decay_\w+|lr_warmup_\w+|data_path|\w*_dir|\w*_path|\w*_interval|"
+    r"recipe|exit_\w+|wsd_\w+)$"
+)
+
+
+@dataclass
+class Suspect:
+    """A changed config key, scored by what blames it."""
+    key: str
+    old: Any
+    new: Any
+    score: float
+    because: List[str] = field(default_factory=list)     # the pitfalls that blame it
+    unrelated: bool = False                               # score 0: nothing blames it
+    evidence: List[str] = field(default_factory=list)    # why, in a few lines
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
+          primary: Optional[Finding], partial: bool = False, faster: bool = False) -> List[Suspect]:
+    """Rank the changes from OLD (the last good run) to NEW.  `faster`: the run's steady-state step
+    time beat the last good run's (a graph setting of it is then no suspect of a step-time finding)."""
+    changes = diff(old, new, partial)
+    if not changes:
+        return []
+    before = {(v.pitfall, v.message) for v in check(old, patterns)}
+    introduced = [v for v in check(new, patterns) if (v.pitfall, v.message) not in before]
+    out = []
+    for ch in changes:
+        score = 0.0
+        because: List[str] = []
+        evidence: List[str] = []
+        for v in introduced:
+            if ch.key in v.keys:
+                score += 1.0
+                because.append(v.pitfall)
+                evidence.append(f"rule: {v.message}")
+        for f in findings:
+            if ch.key not in f.implicates or f.role != "root-cause" or BOOKKEEPING.search(ch.key):
+                continue
+            if f.kind == "perf" and faster and ch.key in GRAPH_KEYS:
+                continue
+            score += 1.0 if f is primary else 0.5
+            because.append(f.pitfall)
+            evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
+        out.append(Suspect(key=ch.key, old=ch.old, new=ch.new, score=round(score, 2),
+                           because=sorted(set(because)), unrelated=score == 0, evidence=evidence[:3]))
+    out.sort(key=lambda s: (-s.score, s.key))
+    return out

@@ -1,0 +1,476 @@
+"""Step-time analysis: steady-state step times, capture excluded, noise-aware comparison.
+
+Parses per-iteration times from Megatron-LM / Megatron Bridge step lines (`elapsed time per
+iteration (ms)`), NeMo / Lightning (`train_step_timing in s`), on any rank.  Steady state drops
+the first `cuda_graph_warmup_steps` iterations (default 3, and always iteration 1) and every
+iteration that contains a CUDA graph capture (the first step line after a capture line).  Two
+sets of steps are compared by their medians with a seeded bootstrap 95% interval of the relative
+difference; a change counts only when the interval excludes zero and the effect is at least
+MIN_EFFECT_PCT.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import random
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from ..scan.anchors import Anchor
+from ..scan.ranks import split_prefix
+from ..scan.rx import TIMEOUT, lazy
+from ..scan.sources import Line, parse_ts
+from ..scan.text import MAX_LINE, normalise
+
+DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
+MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"
+EVIDENCE_KEEP = 64       # iterations whose step line is kept as evidence (plus those around a capture)
+MIN_SAMPLES = 4           # fewer steady-state steps on either side: no verdict (a bootstrap of 2-3 is not honest)
+BOOTSTRAP = 2000
+
+_MEGATRON = lazy(
+    r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
+    r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
+)
+_HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
+_NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
+_MS_KEY = b"elapsed time per iteration (ms):"
+_TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
+
+
+def _num(s) -> Optional[float]:
+    """A `[\\d.]+` capture as a float, or None ("1.2.3" from a garbled line is no number)."""
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_step(buf: bytes, ls: int, le: int) -> Optional[Tuple[int, float, Optional[float]]]:
+    """_MEGATRON_B on one plain line with a few C-level finds (the usual layout: the first
+    "iteration" starts the header, the first "elapsed ..." and "throughput ..." carry numbers);
+    None when the layout is any other, and the caller runs the regex."""
+    i = buf.find(b"iteration", ls, le)
+    h = _HEAD_B.match(buf, i, le) if i >= 0 else None
+    if h is None:
+        return None
+    e = buf.find(_MS_KEY, h.end(), le)
+    n = _NUM_B.match(buf, e + len(_MS_KEY), le) if e >= 0 else None
+    if n is None:
+        return None
+    tf = None
+    t = buf.find(_TF_KEY, n.end(), le)
+    if t >= 0:
+        n2 = _NUM_B.match(buf, t + len(_TF_KEY), le)
+        if n2 is None:
+            return None
+        tf = float(n2.group(1))
+    try:
+        return int(h.group(1)), float(n.group(1)), tf
+    except ValueError:
+        return None
+
+
+# the same on the bytes of a plain line (no `\\s` that could cross a newline; linear per line)
+_SP = rb"[ \t\x0b\x0c]"
+_MEGATRON_B = re.compile(
+    rb"iteration" + _SP + rb"+(\d+)" + _SP + rb"*/" + _SP + rb"*\d+" + _SP + rb"*\|[^\n]*?elapsed time per iteration "
+    rb"\(ms\):" + _SP + rb"*([\d.]+)(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):" + _SP + rb"*([\d.]+))?")
+_NEMO = lazy(r"train_step_timing in s[=:]\s*([\d.]+)")
+_NEMO_STEP = lazy(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
+_CAPTURE = lazy(
+    r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
+    r"|create cuda graphs|Capturing CUDA graph"
+)
+_BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")  # noqa: E501 - a regex reads best on one line
+_TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
+_GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
+
+
+@dataclass
+class StepLog:
+    times: Dict[int, float] = field(default_factory=dict)          # iteration -> ms (slowest rank)
+    tflops: Dict[int, float] = field(default_factory=dict)
+    capture_iters: List[int] = field(default_factory=list)
+    capture_seconds: Optional[float] = None
+    graphs_built: Optional[int] = None
+    graph_memory: Optional[str] = None
+    graphable_layers: Optional[int] = None
+    evidence: Dict[int, Tuple[str, int, str]] = field(default_factory=dict)   # iteration -> (source, line, text)
+    _capture_pending: Dict[str, bool] = field(default_factory=dict)   # per input
+    _capture_ts: List[float] = field(default_factory=list)
+    _step_ts: Dict[int, float] = field(default_factory=dict)
+    _nemo_i: int = 0
+    _capture_set: set = field(default_factory=set)
+    _ev_window: set = field(default_factory=set)           # the latest capture and the steps after it
+    _ev_next: int = 0                                      # steps after the latest capture still to keep
+    _ev_early: set = field(default_factory=set)            # the first EVIDENCE_KEEP iterations
+    _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
+
+    # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
+    ANCHORS = [
+        Anchor("elapsed time per iteration", 0), Anchor("train_step_timing", 0),
+        Anchor(r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
+               r"|create cuda graphs|Capturing CUDA graph", 0, regex=True),
+        Anchor(r"> built \d+ cuda graph\(s\) in [\d.]+ sec", 0, regex=True),
+        Anchor(r"Time spent in CUDA Graphs capture on rank \d+: [\d.]+s", 0, regex=True),
+        Anchor(r"Rank \d+: \d+ graphable layers", 0, regex=True),
+    ]
+
+    def scan_lines(self, buf: bytes, starts: Sequence[int]) -> Dict[int, tuple]:
+        """Parse the Megatron step lines among the lines starting at `starts`: {line start: record}.
+
+        The block scanner's batch path: only plain lines are claimed (ASCII, no carriage return
+        or control character, short enough not to be clipped), on which the bytes regex finds
+        what `_MEGATRON` finds in the normalised text; every other line goes through `feed`.
+        The scanner hands the records back in line order with `feed_record`."""
+        out: Dict[int, tuple] = {}
+        find, search = buf.find, _MEGATRON_B.search
+        ascii_block = buf.isascii()
+        for ls in starts:
+            le = find(b"\n", ls)
+            le = len(buf) if le < 0 else le
+            if le - ls > MAX_LINE or find(b"\r", ls, le) >= 0 or not (ascii_block or buf[ls:le].isascii()):
+                continue
+            rec = _parse_step(buf, ls, le)
+            if rec is None:
+                m = search(buf, ls, le)
+                if m is None:
+                    continue
+                g3 = m.group(3)
+                ms, tf = _num(m.group(2)), _num(g3) if g3 else None
+                if ms is None or (g3 and tf is None):
+                    continue          # "1.2.3" is no number: not a step line
+                rec = (int(m.group(1)), ms, tf)
+            out[ls] = rec + (le - ls,)
+        return out
+
+    def feed_record(self, rec: tuple, buf: bytes, ls: int, source: str, lineno: Callable[[], int],
+                    year: Optional[int] = None) -> None:
+        """A record of scan_lines for the line at buf[ls:]; `lineno()` counts its line number."""
+        it, ms, tflops, length = rec
+        ts = None
+        if self._needs_ts(it, source):
+            ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
+        self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), tflops)
+
+    def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
+                     lineno_at: Callable[[int], int], year: Optional[int] = None) -> None:
+        """Records of scan_lines in line order: [(line start, record)].  A step that needs nothing
+        but its time (no capture around it, no evidence kept) takes a tight path; the others go
+        through feed_record, so the result is the same."""
+        times, tfl, ev, window, capset = self.times, self.tflops, self.evidence, self._ev_window, self._capture_set
+        pending = self._capture_pending
+        for at, rec in items:
+            it, ms, tflops = rec[0], rec[1], rec[2]
+            if self._cts_open or pending.get(source) or it in capset or it in ev or len(ev) < EVIDENCE_KEEP \
+                    or it in window or self._ev_next:
+                self.feed_record(rec, buf, at, source, functools.partial(lineno_at, at), year)
+                continue
+            if ms >= times.get(it, -1.0):
+                times[it] = ms
+            if tflops is not None:
+                tfl[it] = tflops
+
+    def _needs_ts(self, it: int, source: str) -> bool:
+        """A step's time matters only to place a capture by time: while a capture time waits for
+        its step, and for the capture iterations themselves (see _add_step)."""
+        return bool(self._cts_open) or it in self._capture_set or bool(self._capture_pending.get(source))
+
+    def feed(self, line: Line) -> None:
+        t = line.text
+        if "iteration" in t and "elapsed time per iteration" in t:
+            self._feed_megatron(line)
+        elif "train_step_timing" in t:
+            self._feed_nemo(line)
+        elif "raph" in t:
+            self._feed_graph(line)
+
+    def _feed_megatron(self, line: Line) -> None:
+        m = _MEGATRON.search(line.text, timeout=TIMEOUT)
+        if m:
+            ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
+            if ms is not None and (tf is not None or not m.group(3)):
+                self._add(int(m.group(1)), ms, line, tf)
+
+    def _feed_nemo(self, line: Line) -> None:
+        t = line.text
+        m = _NEMO.search(t, timeout=TIMEOUT)
+        if m:
+            s = _NEMO_STEP.search(t, timeout=TIMEOUT)
+            self._nemo_i += 1
+            it = int(s.group(1)) + 1 if s else self._nemo_i
+            sec = _num(m.group(1))
+            if sec is not None:
+                self._add(it, sec * 1000.0, line, None)
+
+    def _feed_graph(self, line: Line) -> None:
+        """A CUDA graph line: a capture starting or done, its time and memory, the graphable layers."""
+        t = line.text
+        if _CAPTURE.search(t, timeout=TIMEOUT):
+            self._mark_capture(line)
+        m = _BUILT.search(t, timeout=TIMEOUT)
+        if m:
+            self._mark_capture(line)
+            self.graphs_built = int(m.group(1))
+            self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
+            if m.group(3):
+                self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
+        m = _TIME_SPENT.search(t, timeout=TIMEOUT)
+        if m:
+            self._mark_capture(line)
+            self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
+        m = _GRAPHABLE.search(t, timeout=TIMEOUT)
+        if m:
+            self.graphable_layers = int(m.group(2))
+
+    def _mark_capture(self, line: Line) -> None:
+        self._capture_pending[line.source] = True
+        if line.ts is not None:
+            self._capture_ts.append(line.ts)
+            self._cts_open.append(line.ts)
+
+    def _add(self, it: int, ms: float, line: Line, tflops: Optional[float]) -> None:
+        self._add_step(it, ms, line.source, line.lineno, line.ts, line.text, tflops)
+
+    def _add_step(self, it: int, ms: float, source: str, lineno: Union[int, Callable[[], int]], ts: Optional[float],
+                  text: Union[str, Tuple[bytes, int, int]], tflops: Optional[float]) -> None:
+        """Step IT took MS; LINENO is its line number or counts it; TEXT is its line, or (buf, start,
+        end) of a plain line in a block (decoded only when it is kept as evidence)."""
+        if self._capture_pending.get(source):
+            self._add_capture(it)
+            self._capture_pending[source] = False
+        if ts is not None and (self._cts_open or it in self._capture_set):
+            self._place_captures(it, ts)
+        if ms >= self.times.get(it, -1.0):
+            self.times[it] = ms
+            self._keep_evidence(it, source, lineno, text)
+        if tflops is not None:
+            self.tflops[it] = tflops
+
+    def _place_captures(self, it: int, line_ts: float) -> None:
+        """Step IT ended at LINE_TS: capture lines in another input (rank 0's file) place the capture
+        by time: the first step that ends after the capture contains it (each capture time is placed once)."""
+        self._step_ts[it] = min(self._step_ts.get(it, line_ts), line_ts)
+        if self._cts_open:
+            ready = [c for c in self._cts_open if c <= line_ts]
+            if ready:
+                self._cts_open = [c for c in self._cts_open if c > line_ts]
+                for cts in ready:       # newest capture iterations first: the usual hit
+                    if not any(self._step_ts.get(c, float("inf")) >= cts for c in reversed(self.capture_iters)):
+                        self._add_capture(it)
+
+    def _keep_evidence(self, it: int, source: str, lineno: Union[int, Callable[[], int]],
+                       text: Union[str, Tuple[bytes, int, int]]) -> None:
+        """Evidence lines are kept for the first iterations and those around a capture (the report
+        quotes the first steady steps and the capture step), not for every step."""
+        if self._ev_next and it not in self._ev_window and it > max(self._ev_window):
+            self._ev_window.add(it)
+            self._ev_next -= 1
+        if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or it in self._ev_window:
+            if len(self.evidence) < EVIDENCE_KEEP and it not in self.evidence:
+                self._ev_early.add(it)
+            if isinstance(text, tuple):      # (buf, start, end) of a plain line
+                b, ls, le = text
+                text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
+            self.evidence[it] = (source, lineno if isinstance(lineno, int) else lineno(), text)
+
+    def _add_capture(self, it: int) -> None:
+        if it not in self._capture_set:
+            self._capture_set.add(it)
+            self.capture_iters.append(it)
+            # evidence: the report quotes the first capture step and the first steady steps after the
+            # last capture; the steps kept for an earlier capture are let go
+            keep = self._ev_early | {self.capture_iters[0]}
+            for j in self._ev_window - keep:
+                self.evidence.pop(j, None)
+            self._ev_window = {it}
+            self._ev_next = 3
+
+    @property
+    def graphs_seen(self) -> bool:
+        return bool(self.capture_iters) or self.graphs_built is not None
+
+    def steady(self, warmup: Optional[int] = None) -> List[Tuple[int, float]]:
+        w = DEFAULT_WARMUP if warmup is None else max(int(warmup), 0)
+        first = max([w, 1] + self.capture_iters)
+        return [(i, self.times[i]) for i in sorted(self.times) if i > first]
+
+    def pre_capture(self) -> List[Tuple[int, float]]:
+        """Eager steps of a graph run: after iteration 1, before the first capture step."""
+        if not self.capture_iters:
+            return []
+        c = min(self.capture_iters)
+        return [(i, self.times[i]) for i in sorted(self.times) if 1 < i < c]
+
+
+@dataclass
+class Comparison:
+    base_median: float
+    cur_median: float
+    delta_pct: float
+    ci_low: float
+    ci_high: float
+    n_base: int
+    n_cur: int
+    p_slower: float = 1.0     # one-sided Mann-Whitney p that current is slower
+    p_faster: float = 1.0
+
+    @property
+    def slower(self) -> bool:
+        return self.ci_low > 0 and self.delta_pct >= MIN_EFFECT_PCT and self.p_slower < ALPHA
+
+    @property
+    def faster(self) -> bool:
+        return self.ci_high < 0 and self.delta_pct <= -MIN_EFFECT_PCT and self.p_faster < ALPHA
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"baseline_median_ms": round(self.base_median, 3), "current_median_ms": round(self.cur_median, 3),
+                "delta_pct": round(self.delta_pct, 2), "ci95_pct": [round(self.ci_low, 2), round(self.ci_high, 2)],
+                "n_baseline": self.n_base, "n_current": self.n_cur,
+                "p_slower": round(self.p_slower, 4), "p_faster": round(self.p_faster, 4),
+                "verdict": "slower" if self.slower else "faster" if self.faster else "no significant change"}
+
+
+ALPHA = 0.025             # one-sided significance for the rank test
+
+
+def mann_whitney(base: List[float], cur: List[float]) -> Tuple[float, float]:
+    """One-sided p-values (cur > base, cur < base) of the Mann-Whitney U test, normal
+    approximation with tie correction (conservative enough for n >= 4 per side)."""
+    n1, n2 = len(base), len(cur)
+    allv = sorted((v, g) for g, vs in ((0, base), (1, cur)) for v in vs)
+    i, tie_term = 0, 0.0
+    r_cur = 0.0
+    while i < len(allv):
+        j = i
+        while j + 1 < len(allv) and allv[j + 1][0] == allv[i][0]:
+            j += 1
+        avg = (i + j) / 2 + 1
+        t = j - i + 1
+        tie_term += t ** 3 - t
+        r_cur += avg * sum(1 for k in range(i, j + 1) if allv[k][1] == 1)
+        i = j + 1
+    u = r_cur - n2 * (n2 + 1) / 2          # U of the current sample
+    mu = n1 * n2 / 2
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1)))
+    if var <= 0:
+        return 1.0, 1.0
+    sd = math.sqrt(var)
+    z_hi = (u - mu - 0.5) / sd             # continuity correction
+    z_lo = (u - mu + 0.5) / sd
+    p_slower = 0.5 * math.erfc(z_hi / math.sqrt(2))
+    p_faster = 0.5 * math.erfc(-z_lo / math.sqrt(2))
+    return p_slower, p_faster
+
+
+def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comparison]:
+    """Relative difference of medians (cur vs base, %) with a bootstrap 95% interval."""
+    if len(base) < MIN_SAMPLES or len(cur) < MIN_SAMPLES:
+        return None
+    mb, mc = statistics.median(base), statistics.median(cur)
+    if mb <= 0:
+        return None
+    rng = random.Random(seed)
+    deltas = []
+    for _ in range(BOOTSTRAP):
+        b = statistics.median(rng.choices(base, k=len(base)))
+        c = statistics.median(rng.choices(cur, k=len(cur)))
+        deltas.append((c - b) / b * 100.0)
+    deltas.sort()
+    lo, hi = deltas[int(0.025 * BOOTSTRAP)], deltas[int(0.975 * BOOTSTRAP) - 1]
+    ps, pf = mann_whitney(base, cur)
+    return Comparison(mb, mc, (mc - mb) / mb * 100.0, lo, hi, len(base), len(cur), ps, pf)
+
+
+def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:
+    st = s.steady(warmup)
+    d: Dict[str, object] = {
+        "iterations": len(s.times),
+        "steady_iterations": [i for i, _ in st],
+        "steady_median_ms": round(statistics.median([t for _, t in st]), 3) if st else None,
+        "capture_iterations": s.capture_iters,
+        "warmup_steps": DEFAULT_WARMUP if warmup is None else warmup,
+        "series": [[i, s.times[i]] for i in sorted(s.times)],
+    }
+    if s.capture_seconds is not None:
+        d["capture_seconds"] = s.capture_seconds
+    if s.graph_memory:
+        d["graph_memory"] = s.graph_memory
+    if s.graphs_built is not None:
+        d["graphs_built"] = s.graphs_built
+    if s.graphable_layers is not None:
+        d["graphable_layers"] = s.graphable_layers
+    if s.tflops:
+        tf = [s.tflops[i] for i, _ in st if i in s.tflops]
+        if tf:
+            d["steady_median_tflops"] = round(statistics.median(tf), 2)
+    return d
+
+
+@dataclass
+class PerfVerdict:
+    pitfall: str
+    message: str
+    evidence: List[Tuple[str, int, str]]
+
+
+def _graphs_on(cfg: Dict[str, object], s: StepLog) -> bool:
+    return cfg.get("cuda_graph_impl") in ("local", "transformer_engine") or s.graphs_seen
+
+
+GRAPH_CFG_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
+
+
+def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = None,
+           base_cfg: Optional[Dict[str, object]] = None) -> Tuple[List[PerfVerdict], Dict[str, object]]:
+    """Compare steady-state step times; return perf verdicts and the numbers behind them."""
+    base_cfg = base_cfg or {}
+    info: Dict[str, object] = {}
+    verdicts: List[PerfVerdict] = []
+    if not cur.times:
+        return verdicts, info
+    w_cur = cur_cfg.get("cuda_graph_warmup_steps")
+    info["current"] = summary(cur, w_cur)  # type: ignore[arg-type]
+    cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
+    ev = [cur.evidence[i] for i, _ in cur_steady[:2] if i in cur.evidence] + [
+        cur.evidence[i] for i in cur.capture_iters[:1] if i in cur.evidence]
+    on_cur = _graphs_on(cur_cfg, cur)
+    if base is not None and base.times:
+        w_base = base_cfg.get("cuda_graph_warmup_steps")
+        info["baseline"] = summary(base, w_base)  # type: ignore[arg-type]
+        c = compare([t for _, t in base.steady(w_base)], [t for _, t in cur_steady])  # type: ignore[arg-type]
+        if c is not None:
+            info["run_vs_run"] = c.as_dict()
+            on_base = _graphs_on(base_cfg, base)
+            graph_changed = on_cur != on_base or any(cur_cfg.get(k) != base_cfg.get(k) for k in GRAPH_CFG_KEYS
+                                                     if k in cur_cfg or k in base_cfg)
+            nums = (f"steady-state median {c.cur_median:.1f} ms vs {c.base_median:.1f} ms baseline "
+                    f"({c.delta_pct:+.2f}%, 95% CI [{c.ci_low:+.2f}%, {c.ci_high:+.2f}%], "
+                    f"n={c.n_cur}/{c.n_base}, capture and warmup excluded)")
+            if on_cur and not on_base and not c.faster:
+                verdicts.append(PerfVerdict("graph-no-speedup",
+                                            f"triage: CUDA graphs gave no steady-state speedup over eager: {nums}", ev))
+            elif on_cur and graph_changed and c.slower:
+                verdicts.append(PerfVerdict("graph-no-speedup",
+                                            "triage: CUDA graphs gave no steady-state speedup: the graph change is "
+                                            f"slower: {nums}", ev))
+            elif not graph_changed and c.slower:
+                verdicts.append(PerfVerdict("step-time-regression",
+                                            "triage: steady-state step time regression with no CUDA-graph change: "
+                                            f"{nums}", ev))
+    pre = cur.pre_capture()
+    if len(pre) >= 3 and cur_steady:
+        c2 = compare([t for _, t in pre], [t for _, t in cur_steady], seed=1)
+        if c2 is not None:
+            info["before_vs_after_capture"] = c2.as_dict()
+            if not verdicts and base is None and not c2.faster:
+                verdicts.append(PerfVerdict(
+                    "graph-no-speedup",
+                    f"triage: CUDA graphs gave no steady-state speedup: replay median {c2.cur_median:.1f} ms vs "
+                    f"{c2.base_median:.1f} ms eager before capture ({c2.delta_pct:+.2f}%, 95% CI "
+                    f"[{c2.ci_low:+.2f}%, {c2.ci_high:+.2f}%])", ev))
+    return verdicts, info

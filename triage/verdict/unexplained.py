@@ -1,0 +1,163 @@
+"""Error blocks no pattern explains: continuation blocks merged into the message above them,
+a block's error line (`exception_line`, `block_message`), tracebacks a log record introduces
+(caught and logged), and the first block of each distinct masked signature (`Unmatched`)."""
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_left
+from dataclasses import replace
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ..scan.blocks import EXC_LINE
+from ..scan.results import ErrorBlock, Match
+from ..scan.rx import lazy, search
+from .fingerprint import mask
+from .types import EVIDENCE_MAX, UNMATCHED_MAX, Unmatched
+
+CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this close after its message
+
+_TB_HEAD = "Traceback (most recent call last):"
+# a block that only continues the message above it (NCCL's "Last error:", a C++ exception's trailer)
+_CONT_HEAD = lazy(r"^(?:Last error:|Exception raised from |frame #\d+|terminate called after|  what\(\): |"
+                  r"nccl[A-Z]\w*: )")
+
+
+def _block_order(b: ErrorBlock) -> Tuple[float, int]:
+    return (b.order_ts if b.order_ts is not None else float("inf"), b.seq)
+
+
+_CARET = lazy(r"^\s*[~^]+\s*$")
+_NOT_A_MESSAGE = lazy(r'^\s*File "[^"]*", line \d+|^\s*(?:frame )?#\d+[: ]|^Last error:|^Exception raised from |'
+                      r"^Traceback \(most recent call last\):|^\s*$")
+
+
+def exception_line(lines: Sequence[str]) -> Optional[str]:
+    """The exception line of a traceback block (its last one: a chained or wrapped error ends with
+    the one that was raised), never a frame, a source line or a caret line."""
+    for ln in reversed(lines):
+        if EXC_LINE.match(ln) and not _CARET.match(ln):
+            return ln
+    return None
+
+
+def block_message(lines: Sequence[str], source: str = "", end: int = 0) -> str:
+    """The error line of a block: a traceback's exception line, else the first line that is a
+    message (not a frame, a caret line or a `Last error:` continuation)."""
+    exc = exception_line(lines)
+    if exc is not None:
+        return exc[:200]
+    for ln in lines:
+        if not _NOT_A_MESSAGE.match(ln) and not _CARET.match(ln) and not _CODE_ECHO.match(ln):
+            return ln[:200]
+    where = f" near {source}:{end}" if source else ""
+    return f"an exception whose traceback runs past the lines the scanner keeps of it; its message is{where}"
+
+
+def _block_message(b: ErrorBlock) -> str:
+    return block_message(b.lines, b.source, b.end)
+
+
+_CODE_ECHO = lazy(r"^\s{4,}\S")     # an indented source line under a frame
+
+
+def _block_kind(b: ErrorBlock) -> str:
+    first = b.lines[0] if b.lines else ""
+    if first.startswith(_TB_HEAD):
+        return "uncaught-exception"
+    if first.startswith("Fatal Python error:"):
+        return "fatal-python-error"
+    return "error"
+
+
+def _matched_lines(matches: List[Match]) -> Dict[Tuple[str, Optional[int]], List[int]]:
+    """The line numbers of the matched lines per (input, rank) stream, sorted."""
+    matched: Dict[Tuple[str, Optional[int]], List[int]] = {}
+    for m in matches:
+        matched.setdefault((m.line.source, m.line.rank), []).append(m.line.lineno)
+    for v in matched.values():
+        v.sort()
+    return matched
+
+
+def _follows_a_match(b: ErrorBlock, matched: Dict[Tuple[str, Optional[int]], List[int]]) -> bool:
+    """Block B starts within CONT_GAP lines after a matched line of its stream (or of its rank-less input)."""
+    for key in {(b.source, b.rank), (b.source, None)}:
+        ls = matched.get(key)
+        if ls:
+            i = bisect_left(ls, b.start)
+            if i and b.start - ls[i - 1] <= CONT_GAP:
+                return True
+    return False
+
+
+def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[ErrorBlock]:
+    """Blocks that only continue a message -- NCCL's `Last error:` and the line after it, a C++
+    exception's `Exception raised from` trailer and its frames -- are part of the message above
+    them: of the finding whose matched line they follow (dropped here: the finding's evidence shows
+    them), or of the error block they follow (merged into it).  Returns copies, in scan order."""
+    matched = _matched_lines(matches)
+    out: List[ErrorBlock] = []
+    last: Dict[Tuple[str, Optional[int]], ErrorBlock] = {}
+    for b in sorted(blocks, key=lambda b: b.seq):
+        key = (b.source, b.rank)
+        if b.lines and _CONT_HEAD.match(b.lines[0]):
+            if _follows_a_match(b, matched):
+                continue
+            prev = last.get(key)
+            if prev is not None and 0 < b.start - prev.end <= CONT_GAP:
+                prev.lines = (prev.lines + b.lines)[:2 * EVIDENCE_MAX * 10]
+                prev.end = b.end
+                continue
+        nb = replace(b, lines=list(b.lines))
+        out.append(nb)
+        last[key] = nb
+    return out
+
+
+_LOG_RECORD = lazy(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
+
+
+def logged_tracebacks(blocks: List[ErrorBlock]) -> set:
+    """Ids of the traceback blocks that a log record of their own stream introduces (the line just
+    before them: "2026-12-03 14:54:45,023 ERROR train: skipping a bad sample", as logging.exception
+    and logger.error(..., exc_info=True) print a caught exception)."""
+    out = set()
+    prev: Dict[Tuple[str, Optional[int]], ErrorBlock] = {}
+    for b in sorted(blocks, key=lambda b: b.seq):
+        key = (b.source, b.rank)
+        p = prev.get(key)
+        if (p is not None and b.lines and b.lines[0].startswith(_TB_HEAD) and p.lines
+                and not p.lines[0].startswith(_TB_HEAD) and 0 < b.start - p.end <= CONT_GAP
+                and search(_LOG_RECORD, p.lines[-1][:300])):
+            out.add(id(b))
+        prev[key] = b
+    return out
+
+
+def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[List[Unmatched], int]:
+    """The first block of each distinct masked signature, with the ranks (or rank-less inputs) that
+    printed it; at most LIMIT of them, plus how many signatures were left out."""
+    by_fp: Dict[str, Unmatched] = {}
+    streams: Dict[str, set] = {}
+    masked: Dict[str, str] = {}
+    for b in sorted(blocks, key=_block_order):
+        stream = (b.source if b.rank is None else None, b.rank)
+        sig = []
+        for x in b.lines:
+            m = masked.get(x)
+            if m is None:
+                m = masked[x] = mask(x)
+            sig.append(m)
+        fp = hashlib.sha1("\n".join(sig).encode("utf-8", "replace")).hexdigest()[:12]
+        u = by_fp.get(fp)
+        if u is None:
+            by_fp[fp] = Unmatched(b.source, b.start, b.rank, [b.rank] if b.rank is not None else [], 1,
+                                  list(b.lines), fp)
+            streams[fp] = {stream}
+        elif stream not in streams[fp]:
+            streams[fp].add(stream)
+            u.count += 1
+            if b.rank is not None:
+                u.ranks.append(b.rank)
+    out = list(by_fp.values())
+    return out[:limit], max(0, len(out) - limit)

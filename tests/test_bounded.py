@@ -152,8 +152,8 @@ def test_first_level_caps_findings_and_thins_step_series():
     assert d["omitted"]["step_times.current.series"] == 100_000 - SERIES_MAX
     assert cur["steady_iterations"][0] == 4 and len(cur["steady_iterations"]) == SERIES_MAX
     # the reports still count every steady iteration
-    steps = build_view(d)["steps"]["runs"][0]
-    assert steps["steady"] == 100_000 - 3
+    steps = build_view(d).steps
+    assert steps is not None and steps.runs[0].steady == 100_000 - 3
 
 
 def test_markdown_and_html_of_a_hostile_analysis_render():

@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from markupsafe import Markup, escape
 
-MAX_POINTS = 2000          # markers drawn at most; more are thinned (root causes kept first)
-MAX_SERIES = 1500          # points per step-time line at most
+from .caps import MAX_POINTS, MAX_SERIES
+
 ROLES = ("root-cause", "cascade", "info")
 
 
@@ -215,7 +215,7 @@ def _marker(px: float, py: float, role: str, e: Dict[str, Any]) -> str:
 def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Markup:
     """Per-rank events: x = time (`t`, when every event has one) else order (`seq`); y = rank,
     with events of unknown rank on a row of their own ("?").  Markers coloured by role."""
-    evs = [e for e in (events or []) if isinstance(e, dict)]
+    evs = [e for e in (events if isinstance(events, (list, tuple)) else []) if isinstance(e, dict)]
     if not evs:
         return Markup("")
     use_t, pts = _timeline_points(evs)

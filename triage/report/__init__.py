@@ -1,12 +1,15 @@
 """Report stage: text, json, markdown, jira, junit and html renderings of one analysis.
 
     contract      the JSON contract (to_dict), its size levels and the redacted report dict
-    view          the view of a report dict that every other rendering is made from
+    view          the view of a report dict that every other rendering is made from: typed, frozen
+                  dataclasses (ReportView, FindingView, ...), built once by build_view
     text, markdown, jira, junit, html, check_config
                   the renderings; formats: FORMATS and render(analysis, format)
     comment       the ticket comment's structure, written once: markdown and jira are a Dialect each
-    util          helpers the renderings share (clipped text of any value, limits)
+    util          helpers the renderings share (clipped text of any value)
+The caps on what is kept and shown are triage/caps.py's.
 """
+from ..caps import CLIP, EVIDENCE_MAX, LINE_CLIP, MAX_FINDINGS, MAX_ROWS, MD_LIMIT, TEXT_MAX_ITEMS
 from .check_config import render_check_config_markdown
 from .contract import (
     FINDINGS_MAX,
@@ -27,14 +30,14 @@ from .html import HTML_SECTIONS, render_html
 from .jira import render_jira
 from .junit import JUNIT_UNEXPLAINED, render_junit
 from .markdown import render_markdown
-from .text import TEXT_MAX_ITEMS, known_line, render_text, render_text_view
-from .util import CLIP, LINE_CLIP, MAX_ROWS, MD_LIMIT
-from .view import MAX_EVIDENCE, MAX_FINDINGS, VERSION_LABELS, build_view, finding_view
+from .text import known_line, render_text, render_text_view
+from .view import VERSION_LABELS, FindingView, ReportView, build_view, finding_view
 
 __all__ = [
-    "CLIP", "FINDINGS_MAX", "FORMATS", "HTML_SECTIONS", "JUNIT_UNEXPLAINED", "LEVELS", "LINE_CLIP", "MAX_EVIDENCE",
+    "CLIP", "EVIDENCE_MAX", "FINDINGS_MAX", "FORMATS", "HTML_SECTIONS", "JUNIT_UNEXPLAINED", "LEVELS", "LINE_CLIP",
     "MAX_FINDINGS", "MAX_JSON_BYTES", "MAX_ROWS", "MD_LIMIT", "SCHEMA_VERSION", "SERIES_MAX", "SUFFIX_FORMAT",
-    "SUMMARY_MAX", "TEXT_MAX_ITEMS", "VERSION_LABELS", "Caps", "build_view", "finding_dict", "finding_view",
-    "json_text", "known_line", "render", "render_check_config_markdown", "render_html", "render_jira", "render_json",
-    "render_junit", "render_markdown", "render_text", "render_text_view", "report_dict", "text_report", "to_dict",
+    "SUMMARY_MAX", "TEXT_MAX_ITEMS", "VERSION_LABELS", "Caps", "FindingView", "ReportView", "build_view",
+    "finding_dict", "finding_view", "json_text", "known_line", "render", "render_check_config_markdown",
+    "render_html", "render_jira", "render_json", "render_junit", "render_markdown", "render_text", "render_text_view",
+    "report_dict", "text_report", "to_dict",
 ]

@@ -4,14 +4,15 @@ from __future__ import annotations
 from typing import Any, Dict, List, Sequence, Tuple
 
 from .. import __version__
+from ..caps import MAX_ITEMS, MAX_ROWS, MD_LIMIT
 from ..redact import redact_obj
 from .markdown import code_span, details, md_text
-from .util import MAX_ROWS, MD_LIMIT, as_list, clip, value_text
+from .util import as_list, clip, value_text
 
 
 def _violation_lines(vs: List[Dict[str, Any]], cfg: Dict[str, Any]) -> List[str]:
     out: List[str] = []
-    for x in vs[:50]:
+    for x in vs[:MAX_ITEMS]:
         keys = [clip(k, 200) for k in as_list(x.get("keys"))][:10]
         out.append(f"- **{code_span(x.get('pitfall'))}**: {md_text(x.get('message'))}")
         if keys:
@@ -19,8 +20,8 @@ def _violation_lines(vs: List[Dict[str, Any]], cfg: Dict[str, Any]) -> List[str]
                                                     for k in keys))
         if x.get("fix"):
             out.append(f"  - **Fix:** {md_text(x.get('fix'))}")
-    if len(vs) > 50:
-        out.append(f"- … {len(vs) - 50} more violation(s) in `--format json`")
+    if len(vs) > MAX_ITEMS:
+        out.append(f"- … {len(vs) - MAX_ITEMS} more violation(s) in `--format json`")
     return out
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Dict
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, Tuple
 
 from .. import __version__
-from .view import build_view
+from .view import ReportView, build_view
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 HTML_SECTIONS = (("error", "Error"), ("hang", "Hang suspects"), ("flight-recorder", "Flight Recorder"),
@@ -23,21 +25,32 @@ def template_env() -> Any:
     return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True)
 
 
-def html_sections(v: Dict[str, Any]) -> Dict[str, bool]:
+@dataclass(frozen=True)
+class HtmlPage:
+    """What the HTML report adds to the view: its charts (Markup made by triage/svg.py), the version,
+    which sections have something in them (`show`, by section id) and the nav's links."""
+    timeline_svg: Any
+    steps_svg: Any
+    version: str
+    show: Mapping[str, bool]
+    nav: Tuple[Tuple[str, str], ...]
+
+
+def html_sections(v: ReportView, timeline_svg: Any = None) -> Dict[str, bool]:
     """Which sections of the HTML report have something in them (the rest are left out, and so is
     their link in the nav)."""
     return {
-        "error": not v["primary"] and v["first_failure"] is not None,
-        "hang": bool(v["hang"] and v["hang_suspects"]),
-        "flight-recorder": v["flight_recorder"] is not None,
-        "fix": v["primary"] is not None, "evidence": v["primary"] is not None,
-        "findings": bool(v["roots"] or v["cascades"] or v["infos"] or v["hidden_findings"]),
-        "timeline": bool(v.get("timeline_svg")),
-        "config": bool(v["violations"] or v["diff"] or v["diff_given"]),
-        "steps": v["steps"] is not None,
-        "unmatched": bool(v["unmatched"] or v["unmatched_more"]),
-        "versions": v["versions_found"],
-        "patterns": bool(v["patterns"]),
+        "error": not v.primary and v.first_failure is not None,
+        "hang": bool(v.hang and v.hang_suspects),
+        "flight-recorder": v.flight_recorder is not None,
+        "fix": v.primary is not None, "evidence": v.primary is not None,
+        "findings": bool(v.roots or v.cascades or v.infos or v.hidden_findings),
+        "timeline": bool(timeline_svg),
+        "config": bool(v.violations or v.diff or v.diff_given),
+        "steps": v.steps is not None,
+        "unmatched": bool(v.unmatched or v.unmatched_more),
+        "versions": v.versions_found,
+        "patterns": bool(v.patterns),
     }
 
 
@@ -46,9 +59,8 @@ def render_html(d: Dict[str, Any]) -> str:
     from ..svg import step_chart_svg, timeline_svg
     v = build_view(d)
     d = d if isinstance(d, dict) else {}
-    v["timeline_svg"] = timeline_svg(d.get("timeline"), d.get("first_failing_rank"))
-    v["steps_svg"] = step_chart_svg(d.get("step_times"))
-    v["version"] = __version__
-    v["show"] = show = html_sections(v)
-    v["nav"] = [(sid, label) for sid, label in HTML_SECTIONS if show[sid]]
-    return str(template_env().get_template("report.html.j2").render(v=v))
+    timeline = timeline_svg(d.get("timeline"), d.get("first_failing_rank"))
+    show = html_sections(v, timeline)
+    page = HtmlPage(timeline_svg=timeline, steps_svg=step_chart_svg(d.get("step_times")), version=__version__,
+                    show=MappingProxyType(show), nav=tuple((sid, label) for sid, label in HTML_SECTIONS if show[sid]))
+    return str(template_env().get_template("report.html.j2").render(v=v, page=page))

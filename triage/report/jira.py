@@ -5,8 +5,9 @@ import re
 from types import MappingProxyType
 from typing import Any, Dict, List, Optional, Sequence
 
+from ..caps import MD_LIMIT
 from .comment import Dialect, render_comment
-from .util import MD_LIMIT, clip
+from .util import clip
 
 JIRA_ESCAPE = frozenset("*_-+^~?!{}[]#")     # markup characters: backslash-escaped
 # backslash and pipe as character references: `\\` is a line break and `\\|` is unreliable in tables

@@ -6,8 +6,9 @@ import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import __version__
-from .util import LINE_CLIP, clip, dicts
-from .view import build_view, finding_view
+from ..caps import LINE_CLIP
+from .util import clip
+from .view import FindingView, ReportView, build_view
 
 # characters XML 1.0 cannot carry (C0 controls but tab and newlines, lone surrogates, U+FFFE/FFFF),
 # and the C1 controls, which it can but readers choke on
@@ -24,80 +25,80 @@ def xml_text(t: Any, n: int = LINE_CLIP) -> str:
     return XML_BAD.sub("", clip(t, n))
 
 
-def _evidence(f: Dict[str, Any]) -> List[str]:
+def _evidence(f: FindingView) -> List[str]:
     out: List[str] = []
-    for e in f["evidence"]:
-        hit = next((r for r in e["rows"] if r["hit"]), None)
-        out.append(f"  {e['loc']}" + (f" (rank {e['rank']})" if e["rank"] != "?" else "")
-                   + f": {hit['text'] if hit else e['text']}")
-        if f["role"] != "cascade" and len(e["rows"]) > 1:      # its context, as in the other reports
-            out += [f"    {'>' if r['hit'] else ' '} {r['n']:>6} | {r['text']}" for r in e["rows"]]
+    for e in f.evidence:
+        hit = next((r for r in e.rows if r.hit), None)
+        out.append(f"  {e.loc}" + (f" (rank {e.rank})" if e.rank != "?" else "")
+                   + f": {hit.text if hit else e.text}")
+        if f.role != "cascade" and len(e.rows) > 1:      # its context, as in the other reports
+            out += [f"    {'>' if r.hit else ' '} {'' if r.n is None else r.n:>6} | {r.text}" for r in e.rows]
     return out
 
 
-def _body(fs: List[Dict[str, Any]]) -> str:
+def _body(fs: List[FindingView]) -> str:
     """Each finding of one pitfall: role, ranks, location, fingerprint, its evidence lines
     (`source:line (rank r): text`, then the lines around it but for a cascade) and the fix."""
     out: List[str] = []
     for f in fs:
-        rk = f" ranks {f['ranks']}" if f["ranks"] else (f" rank {f['rank']}" if f["rank"] != "?" else "")
-        out.append(f"{f['role']}:{rk} x{f['count']} at {f['loc']}, fingerprint {f['fingerprint']}, "
-                   f"pattern {f['pattern_file']}")
+        rk = f" ranks {f.ranks}" if f.ranks else (f" rank {f.rank}" if f.rank != "?" else "")
+        out.append(f"{f.role}:{rk} x{f.count} at {f.loc}, fingerprint {f.fingerprint}, "
+                   f"pattern {f.pattern_file}")
         out += _evidence(f)
-        if f["more_evidence"]:
-            out.append(f"  … {f['more_evidence']} more evidence line(s) in the JSON report")
-        if f["fix"] and f["role"] != "cascade":
-            out.append(f"fix: {f['fix']}")
+        if f.more_evidence:
+            out.append(f"  … {f.more_evidence} more evidence line(s) in the JSON report")
+        if f.fix and f.role != "cascade":
+            out.append(f"fix: {f.fix}")
     return "\n".join(out)
 
 
-def _message(f: Dict[str, Any]) -> str:
-    where = f"rank {f['rank']}" if f["rank"] != "?" else (f"ranks {f['ranks']}" if f["ranks"] else "rank unknown")
-    return f"{f['title'] or f['pitfall']} ({f['role']}, {where})"
+def _message(f: FindingView) -> str:
+    where = f"rank {f.rank}" if f.rank != "?" else (f"ranks {f.ranks}" if f.ranks else "rank unknown")
+    return f"{f.title or f.pitfall} ({f.role}, {where})"
 
 
-def _properties(suite: ET.Element, v: Dict[str, Any]) -> None:
+def _properties(suite: ET.Element, v: ReportView) -> None:
     props = ET.SubElement(suite, "properties")
-    for k, val in (("outcome", v["outcome"]), ("primary", v["primary_id"] or ""), ("summary", v["summary"]),
-                   ("signature", v["signature"] or ""), ("first_failing_rank", v["first_rank"] or ""),
-                   ("known_issue", v["known"]["url"] if v["known"] else ""),
-                   ("sources", ", ".join(v["stats"]["sources"])), ("triage_version", __version__)):
+    for k, val in (("outcome", v.outcome), ("primary", v.primary_id or ""), ("summary", v.summary),
+                   ("signature", v.signature or ""), ("first_failing_rank", v.first_rank or ""),
+                   ("known_issue", v.known.url if v.known else ""),
+                   ("sources", ", ".join(v.stats.sources)), ("triage_version", __version__)):
         if val:
             ET.SubElement(props, "property", name=k, value=xml_text(val, 2000))
 
 
-def _pitfall_case(suite: ET.Element, pid: str, fs: List[Dict[str, Any]]) -> int:
+def _pitfall_case(suite: ET.Element, pid: str, fs: List[FindingView]) -> int:
     """The testcase of pitfall PID with its findings FS; 1 when it failed."""
     order = dict(ROLE_ORDER)
-    fs = sorted(fs, key=lambda f: order.get(f["role"], 2))
+    fs = sorted(fs, key=lambda f: order.get(f.role, 2))
     tc = ET.SubElement(suite, "testcase", classname="triage.pitfalls", name=xml_text(pid, 120), time="0")
-    failing = [f for f in fs if f["role"] == "root-cause"]
+    failing = [f for f in fs if f.role == "root-cause"]
     if failing:
-        el = ET.SubElement(tc, "failure", message=xml_text(_message(failing[0]), 1000), type=failing[0]["role"])
+        el = ET.SubElement(tc, "failure", message=xml_text(_message(failing[0]), 1000), type=failing[0].role)
         el.text = xml_text(_body(fs), 200000)
         return 1
     if fs:
-        what = ("a cascade of the root cause (not a failure of its own)" if any(f["role"] == "cascade" for f in fs)
+        what = ("a cascade of the root cause (not a failure of its own)" if any(f.role == "cascade" for f in fs)
                 else "informational")
         ET.SubElement(tc, "system-out").text = xml_text(f"found ({what}):\n" + _body(fs), 200000)
     return 0
 
 
-def _unexplained_case(suite: ET.Element, v: Dict[str, Any]) -> int:
+def _unexplained_case(suite: ET.Element, v: ReportView) -> int:
     """The `unexplained-failure` testcase; 1 when it is an error."""
     tc = ET.SubElement(suite, "testcase", classname="triage", name=JUNIT_UNEXPLAINED, time="0")
-    if v["outcome"] != "unexplained-failure":
+    if v.outcome != "unexplained-failure":
         return 0
-    ff = v["first_failure"]
+    ff = v.first_failure
     if ff is not None:
-        rk = f"rank {ff['rank']}: " if ff["rank"] != "?" else ""
-        el = ET.SubElement(tc, "error", message=xml_text(rk + (ff["message"] or v["summary"]), 1000),
-                           type=xml_text(ff["kind"] or "error", 40))
-        el.text = xml_text("\n".join([f"{ff['loc']} ({ff['kind']}): no pattern explains it"] + ff["lines"]
-                                     + ([f"… {ff['more']} more line(s)"] if ff["more"] else [])), 200000)
+        rk = f"rank {ff.rank}: " if ff.rank != "?" else ""
+        el = ET.SubElement(tc, "error", message=xml_text(rk + (ff.message or v.summary), 1000),
+                           type=xml_text(ff.kind or "error", 40))
+        el.text = xml_text("\n".join([f"{ff.loc} ({ff.kind}): no pattern explains it", *ff.block.lines]
+                                     + ([f"… {ff.block.more} more line(s)"] if ff.block.more else [])), 200000)
     else:
-        el = ET.SubElement(tc, "error", message=xml_text(v["summary"], 1000), type="error")
-        el.text = xml_text(v["summary"], 4000)
+        el = ET.SubElement(tc, "error", message=xml_text(v.summary, 1000), type="error")
+        el.text = xml_text(v.summary, 4000)
     return 1
 
 
@@ -114,14 +115,12 @@ def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None)
     names it; a cascade or informational finding passes with its evidence in <system-out>.  One more
     testcase, `unexplained-failure`, carries an <error> when the job failed and no pattern explains
     it.  Make it from the redacted dict (report_dict) so that secrets are redacted as elsewhere."""
-    d = d if isinstance(d, dict) else {}
     if pitfall_ids is None:
         pitfall_ids = _catalog_ids()
     v = build_view(d)
-    by_id: Dict[str, List[Dict[str, Any]]] = {}
-    for f in dicts(d.get("findings")):
-        fv = finding_view(f)
-        by_id.setdefault(fv["pitfall"], []).append(fv)
+    by_id: Dict[str, List[FindingView]] = {}
+    for f in v.findings:
+        by_id.setdefault(f.pitfall, []).append(f)
     ids: List[str] = []
     for pid in list(pitfall_ids) + list(by_id):
         pid = clip(pid, 120)

@@ -5,8 +5,9 @@ import html
 import re
 from typing import Any, Dict, List, Sequence
 
+from ..caps import MD_LIMIT
 from .comment import Dialect, evidence_lines, render_comment
-from .util import MD_LIMIT, clip
+from .util import clip
 
 __all__ = ["MARKDOWN", "code_span", "details", "evidence_lines", "fenced", "md_text", "render_markdown"]
 

@@ -1,17 +1,12 @@
 """Helpers shared by the renderers of the report view: every value, whatever its type, as one
-clipped line of text, and the limits the views and comments keep to."""
+clipped line of text.  The limits the views and comments keep to are triage/caps.py's."""
 from __future__ import annotations
 
 import json
 from typing import Any, Callable, Dict, List
 
+from ..caps import CLIP
 from ..findings import rank_ranges
-from ..sources import CLIP_MARK, MAX_LINE
-
-CLIP = 400                 # characters of one log line shown in the markdown / jira comment
-LINE_CLIP = MAX_LINE + len(CLIP_MARK)   # ... in HTML: in full, as the log reader kept it (and wrapped)
-MAX_ROWS = 400             # config diff rows (and settings of a check-config comment)
-MD_LIMIT = 32767           # Jira's comment limit, the smallest of GitHub (65536), GitLab (1000000), Jira
 
 
 def clip(x: Any, n: int = CLIP) -> str:

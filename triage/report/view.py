@@ -1,14 +1,30 @@
-"""The view of a report: built from the (already redacted) report dict, and rendered by the text,
-markdown, jira, junit and HTML reports.  The view clips every piece of log text, caps every list
-and never trusts a value's type, so an odd or partial dict renders instead of raising."""
+"""The view of a report: built once from the (already redacted) report dict by `build_view`, and
+rendered by the text, markdown, jira, junit and HTML reports.  It is typed: frozen dataclasses
+(ReportView and the parts below) whose fields hold text already clipped, lists already capped
+(triage/caps.py) and numbers already checked.  The view never trusts a value's type, so an odd,
+partial or old dict (the store's, a saved report) renders instead of raising."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
-from .util import (
+from ..caps import (
+    BLOCK_TAIL,
+    EVIDENCE_MAX,
     LINE_CLIP,
+    MAX_BECAUSE,
+    MAX_BLOCK_LINES,
+    MAX_CONTEXT,
+    MAX_FINDINGS,
+    MAX_ITEMS,
+    MAX_NOTES,
+    MAX_REFERENCES,
     MAX_ROWS,
+    MAX_UNMATCHED,
+    MAX_VERSIONS,
+)
+from .util import (
     as_dict,
     as_list,
     clip,
@@ -21,20 +37,273 @@ from .util import (
     value_text,
 )
 
-MAX_FINDINGS = 60          # findings shown in full; the rest are counted
-MAX_EVIDENCE = 8           # evidence lines per finding
-MAX_CONTEXT = 6            # context lines before/after an evidence line
-MAX_UNMATCHED = 20         # unmatched blocks
-MAX_BLOCK_LINES = 40       # lines per unmatched block
-BLOCK_TAIL = 10            # last lines of a block (the exception), for the text report
 VERSION_LABELS = (("torch_version", "PyTorch"), ("te_version", "Transformer Engine"),
                   ("mcore_version", "megatron-core"), ("nccl_version", "NCCL"),
                   ("cuda_version", "CUDA"), ("driver_version", "NVIDIA driver"))
+Number = float     # an int or a float as the JSON has it (PEP 484: an int is a float)
 
 
-def _row(n: Any, text: Any, hit: bool) -> Dict[str, Any]:
-    """One log line of an evidence block: `text` in full (HTML, wrapped), `short` for a comment."""
-    return {"n": n if n is not None else "", "text": clip(text, LINE_CLIP), "short": clip(text), "hit": hit}
+@dataclass(frozen=True)
+class EvidenceRow:
+    """One log line of an evidence block: `text` in full (HTML, JUnit; wrapped), `short` clipped for a
+    comment; `n` its line number (None: unknown), `hit` the evidence line itself (not context)."""
+    n: Optional[int]
+    text: str
+    short: str
+    hit: bool
+
+
+@dataclass(frozen=True)
+class EvidenceView:
+    """An evidence line (`text`, clipped) at `loc` (source:line) of `rank`, with its context rows."""
+    loc: str
+    rank: str
+    text: str
+    rows: Tuple[EvidenceRow, ...]
+
+
+@dataclass(frozen=True)
+class ReferenceView:
+    source: str
+    version: str
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One finding: its first EVIDENCE_MAX evidence lines (`more_evidence` counts the rest)."""
+    pitfall: str
+    title: str
+    severity: str
+    role: str                  # root-cause, cascade or info (anything else as it is)
+    rank: str                  # "?" when unknown
+    ranks: str                 # "0-3,7"; "" when none
+    count: int
+    loc: str
+    evidence: Tuple[EvidenceView, ...]
+    more_evidence: int
+    fingerprint: str
+    pattern_file: str
+    regex: str
+    explanation: str
+    fix: str
+    references: Tuple[ReferenceView, ...]
+    implicates: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BlockView:
+    """An error block's lines: `lines` in full (HTML), `short` clipped for a comment (markdown, jira),
+    `more` how many were not shown, `tail` its last lines (the text report), `n` how many it has."""
+    lines: Tuple[str, ...]
+    short: Tuple[str, ...]
+    more: int
+    tail: Tuple[str, ...]
+    n: int
+
+
+@dataclass(frozen=True)
+class FirstFailureView:
+    """The first failure: `rank` the failing rank (its own, else the first failing rank), `own_rank`
+    the one its error block showed ("?" when none)."""
+    rank: str
+    own_rank: str
+    loc: str
+    message: str
+    kind: str
+    block: BlockView
+
+
+@dataclass(frozen=True)
+class UnmatchedView:
+    """An error block no pattern explains."""
+    loc: str
+    rank: str
+    ranks: str
+    count: int
+    fingerprint: str
+    block: BlockView
+
+
+@dataclass(frozen=True)
+class HangSuspect:
+    who: str                   # "rank 3" or "peer HOST"
+    because: str
+
+
+@dataclass(frozen=True)
+class FlightRecorderView:
+    ranks: str
+    dumps: str
+    analyse: str
+    evidence: Tuple[EvidenceView, ...]     # without context rows
+
+
+@dataclass(frozen=True)
+class KnownView:
+    """The known issue of the verdict: `href` only for an http(s) URL."""
+    url: str
+    href: Optional[str]
+    title: Optional[str]
+    seen: int
+    since: Optional[str]
+
+
+@dataclass(frozen=True)
+class SuspectRow:
+    """A config change and its blame: values as text (`old`, `new`) and as Python writes them
+    (`old_repr`, `new_repr`: the text report); `score` as text ("" when none)."""
+    key: str
+    old: str
+    new: str
+    old_repr: str
+    new_repr: str
+    score: str
+    because: Tuple[str, ...]
+    unrelated: bool
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """A row of the config diff: `cls` "suspect", "unrelated" or "" (no blame)."""
+    key: str
+    old: str
+    new: str
+    cls: str
+    score: str
+    because: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ViolationView:
+    pitfall: str
+    settings: Tuple[str, ...]
+    message: str
+    fix: str
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    name: str
+    value: str                 # "" when the log does not show it
+
+
+@dataclass(frozen=True)
+class AttemptView:
+    attempt: str
+    primary: str
+    rank: str
+    summary: str
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run's step times: as text (`median`, `captures`, ...) and as numbers (`median_ms`,
+    `capture_list`, `capture_s`: the text report)."""
+    name: str
+    iterations: str
+    steady: int
+    median: str
+    warmup: str
+    captures: str
+    capture_seconds: str
+    graph_memory: str
+    tflops: str
+    median_ms: Optional[Number]
+    capture_list: Tuple[str, ...]
+    captures_total: int
+    capture_s: Optional[Number]
+
+
+@dataclass(frozen=True)
+class ComparisonView:
+    """A step-time comparison: as text and as numbers (`delta_pct`, `ci95`: the text report)."""
+    key: str
+    label: str
+    base: str
+    cur: str
+    delta: str
+    ci: str
+    verdict: str
+    delta_pct: Optional[Number]
+    ci95: Optional[Tuple[Number, Number]]
+
+
+@dataclass(frozen=True)
+class StepsView:
+    runs: Tuple[RunView, ...]
+    comparisons: Tuple[ComparisonView, ...]
+
+
+@dataclass(frozen=True)
+class StatsView:
+    lines: str
+    sources: Tuple[str, ...]
+    more_sources: int
+    attempts: str
+
+
+@dataclass(frozen=True)
+class PatternView:
+    """A pattern file that fired, once, with its regexes, fingerprints and roles."""
+    file: str
+    id: str
+    regexes: Tuple[str, ...]
+    references: Tuple[ReferenceView, ...]
+    fingerprints: Tuple[str, ...]
+    count: int
+    roles: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ReportView:
+    """The view of one report dict, for the renderers."""
+    # the verdict
+    outcome: str               # healthy, pitfall or unexplained-failure
+    failed: bool
+    summary: str
+    primary_id: Optional[str]
+    signature: Optional[str]
+    known: Optional[KnownView]
+    # findings: the primary, the others in report order (the first MAX_FINDINGS) and by role
+    findings: Tuple[FindingView, ...]   # every finding of the dict, in report order (JUnit's)
+    primary: Optional[FindingView]
+    others: Tuple[FindingView, ...]
+    roots: Tuple[FindingView, ...]
+    cascades: Tuple[FindingView, ...]
+    infos: Tuple[FindingView, ...]
+    hidden_findings: int       # findings not shown (beyond MAX_FINDINGS or left out of the JSON)
+    n_findings: int
+    patterns: Tuple[PatternView, ...]
+    # ranks
+    first_failure: Optional[FirstFailureView]
+    hang: bool
+    hang_suspects: Tuple[HangSuspect, ...]
+    first_rank: Optional[str]
+    launcher_root_rank: Optional[str]
+    flight_recorder: Optional[FlightRecorderView]
+    # config
+    blamed: Optional[SuspectRow]
+    suspects: Tuple[SuspectRow, ...]
+    diff: Tuple[DiffRow, ...]
+    diff_more: int
+    diff_given: bool           # a diff was made (it may be empty)
+    violations: Tuple[ViolationView, ...]
+    versions: Tuple[VersionRow, ...]
+    versions_found: bool
+    blame_note: str            # why no setting is blamed
+    # the run
+    attempts: Tuple[AttemptView, ...]
+    more_attempts: int
+    unmatched: Tuple[UnmatchedView, ...]
+    unmatched_more: int
+    steps: Optional[StepsView]
+    stats: StatsView
+    notes: Tuple[str, ...]
+    timeline_events: int
+
+
+def _row(n: Optional[int], text: Any, hit: bool) -> EvidenceRow:
+    return EvidenceRow(n, clip(text, LINE_CLIP), clip(text), hit)
 
 
 def _num_text(x: Any, unit: str = "") -> str:
@@ -43,14 +312,15 @@ def _num_text(x: Any, unit: str = "") -> str:
     return f"{x:g}{unit}"
 
 
-def _known_view(k: Any) -> Optional[Dict[str, Any]]:
+def _known_view(k: Any) -> Optional[KnownView]:
     """The known issue, with a link only for an http(s) URL."""
     if not isinstance(k, dict) or not k.get("url"):
         return None
     url = clip(k.get("url"), 2000)
-    return {"url": url, "href": url if url.startswith(("https://", "http://")) else None,
-            "title": clip(k.get("title"), 200) if k.get("title") else None,
-            "seen": int_or_none(k.get("seen")) or 0, "since": clip(k.get("since"), 20) if k.get("since") else None}
+    return KnownView(url=url, href=url if url.startswith(("https://", "http://")) else None,
+                     title=clip(k.get("title"), 200) if k.get("title") else None,
+                     seen=int_or_none(k.get("seen")) or 0,
+                     since=clip(k.get("since"), 20) if k.get("since") else None)
 
 
 def _cuda_text(v: str) -> str:
@@ -63,7 +333,7 @@ def _cuda_text(v: str) -> str:
     return v
 
 
-def _versions_view(vers: Any) -> List[Dict[str, str]]:
+def _versions_view(vers: Any) -> Tuple[VersionRow, ...]:
     """The versions rows as the log printed them.  The collector keeps the digits of torch's `+cu130`
     tag as cuda_version and NCCL's `cudaDriverVersion 12080` (the CUDA version the driver supports: no
     NVIDIA driver version has no dot) as driver_version: both are shown as CUDA versions (13.0, 12.8)."""
@@ -75,15 +345,15 @@ def _versions_view(vers: Any) -> List[Dict[str, str]]:
         driver_cuda, vals["driver_version"] = _cuda_text(vals["driver_version"]), ""
     out = []
     for k, label in VERSION_LABELS:
-        out.append({"name": label, "value": vals[k]})
+        out.append(VersionRow(label, vals[k]))
         if k == "cuda_version" and driver_cuda:
-            out.append({"name": "CUDA (driver supports)", "value": driver_cuda})
+            out.append(VersionRow("CUDA (driver supports)", driver_cuda))
     known = {k for k, _ in VERSION_LABELS}
-    out += [{"name": clip(k, 60), "value": clip(v, 120)} for k, v in list(vers.items())[:20] if k not in known]
-    return out
+    out += [VersionRow(clip(k, 60), clip(v, 120)) for k, v in list(vers.items())[:MAX_VERSIONS] if k not in known]
+    return tuple(out)
 
 
-def _blame_note(d: Dict[str, Any], notes: List[str]) -> str:
+def _blame_note(d: Dict[str, Any], notes: Tuple[str, ...]) -> str:
     """Why no setting is blamed, asking only for what was not given: a diff was made (both configs
     given or read), only the run's config is known, or none is."""
     diff = d.get("diff")
@@ -96,17 +366,15 @@ def _blame_note(d: Dict[str, Any], notes: List[str]) -> str:
     return "no config of this run found: pass --config"
 
 
-
-def _block_view(lines: List[Any]) -> Dict[str, Any]:
-    """An error block's lines: `lines` in full (HTML), `short` for a comment (markdown, jira), `tail`
-    its last lines (the text report) and `n` how many it has."""
-    return {"lines": [clip(x, LINE_CLIP) for x in lines[:MAX_BLOCK_LINES]],
-            "short": [clip(x) for x in lines[:MAX_BLOCK_LINES]], "more": max(0, len(lines) - MAX_BLOCK_LINES),
-            "tail": [clip(x, LINE_CLIP) for x in lines[-BLOCK_TAIL:]], "n": len(lines)}
+def _block_view(lines: List[Any]) -> BlockView:
+    shown = lines[:MAX_BLOCK_LINES]
+    return BlockView(lines=tuple(clip(x, LINE_CLIP) for x in shown), short=tuple(clip(x) for x in shown),
+                     more=max(0, len(lines) - MAX_BLOCK_LINES),
+                     tail=tuple(clip(x, LINE_CLIP) for x in lines[-BLOCK_TAIL:]), n=len(lines))
 
 
 def _line_numbers(e: Dict[str, Any], line: Optional[int], before: List[Any],
-                  after: List[Any]) -> Tuple[List[Any], List[Any]]:
+                  after: List[Any]) -> Tuple[List[Optional[int]], List[Optional[int]]]:
     """Line numbers of the context lines: the real ones when given (an interleaved multi-rank log's
     neighbours are not line +/- 1), else counted from the evidence line."""
     bn = [int_or_none(x) for x in as_list(e.get("before_lines"))][-MAX_CONTEXT:]
@@ -118,89 +386,91 @@ def _line_numbers(e: Dict[str, Any], line: Optional[int], before: List[Any],
     return bn, an
 
 
-def _evidence_view(e: Dict[str, Any]) -> Dict[str, Any]:
+def _evidence_view(e: Dict[str, Any]) -> EvidenceView:
     line = int_or_none(e.get("line"))
     before = as_list(e.get("before"))[-MAX_CONTEXT:]
     after = as_list(e.get("after"))[:MAX_CONTEXT]
     bn, an = _line_numbers(e, line, before, after)
     rows = ([_row(n, t, False) for n, t in zip(bn, before)] + [_row(line, e.get("text"), True)]
             + [_row(n, t, False) for n, t in zip(an, after)])
-    return {"loc": loc(e.get("source"), line), "rank": rank_text(e.get("rank")), "text": clip(e.get("text")),
-            "rows": rows}
+    return EvidenceView(loc=loc(e.get("source"), line), rank=rank_text(e.get("rank")), text=clip(e.get("text")),
+                        rows=tuple(rows))
 
 
-def finding_view(f: Dict[str, Any]) -> Dict[str, Any]:
-    """One finding of the report dict as the reports show it."""
+def _references(x: Any) -> Tuple[ReferenceView, ...]:
+    return tuple(ReferenceView(clip(r.get("source"), 300), clip(r.get("version"), 120))
+                 for r in dicts(x)[:MAX_REFERENCES])
+
+
+def finding_view(f: Dict[str, Any]) -> FindingView:
+    """One finding of the report dict as the reports show it: the first EVIDENCE_MAX evidence lines,
+    all the analysis keeps."""
+    f = as_dict(f)
     ev = dicts(f.get("evidence_detail")) or dicts(f.get("evidence"))
     rule = as_dict(f.get("rule"))
-    refs = [{"source": clip(r.get("source"), 300), "version": clip(r.get("version"), 120)}
-            for r in dicts(f.get("references"))]
-    return {
-        "pitfall": clip(f.get("pitfall"), 120) or "?", "title": clip(f.get("title"), 300),
-        "severity": clip(f.get("severity"), 20), "role": clip(f.get("role"), 20) or "info",
-        "rank": rank_text(f.get("rank")), "ranks": ranks_text(f.get("ranks")),
-        "count": int_or_none(f.get("count")) or len(ev) or 1,
-        "loc": loc(f.get("source"), f.get("line")),
-        "evidence": [_evidence_view(e) for e in ev[:MAX_EVIDENCE]], "more_evidence": max(0, len(ev) - MAX_EVIDENCE),
-        "fingerprint": clip(f.get("fingerprint"), 64),
-        "pattern_file": clip(rule.get("pattern"), 200), "regex": clip(rule.get("regex"), 300),
-        "explanation": clip(f.get("explanation"), 4000), "fix": clip(f.get("fix"), 4000), "references": refs[:12],
-        "implicates": [clip(x, 120) for x in as_list(f.get("implicates"))][:20],
-    }
+    return FindingView(
+        pitfall=clip(f.get("pitfall"), 120) or "?", title=clip(f.get("title"), 300),
+        severity=clip(f.get("severity"), 20), role=clip(f.get("role"), 20) or "info",
+        rank=rank_text(f.get("rank")), ranks=ranks_text(f.get("ranks")),
+        count=int_or_none(f.get("count")) or len(ev) or 1, loc=loc(f.get("source"), f.get("line")),
+        evidence=tuple(_evidence_view(e) for e in ev[:EVIDENCE_MAX]), more_evidence=max(0, len(ev) - EVIDENCE_MAX),
+        fingerprint=clip(f.get("fingerprint"), 64),
+        pattern_file=clip(rule.get("pattern"), 200), regex=clip(rule.get("regex"), 300),
+        explanation=clip(f.get("explanation"), 4000), fix=clip(f.get("fix"), 4000),
+        references=_references(f.get("references")),
+        implicates=tuple(clip(x, 120) for x in as_list(f.get("implicates"))[:MAX_NOTES]),
+    )
 
 
-def _suspect_view(s: Dict[str, Any]) -> Dict[str, Any]:
-    """A config change and its blame: values as text (`old`, `new`) and as Python writes them
-    (`old_repr`, `new_repr`: the text report)."""
+def _suspect_view(s: Dict[str, Any]) -> SuspectRow:
     score = s.get("score")
-    return {"key": clip(s.get("key"), 200), "old": value_text(s.get("old")), "new": value_text(s.get("new")),
-            "old_repr": clip(repr(s.get("old")), 4000), "new_repr": clip(repr(s.get("new")), 4000),
-            "score": f"{score:.2f}" if is_number(score) else "",
-            "because": [clip(b, 300) for b in as_list(s.get("because"))][:10], "unrelated": bool(s.get("unrelated"))}
+    return SuspectRow(key=clip(s.get("key"), 200), old=value_text(s.get("old")), new=value_text(s.get("new")),
+                      old_repr=clip(repr(s.get("old")), 4000), new_repr=clip(repr(s.get("new")), 4000),
+                      score=f"{score:.2f}" if is_number(score) else "",
+                      because=tuple(clip(b, 300) for b in as_list(s.get("because"))[:MAX_BECAUSE]),
+                      unrelated=bool(s.get("unrelated")))
 
 
-def _run_view(name: str, r: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
-    """One run's step times: as text (`median`, `captures`, ...) and as numbers (`median_ms`,
-    `capture_list`, `capture_s`: the text report)."""
+def _run_view(name: str, r: Dict[str, Any], omitted: Dict[str, Any]) -> RunView:
     caps = [c for c in as_list(r.get("capture_iterations")) if isinstance(c, (int, float))]
     more_caps = int_or_none(omitted.get(f"step_times.{name}.capture_iterations")) or 0
-    return {
-        "name": name, "iterations": _num_text(r.get("iterations", len(as_list(r.get("series"))))),
-        "steady": len(as_list(r.get("steady_iterations")))
+    return RunView(
+        name=name, iterations=_num_text(r.get("iterations", len(as_list(r.get("series"))))),
+        steady=len(as_list(r.get("steady_iterations")))
         + (int_or_none(omitted.get(f"step_times.{name}.steady_iterations")) or 0),
-        "median": _num_text(r.get("steady_median_ms"), " ms"),
-        "warmup": _num_text(r.get("warmup_steps")), "captures": ", ".join(str(c) for c in caps[:20]),
-        "capture_seconds": _num_text(r.get("capture_seconds"), " s"), "graph_memory": clip(r.get("graph_memory"), 120),
-        "tflops": _num_text(r.get("steady_median_tflops")),
-        "median_ms": r.get("steady_median_ms") if is_number(r.get("steady_median_ms")) else None,
-        "capture_list": [str(c) for c in caps[:20]], "captures_total": len(caps) + more_caps,
-        "capture_s": r.get("capture_seconds") if is_number(r.get("capture_seconds")) else None,
-    }
+        median=_num_text(r.get("steady_median_ms"), " ms"),
+        warmup=_num_text(r.get("warmup_steps")), captures=", ".join(str(c) for c in caps[:MAX_NOTES]),
+        capture_seconds=_num_text(r.get("capture_seconds"), " s"), graph_memory=clip(r.get("graph_memory"), 120),
+        tflops=_num_text(r.get("steady_median_tflops")),
+        median_ms=r.get("steady_median_ms") if is_number(r.get("steady_median_ms")) else None,
+        capture_list=tuple(str(c) for c in caps[:MAX_NOTES]), captures_total=len(caps) + more_caps,
+        capture_s=r.get("capture_seconds") if is_number(r.get("capture_seconds")) else None,
+    )
 
 
-def _comparison_view(key: str, label: str, c: Dict[str, Any]) -> Dict[str, Any]:
-    """A step-time comparison: as text and as numbers (`delta_pct`, `ci95`: the text report)."""
+def _comparison_view(key: str, label: str, c: Dict[str, Any]) -> ComparisonView:
     ci = as_list(c.get("ci95_pct"))
     ci95 = (ci[0], ci[1]) if len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci) else None
     delta = c.get("delta_pct") if isinstance(c.get("delta_pct"), (int, float)) else None
-    return {"key": key, "label": label, "base": _num_text(c.get("baseline_median_ms"), " ms"),
-            "cur": _num_text(c.get("current_median_ms"), " ms"),
-            "delta": f"{delta:+.2f}%" if delta is not None else "",
-            "ci": f"[{ci95[0]:+.2f}%, {ci95[1]:+.2f}%]" if ci95 else "",
-            "verdict": clip(c.get("verdict"), 60), "delta_pct": delta, "ci95": ci95}
+    return ComparisonView(key=key, label=label, base=_num_text(c.get("baseline_median_ms"), " ms"),
+                          cur=_num_text(c.get("current_median_ms"), " ms"),
+                          delta=f"{delta:+.2f}%" if delta is not None else "",
+                          ci=f"[{ci95[0]:+.2f}%, {ci95[1]:+.2f}%]" if ci95 else "",
+                          verdict=clip(c.get("verdict"), 60), delta_pct=delta, ci95=ci95)
 
 
-def _steps_view(st: Any, omitted: Any = None) -> Optional[Dict[str, Any]]:
+def _steps_view(st: Any, omitted: Any = None) -> Optional[StepsView]:
     if not isinstance(st, dict):
         return None
     omitted = as_dict(omitted)
-    runs = [_run_view(name, st[name], omitted) for name in ("current", "baseline") if isinstance(st.get(name), dict)]
-    comps = [_comparison_view(key, label, st[key]) for key, label in (
+    runs = tuple(_run_view(name, st[name], omitted) for name in ("current", "baseline")
+                 if isinstance(st.get(name), dict))
+    comps = tuple(_comparison_view(key, label, st[key]) for key, label in (
         ("run_vs_run", "current vs baseline (steady state)"),
-        ("before_vs_after_capture", "after vs before capture (same run)")) if isinstance(st.get(key), dict)]
+        ("before_vs_after_capture", "after vs before capture (same run)")) if isinstance(st.get(key), dict))
     if not runs and not comps:
         return None
-    return {"runs": runs, "comparisons": comps}
+    return StepsView(runs, comps)
 
 
 def _primary_index(raw: List[Dict[str, Any]], prim_id: Any) -> Optional[int]:
@@ -212,44 +482,46 @@ def _primary_index(raw: List[Dict[str, Any]], prim_id: Any) -> Optional[int]:
     return first[0] if first else None
 
 
-def _diff_rows(d: Dict[str, Any], suspects: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _diff_rows(d: Dict[str, Any], suspects: Tuple[SuspectRow, ...]) -> Tuple[DiffRow, ...]:
     """The config diff, each row marked suspect or unrelated by its blame (the suspects when there is
     no diff)."""
-    by_key = {s["key"]: s for s in suspects}
+    by_key = {s.key: s for s in suspects}
     rows = []
     for c in dicts(d.get("diff"))[:MAX_ROWS]:
         k = clip(c.get("key"), 200)
         s = by_key.get(k)
-        rows.append({"key": k, "old": value_text(c.get("old")), "new": value_text(c.get("new")),
-                     "cls": ("unrelated" if s["unrelated"] else "suspect") if s else "",
-                     "score": s["score"] if s else "", "because": s["because"] if s else []})
+        rows.append(DiffRow(key=k, old=value_text(c.get("old")), new=value_text(c.get("new")),
+                            cls=("unrelated" if s.unrelated else "suspect") if s else "",
+                            score=s.score if s else "", because=s.because if s else ()))
     if not rows and suspects:
-        rows = [{"key": s["key"], "old": s["old"], "new": s["new"], "score": s["score"], "because": s["because"],
-                 "cls": "unrelated" if s["unrelated"] else "suspect"} for s in suspects[:MAX_ROWS]]
-    return rows
+        rows = [DiffRow(key=s.key, old=s.old, new=s.new, cls="unrelated" if s.unrelated else "suspect",
+                        score=s.score, because=s.because) for s in suspects[:MAX_ROWS]]
+    return tuple(rows)
 
 
-def _unmatched_view(u: Dict[str, Any]) -> Dict[str, Any]:
-    return {"loc": loc(u.get("source"), u.get("line")), "rank": rank_text(u.get("rank")),
-            "ranks": ranks_text(u.get("ranks")), "count": int_or_none(u.get("count")) or 1,
-            **_block_view(as_list(u.get("lines"))), "fingerprint": clip(u.get("fingerprint"), 64)}
+def _unmatched_view(u: Dict[str, Any]) -> UnmatchedView:
+    return UnmatchedView(loc=loc(u.get("source"), u.get("line")), rank=rank_text(u.get("rank")),
+                         ranks=ranks_text(u.get("ranks")), count=int_or_none(u.get("count")) or 1,
+                         fingerprint=clip(u.get("fingerprint"), 64), block=_block_view(as_list(u.get("lines"))))
 
 
-def _patterns_view(findings: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+def _patterns_view(findings: List[FindingView]) -> Tuple[PatternView, ...]:
     """The pattern files that fired, each once, with its regexes, fingerprints and roles."""
     patterns: Dict[str, Dict[str, Any]] = {}
     for f in findings:
-        p = patterns.setdefault(f["pattern_file"] + "\x00" + f["pitfall"], {
-            "file": f["pattern_file"], "id": f["pitfall"], "regexes": [], "references": f["references"],
+        p = patterns.setdefault(f.pattern_file + "\x00" + f.pitfall, {
+            "file": f.pattern_file, "id": f.pitfall, "regexes": [], "references": f.references,
             "fingerprints": [], "count": 0, "roles": []})
-        if f["regex"] and f["regex"] not in p["regexes"]:
-            p["regexes"].append(f["regex"])
-        if f["fingerprint"] and len(p["fingerprints"]) < 10:
-            p["fingerprints"].append(f["fingerprint"])
-        if f["role"] not in p["roles"]:
-            p["roles"].append(f["role"])
-        p["count"] += f["count"] if isinstance(f["count"], int) else 1
-    return list(patterns.values())
+        if f.regex and f.regex not in p["regexes"]:
+            p["regexes"].append(f.regex)
+        if f.fingerprint and len(p["fingerprints"]) < MAX_BECAUSE:
+            p["fingerprints"].append(f.fingerprint)
+        if f.role not in p["roles"]:
+            p["roles"].append(f.role)
+        p["count"] += f.count
+    return tuple(PatternView(file=p["file"], id=p["id"], regexes=tuple(p["regexes"]), references=p["references"],
+                             fingerprints=tuple(p["fingerprints"]), count=p["count"], roles=tuple(p["roles"]))
+                 for p in patterns.values())
 
 
 def _outcome(d: Dict[str, Any], has_primary: bool) -> str:
@@ -263,31 +535,30 @@ def _outcome(d: Dict[str, Any], has_primary: bool) -> str:
     return "unexplained-failure" if failed or isinstance(d.get("first_failure"), dict) else "healthy"
 
 
-def _first_failure_view(d: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The first failure: `rank` the failing rank (its own, else the first failing rank), `own_rank`
-    the one its error block showed."""
+def _first_failure_view(d: Dict[str, Any]) -> Optional[FirstFailureView]:
     ff = d.get("first_failure")
     if not isinstance(ff, dict):
         return None
     rk = ff.get("rank") if int_or_none(ff.get("rank")) is not None else d.get("first_failing_rank")
-    return {"rank": rank_text(rk), "own_rank": rank_text(ff.get("rank")),
-            "loc": loc(ff.get("source"), ff.get("line")), "message": clip(ff.get("message")),
-            "kind": clip(ff.get("kind"), 40), **_block_view(as_list(ff.get("lines")))}
+    return FirstFailureView(rank=rank_text(rk), own_rank=rank_text(ff.get("rank")),
+                            loc=loc(ff.get("source"), ff.get("line")), message=clip(ff.get("message")),
+                            kind=clip(ff.get("kind"), 40), block=_block_view(as_list(ff.get("lines"))))
 
 
-def _hang_suspect_view(x: Dict[str, Any]) -> Dict[str, Any]:
+def _hang_suspect_view(x: Dict[str, Any]) -> HangSuspect:
     rank = int_or_none(x.get("rank"))
     who = f"rank {rank}" if rank is not None else f"peer {clip(x.get('peer'), 200)}"
-    return {"who": who, "because": clip(x.get("because"), 400)}
+    return HangSuspect(who=who, because=clip(x.get("because"), 400))
 
 
-def _flight_view(frd: Any) -> Optional[Dict[str, Any]]:
+def _flight_view(frd: Any) -> Optional[FlightRecorderView]:
     if not isinstance(frd, dict):
         return None
-    return {"ranks": ranks_text(frd.get("ranks")), "dumps": clip(frd.get("dumps"), 1000),
-            "analyse": clip(frd.get("analyse"), 1000),
-            "evidence": [{"loc": loc(e.get("source"), e.get("line")), "rank": rank_text(e.get("rank")),
-                          "text": clip(e.get("text"))} for e in dicts(frd.get("evidence"))[:MAX_EVIDENCE]]}
+    return FlightRecorderView(
+        ranks=ranks_text(frd.get("ranks")), dumps=clip(frd.get("dumps"), 1000), analyse=clip(frd.get("analyse"), 1000),
+        evidence=tuple(EvidenceView(loc=loc(e.get("source"), e.get("line")), rank=rank_text(e.get("rank")),
+                                    text=clip(e.get("text")), rows=())
+                       for e in dicts(frd.get("evidence"))[:EVIDENCE_MAX]))
 
 
 def _findings_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
@@ -298,46 +569,52 @@ def _findings_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]
     pi = _primary_index(raw, d.get("primary"))
     others = [f for i, f in enumerate(findings_all) if i != pi]
     left_out = int_or_none(omitted.get("findings")) or 0     # findings the bounded JSON left out
-    shown = others[:MAX_FINDINGS]
-    return {
-        "primary": findings_all[pi] if pi is not None else None, "others": shown,
-        "roots": [f for f in shown if f["role"] == "root-cause"],
-        "cascades": [f for f in shown if f["role"] == "cascade"],
-        "infos": [f for f in shown if f["role"] not in ("root-cause", "cascade")],
-        "hidden_findings": max(0, len(others) - MAX_FINDINGS) + left_out,
-        "n_findings": len(findings_all) + left_out, "patterns": _patterns_view(findings_all),
-    }
+    shown = tuple(others[:MAX_FINDINGS])
+    return dict(
+        findings=tuple(findings_all), primary=findings_all[pi] if pi is not None else None, others=shown,
+        roots=tuple(f for f in shown if f.role == "root-cause"),
+        cascades=tuple(f for f in shown if f.role == "cascade"),
+        infos=tuple(f for f in shown if f.role not in ("root-cause", "cascade")),
+        hidden_findings=max(0, len(others) - MAX_FINDINGS) + left_out,
+        n_findings=len(findings_all) + left_out, patterns=_patterns_view(findings_all),
+    )
 
 
 def _config_part(d: Dict[str, Any]) -> Dict[str, Any]:
     """Blame, config diff, violations and versions."""
-    suspects = sorted((_suspect_view(s) for s in dicts(d.get("suspects"))),
-                      key=lambda s: (s["unrelated"], -float(s["score"] or 0)))
+    suspects = tuple(sorted((_suspect_view(s) for s in dicts(d.get("suspects"))),
+                            key=lambda s: (s.unrelated, -float(s.score or 0))))
     versions = _versions_view(d.get("versions"))
-    violations = [{"pitfall": clip(v.get("pitfall"), 120),
-                   "settings": [clip(k, 120) for k in as_list(v.get("keys"))][:10],
-                   "message": clip(v.get("message"), 1000), "fix": clip(v.get("fix"), 1000)}
-                  for v in dicts(d.get("config_violations"))[:50]]
-    return {
-        "blamed": next((s for s in suspects if not s["unrelated"]), None),
-        "suspects": suspects, "diff": _diff_rows(d, suspects),
-        "diff_more": max(0, len(dicts(d.get("diff"))) - MAX_ROWS), "violations": violations,
-        "versions": versions, "versions_found": any(v["value"] for v in versions),
-        "diff_given": isinstance(d.get("diff"), list),
-    }
+    violations = tuple(ViolationView(pitfall=clip(v.get("pitfall"), 120),
+                                     settings=tuple(clip(k, 120) for k in as_list(v.get("keys"))[:MAX_BECAUSE]),
+                                     message=clip(v.get("message"), 1000), fix=clip(v.get("fix"), 1000))
+                       for v in dicts(d.get("config_violations"))[:MAX_ITEMS])
+    return dict(
+        blamed=next((s for s in suspects if not s.unrelated), None),
+        suspects=suspects, diff=_diff_rows(d, suspects),
+        diff_more=max(0, len(dicts(d.get("diff"))) - MAX_ROWS), violations=violations,
+        versions=versions, versions_found=any(v.value for v in versions),
+        diff_given=isinstance(d.get("diff"), list),
+    )
 
 
 def _ranks_part(d: Dict[str, Any]) -> Dict[str, Any]:
-    """The first failing rank, the launcher's root-cause rank and the hang suspects."""
+    """The first failing rank, the launcher's root-cause rank, the hang suspects, the Flight Recorder."""
     first = d.get("first_failing_rank")
     launcher = d.get("launcher_root_rank")
-    return {
-        "first_failure": _first_failure_view(d),
-        "hang": "hang_suspects" in d,
-        "hang_suspects": [_hang_suspect_view(x) for x in dicts(d.get("hang_suspects"))[:50]],
-        "first_rank": rank_text(first) if first is not None else None,
-        "launcher_root_rank": rank_text(launcher) if int_or_none(launcher) is not None else None,
-    }
+    return dict(
+        first_failure=_first_failure_view(d),
+        hang="hang_suspects" in d,
+        hang_suspects=tuple(_hang_suspect_view(x) for x in dicts(d.get("hang_suspects"))[:MAX_ITEMS]),
+        first_rank=rank_text(first) if first is not None else None,
+        launcher_root_rank=rank_text(launcher) if int_or_none(launcher) is not None else None,
+        flight_recorder=_flight_view(d.get("flight_recorder")),
+    )
+
+
+def _attempt_view(a: Dict[str, Any]) -> AttemptView:
+    return AttemptView(attempt=clip(a.get("attempt"), 10), primary=clip(a.get("primary"), 120) or "none",
+                       rank=rank_text(a.get("first_failing_rank")), summary=clip(a.get("summary"), 400))
 
 
 def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
@@ -345,39 +622,33 @@ def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
     stats = as_dict(d.get("stats"))
     sources = [clip(x, 300) for x in as_list(stats.get("sources"))]
     attempts = dicts(d.get("attempts"))
-    notes = [clip(n, 1000) for n in as_list(d.get("notes"))][:20]
-    return {
-        "attempts": [{"attempt": clip(a.get("attempt"), 10), "primary": clip(a.get("primary"), 120) or "none",
-                      "rank": rank_text(a.get("first_failing_rank")), "summary": clip(a.get("summary"), 400)}
-                     for a in attempts[:50]],
-        "more_attempts": max(0, len(attempts) - 50) + (int_or_none(omitted.get("attempts")) or 0),
-        "unmatched": [_unmatched_view(u) for u in dicts(d.get("unmatched"))[:MAX_UNMATCHED]],
-        "unmatched_more": max(0, len(dicts(d.get("unmatched"))) - MAX_UNMATCHED)
-        + (int_or_none(omitted.get("unmatched")) or 0),
-        "steps": _steps_view(d.get("step_times"), d.get("omitted")),
-        "stats": {"lines": clip(stats.get("lines"), 20), "sources": sources[:20],
-                  "more_sources": max(0, len(sources) - 20), "attempts": clip(stats.get("attempts"), 10)},
-        "notes": notes, "timeline_events": len(as_list(d.get("timeline"))), "blame_note": _blame_note(d, notes),
-    }
+    unmatched = dicts(d.get("unmatched"))
+    notes = tuple(clip(n, 1000) for n in as_list(d.get("notes"))[:MAX_NOTES])
+    return dict(
+        attempts=tuple(_attempt_view(a) for a in attempts[:MAX_ITEMS]),
+        more_attempts=max(0, len(attempts) - MAX_ITEMS) + (int_or_none(omitted.get("attempts")) or 0),
+        unmatched=tuple(_unmatched_view(u) for u in unmatched[:MAX_UNMATCHED]),
+        unmatched_more=max(0, len(unmatched) - MAX_UNMATCHED) + (int_or_none(omitted.get("unmatched")) or 0),
+        steps=_steps_view(d.get("step_times"), d.get("omitted")),
+        stats=StatsView(lines=clip(stats.get("lines"), 20), sources=tuple(sources[:MAX_NOTES]),
+                        more_sources=max(0, len(sources) - MAX_NOTES), attempts=clip(stats.get("attempts"), 10)),
+        notes=notes, timeline_events=len(as_list(d.get("timeline"))), blame_note=_blame_note(d, notes),
+    )
 
 
-def build_view(d: Dict[str, Any]) -> Dict[str, Any]:
+def build_view(d: Dict[str, Any]) -> ReportView:
     """The view of report dict D (report_dict), for the renderers; any dict renders."""
     d = as_dict(d)
     omitted = as_dict(d.get("omitted"))
-    v = _findings_part(d, omitted)
-    primary = v["primary"]
+    found = _findings_part(d, omitted)
+    primary = found["primary"]
     prim_id = d.get("primary")
     outcome = _outcome(d, primary is not None)
-    v.update(_ranks_part(d))
-    v.update(_config_part(d))
-    v.update(_run_part(d, omitted))
-    v.update({
-        "failed": outcome != "healthy", "outcome": outcome,
-        "flight_recorder": _flight_view(d.get("flight_recorder")),
-        "signature": clip(d.get("signature"), 300) if d.get("signature") is not None else None,
-        "known": _known_view(d.get("known")),
-        "summary": clip(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
-        "primary_id": clip(prim_id, 120) if prim_id is not None else None,
-    })
-    return v
+    return ReportView(
+        outcome=outcome, failed=outcome != "healthy",
+        summary=clip(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
+        primary_id=clip(prim_id, 120) if prim_id is not None else None,
+        signature=clip(d.get("signature"), 300) if d.get("signature") is not None else None,
+        known=_known_view(d.get("known")),
+        **found, **_ranks_part(d), **_config_part(d), **_run_part(d, omitted),
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Set
 
+from ..caps import BLOCK_MAX_LINES
 from .observer import Observer, lit, rxa
 from .results import ErrorBlock, StreamKey
 from .rx import TIMEOUT, lazy
@@ -18,7 +19,6 @@ EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and sugge
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )
-BLOCK_MAX_LINES = 40
 TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
 
 

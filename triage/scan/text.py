@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-MAX_LINE = 4000  # characters kept of one line; the rest is clipped
-CLIP_MARK = " …[clipped]"
+from ..caps import CLIP_MARK, MAX_LINE
+
+__all__ = ["CLIP_MARK", "MAX_LINE", "normalise"]
 
 # anchored or linear: the stdlib `re` (pattern-catalog regexes always run with rx's timeout)
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")

@@ -1,0 +1,48 @@
+"""One set of caps (triage/caps.py): the report shows as many evidence lines as the analysis keeps,
+and the modules that still name a cap themselves agree with it."""
+from triage import caps, findings
+from triage.report import EVIDENCE_MAX, build_view, contract, render_html, render_markdown, render_text
+from triage.report import view as view_module
+
+from test_report import finding
+
+
+def test_the_report_shows_the_evidence_lines_the_analysis_keeps():
+    """The JSON keeps findings.EVIDENCE_MAX evidence lines per finding; the view's cap is the same
+    number (a view that promised more could never show it; one that showed fewer would hide some)."""
+    assert findings.EVIDENCE_MAX == caps.EVIDENCE_MAX == EVIDENCE_MAX == view_module.EVIDENCE_MAX
+    assert contract.LEVELS[0].evidence is None        # the JSON's first level writes all the analysis kept
+    assert not hasattr(view_module, "MAX_EVIDENCE")
+
+
+def test_a_finding_with_the_kept_evidence_shows_all_of_it():
+    n = caps.EVIDENCE_MAX
+    f = finding("cuda-oom", "root-cause", "x")
+    f["evidence"] = [dict(f["evidence"][0], line=10 + i, text=f"evidence line {i}") for i in range(n + 2)]
+    v = build_view({"primary": "cuda-oom", "findings": [f]})
+    assert v.primary is not None
+    assert len(v.primary.evidence) == n and v.primary.more_evidence == 2
+    text, md, html = render_text({"primary": "cuda-oom", "findings": [f]}), render_markdown(
+        {"primary": "cuda-oom", "findings": [f]}), render_html({"primary": "cuda-oom", "findings": [f]})
+    for out in (text, md, html):
+        assert f"evidence line {n - 1}" in out and f"evidence line {n}" not in out
+    assert "2 more evidence line(s)" in md and "2 more evidence line(s)" in html
+
+
+def test_caps_named_elsewhere_agree_with_caps_py():
+    """findings.py and report/contract.py still name their caps (until they import them from
+    triage/caps.py); the values must be the same."""
+    assert (findings.TIMELINE_MAX, findings.UNMATCHED_MAX) == (caps.TIMELINE_MAX, caps.UNMATCHED_MAX)
+    assert (contract.MAX_JSON_BYTES, contract.FINDINGS_MAX, contract.SERIES_MAX, contract.SUMMARY_MAX,
+            contract.MAX_DEPTH) == (caps.MAX_JSON_BYTES, caps.FINDINGS_MAX, caps.SERIES_MAX, caps.SUMMARY_MAX,
+                                    caps.MAX_DEPTH)
+    assert [tuple(vars(c).values()) for c in contract.LEVELS] == [tuple(vars(c).values()) for c in caps.LEVELS]
+    assert list(vars(contract.Caps)["__dataclass_fields__"]) == list(vars(caps.Caps)["__dataclass_fields__"])
+    from triage.report import util
+    from triage.scan import text
+    assert text.MAX_LINE is caps.MAX_LINE and text.CLIP_MARK is caps.CLIP_MARK and util.CLIP is caps.CLIP
+
+
+def test_caps_module_imports_nothing_of_triage():
+    src = open(caps.__file__, encoding="utf-8").read()
+    assert "from ." not in src and "import triage" not in src

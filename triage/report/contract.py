@@ -3,12 +3,11 @@ form (`report_dict`) that the JSON, markdown, jira, junit, HTML and text reports
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..findings import FR_ANALYSE, FR_DUMPS, TIMELINE_MAX, UNMATCHED_MAX, Analysis, Evidence, Finding
+from ..caps import CLIP_MARK, FINDINGS_MAX, LEVELS, MAX_DEPTH, MAX_JSON_BYTES, SERIES_MAX, SUMMARY_MAX, Caps  # noqa: F401
+from ..findings import FR_ANALYSE, FR_DUMPS, Analysis, Evidence, Finding
 from ..redact import redact_obj
-from ..sources import CLIP_MARK
 
 SCHEMA_VERSION = 1
 
@@ -22,35 +21,6 @@ SCHEMA_VERSION = 1
 # lines, a huge config), the tighter LEVELS are tried in turn; the last one cuts every list and
 # string short.
 # `omitted` (present only when something was left out) counts what each part left out.
-
-MAX_JSON_BYTES = 256 * 1024
-FINDINGS_MAX = 100         # findings written in full (the primary first, in verdict order)
-SERIES_MAX = 1000          # step-time points per run (evenly thinned, the last one kept)
-
-
-@dataclass(frozen=True)
-class Caps:
-    findings: int
-    evidence: Optional[int]      # evidence lines per finding (None: all the analysis kept)
-    context: Optional[int]       # context lines before / after one evidence line
-    timeline: int
-    unmatched: int
-    block_lines: Optional[int]   # lines of one unmatched block (the first and the last ones)
-    series: int                  # step-time points (and steady / capture iterations) per run
-    text: Optional[int]          # characters of one log line or config value
-    items: Optional[int]         # entries of rank_counts, config, diff, suspects, notes, sources, ...
-
-
-LEVELS = (
-    Caps(FINDINGS_MAX, None, None, TIMELINE_MAX, UNMATCHED_MAX, None, SERIES_MAX, None, None),
-    Caps(40, 6, 3, 200, 20, 20, 400, 1000, 1000),
-    Caps(15, 3, 1, 80, 8, 10, 150, 300, 200),
-    Caps(5, 1, 0, 20, 3, 4, 40, 120, 40),
-    Caps(3, 1, 0, 10, 2, 2, 10, 80, 10),        # last resort: every list and string cut short
-)
-SUMMARY_MAX = 2000         # characters of the summary (a hang of thousands of ranks lists them)
-MAX_DEPTH = 4              # nesting kept in config values and the like once the caps apply
-
 
 class _Cut:
     """Applies one level's caps and counts what was left out (the `omitted` field)."""

@@ -19,9 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only (blame and config impor
     from .blame import Suspect
 
 
-EVIDENCE_MAX = 6       # evidence lines kept per finding (the first ones, each with its context)
-TIMELINE_MAX = 500     # timeline events kept (the first of each rank and pitfall, then evenly spread)
-UNMATCHED_MAX = 50     # unexplained error blocks kept: the first of each distinct masked signature
+from ..caps import EVIDENCE_MAX, TIMELINE_MAX, UNMATCHED_MAX  # noqa: E402,F401 - the one set of caps
+
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING: Tuple[Role, ...] = ("root-cause", "cascade")
 OUTCOMES = ("healthy", "pitfall", "unexplained-failure")

@@ -84,11 +84,12 @@ def test_quiet_prints_the_verdict_line_only():
     assert r.stdout.count("\n") == 1 and r.stdout.startswith("triage: rank 1 failed first with moe-scope-conflict")
 
 
-def test_empty_input_says_it_read_nothing(tmp_path):
+def test_empty_input_is_an_input_error_not_healthy(tmp_path):
+    """Issue 22: an empty input has no verdict (never "healthy"): one line, exit 2."""
     p = tmp_path / "empty.log"
     p.write_text("")
     r = run("analyze", str(p))
-    assert r.returncode == 0 and "read nothing: the input is empty" in r.stdout
+    assert r.returncode == 2 and r.stderr.startswith("triage: error: the input is empty") and r.stdout == ""
 
 
 def test_directory_that_is_not_a_job(tmp_path):

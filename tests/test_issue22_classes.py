@@ -73,3 +73,33 @@ def test_an_nccl_timeout_whose_headline_was_cut_off_is_still_a_timeout():
            "are taking the entire process down.")
     pid, a = primary(log)
     assert pid == "nccl-watchdog-timeout" and a.verdict.hang
+
+
+# --- never "healthy" on a crash -------------------------------------------------------------------
+
+def test_an_exception_line_ending_a_paste_is_a_failure():
+    pid, a = primary('step 10 loss 1.0\n  File "/x/y.py", line 3, in f\n    g()\nRuntimeError: Invalid capture.')
+    assert a.outcome == "unexplained-failure" and a.first_failure.message == "RuntimeError: Invalid capture."
+    pid, a = primary("iteration 7 ok\n  File \"/w/t.py\", line 9, in step\n    assert x\nAssertionError")
+    assert a.outcome == "unexplained-failure"
+
+
+def test_a_caught_exception_the_run_went_on_from_stays_healthy():
+    log = "step 1\nValueError: bad sample, skipping\n" + "".join(f"iteration {i} ok\n" for i in range(20))
+    assert primary(log)[1].outcome == "healthy"
+    assert primary("UserWarning: something deprecated\nfinished")[1].outcome == "healthy"
+
+
+def test_empty_and_binary_inputs_are_input_errors(tmp_path):
+    import subprocess
+    import sys
+    empty, elf = tmp_path / "empty.log", tmp_path / "core.log"
+    empty.write_bytes(b"")
+    elf.write_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 500)
+    for p, why in ((empty, "the input is empty"), (elf, "not a text log")):
+        r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p)], capture_output=True, text=True)
+        assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
+    utf16 = tmp_path / "w.log"
+    utf16.write_bytes("RuntimeError: CUDA error: an illegal memory access was encountered\n".encode("utf-16"))
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(utf16), "-q"], capture_output=True, text=True)
+    assert r.returncode == 1 and "illegal-memory-access" in r.stdout     # UTF-16 has NULs and is text

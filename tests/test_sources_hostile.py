@@ -103,4 +103,4 @@ def test_cli_max_bytes_and_empty_input(tmp_path):
     empty.write_bytes(b"")
     r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(empty), "--format", "json"],
                        capture_output=True, text=True, cwd=ROOT)
-    assert "read nothing" in r.stdout
+    assert r.returncode == 2 and "the input is empty" in r.stderr and "Traceback" not in r.stderr

@@ -57,10 +57,10 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
     finally:
         if bar is not None:
             bar.close()
+    if scan.lines == 0 and not scan.notes:      # no verdict of nothing: "healthy" would be a lie
+        raise InputError(f"the input is empty: nothing to triage ({', '.join(paths)[:200]})")
     a = analyse(scan, decide_now=decide_now)
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
-    if scan.lines == 0 and not scan.notes:
-        a.notes.append("read nothing: the input is empty")
     return a, seen
 
 

@@ -289,7 +289,7 @@ def _open_binary(path: str) -> Tuple[_Binary, str]:
             if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
                 raise InputError(f"cannot read {label}: not a regular file or a pipe")
             f = open(path, "rb")
-            head = f.read(6) if stat.S_ISREG(st.st_mode) else b""
+            head = f.read(BINARY_PROBE) if stat.S_ISREG(st.st_mode) else b""
             if stat.S_ISREG(st.st_mode):
                 f.seek(0)
         except OSError as e:
@@ -305,7 +305,20 @@ def _open_binary(path: str) -> Tuple[_Binary, str]:
         except _READ_ERRORS + (ValueError,) as e:
             raise InputError(f"cannot read {label}: not a valid {kind} file ({e})") from None
     enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+    if isinstance(fb, _Limited):
+        head = fb.peek(BINARY_PROBE)[:BINARY_PROBE]
+    if enc == "utf-8" and _binary(head):
+        raise InputError(f"cannot read {label}: not a text log (binary data, e.g. an executable or a core file)")
     return fb, enc
+
+
+BINARY_PROBE = 4096        # bytes looked at to tell a text log from binary data
+
+
+def _binary(head: bytes) -> bool:
+    """Binary data, not a log: NUL bytes (a UTF-16 log, which has them, starts with a byte-order
+    mark), or an ELF executable / core file."""
+    return head.startswith(b"\x7fELF") or head.count(b"\x00") > max(2, len(head) // 100)
 
 
 def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,

@@ -4,8 +4,9 @@ task that exited non-zero or died of a signal, slurmstepd's cancel line, a C++ e
 where its input ends; and the crash that came first."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, Union
 
+from ..scan.blocks import EXC_LINE
 from ..scan.results import ErrorBlock, ScanResult
 from ..scan.rx import lazy, search
 from .types import Case, Crash
@@ -66,6 +67,18 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
     if search(_SLURM_END, first[:300]):
         return Crash("slurm", b.rank, b.source, b.start, first[:200], list(lines), order, 2)
     left = None if (ended or named) else after      # lines the input went on for after the block
+    crash = _exception_crash(b, first, order, left, logged)
+    if crash is None or isinstance(crash, Crash):
+        return crash
+    return _cpp_trailer_crash(b, order, left is not None and left > TAIL_LINES)
+
+
+def _exception_crash(b: ErrorBlock, first: str, order: Tuple[float, int], left: Optional[int],
+                     logged: bool) -> "Union[Crash, None, bool]":
+    """An uncaught exception: a traceback, or an exception line without its "Traceback" header (a
+    paste that kept only the end) -- None when the process went on (a caught exception it printed or
+    logged), False when the block is neither."""
+    lines = b.lines
     if first.startswith(_TB_HEAD):
         exc = exception_line(lines)
         if (exc is not None and _CLEAN_EXIT.match(exc)) or b.intro.startswith(_UNRAISABLE):
@@ -74,7 +87,14 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
             return None                    # the process went on: a caught exception it printed
         return Crash("uncaught-exception", b.rank, b.source, b.start, block_message(lines, b.source, b.end),
                      list(lines), order, 0)
-    return _cpp_trailer_crash(b, order, left is not None and left > TAIL_LINES)
+    if EXC_LINE.match(first) and not _CLEAN_EXIT.match(first) and not b.intro.startswith(_UNRAISABLE):
+        # headless: it ended the process when nothing but a few lines follow it (a caught exception a
+        # run logs and goes on from has the run's lines after it)
+        after_line = None if left is None else left + (b.end - b.start)   # lines after the exception line
+        if after_line is None or after_line <= LOGGED_TAIL:
+            return Crash("uncaught-exception", b.rank, b.source, b.start, first[:200], list(lines), order, 0)
+        return None
+    return False
 
 
 def _cpp_trailer_crash(b: ErrorBlock, order: Tuple[float, int], went_on: bool) -> Optional[Crash]:

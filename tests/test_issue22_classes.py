@@ -103,3 +103,23 @@ def test_empty_and_binary_inputs_are_input_errors(tmp_path):
     utf16.write_bytes("RuntimeError: CUDA error: an illegal memory access was encountered\n".encode("utf-16"))
     r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(utf16), "-q"], capture_output=True, text=True)
     assert r.returncode == 1 and "illegal-memory-access" in r.stdout     # UTF-16 has NULs and is text
+
+
+@pytest.mark.parametrize("suffix,compress", [(".gz", "gzip"), (".xz", "lzma"), (".bz2", "bz2")])
+def test_a_truncated_archive_is_triaged_up_to_where_it_breaks(tmp_path, suffix, compress):
+    import importlib
+    import json
+    import subprocess
+    import sys
+    mod = importlib.import_module(compress)
+    text = "".join(f"iteration {i} ok\n" for i in range(3000)) + \
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n" + \
+        "".join(f"filler {i} " * 8 + "\n" for i in range(20000))
+    data = mod.compress(text.encode())
+    p = tmp_path / f"node7.log{suffix}"
+    p.write_bytes(data[:len(data) * 2 // 3])          # a crashed node's log, cut off
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"],
+                       capture_output=True, text=True)
+    d = json.loads(r.stdout)
+    assert r.returncode == 1 and d["primary"] == "illegal-memory-access", r.stderr
+    assert any("breaks off after" in n and "triaged up to there" in n for n in d["notes"])

@@ -481,14 +481,12 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
     read = _block_reader(fb, enc)
     raw_f: _Binary = getattr(fb, "fileobj", None) or fb
     total = 0
-    while True:
+    broken = [False]
+    while not broken[0]:
         want = block_size if not max_bytes else min(block_size, max_bytes - total)
         if want <= 0:
             break
-        try:
-            data = read(want)
-        except _READ_ERRORS as e:
-            raise InputError(f"cannot read {label!r}: {e}") from None
+        data = _read_salvaging(read, want, isinstance(fb, _Limited), label, total, notes, broken)
         total += len(data)
         if consumed is not None:
             consumed[0] = total     # bytes of the (decompressed) stream read so far
@@ -497,6 +495,39 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
         if not data:
             break
         yield data
+
+
+SALVAGE_STEP = 1 << 16      # a compressed input is read this much at a time: a break loses less
+
+
+def _read_salvaging(read: Callable[[int], bytes], want: int, compressed: bool, label: str, total: int,
+                    notes: Optional[List[str]], broken: List[bool]) -> bytes:
+    """Up to `want` bytes.  A compressed input that ends early (a truncated .gz / .zst / .xz, as a
+    crashed node leaves its logs) is triaged up to where it breaks, with a note; any other read
+    error is an input error."""
+    if not compressed:
+        try:
+            return read(want)
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {label!r}: {e}") from None
+    parts: List[bytes] = []
+    got = 0
+    while got < want:
+        try:
+            piece = read(min(SALVAGE_STEP, want - got))
+        except _READ_ERRORS as e:
+            if total + got == 0:
+                raise InputError(f"cannot read {label!r}: {e}") from None
+            if notes is not None:
+                notes.append(f"{label}: the compressed file breaks off after {total + got:,} bytes ({e}): "
+                             "triaged up to there")
+            broken[0] = True
+            break
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
 
 
 def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[bytes, int]]:

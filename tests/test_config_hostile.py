@@ -60,7 +60,9 @@ def test_an_alias_bomb_inside_a_log_task_configuration_is_skipped(tmp_path):
     log = tmp_path / "job.log"
     log.write_text("------- Task Configuration -------\n" + LAUGHS + "-" * 20 + "\nRuntimeError: boom\n")
     r = cli("analyze", str(log), "--format", "json")
-    assert r.returncode == 0 and r.stderr == ""
+    # the exception line that ends the input is an uncaught exception (issue 22): exit 3, no traceback
+    assert r.returncode == 3 and r.stderr == ""
     d = json.loads(r.stdout)
     # the bomb is not expanded (no config key from it); the block's marker still says Bridge
-    assert (d["outcome"], d["summary"], d["config"]) == ("healthy", "no known pitfall found", {"framework": "bridge"})
+    assert (d["outcome"], d["first_failure"]["message"], d["config"]) == (
+        "unexplained-failure", "RuntimeError: boom", {"framework": "bridge"})

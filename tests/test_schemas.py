@@ -102,7 +102,6 @@ SYNTHETIC = {
         "------------------------ arguments ------------------------",
         "  cuda_graph_scope ......... ['attn']",
         "[rank2]: RuntimeError: CUDA error: an illegal memory access was encountered"]) + "\n",
-    "empty.log": "",
     # eager steps, a capture, then slower replay: before_vs_after_capture and an analyser finding
     "capture_slower.log": "\n".join(
         [_steps(i, 1000.0 + i % 3) for i in range(1, 7)]
@@ -129,7 +128,6 @@ def extra_docs(pats, tmp_path_factory):
         "config only": analyze_json(pats, [MULTIRANK], config_files=cfg["config_files"]),
         "baseline log": analyze_json(pats, [graphs], **base_log),
         "restart": analyze_json(pats, [str(d / "restart.log")]),
-        "empty input": analyze_json(pats, [str(d / "empty.log")]),
         "capture slower": analyze_json(pats, [str(d / "capture_slower.log")]),
     }
     # tighter size limits: the JSON of the tighter levels of report.LEVELS, down to the last one

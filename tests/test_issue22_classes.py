@@ -123,3 +123,22 @@ def test_a_truncated_archive_is_triaged_up_to_where_it_breaks(tmp_path, suffix, 
     d = json.loads(r.stdout)
     assert r.returncode == 1 and d["primary"] == "illegal-memory-access", r.stderr
     assert any("breaks off after" in n and "triaged up to there" in n for n in d["notes"])
+
+
+# --- vLLM (real strings of the vllm 0.34.0 wheel) ---------------------------------------------------
+
+def test_vllm_custom_all_reduce_on_expandable_segments_has_its_own_id():
+    pid, a = primary("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"
+                     "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:475 'invalid argument'")
+    assert pid == "vllm-custom-allreduce-expandable"
+    assert pid != "nccl-graph-register-expandable" and "expandable_segments" in a.primary.implicates
+
+
+@pytest.mark.parametrize("line", [
+    "(EngineCore_DP0 pid=3111) ERROR 12-04 06:03:31 [multiproc_executor.py:405] Worker proc VllmWorker-1 died "
+    "unexpectedly (exit code: 1), shutting down executor.",
+    "Failed: Cuda error /workspace/csrc/cuda_utils_kernels.cu:20 'invalid argument'",
+])
+def test_an_engines_report_of_a_dead_process_is_a_failure_wherever_it_stands(line):
+    a = primary(line + "\n" + "".join(f"INFO shutting down {i}\n" for i in range(60)))[1]
+    assert a.outcome == "unexplained-failure" and a.first_failure.kind == "error"

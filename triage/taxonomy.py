@@ -19,4 +19,6 @@ IDS = (
     "gloo-collective-timeout",
     # added through its pattern file (patterns/gpu-hardware-fault.yaml says why)
     "gpu-hardware-fault",
+    # added through its pattern file (patterns/vllm-custom-allreduce-expandable.yaml says why)
+    "vllm-custom-allreduce-expandable",
 )

@@ -23,6 +23,13 @@ _FATAL_PY = lazy(r"^Fatal Python error: ")
 # "Out Of Memory", hosts, "task"/"tasks", task ids) printed as "srun: error: ..."
 _SRUN = lazy(r"^srun: error: (\S+): (tasks?) ([\d,\-\[\]]+): (.+?)\s*$")
 # Slurm src/slurmd/slurmstepd/req.c: "*** JOB %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***", ...
+# An inference engine's report that a process died (vLLM 0.34.0: v1/executor/multiproc_executor.py
+# logger.error "Worker proc %s died unexpectedly (exit code: %s), shutting down executor.",
+# v1/executor/ray_executor_v2.py "RayWorkerProc rank=%s died unexpectedly, shutting down executor.",
+# v1/utils.py "Engine core process %s died unexpectedly."; csrc CUDACHECK "Failed: Cuda error %s:%d '%s'",
+# a fatal check that exits the process): the job failed wherever the line stands.
+_ENGINE_DEATH = lazy(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\S+ died unexpectedly|"
+                     r"Engine core process \S+ died unexpectedly|Failed: Cuda error \S+:\d+ '")
 _SLURM_END = lazy(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED AT \S+ DUE (?:TO|to) .+?|FAILED \(.*?\)) \*\*\*")
 _CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
 
@@ -64,6 +71,8 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
         if rank is None and m.group(2) == "task" and m.group(3).isdigit():
             rank = int(m.group(3))         # a Slurm task id: the rank when srun starts one task per rank
         return Crash("srun", rank, b.source, b.start, first[:200], list(lines), order, 1)
+    if search(_ENGINE_DEATH, first[:400]):
+        return Crash("error", b.rank, b.source, b.start, first[:200], list(lines), order, 1)
     if search(_SLURM_END, first[:300]):
         return Crash("slurm", b.rank, b.source, b.start, first[:200], list(lines), order, 2)
     left = None if (ended or named) else after      # lines the input went on for after the block

@@ -142,3 +142,19 @@ def test_vllm_custom_all_reduce_on_expandable_segments_has_its_own_id():
 def test_an_engines_report_of_a_dead_process_is_a_failure_wherever_it_stands(line):
     a = primary(line + "\n" + "".join(f"INFO shutting down {i}\n" for i in range(60)))[1]
     assert a.outcome == "unexplained-failure" and a.first_failure.kind == "error"
+
+
+def test_an_oom_inside_an_inference_engines_capture_is_the_graphs():
+    """vllm 0.34.0's capture functions (v1/worker/gpu/model_runner.py capture_model,
+    cudagraph_utils.py capture) in the OOM's traceback: capture-memory-overhead, not a plain OOM."""
+    tb = ("Traceback (most recent call last):\n"
+          '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu/model_runner.py", line 1160, in capture_model\n'
+          "    self.cudagraph_manager.capture(self.model)\n"
+          '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu/cudagraph_utils.py", line 480, in capture\n'
+          "    hidden = model(**inputs)\n"
+          "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+          "79.11 GiB of which 100.00 MiB is free.")
+    assert primary(tb)[0] == "capture-memory-overhead"
+    plain = tb.replace("vllm/v1/worker/gpu/model_runner.py", "myproj/train.py").replace(
+        "vllm/v1/worker/gpu/cudagraph_utils.py", "myproj/model.py")
+    assert primary(plain)[0] == "cuda-oom"

@@ -158,3 +158,15 @@ def test_an_oom_inside_an_inference_engines_capture_is_the_graphs():
     plain = tb.replace("vllm/v1/worker/gpu/model_runner.py", "myproj/train.py").replace(
         "vllm/v1/worker/gpu/cudagraph_utils.py", "myproj/model.py")
     assert primary(plain)[0] == "cuda-oom"
+
+
+@pytest.mark.parametrize("frame", [
+    '  File "/srv/app/runner.py", line 88, in replay_prepare\n    self.input_ids[:bs].copy_(batch.input_ids)',
+    '  File "/usr/lib/python3.12/site-packages/vllm/v1/worker/gpu/cudagraph_utils.py", line 617, in run_fullgraph\n'
+    "    self.graphs[desc].replay()",
+])
+def test_a_size_mismatch_in_a_graph_replay_is_a_dynamic_shape(frame):
+    msg = "RuntimeError: The size of tensor a (160) must match the size of tensor b (192) at non-singleton dimension 0"
+    assert primary(frame + "\n" + msg)[0] == "dynamic-shapes"
+    # the same message without a replay nearby is no graph pitfall
+    assert primary('  File "/srv/app/model.py", line 12, in forward\n    y = x + b\n' + msg)[0] is None

@@ -170,3 +170,17 @@ def test_a_size_mismatch_in_a_graph_replay_is_a_dynamic_shape(frame):
     assert primary(frame + "\n" + msg)[0] == "dynamic-shapes"
     # the same message without a replay nearby is no graph pitfall
     assert primary('  File "/srv/app/model.py", line 12, in forward\n    y = x + b\n' + msg)[0] is None
+
+
+def test_torch_compile_graph_trees_overwritten_output_has_its_own_id():
+    # torch 2.13.0 torch/_inductor/cudagraph_trees.py _get_invalid_access_message
+    msg = ("RuntimeError: Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
+           "run. Stack trace: File \"/srv/train.py\", line 41, in forward. To prevent overwriting, clone the tensor "
+           "outside of torch.compile() or call torch.compiler.cudagraph_mark_step_begin() before each model "
+           "invocation.")
+    pid, a = primary(msg)
+    assert pid == "compiled-graph-output-overwritten" and "cudagraph_mark_step_begin" in a.primary.fix
+    # "skipping cudagraphs due to ..." is informational: a healthy run stays healthy
+    skip = "W1204 06:00:00.000000 123 torch/_inductor/cudagraph_trees.py:2000] skipping cudagraphs due to mutated inputs"
+    pid, a = primary(skip + "\nstep 1 done")
+    assert pid is None and a.outcome == "healthy" and [f.role for f in a.findings] == ["info"]

@@ -21,4 +21,6 @@ IDS = (
     "gpu-hardware-fault",
     # added through its pattern file (patterns/vllm-custom-allreduce-expandable.yaml says why)
     "vllm-custom-allreduce-expandable",
+    # added through its pattern file (patterns/compiled-graph-output-overwritten.yaml says why)
+    "compiled-graph-output-overwritten",
 )

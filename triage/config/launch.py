@@ -58,7 +58,10 @@ LAUNCH_LINE = lazy(r"^(?:" + "|".join(f"(?:{lead})" for _, lead, _ in LEADS) + r
 _ENV_TOKEN = lazy(r"[A-Z_][A-Z0-9_]*=.*")
 _OVERRIDE_TOK = lazy(r"^[+~]?[A-Za-z_][\w]*(?:\.[\w]+)+(?:=|$)")
 _SCRIPT = lazy(r"\S+\.py")
-_EXC_TEXT = lazy(r"(?i:error|exception|warning):|\bshould be set\b|\bmust\b|\bnot supported\b|can't open file")
+# error and usage text that quotes a command or flags is no command line (argparse's `usage: x.py [-h]
+# [--cuda-graph-impl {...}]`, `x.py: error: unrecognized arguments: ...`, python's "can't open file")
+NOT_A_COMMAND = lazy(r"(?i:error|exception|warning):|\bshould be set\b|\bmust\b|\bnot supported\b|"
+                     r"can't open file|^\s*usage:|^\s+\[")
 
 # Anchors (anchors.Anchor, tag 0) of every line that may be a launch line.
 ANCHORS: List[Anchor] = [Anchor(a, 0) for _, _, a in LEADS if a] + [Anchor(a, 0) for _, a in COMMANDS if a] \
@@ -76,7 +79,7 @@ MULTI_VALUE_FLAGS = {"cuda_graph_scope", "cuda_graph_modules", "recompute_module
 
 def is_launch_line(text: str) -> bool:
     """`text` echoes a command that starts a job (and is no error message quoting one)."""
-    return bool(LAUNCH_LINE.match(text, timeout=TIMEOUT)) and not _EXC_TEXT.search(text, timeout=TIMEOUT)
+    return bool(LAUNCH_LINE.match(text, timeout=TIMEOUT)) and not NOT_A_COMMAND.search(text, timeout=TIMEOUT)
 
 
 def _strip_lead(text: str) -> str:
@@ -87,7 +90,8 @@ def _strip_lead(text: str) -> str:
     return text
 
 
-def _split(text: str) -> List[str]:
+def split_words(text: str) -> List[str]:
+    """A command line's words as the shell splits them (a paste with an unbalanced quote: on blanks)."""
     try:
         return shlex.split(text, posix=True)
     except ValueError:               # an unbalanced quote in a pasted line
@@ -96,7 +100,7 @@ def _split(text: str) -> List[str]:
 
 def parse_launch(text: str) -> Tuple[Dict[str, Any], Dict[str, str]]:
     """(flags and overrides of the training script, environment assignments) of a launch line."""
-    toks = _split(_strip_lead(text.strip()))
+    toks = split_words(_strip_lead(text.strip()))
     env: Dict[str, str] = {}
     args = _script_args(toks, env, 0)
     return (parse_args(args) if args is not None else {}), env
@@ -117,7 +121,7 @@ def _script_args(toks: List[str], env: Dict[str, str], depth: int) -> Optional[L
                     env[k] = v
         elif t == "-c" and i + 1 < len(toks) and depth < 3 and i > 0 and toks[i - 1].rsplit("/", 1)[-1] in (
                 "bash", "sh"):
-            return _script_args(_split(toks[i + 1]), env, depth + 1)
+            return _script_args(split_words(toks[i + 1]), env, depth + 1)
         elif t == "-m" and i + 1 < len(toks):
             if toks[i + 1] not in LAUNCHER_MODULES:
                 return toks[i + 2:]

@@ -5,7 +5,6 @@ transformer_engine --cuda-graph-scope attn`), environment lines (`PYTORCH_CUDA_A
 NCCL's `... set by environment to ...`) and software versions."""
 from __future__ import annotations
 
-import shlex
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import regex
@@ -17,7 +16,7 @@ from .defaults import apply_defaults
 from .document import parse_config_text
 from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten, parse_scalar
 from .launch import ANCHORS as LAUNCH_ANCHORS
-from .launch import ANNOUNCE_NEXT, is_launch_line, parse_args, parse_launch
+from .launch import ANNOUNCE_NEXT, NOT_A_COMMAND, is_launch_line, parse_args, parse_launch, split_words
 
 _ARGS_START = lazy(r"^-{10,} arguments -{10,}$")
 _ARGS_END = lazy(r"^-{10,} end of arguments -{10,}$")
@@ -40,9 +39,6 @@ _ENV_NCCL = lazy(r"\bNCCL INFO\s+" + _ENV_KEYS_RX + r"\s+set by environment to\s
 # an echoed command line names a launcher or a script; error messages that mention flags do not count
 # a line that is no launch line but still echoes a command holding a graph flag (e.g. after a log prefix)
 _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
-# error and usage text that quotes flags (argparse's `usage: x.py [-h] [--cuda-graph-impl {...}]`,
-# `x.py: error: unrecognized arguments: --cuda-graph-modules attn`) is no command line
-_EXC_TEXT = lazy(r"(?i:error|exception|warning):|\bshould be set\b|\bmust\b|\bnot supported\b|^\s*usage:|^\s+\[")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
     ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", regex.I)),  # noqa: E501 - a regex reads best on one line
@@ -61,16 +57,9 @@ def parse_cmdline(text: str) -> Dict[str, Any]:
     is read whole.  Environment assignments before the command come as env.NAME."""
     flags, env = parse_launch(text)
     if not flags and not env:
-        flags = parse_args(text.split() if "\n" in text else _tokens(text))
+        flags = parse_args(split_words(text))
     flags.update({f"env.{k}": v for k, v in env.items() if k in ENV_KEYS})
     return flags
-
-
-def _tokens(text: str) -> List[str]:
-    try:
-        return shlex.split(text, posix=True)
-    except ValueError:
-        return text.split()
 
 
 class LogConfigCollector:
@@ -204,7 +193,7 @@ class LogConfigCollector:
                 if k in ENV_KEYS:
                     self.env.setdefault(f"env.{k}", v)
         elif not self.cmd and "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT) \
-                and _CMDLINE.search(text, timeout=TIMEOUT) and not _EXC_TEXT.search(text, timeout=TIMEOUT):
+                and _CMDLINE.search(text, timeout=TIMEOUT) and not NOT_A_COMMAND.search(text, timeout=TIMEOUT):
             self.cmd = parse_cmdline(text)
             self.found.append("command line")
         if "ersion" in text or "torch" in text or "+cu" in text or "megatron" in text or "ngine" in text:

@@ -114,10 +114,13 @@ class Engine:
         path_attempts = [s.inp.attempt for s in core.inputs.values() if s.inp.attempt is not None]
         attempts = 1 + max(restarts + path_attempts + [len(bs), 0])
 
+        # the ranks of each attempt, worked out when asked: what it needs, not the scanner's whole state
+        seen0, segments = core.ranks_seen, core.rank_segments
+
         def ranks() -> Set[int]:
-            seen = core.ranks_seen
-            if core.rank_segments:
-                seen = _ranks_by_attempt(core.rank_segments, seen)
+            seen = seen0
+            if segments:
+                seen = _ranks_by_attempt(segments, seen)
             return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,

@@ -40,6 +40,7 @@ class Analysis:
         if self._verdict is not None:
             raise RuntimeError("the verdict is decided once: decide() was called before")
         self._verdict = decide(self.case, analysers, self.earlier)
+        self.case.ranks_fn = None      # it holds the whole scan; the verdict asked it what it needed
         return self._verdict
 
     @property

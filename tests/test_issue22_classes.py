@@ -78,8 +78,10 @@ def test_an_nccl_timeout_whose_headline_was_cut_off_is_still_a_timeout():
 # --- never "healthy" on a crash -------------------------------------------------------------------
 
 def test_an_exception_line_ending_a_paste_is_a_failure():
-    pid, a = primary('step 10 loss 1.0\n  File "/x/y.py", line 3, in f\n    g()\nRuntimeError: Invalid capture.')
-    assert a.outcome == "unexplained-failure" and a.first_failure.message == "RuntimeError: Invalid capture."
+    pid, a = primary('step 10 loss 1.0\n  File "/x/y.py", line 3, in f\n    g()\nRuntimeError: shard 3 is gone')
+    assert a.outcome == "unexplained-failure" and a.first_failure.message == "RuntimeError: shard 3 is gone"
+    assert primary('step 10 loss 1.0\n  File "/x/y.py", line 3, in f\n    g()\nRuntimeError: Invalid capture.')[0] \
+        == "capture-sync-forbidden"                   # torch's capture_end on an invalidated capture
     pid, a = primary("iteration 7 ok\n  File \"/w/t.py\", line 9, in step\n    assert x\nAssertionError")
     assert a.outcome == "unexplained-failure"
 
@@ -105,17 +107,22 @@ def test_empty_and_binary_inputs_are_input_errors(tmp_path):
     assert r.returncode == 1 and "illegal-memory-access" in r.stdout     # UTF-16 has NULs and is text
 
 
-@pytest.mark.parametrize("suffix,compress", [(".gz", "gzip"), (".xz", "lzma"), (".bz2", "bz2")])
+def _zstd():
+    zstandard = pytest.importorskip("zstandard")
+    return zstandard.ZstdCompressor()
+
+
+@pytest.mark.parametrize("suffix,compress", [(".gz", "gzip"), (".xz", "lzma"), (".bz2", "bz2"), (".zst", "zstandard")])
 def test_a_truncated_archive_is_triaged_up_to_where_it_breaks(tmp_path, suffix, compress):
     import importlib
     import json
     import subprocess
     import sys
-    mod = importlib.import_module(compress)
     text = "".join(f"iteration {i} ok\n" for i in range(3000)) + \
         "RuntimeError: CUDA error: an illegal memory access was encountered\n" + \
         "".join(f"filler {i} " * 8 + "\n" for i in range(20000))
-    data = mod.compress(text.encode())
+    data = _zstd().compress(text.encode()) if compress == "zstandard" else \
+        importlib.import_module(compress).compress(text.encode())
     p = tmp_path / f"node7.log{suffix}"
     p.write_bytes(data[:len(data) * 2 // 3])          # a crashed node's log, cut off
     r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"],
@@ -184,3 +191,113 @@ def test_torch_compile_graph_trees_overwritten_output_has_its_own_id():
     skip = "W1204 06:00:00.000000 123 torch/_inductor/cudagraph_trees.py:2000] skipping cudagraphs due to mutated inputs"
     pid, a = primary(skip + "\nstep 1 done")
     assert pid is None and a.outcome == "healthy" and [f.role for f in a.findings] == ["info"]
+
+
+def test_a_whole_zst_of_several_frames_has_no_note(tmp_path):
+    """zstd -c a >> log.zst; zstd -c b >> log.zst: every frame is read, and a whole file gets no note."""
+    import json
+    import subprocess
+    import sys
+    z = _zstd()
+    p = tmp_path / "job.log.zst"
+    p.write_bytes(z.compress(b"first frame\n" * 10) +
+                  z.compress(b"RuntimeError: CUDA error: an illegal memory access was encountered\n"))
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"],
+                       capture_output=True, text=True)
+    d = json.loads(r.stdout)
+    assert r.returncode == 1 and d["primary"] == "illegal-memory-access"
+    assert not any("breaks off" in n for n in d.get("notes", []))
+
+
+# --- the rest of issue 22: real strings of SGLang 0.5.23, vLLM 0.6.3-0.34.0, torch 1.13.1-2.14.1 ------
+
+def _cli_json(path):
+    import json
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(path), "--format", "json"],
+                       capture_output=True, text=True)
+    return r.returncode, json.loads(r.stdout)
+
+
+FIX = __import__("os").path.join(__import__("os").path.dirname(__file__), "fixtures", "logs")
+
+
+@pytest.mark.parametrize("name", ["enginecore_fatal_error_tail", "enginecore_failed_to_start",
+                                  "enginecore_fatal_error_0.10"])
+def test_an_engine_cores_error_block_ending_the_input_is_a_failure(name):
+    rc, d = _cli_json(f"{FIX}/synthetic/vllm/{name}.log")
+    assert rc == 3 and d["outcome"] == "unexplained-failure"
+    ff = d["first_failure"]
+    assert ff["kind"] == "uncaught-exception" and ff["message"] == "ValueError: top_k must be positive, got 0"
+    # the vLLM header is stripped: the signature is the exception, not "(EngineCore pid=N) ERROR ..."
+    assert "pid=" not in d["signature"] and "ERROR" not in d["signature"]
+
+
+def test_a_traceback_vllm_logged_and_went_on_from_stays_healthy():
+    rc, d = _cli_json(f"{FIX}/synthetic/vllm/worker_exception_caught_0.6.log")
+    assert rc == 0 and d["outcome"] == "healthy"
+
+
+@pytest.mark.parametrize("line", [
+    "(EngineCore_DP0 pid=3111) ERROR 12-04 06:03:31 [v1/engine/core.py:1759] EngineCore encountered a fatal error.",
+    "(EngineCore pid=3111) ERROR 12-04 06:03:31 [v1/engine/core.py:1757] EngineCore failed to start.",
+    "(Worker_TP1 pid=3120) ERROR 12-04 06:03:31 [v1/executor/multiproc_executor.py:1091] WorkerProc failed to start.",
+    "[2026-12-04 06:10:09 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+])
+def test_an_engines_fatal_record_alone_is_a_failure(line):
+    """The record without its traceback (a paste that kept one line), followed by the run's lines."""
+    from triage.findings import analyse
+    log = line + "\n" + "\n".join(f"INFO 12-04 06:03:{i:02d} [loggers.py:123] heartbeat {i}" for i in range(10, 20))
+    a = analyse(ENG.scan(lines_of(log)))
+    assert a.outcome == "unexplained-failure", a.outcome
+
+
+def test_vllm_lines_keep_their_time():
+    from triage.scan.sources import parse_ts
+    t = parse_ts("ERROR 12-04 06:03:31 [v1/engine/core.py:1759] EngineCore encountered a fatal error.")
+    assert t is not None and parse_ts("ERROR 12-04 06:03:41 [core.py:1] x") - t == 10
+
+
+@pytest.mark.parametrize("name", ["sglang_capture_failed_oom", "vllm_capture_progress_oom"])
+def test_an_inference_engines_capture_oom_is_the_graphs(name):
+    rc, d = _cli_json(f"{FIX}/synthetic/other-stacks/{name}.log")
+    assert rc == 1 and d["primary"] == "capture-memory-overhead"
+
+
+def test_sglangs_capture_failure_around_another_error_is_that_error():
+    assert primary("Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is "
+                   "capturing")[0] == "capture-sync-forbidden"
+    assert "capture-memory-overhead" not in fired(
+        ENG, "Exception: Capture cuda graph failed: CUDA error: operation not permitted when stream is capturing")
+
+
+@pytest.mark.parametrize("name", ["torch113_invalid_capture", "allocator_capture_invalidated_assert",
+                                  "nccl_window_register_during_capture"])
+def test_other_wordings_of_an_invalidated_capture(name):
+    rc, d = _cli_json(f"{FIX}/synthetic/other-stacks/{name}.log")
+    assert rc == 1 and d["primary"] == "capture-sync-forbidden"
+
+
+def test_registration_failing_outside_a_capture_is_not_a_capture_error():
+    assert "capture-sync-forbidden" not in fired(
+        ENG, "RuntimeError: Failed to register segment with ptr 0x7f2a40000000, size 268435456 on ncclComm_ 0x5581c0a0")
+
+
+@pytest.mark.parametrize("name", ["compile_static_input_moved_error", "compile_static_input_moved_torch21"])
+def test_a_compiled_graphs_moved_static_input_has_its_own_id(name):
+    rc, d = _cli_json(f"{FIX}/synthetic/other-stacks/{name}.log")
+    assert rc == 1 and d["primary"] == "compiled-graph-static-input-moved"
+    assert "mark_static_address" in d["findings"][0]["explanation"]
+
+
+def test_re_recording_for_a_moved_static_input_is_info_on_a_real_run():
+    """Real (H200, torch 2.11.0): torch re-records instead of failing; the run is healthy."""
+    rc, d = _cli_json(f"{FIX}/real/gpu-issue22/compile_static_input_rerecord.log")
+    assert rc == 0 and d["outcome"] == "healthy"
+    assert [(f["pitfall"], f["role"]) for f in d["findings"]] == [("compiled-graph-static-input-moved", "info")]
+
+
+def test_a_bare_assertion_elsewhere_is_not_a_moved_static_input():
+    log = ('  File "/srv/train.py", line 12, in step\n    assert x.data_ptr() == y.data_ptr()\nAssertionError')
+    assert primary(log)[0] != "compiled-graph-static-input-moved"

@@ -23,6 +23,9 @@ FIXTURES = {
     "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
     "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC
     "srun": "logs/synthetic/multirank/srun_nccl_failure.log",
+    "vllm-process": "logs/synthetic/vllm/enginecore_fatal_error_tail.log",     # SYNTHETIC (real strings)
+    "vllm-logger": "logs/synthetic/vllm/worker_exception_caught_0.6.log",      # SYNTHETIC (real strings)
+    "sglang": "logs/synthetic/other-stacks/sglang_capture_failed_oom.log",     # SYNTHETIC (real strings)
 }
 
 

@@ -23,4 +23,6 @@ IDS = (
     "vllm-custom-allreduce-expandable",
     # added through its pattern file (patterns/compiled-graph-output-overwritten.yaml says why)
     "compiled-graph-output-overwritten",
+    # added through its pattern file (patterns/compiled-graph-static-input-moved.yaml says why)
+    "compiled-graph-static-input-moved",
 )

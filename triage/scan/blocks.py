@@ -2,6 +2,7 @@
 for `unmatched`."""
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Set
 
 from ..caps import BLOCK_MAX_LINES
@@ -16,6 +17,10 @@ _TB_START = "Traceback (most recent call last):"
 EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and suggest read it too)
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Exit|Failure)\b(?::|$)"
 )
+_TB_AFTER = ": " + _TB_START
+# a log record's level in a stripped logger header (vLLM "ERROR 12-04 07:00:05 [core.py:1759] ")
+_LOG_HEAD = re.compile(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
+_ERR_HEAD = re.compile(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)(?:[\]:|]|\s)")
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )
@@ -49,7 +54,9 @@ class Blocks(Observer):
         st = ev.st
         self._close_passed(line, st)
         text = line.text
-        if text.startswith(_TB_START) or (text.strip() == _TB_START):
+        # (a message with the traceback text after it opens one too: SGLang's logger.error(f"Scheduler hit
+        # an exception: {traceback}") -- the engine-death rule reads that first line)
+        if text.startswith(_TB_START) or (text.strip() == _TB_START) or text.rstrip().endswith(_TB_AFTER):
             self._traceback_start(line, ev)
             return
         b = st.block
@@ -57,7 +64,8 @@ class Blocks(Observer):
             if self._extend(line, st, b):
                 return
             self.core.close_block(st)
-        if _maybe_error(text) and (EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT)):
+        if (_maybe_error(text) and (EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT))) \
+                or _error_header(line):
             self._open(line, ev, [text])
             st.in_tb = False
 
@@ -94,6 +102,9 @@ class Blocks(Observer):
             # the physical line before, when its stream's (rank-interleaved output: a bounded look)
             prev = [x for x in ev.view.recent_in_source(line, 2) if x.rank == line.rank]
             b.intro = prev[-1].text[:300] if prev else ""
+            # a logger's header the launcher table stripped (vLLM prints every line of a record under it)
+            head = _header(line)
+            b.logged = bool(head) and bool(_LOG_HEAD.search(head[-120:]))
         else:
             b = st.block
         st.in_tb = True
@@ -115,7 +126,7 @@ class Blocks(Observer):
                 st.in_tb = False  # exception line reached; keep following message lines briefly
             return True
         if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
-                and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT):
+                and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT) and not _error_header(line):
             if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
                 b.lines.append(text)
                 b.end = line.lineno
@@ -129,6 +140,21 @@ class Blocks(Observer):
 
 
 _RECORD = lazy(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
+
+
+def _header(line: Line) -> str:
+    """What the launcher table stripped from LINE (its prefixes and a logger's header), or ""."""
+    raw, text = line.raw, line.text
+    return raw[:len(raw) - len(text)] if len(raw) > len(text) and raw.endswith(text) else ""
+
+
+def _error_header(line: Line) -> bool:
+    """LINE's stripped logger header has an error level (vLLM "ERROR 12-04 07:00:05 [core.py:1759] "):
+    the record is an error line whatever its words."""
+    if "ERROR" not in line.raw[:120] and "CRITICAL" not in line.raw[:120]:
+        return False
+    head = _header(line)
+    return bool(head) and bool(_ERR_HEAD.search(head[-120:]))
 
 
 def _maybe_error(text: str) -> bool:

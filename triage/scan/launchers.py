@@ -55,6 +55,24 @@ LAUNCHERS: Tuple[Launcher, ...] = (
     # srun -l (--label): the task id right-aligned to the width of the largest one, "3: " or "  3: "
     # (Slurm pads it with spaces, never tabs)
     Launcher("srun", "  3: RuntimeError: CUDA error: out of memory", r" {0,4}(?P<rank>\d{1,6}): ", None, sep=""),
+    # vLLM's process tag on every line a child process prints: "(EngineCore_DP0 pid=4242) " (vllm 0.10.2
+    # utils._add_prefix, in cyan; vllm 0.34.0 logger _FORMAT "(%(vllm_process_name)s pid=%(process)d) ");
+    # the names (EngineCore, EngineCore_DP0, Worker_TP1, Worker_PP1_TP2, VllmWorkerProcess, APIServer)
+    # are vLLM's process names, not global ranks: no rank
+    Launcher("vllm-process", "(EngineCore_DP0 pid=4242) RuntimeError: CUDA error: out of memory",
+             r"\((?:[A-Za-z][\w-]*|VllmWorker rank=\d+) pid=\d+\)", " pid=", rank=None),
+    # vLLM's logger header: "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] " (vllm 0.10.2 .. 0.34.0),
+    # "ERROR 10-24 12:00:00 engine.py:123] " (vllm 0.6.3); its time kept (MM-DD, no year)
+    Launcher("vllm-logger", "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] EngineCore encountered a fatal error.",
+             r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\]",
+             None, rank=None, keeps_time=True),
+    # SGLang's logger header in its scheduler / worker processes: "[2026-12-04 06:10:09 DP0 TP1] "
+    # (sglang 0.5.23 utils/common.py configure_logger: f"[%(asctime)s{maybe_ms}{prefix}] %(message)s",
+    # the prefix " DP{d} PP{p} ATTN_CP{c} MOE_DP{m} TP{t} EP{e}" as the parallelism has them); at least
+    # one tag, so a bare "[2026-12-04 06:10:09] " of other software stays; TP/DP ranks are no global rank
+    Launcher("sglang", "[2026-12-04 06:10:09 DP0 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+             r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+\]",
+             None, rank=None, keeps_time=True),
 )
 
 INNER_RANKS: Tuple[InnerRank, ...] = (

@@ -43,6 +43,8 @@ class ErrorBlock:
     explained: bool = False
     group: int = 0
     intro: str = ""          # a traceback's line before it in its stream ("Exception ignored in: ...")
+    logged: bool = False     # a traceback a logger printed (its lines carry a log record's header: vLLM's
+    #                          "ERROR 12-04 07:00:05 [core.py:1759] Traceback ...") -- a caught one
 
 
 @dataclass

@@ -19,7 +19,7 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import IO, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 import regex
 
@@ -77,6 +77,9 @@ _TS = [
     (re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
     # glog "E1203 07:12:01.426415" (no year)
     (re.compile(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
+    # vLLM's logger "ERROR 12-04 07:00:05 [core.py:1759]" (_DATE_FORMAT "%m-%d %H:%M:%S", no year)
+    (re.compile(r"(?:^|[\s)])(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)()(?=[ .])"),
+     "glog"),
 ]
 _DEFAULT_YEAR = 2026
 
@@ -212,7 +215,7 @@ MAX_EXPANDED = 1 << 30   # ... a decompression bomb is told from a very repetiti
 class _Limited(io.BufferedIOBase):
     """A decompressing reader that stops at a decompression-bomb ratio (`stopped` says so)."""
 
-    def __init__(self, f: io.BufferedIOBase, raw: IO[bytes], label: str, kind: str):
+    def __init__(self, f: "Union[io.BufferedIOBase, _ZstdFrames]", raw: IO[bytes], label: str, kind: str):
         super().__init__()
         self.f, self.raw, self.label, self.kind = f, raw, label, kind
         self.out = 0
@@ -231,7 +234,7 @@ class _Limited(io.BufferedIOBase):
     def read(self, n: Optional[int] = -1) -> bytes:
         if self.stopped:
             return b""
-        data = self.f.read(n)
+        data = self.f.read(-1 if n is None else n)
         self.out += len(data)
         if self.out > MAX_EXPANDED:
             try:
@@ -254,7 +257,7 @@ class _Limited(io.BufferedIOBase):
         super().close()
 
 
-def _decompressor(kind: str, f: IO[bytes]) -> io.BufferedIOBase:
+def _decompressor(kind: str, f: IO[bytes]) -> "Union[io.BufferedIOBase, _ZstdFrames]":
     import bz2
     import lzma
     if kind == "gzip":
@@ -268,7 +271,48 @@ def _decompressor(kind: str, f: IO[bytes]) -> io.BufferedIOBase:
     except ImportError:
         raise InputError("a .zst (zstandard) input needs the `zstandard` package: pip install zstandard, "
                          "or decompress it first (zstd -d)") from None
-    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(f))
+    return _ZstdFrames(f, zstandard.ZstdDecompressor())
+
+
+class _ZstdFrames(io.RawIOBase):
+    """A zstd stream of one or more frames, decompressed; an input that ends inside a frame (a log
+    a crashed node left truncated) raises EOFError once what it held is read, so the reader notes
+    the break (zstandard's own stream reader returns the partial data as if the file were whole)."""
+    CHUNK = 1 << 16
+
+    def __init__(self, f: IO[bytes], dctx: Any):
+        self._f, self._dctx = f, dctx
+        self._obj = dctx.decompressobj()
+        self._in_frame = False      # bytes of a frame fed and its end not reached
+        self._out = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while not self._out and not self._done:
+            self._fill()
+        n = min(len(b), len(self._out))
+        b[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
+
+    def _fill(self) -> None:
+        data = self._f.read(self.CHUNK)
+        if not data:
+            self._done = True
+            if self._in_frame:
+                raise EOFError("the zstd frame is truncated (the input ends inside it)")
+            return
+        while data:
+            self._in_frame = True
+            self._out += self._obj.decompress(data)
+            if not self._obj.eof:
+                return
+            data = self._obj.unused_data        # a frame ended: the next one starts here
+            self._obj = self._dctx.decompressobj()
+            self._in_frame = False
 
 
 _Binary = Union[IO[bytes], _Limited]     # an input opened as bytes (_Limited: decompressing it)

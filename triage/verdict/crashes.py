@@ -28,8 +28,16 @@ _SRUN = lazy(r"^srun: error: (\S+): (tasks?) ([\d,\-\[\]]+): (.+?)\s*$")
 # v1/executor/ray_executor_v2.py "RayWorkerProc rank=%s died unexpectedly, shutting down executor.",
 # v1/utils.py "Engine core process %s died unexpectedly."; csrc CUDACHECK "Failed: Cuda error %s:%d '%s'",
 # a fatal check that exits the process): the job failed wherever the line stands.
+# an inference engine's own report that a process of it is dead (vllm 0.34.0: multiproc_executor.py
+# "Worker proc %s died unexpectedly", v1/engine/core.py logger.exception("EngineCore encountered a
+# fatal error.") / ("EngineCore failed to start."), multiproc_executor.py "WorkerProc failed to
+# start."; csrc CUDACHECK "Failed: Cuda error %s:%d '%s'"; sglang 0.4-0.5.23 managers/*.py
+# logger.error(f"Scheduler hit an exception: {traceback}"), then SIGQUIT to its parent)
 _ENGINE_DEATH = lazy(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\S+ died unexpectedly|"
-                     r"Engine core process \S+ died unexpectedly|Failed: Cuda error \S+:\d+ '")
+                     r"Engine core process \S+ died unexpectedly|Failed: Cuda error \S+:\d+ '|"
+                     r"^EngineCore (?:encountered a fatal error|failed to start)\.|^WorkerProc failed to start\.|"
+                     r"(?:^|\] )(?:Scheduler|DetokenizerManager|DataParallelController|TokenizerManager|"
+                     r"MultiDetokenizerRouter) hit an exception: ")
 _SLURM_END = lazy(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED AT \S+ DUE (?:TO|to) .+?|FAILED \(.*?\)) \*\*\*")
 _CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
 

@@ -126,7 +126,9 @@ def logged_tracebacks(blocks: List[ErrorBlock]) -> set:
     for b in sorted(blocks, key=lambda b: b.seq):
         key = (b.source, b.rank)
         p = prev.get(key)
-        if (p is not None and b.lines and b.lines[0].startswith(_TB_HEAD) and p.lines
+        if getattr(b, "logged", False):
+            out.add(id(b))
+        elif (p is not None and b.lines and b.lines[0].startswith(_TB_HEAD) and p.lines
                 and not p.lines[0].startswith(_TB_HEAD) and 0 < b.start - p.end <= CONT_GAP
                 and search(_LOG_RECORD, p.lines[-1][:300])):
             out.add(id(b))

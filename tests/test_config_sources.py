@@ -13,6 +13,7 @@ import pytest
 
 from triage.config import (Unknown, build_config, canonical, check, config_from_lines, decode, diff, enum_name,
                            flatten, parse_cmdline, undecided, unknown_values)
+from triage.config import load_config
 from triage.config.launch import is_launch_line, parse_launch
 from triage.patterns import builtin_dir, load_dir
 from triage.sources import Line
@@ -335,3 +336,53 @@ def test_real_bridge_run_config_enums_and_env_vars():
     full = load_config(os.path.join(REAL, "bridge-0.6.2", "good", "local-full-iteration-nan-off.yaml"))
     assert full["cuda_graph_impl"] == "local" and full["cuda_graph_scope"] == ["full_iteration"]
     assert full["check_for_nan_in_loss"] is False
+
+
+# --- Megatron-LM's own argument names (issue 22) -----------------------------------------------------
+
+# Keys rules read that no Megatron-LM argument carries, and why (every other key a rule reads must be
+# read from a real Megatron-LM arguments block of both releases below)
+NOT_MLM_ARGUMENTS = {
+    "env.NCCL_GRAPH_REGISTER": "environment, from env dumps",
+    "env.PYTORCH_CUDA_ALLOC_CONF": "environment, from env dumps",
+    "expandable_segments": "read from env.PYTORCH_CUDA_ALLOC_CONF",
+    "framework": "where the config came from",
+    "mcore_version": "the version line the log prints, not an argument",
+    "te_version": "the version line the log prints, not an argument",
+    "deprecated_flags_both": "a flag set only when megatron-core's refused combination is present",
+    "deprecated_flags_with_impl": "a flag set only when megatron-core's refused combination is present",
+    "scope_and_modules_both_set": "a flag set only when megatron-core's refused combination is present",
+}
+
+
+def _rule_keys():
+    keys = set()
+    for p in PATS:
+        keys.update(p.implicates or [])
+        for r in p.config_rules or []:
+            keys.update(c["key"] for c in r.when)
+    return keys
+
+
+@pytest.mark.parametrize("release", ["0.16.1", "0.19.2"])
+def test_every_key_a_rule_reads_is_read_from_megatron_lm_arguments(release):
+    """A walk of Megatron-LM's arguments (the block its own _print_args printed, real fixtures of two
+    releases) for every key a rule reads: none is missing because Megatron-LM spells it otherwise
+    (num_experts, te_rng_tracker, check_for_nan_in_loss_and_grad, cpu_offloading_num_layers)."""
+    c = load_config(os.path.join(REAL, f"megatron-lm-core-{release}", "te-scope-good.log"))
+    missing = sorted(k for k in _rule_keys() - set(NOT_MLM_ARGUMENTS) if k not in c)
+    assert missing == []
+    assert c["check_for_nan_in_grad"] is True and c["cpu_offloading"] is False
+
+
+def test_num_experts_in_an_arguments_block_is_an_moe_model():
+    c = load_config(os.path.join(REAL, "megatron-lm-core-0.19.2", "moe-layer-freq-list.log"))
+    assert c["num_moe_experts"] == 4 and "num_experts" not in c
+
+
+def test_megatron_lm_cpu_offloading_is_its_layer_count():
+    c = canonical({"cpu_offloading_num_layers": 2, "cuda_graph_impl": "transformer_engine"})
+    assert c["cpu_offloading"] is True
+    assert "cpu-offload-incompatible" in {v.pitfall for v in check(dict(c, cuda_graph_scope=["attn"]), PATS)}
+    assert canonical({"cpu_offloading_num_layers": 0})["cpu_offloading"] is False
+    assert canonical({"cpu_offloading": True, "cpu_offloading_num_layers": 0})["cpu_offloading"] is True

@@ -237,10 +237,24 @@ def canonical(flat: Dict[str, Any]) -> Config:
     if isinstance(out.get("recompute_modules"), list):
         out["recompute_modules"] = sorted(str(x) for x in out["recompute_modules"])
     _graph_keys(out, scope_and_modules="cuda_graph_scope" in lasts and "cuda_graph_modules" in lasts)
+    _derived(out, lasts)
     alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
     if alloc is not None:
         out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
     return out
+
+
+def _derived(out: Config, lasts: set) -> None:
+    """megatron-core settings Megatron-LM derives from one of its own arguments (an arguments block
+    prints the argument, not the setting): --check-for-nan-in-loss-and-grad is both NaN checks;
+    cpu_offloading = cpu_offloading_num_layers > 0 (megatron/training/arguments.py core_v0.16.1 L1236,
+    core_v0.19.0 L1869: `if args.cpu_offloading_num_layers > 0: args.cpu_offloading = True`)."""
+    if "check_for_nan_in_loss_and_grad" in lasts and "check_for_nan_in_grad" not in out \
+            and "check_for_nan_in_loss" in out:
+        out["check_for_nan_in_grad"] = out["check_for_nan_in_loss"]
+    n = out.get("cpu_offloading_num_layers")
+    if "cpu_offloading" not in out and isinstance(n, int) and not isinstance(n, bool):
+        out["cpu_offloading"] = n > 0
 
 
 def _graph_keys(out: Config, scope_and_modules: bool) -> None:

@@ -124,6 +124,7 @@ class Blocks(Observer):
             b.end = st.block_seen = line.lineno
             if exc:
                 st.in_tb = False  # exception line reached; keep following message lines briefly
+                b.exc_line = line.lineno
             return True
         if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
                 and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT) and not _error_header(line):

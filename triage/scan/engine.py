@@ -97,7 +97,7 @@ class Engine:
         for o in obs:
             o.finish()
         matches = sorted(core.matches, key=lambda m: m.seq)
-        blocks = sorted(core.blocks, key=lambda b: b.seq)
+        blocks = sorted(core.kept_blocks(), key=lambda b: b.seq)
         # An input that shows no restart of its own (rank 1's file when rank 0 prints the banner)
         # is split at the restart times seen elsewhere.
         marked = {src for src, s in core.inputs.items() if s.restarts > 0 or (s.inp.attempt or 0) > 0}
@@ -176,7 +176,7 @@ class Engine:
         total_lines = 0
         nbytes = 0
         done_bytes = 0
-        all_paths = expand_paths(paths)
+        all_paths = expand_paths(paths, core.notes)
         batchers = _batchers(obs)
         k = _Pool.jobs(all_paths)
         pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k, max_bytes) if k else None

@@ -43,6 +43,8 @@ class ErrorBlock:
     explained: bool = False
     group: int = 0
     intro: str = ""          # a traceback's line before it in its stream ("Exception ignored in: ...")
+    exc_line: int = 0        # a traceback's exception line (its line number; 0: not reached), which the
+    #                          "lines after it" of the crash rule count from (message lines may follow it)
     logged: bool = False     # a traceback a logger printed (its lines carry a log record's header: vLLM's
     #                          "ERROR 12-04 07:00:05 [core.py:1759] Traceback ...") -- a caught one
 

@@ -152,13 +152,32 @@ MAX_DIR_FILES = 4096       # log-like files one job's directory may hold
 MAX_DIR_ENTRIES = 100_000  # entries looked at in a directory tree before giving up
 
 
-def _walk_logs(top: str) -> List[str]:
+def _regular_or_note(path: str, notes: Optional[List[str]]) -> bool:
+    """A file found in a directory is read only when it is a regular file (a FIFO named rank_1.log
+    would block the run forever; a socket or device is no log); the others get a note."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return True                 # unreadable: opening it says why, in a note
+    if stat.S_ISREG(st.st_mode):
+        return True
+    if notes is not None:
+        what = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"
+        notes.append(f"skipped {path!r} found in a directory: {what} (name it on the command line to read it)")
+    return False
+
+
+def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
     """The log-like files under TOP (hidden files and directories skipped, at most MAX_DIR_DEPTH
     levels down); a tree that is clearly not one job's logs is an InputError."""
     found: List[str] = []
     seen = 0
     base = top.rstrip(os.sep).count(os.sep)
-    for root, dirs, files in os.walk(top):
+
+    def unreadable(e: OSError) -> None:
+        if notes is not None:
+            notes.append(f"cannot read directory {e.filename!r}: {e.strerror or e} (its logs were not triaged)")
+    for root, dirs, files in os.walk(top, onerror=unreadable):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if root.count(os.sep) - base < MAX_DIR_DEPTH else []
         seen += len(dirs) + len(files)
         if seen > MAX_DIR_ENTRIES:
@@ -166,7 +185,9 @@ def _walk_logs(top: str) -> List[str]:
                              "one job's logs; pass the job's own directory or its log files")
         for f in sorted(files):
             if not f.startswith(".") and (f.lower().endswith(LOG_SUFFIXES) or "." not in f):
-                found.append(os.path.join(root, f))
+                path = os.path.join(root, f)
+                if _regular_or_note(path, notes):
+                    found.append(path)
         if len(found) > MAX_DIR_FILES:
             raise InputError(f"directory {top!r} holds more than {MAX_DIR_FILES:,} log-like files: it does not look "
                              "like one job's logs; pass the job's own directory or its files (for many jobs: "
@@ -174,14 +195,15 @@ def _walk_logs(top: str) -> List[str]:
     return found
 
 
-def expand_paths(paths: Iterable[str]) -> List[str]:
-    """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin."""
+def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> List[str]:
+    """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin.
+    What a directory holds that is not read (an unreadable subdirectory, a FIFO) is noted in NOTES."""
     out: List[str] = []
     for p in paths:
         if p == "-":
             out.append(p)
         elif os.path.isdir(p):
-            found = _walk_logs(p)
+            found = _walk_logs(p, notes)
             if not found:
                 raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
             out.extend(found)
@@ -325,17 +347,18 @@ def _open_binary(path: str) -> Tuple[_Binary, str]:
     label = "<stdin>" if path == "-" else repr(path)
     if path == "-":
         f: IO[bytes] = sys.stdin.buffer
-        peek = getattr(f, "peek", None)
-        head = peek(6)[:6] if peek else b""
+        f, head = _with_head(f)
     else:
         try:
             st = os.stat(path)
             if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
                 raise InputError(f"cannot read {label}: not a regular file or a pipe")
             f = open(path, "rb")
-            head = f.read(BINARY_PROBE) if stat.S_ISREG(st.st_mode) else b""
             if stat.S_ISREG(st.st_mode):
+                head = f.read(BINARY_PROBE)
                 f.seek(0)
+            else:
+                f, head = _with_head(f)
         except OSError as e:
             raise InputError(f"cannot read {label}: {e.strerror or e}") from None
     kind = next((k for m, k in _MAGIC if head.startswith(m)), None)
@@ -357,6 +380,48 @@ def _open_binary(path: str) -> Tuple[_Binary, str]:
 
 
 BINARY_PROBE = 4096        # bytes looked at to tell a text log from binary data
+
+
+class _Prefixed(io.RawIOBase):
+    """A pipe whose first bytes were already read (to decide its compression and encoding): they
+    come first, then the pipe, as much as it has at a time."""
+
+    def __init__(self, head: bytes, f: IO[bytes]):
+        self._head, self._f = head, f
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        read1 = getattr(self._f, "read1", None)
+        data = read1(len(b)) if read1 is not None else self._f.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def close(self) -> None:
+        if self._f is not sys.stdin.buffer:
+            self._f.close()
+        super().close()
+
+
+def _with_head(f: IO[bytes]) -> "Tuple[IO[bytes], bytes]":
+    """A pipe's first BINARY_PROBE bytes (or all it has, to its end), read however slowly the pipe
+    delivers them (a peek returns what one read got: a slow pipe can cut the magic bytes short),
+    and the pipe to read from the start."""
+    head = b""
+    read1 = getattr(f, "read1", None)
+    while len(head) < BINARY_PROBE:
+        piece = read1(BINARY_PROBE - len(head)) if read1 is not None else f.read(BINARY_PROBE - len(head))
+        if not piece:
+            break
+        head += piece
+    return io.BufferedReader(_Prefixed(head, f)), head  # type: ignore[return-value]
 
 
 def _binary(head: bytes) -> bool:
@@ -526,8 +591,12 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
     raw_f: _Binary = getattr(fb, "fileobj", None) or fb
     total = 0
     broken = [False]
+    size = _size_at_open(fb, enc)      # a plain file is read up to the size it had when opened
+    lone_cr: Optional[bool] = None
     while not broken[0]:
         want = block_size if not max_bytes else min(block_size, max_bytes - total)
+        if size is not None:
+            want = min(want, size - total)
         if want <= 0:
             break
         data = _read_salvaging(read, want, isinstance(fb, _Limited), label, total, notes, broken)
@@ -538,7 +607,41 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
         _report_progress(progress, raw_f)
         if not data:
             break
+        if lone_cr is None:
+            lone_cr = _lone_cr(data)
+            if lone_cr and notes is not None:
+                notes.append(f"{label}: its lines end with a lone carriage return (CR, old Mac OS style): "
+                             "read as line breaks")
+        if lone_cr:
+            data = data.replace(b"\r", b"\n")
         yield data
+    if size is not None and total >= size and notes is not None and _grew(fb, size):
+        notes.append(f"{label} grew while it was read: triaged up to the {size:,} bytes it had when opened")
+
+
+def _lone_cr(data: bytes) -> bool:
+    """The input's lines end with a lone CR (no LF in its first block, CRs in it): old Mac OS
+    line endings, or a logger that writes them. A progress bar's CRs come with LFs."""
+    probe = data[:1 << 20]
+    return b"\n" not in probe and probe.count(b"\r") >= 2
+
+
+def _size_at_open(fb: _Binary, enc: str) -> Optional[int]:
+    """The size of a plain (uncompressed, UTF-8) regular file when it was opened; None otherwise."""
+    if isinstance(fb, _Limited) or enc != "utf-8":
+        return None
+    try:
+        st = os.fstat(fb.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _grew(fb: _Binary, size: int) -> bool:
+    try:
+        return os.fstat(fb.fileno()).st_size > size
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return False
 
 
 SALVAGE_STEP = 1 << 16      # a compressed input is read this much at a time: a break loses less

@@ -100,6 +100,9 @@ class Core:
         self.matches: List[Match] = []
         self.blocks: List[ErrorBlock] = []
         self.blocks_limit = 500
+        self.tail_blocks: Optional[Deque[ErrorBlock]] = None    # the latest blocks past the first half
+        self.blocks_dropped = 0             # blocks between the first and the latest ones, only counted
+        self._dropped_noted = False
         self.boundaries: List[float] = []          # times of restarts (to place inputs that show none)
         self.root_rank: Optional[int] = None
         self.ranks_seen: Dict[int, Set[int]] = {}
@@ -136,14 +139,38 @@ class Core:
             st = self.streams[(source, rank)] = Stream()
         return st
 
+    def _keep_block(self, b: ErrorBlock) -> None:
+        """Keep the first half of blocks_limit blocks and the latest other half (a crash comes last,
+        after any number of caught errors); the ones in between are only counted (blocks_dropped)."""
+        head = self.blocks_limit - self.blocks_limit // 2
+        if len(self.blocks) < head:
+            self.blocks.append(b)
+            return
+        tail_n = self.blocks_limit - head
+        if tail_n <= 0:
+            self.blocks_dropped += 1
+            return
+        if self.tail_blocks is None:
+            self.tail_blocks = deque(maxlen=tail_n)
+        if len(self.tail_blocks) == tail_n:
+            self.blocks_dropped += 1         # the oldest of the latest ones leaves the window
+        self.tail_blocks.append(b)
+
+    def kept_blocks(self) -> List[ErrorBlock]:
+        """Every kept block (the first ones, then the latest), with a note of those only counted."""
+        if self.blocks_dropped and not self._dropped_noted:
+            self._dropped_noted = True
+            self.notes.append(f"{self.blocks_dropped:,} error blocks no pattern explains were only counted (more "
+                              f"than {self.blocks_limit}): the first and the latest ones are kept")
+        return self.blocks + list(self.tail_blocks or ())
+
     def close_block(self, st: Stream) -> None:
         b = st.block
         if b is None:
             return
         b.explained = st.block_matched
         if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
-            if len(self.blocks) < self.blocks_limit:
-                self.blocks.append(b)
+            self._keep_block(b)
         st.block = None
         st.block_matched = False
         st.in_tb = False

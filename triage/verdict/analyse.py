@@ -75,7 +75,10 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
         logged = logged_tracebacks(c.blocks)
         for b in c.blocks:
             end = ends.get(b.source)
-            after = None if end is None else end - (b.seq + b.end - b.start)
+            # lines after the block: for a traceback, after its exception line (the message lines
+            # that follow it are not the process going on, nor are they the block's)
+            upto = b.exc_line if b.exc_line else b.end
+            after = None if end is None else end - (b.seq + upto - b.start)
             cr = crash_of(b, after, c.ended, named=c is head and b.rank is not None
                           and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
             if cr is not None:

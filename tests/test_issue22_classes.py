@@ -301,3 +301,10 @@ def test_re_recording_for_a_moved_static_input_is_info_on_a_real_run():
 def test_a_bare_assertion_elsewhere_is_not_a_moved_static_input():
     log = ('  File "/srv/train.py", line 12, in step\n    assert x.data_ptr() == y.data_ptr()\nAssertionError')
     assert primary(log)[0] != "compiled-graph-static-input-moved"
+
+
+@pytest.mark.parametrize("line", ["AssertionError: Cuda graph is not supported for model parallelism",
+                                  "[rank0]: AssertionError: cuda graph is not supported with this model, please disable"])
+def test_deepspeed_inference_refusing_cuda_graphs(line):
+    """deepspeed 0.18.2 inference/engine.py, module_inject/replace_module.py (sdist strings)."""
+    assert primary(line)[0] == "inference-graph-unsupported"

@@ -33,7 +33,7 @@ USER_ERRORS = (TriageError,)
 
 
 def fail(msg: str) -> "click.exceptions.Exit":
-    click.echo(f"triage: error: {msg}", err=True)
+    click.echo(f"triage: error: {redact(msg)}", err=True)     # a store URL's password, a token in a path
     return click.exceptions.Exit(EXIT_USAGE)
 
 
@@ -109,7 +109,7 @@ class _Group(click.Group):
             e.show()
             sys.exit(EXIT_USAGE)
         except USER_ERRORS as e:
-            click.echo(f"triage: error: {str(e).strip() or type(e).__name__}", err=True)
+            click.echo(f"triage: error: {redact(str(e).strip()) or type(e).__name__}", err=True)
             sys.exit(EXIT_USAGE)
         except click.exceptions.Abort:
             sys.exit(130)
@@ -118,7 +118,7 @@ class _Group(click.Group):
         except Exception as e:  # never a traceback for a user; TRIAGE_DEBUG=1 shows it
             if os.environ.get("TRIAGE_DEBUG"):
                 raise
-            click.echo(f"triage: internal error: {type(e).__name__}: {str(e)[:300]}\n"
+            click.echo(f"triage: internal error: {type(e).__name__}: {redact(str(e)[:300])}\n"
                        f"triage {__version__} hit a bug: please report it with the command line and, if you can, "
                        "the log (TRIAGE_DEBUG=1 shows the traceback)", err=True)
             sys.exit(EXIT_INTERNAL)

@@ -217,3 +217,91 @@ def test_a_store_urls_password_never_reaches_an_error_message(tmp_path):
     r = triage("known", "list", "--db", "foo://svc@db/x?password=hunter2x")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "unsupported store URL" in r.stderr and "hunter2x" not in r.stderr and MARK in r.stderr
+
+
+# --- 3. patterns suggest --------------------------------------------------------------------------
+
+def test_suggest_redacts_the_draft_and_the_finished_draft_still_matches_the_log(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(_traceback(CASE.replace(":PASS@", ":p@ss/w0rd@")))
+    out = tmp_path / "draft.yaml"
+    r = triage("patterns", "suggest", str(log), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert not [s for s in (TOKEN, "p@ss", "w0rd") if s in text], text
+    assert f"access denied for {MARK} at postgresql://svc:{MARK}@db:5432/x" in text     # title and example
+    stdout = triage("patterns", "suggest", str(log)).stdout
+    assert stdout == text
+    # a human finishes it: the redacted spots are wildcards, so it passes its own examples and
+    # matches the real, unredacted log
+    (tmp_path / "d").mkdir()
+    fixed = text.replace("TODO-pitfall-id", "filesystem-permission-denied").replace(
+        "'TODO: a near-miss line that must not match'", "'PermissionError: access granted'")
+    (tmp_path / "d" / "filesystem-permission-denied.yaml").write_text(fixed)
+    chk = triage("patterns", "check", str(tmp_path / "d"))
+    assert chk.returncode == 0, chk.stdout + chk.stderr
+    d = json.loads(triage("analyze", str(log), "--patterns", str(tmp_path / "d"), "--format", "json").stdout)
+    assert d["primary"] == "filesystem-permission-denied"
+
+
+# --- 4. output files and file names --------------------------------------------------------------
+
+def test_force_over_a_0600_report_keeps_it_0600(tmp_path):
+    log = tmp_path / "job.log"
+    log.write_text(IMA + "\n")
+    out = tmp_path / "report.json"
+    out.write_text("old private report")
+    os.chmod(out, 0o600)
+    assert triage("analyze", str(log), "-o", str(out)).returncode == 2          # exists: not overwritten
+    assert out.read_text() == "old private report"
+    assert triage("analyze", str(log), "-o", str(out), "--force").returncode == 1
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    assert json.loads(out.read_text())["primary"] == "illegal-memory-access"
+    os.chmod(out, 0o640)                                                        # whatever it was, it stays
+    assert triage("analyze", str(log), "-o", str(out), "--force", "--format", "json").returncode == 1
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
+    new = tmp_path / "new.json"                                                 # a new report: the umask's
+    assert triage("analyze", str(log), "-o", str(new)).returncode == 1
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(os.stat(new).st_mode) == 0o666 & ~umask
+
+
+def test_suggest_never_writes_through_a_symlink(tmp_path, tmp_path_factory):
+    log = tmp_path / "job.log"
+    log.write_text(_traceback(CASE))
+    outside = tmp_path_factory.mktemp("outside")
+    victim = outside / "precious.yaml"
+    victim.write_text("keep me\n")
+    link = tmp_path / "draft.yaml"
+    os.symlink(victim, link)
+    r = triage("patterns", "suggest", str(log), "-o", str(link))
+    assert r.returncode == 2 and "symbolic link" in r.stderr and r.stderr.count("\n") == 1
+    assert victim.read_text() == "keep me\n" and os.path.islink(link)
+    # a link to nowhere: its target is not created either
+    dangling = tmp_path / "dangling.yaml"
+    target = outside / "created-through-the-link.yaml"
+    os.symlink(target, dangling)
+    r = triage("patterns", "suggest", str(log), "-o", str(dangling))
+    assert r.returncode == 2 and "symbolic link" in r.stderr
+    assert not target.exists() and os.path.islink(dangling)
+    assert sorted(os.listdir(outside)) == ["precious.yaml"]
+
+
+@pytest.mark.parametrize("sep", ["\n", "\x0b", "\x1c", "\u2028"], ids=["newline", "vt", "fs", "u2028"])
+def test_a_control_character_in_a_file_name_cannot_forge_a_report_line(tmp_path, sep):
+    ima = tmp_path / f"rank_0.log{sep}PRIMARY fake"
+    ima.write_text(IMA + "\n")
+    unexplained = tmp_path / f"job{sep}PRIMARY evil.log"
+    unexplained.write_text(_traceback("ValueError: bad shard header"))
+    outs = {fmt: triage("analyze", str(ima), str(unexplained), "--format", fmt).stdout
+            for fmt in ("text", "markdown", "jira")}
+    outs.update({"fleet " + fmt: triage("fleet", str(ima), str(unexplained), "--no-store", "-q", "-j", "1",
+                                        "--format", fmt).stdout for fmt in ("text", "markdown")})
+    for fmt, out in outs.items():
+        assert "PRIMARY fake" in out and "PRIMARY evil" in out, fmt             # the names are shown...
+        forged = [ln for ln in out.splitlines() if ln.lstrip("#|> ").startswith(("PRIMARY fake", "PRIMARY evil"))]
+        assert not forged, (fmt, forged)                                           # ...on its own line
+    assert "rank_0.log\\nPRIMARY fake:1" in outs["text"] or sep != "\n"
+    d = json.loads(triage("analyze", str(ima), "--format", "json").stdout)
+    assert d["findings"][0]["source"] == str(ima)                                  # the JSON keeps it exact

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import sys
 import tempfile
 from typing import List, Mapping, Optional
@@ -33,14 +34,15 @@ USER_ERRORS = (TriageError,)
 
 
 def fail(msg: str) -> "click.exceptions.Exit":
-    click.echo(f"triage: error: {msg}", err=True)
+    click.echo(f"triage: error: {redact(msg)}", err=True)     # a store URL's password, a token in a path
     return click.exceptions.Exit(EXIT_USAGE)
 
 
 def write_atomic(path: str, text: str, force: bool) -> None:
     """Write to a temp file beside PATH, then rename: never a half-written report; concurrent
     writers each rename a whole file.  A symlink is never followed onto another file: without
-    --force it is an error, with --force the link itself is replaced."""
+    --force it is an error, with --force the link itself is replaced.  A file overwritten keeps
+    its permissions (a 0600 report stays 0600); a new one gets the umask's."""
     if os.path.islink(path) and not force:
         raise fail(f"{path!r} is a symbolic link (to {os.readlink(path)!r}); "
                    "pass --force to replace the link") from None
@@ -51,17 +53,44 @@ def write_atomic(path: str, text: str, force: bool) -> None:
             f.write(text)
         return
     d = os.path.dirname(os.path.abspath(path))
+    try:
+        st = os.lstat(path)
+        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+    except OSError:
+        mode = None
     fd, tmp = tempfile.mkstemp(prefix=".triage-", suffix=".tmp", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; a report is meant to be shared
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask       # mkstemp makes 0600; a new report is meant to be shared
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        raise
+
+
+def write_new(path: str, text: str) -> None:
+    """Create PATH and write TEXT to it; never overwrites, and never follows a symbolic link (a
+    link, even one to nowhere, is there: O_EXCL refuses it rather than create its target)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
+    except FileExistsError:
+        what = "is a symbolic link" if os.path.islink(path) else "exists"
+        raise fail(f"{path!r} {what}; not overwriting it") from None
+    except OSError as e:
+        raise fail(f"cannot write {path!r}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    except BaseException as e:
+        os.unlink(path)                 # ours: made above, never a half draft left behind
+        if isinstance(e, OSError):
+            raise fail(f"cannot write {path!r}: {e.strerror or e}") from None
         raise
 
 
@@ -109,7 +138,7 @@ class _Group(click.Group):
             e.show()
             sys.exit(EXIT_USAGE)
         except USER_ERRORS as e:
-            click.echo(f"triage: error: {str(e).strip() or type(e).__name__}", err=True)
+            click.echo(f"triage: error: {redact(str(e).strip()) or type(e).__name__}", err=True)
             sys.exit(EXIT_USAGE)
         except click.exceptions.Abort:
             sys.exit(130)
@@ -118,7 +147,7 @@ class _Group(click.Group):
         except Exception as e:  # never a traceback for a user; TRIAGE_DEBUG=1 shows it
             if os.environ.get("TRIAGE_DEBUG"):
                 raise
-            click.echo(f"triage: internal error: {type(e).__name__}: {str(e)[:300]}\n"
+            click.echo(f"triage: internal error: {type(e).__name__}: {redact(str(e)[:300])}\n"
                        f"triage {__version__} hit a bug: please report it with the command line and, if you can, "
                        "the log (TRIAGE_DEBUG=1 shows the traceback)", err=True)
             sys.exit(EXIT_INTERNAL)
@@ -420,11 +449,8 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
     u = a.unmatched[index - 1]
     text = draft(u.lines, f"{u.source}:{u.line}")
     if output:
-        if os.path.exists(output):
-            raise fail(f"{output!r} exists; not overwriting it") from None
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
-        click.echo(f"wrote draft pattern to {output}", err=True)
+        write_new(output, text)
+        click.echo(f"wrote draft pattern to {output!r}", err=True)
     else:
         click.echo(text, nl=False)
 

@@ -8,6 +8,7 @@ import json
 from typing import Any, Dict, List
 
 from .report.markdown import code_span, md_text
+from .report.util import one_line
 
 FLEET_FORMATS = ("text", "json", "markdown", "html")
 FIELD_MAX = 300
@@ -16,7 +17,7 @@ JOBS_IN_TEXT = 8
 
 def _cut(s: Any, n: int = FIELD_MAX) -> str:
     s = "" if s is None else str(s)
-    s = s.replace("\r", " ").replace("\n", " ")
+    s = one_line(s.replace("\r", " "))      # a job's path cannot start a line of its own
     return s if len(s) <= n else s[: n - 1] + "…"
 
 

@@ -67,13 +67,14 @@ WITHHELD = MARK + " (line withheld: redaction timed out)"
 # hints: literal (lower-case) substrings, each naming the rule groups that need it.  Every rule
 # below needs one of its group's literals, so a string with none of them skips every rule.
 
-KV, AUTHZ, BEARER, URL, TOKENS, PEM, WANDB, DOCKER, SAS, B64 = range(10)
+KV, AUTHZ, BEARER, URL, TOKENS, PEM, WANDB, DOCKER, SAS, B64, COOKIE, CLIPW = range(12)
 
 _HINTS: Dict[str, Tuple[int, ...]] = {
     "token": (KV,), "secret": (KV,), "passw": (KV,), "passphr": (KV,), "pwd": (KV,), "key": (KV,),
     "auth": (KV, AUTHZ), "bearer": (BEARER,), "://": (URL,),
     "-----begin": (PEM,), "---- begin": (PEM,), "-----end": (PEM,), "---- end": (PEM,), "private-lines:": (PEM,),
-    "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,),
+    "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,), "cookie": (COOKIE,),
+    "mysql": (CLIPW,), "mariadb": (CLIPW,), "sshpass": (CLIPW,), "redis-cli": (CLIPW,),
 }
 for _lit in ("akia", "asia", "abia", "acca", "a3t", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
              "glpat-", "gldt-", "glptt-", "glrt-", "glcbt-", "gloas-", "glsoat-", "glffct-", "glimt-",
@@ -261,6 +262,12 @@ def _split_secret_suffix(ws: List[str]) -> None:
             break
 
 
+# words that make `..._KEY` a key into data (a cache, a table, a sort), even in capitals
+_DATA_KEY = {"cache", "primary", "foreign", "sort", "partition", "shard", "sharding", "routing", "dedup", "dedupe",
+             "idempotency", "lookup", "index", "unique", "composite", "surrogate", "row", "column", "dict", "map",
+             "group", "grouping", "join", "cluster", "clustering", "order", "json", "text", "label", "metric",
+             "cursor", "pagination", "range", "attention", "query"}
+
 _LAST_WORD_CLASS = {"auth": 1,            # docker config.json "auth": base64(user:password)
                     "authorization": 2}
 
@@ -273,6 +280,8 @@ def _words_class(ws: List[str], tail: str) -> int:
     if last in _ALWAYS:
         return 2
     if last in ("token", "key"):
+        if last == "key" and prev in _DATA_KEY and not (set(ws[:-2]) & _CRED):
+            return 0                  # CACHE_KEY, PRIMARY_KEY: a key into data, not a credential
         return 2 if caps or prev in _CRED else (1 if last == "token" else 0)
     if last == "pwd":                 # MYSQL_PWD, never PWD or env.PWD (the working directory)
         return 2 if len(_WORD.findall(tail)) > 1 else 0
@@ -307,7 +316,8 @@ _NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|passw|passphr|pwd|key|auth))"
 _KV = re.compile(r"""(?<![\w.\-$@/])(?:
     (?P<flag>--?""" + _NAMEHINT + r"""[A-Za-z][\w.\-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?=[^\s\-])
   | (?P<q>["']?)""" + _NAMEHINT + r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)
-    (?P<sep>[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+)
+    (?P<sep>[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+
+      |(?<=["'])\][ \t]*=[ \t]*|(?<=["']),[ \t]*(?=["']))
   | (?<=setenv[ \t])""" + _NAMEHINT + r"""(?P<env>[A-Za-z_]\w*)[ \t]+(?=\S)
 )""", re.X)
 _KVVAL = re.compile(_VAL)
@@ -316,7 +326,12 @@ _AUTHZ = lazy(r"""(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:
               r"""negotiate|ntlm|apikey|sso-key|hoba|mutual|vapid|aws4-hmac-sha256|scram-sha-\d+)[ \t]+)?"""
               r"""(?P<val>[^\s"',;]+)""")
 _BEARER = lazy(r"(?i)\bbearer[ \t]+(?P<val>[A-Za-z0-9._~+/\-]{8,}=*)")
-_URL = lazy(r"""(?i)\b(?:[a-z][a-z0-9+.\-]*://(?:[^\s:/?#@"'<>]*:(?P<val>[^\s/?#"'<>]+)@|(?P<user>[^\s:/?#@"'<>]{20,})@)"""
+# a URL's password may hold a `/` or an `@` (a store URL pasted unencoded, postgresql://svc:p@ss/w0rd@db:5432/x):
+# it runs to the last `@` before a host (name or [IPv6], a port, then the end of the authority), unless it
+# starts like a port and a path (https://host:8443/x@y is no password); else to the first `@`
+_URL_HOST = r"""(?:[a-z0-9][a-z0-9.\-]*|\[[0-9a-f:.]+\])(?::\d{1,5})?(?=[/?#\s"'<>,;:)\]]|$)"""
+_URL = lazy(r"""(?i)\b(?:[a-z][a-z0-9+.\-]*://(?:[^\s:/?#@"'<>]*:(?:(?P<val>(?!\d{1,5}[/?#])[^\s?#"'<>]+)@(?="""
+            + _URL_HOST + r""")|(?P<val3>[^\s/?#"'<>]+)@)|(?P<user>[^\s:/?#@"'<>]{20,})@)"""
             r"""|https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9_/+\-]{16,})"""
             r"""|https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/(?P<path2>[A-Za-z0-9_\-]{16,}))""")
 _TOKENS = lazy(r"""\b(?:
@@ -349,6 +364,19 @@ _WANDB = lazy(r"""\bwandb[ \t]+login\b(?:[ \t]+\S+)*?[ \t]+(?P<val>[A-Za-z0-9_\-
               r"""|\bwandb\.login\([^)\n]*?\bkey[ \t]*=[ \t]*(?P<q>["'])(?P<val2>[^"'\n]+)(?P=q)""")
 _DOCKER = lazy(r"""\bdocker[ \t]+login\b[^\n]*?[ \t]-p(?:[ \t]+|=)(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"']+)""")
 _SAS = lazy(r"(?i)[?&]sig=(?P<val>[A-Za-z0-9%+/=]{16,})")
+# an HTTP Cookie / Set-Cookie header (curl -v, a requests dump, a headers dict): the rest of its line
+# (inside a quoted string, to its quote: `'Cookie': 'a=b'`)
+_COOKIE = lazy(r"""(?i)\b(?P<set>set-)?cookie["']?[ \t]*:[ \t]*(?:["'](?P<val>[^\r\n"']+)|(?P<val>[^\r\n]+))""")
+_COOKIE_PAIR = re.compile(r"([ \t]*[^=;\s]+[ \t]*=[ \t]*)([^;]*)")
+# a password on a client's command line: mysql / mariadb -pPASS (attached: `-p PASS` prompts, PASS is then the
+# database), sshpass -p PASS (among sshpass's own options, before the command: ssh's `-p 22` is a port),
+# redis-cli -a PASS / --pass PASS
+_PWVAL = r"""(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"';|&]+)"""
+_CLIPW = lazy(r"""\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlshow|mysqlcheck|mysqlslap|mysqlbinlog|mariadb"""
+              r"""(?:-dump|-admin|-import|-show|-check|-slap|-binlog)?)(?=[ \t])[^\n|;&]*?[ \t]-p(?=[^\s])""" + _PWVAL
+              + r"""|\bsshpass(?:[ \t]+-[fdP](?:[ \t]*[^\s\-]\S*)?|[ \t]+-[evV]+)*[ \t]+-p[ \t]*"""
+              + _PWVAL.replace("val", "val2")
+              + r"""|\bredis-cli(?=[ \t])[^\n|;&]*?[ \t](?:-a|--pass)[ \t]+""" + _PWVAL.replace("val", "val3"))
 
 
 def _quoted(v: str) -> Tuple[str, str, str]:
@@ -366,16 +394,25 @@ def _kv_at(text: str, m: re.Match[str]) -> Tuple[int, Optional[str]]:
     (`  password: two words  # comment`) gives the whole rest of the line as the value."""
     name = m.group("flag") or m.group("name") or m.group("env")
     cls = name_class(name)
-    if cls == 1 and m.start() > 0 and text[m.start() - 1] in "?&" and "=" in (m.group("sep") or ""):
+    sep = m.group("sep") or ""
+    before = text[m.start() - 1] if m.start() > 0 else ""
+    if sep[:1] in ("]", ","):  # os.environ["HF_TOKEN"] = "...", os.environ.setdefault("HF_TOKEN", "...")
+        if not m.group("q") or before != ("[" if sep[0] == "]" else "(") or cls != 2:
+            return 0, None
+    if cls == 1 and before in ("?", "&") and "=" in sep:
         cls = 2               # a URL query's `?token=` / `&token=` is a credential, like `access_token=`
+    vs = m.end()
+    if not cls and name == "key" and "=" in sep and _WANDB_KEY.match(text, vs):
+        cls = 2               # a Weights & Biases API key, `key=<40 hex>` (wandb.login(key=...) unquoted)
     if not cls:
         return 0, None
-    vs = m.end()
     v = _KVVAL.match(text, vs)
     if v is None:
         return 0, None
     q, inner, q2 = _quoted(v.group("val"))
     end = v.end()
+    if not q and len(inner) > 1 and inner[-1] == ":" and text[end:end + 1] in ("", " ", "\t", "\n"):
+        inner, end = inner[:-1], end - 1      # `?password=x: connection failed`: the colon is the message's
     if not q and m.group("sep") and ":" in m.group("sep"):
         inner, end = _yaml_value(text, m.start(), vs, inner, end)
     keep = _keep_value(inner, cls) or inner.lower() in _SCHEMES      # `Authorization: Bearer <redacted>`
@@ -425,6 +462,7 @@ def _with_change(text: str, end: int, rep: str, cls: int) -> Tuple[int, str]:
 
 
 _ARROW = re.compile(r"[ \t]*->[ \t]*")
+_WANDB_KEY = re.compile(r"""["']?(?:local-)?[0-9a-f]{40}(?![\w\-])""")
 _CODE = re.compile(r"[A-Za-z_][\w.]*[(\[]")
 _KVWORD = re.compile(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
 _KVWORD_I = re.compile(r"token|secret|passw|passphr|pwd|key|auth", re.I)
@@ -474,10 +512,10 @@ def _netrc(text: str) -> str:
 
 
 def _val(m: regex.Match[str]) -> str:
-    """Replace the named groups val/val2/user/path/path2 that took part (a plain value, kept when it
+    """Replace the named groups val/val2/val3/user/path/path2 that took part (a plain value, kept when it
     is a placeholder)."""
     s, base = m.group(0), m.start()
-    for g in ("val", "val2", "user", "path", "path2"):
+    for g in ("val", "val2", "val3", "user", "path", "path2"):
         try:
             v = m.group(g)
         except IndexError:
@@ -528,6 +566,23 @@ def _b64_line(text: str) -> str:
     return _B64LINE.sub(_b64_token, text)
 
 
+def _cookie(m: regex.Match[str]) -> str:
+    """A Cookie header's every `name=value` loses its value, a Set-Cookie's first one (the rest are
+    attributes: Path, Expires, HttpOnly); a value without `name=` is redacted whole."""
+    v = m.group("val")
+    if "=" not in v:
+        return _val(m)
+    first = [True]
+
+    def pair(p: re.Match[str]) -> str:
+        val, only = p.group(2), m.group("set") is not None
+        if only and not first[0]:
+            return p.group(0)
+        first[0] = False
+        return p.group(0) if _keep_value(val, 2) else p.group(1) + MARK + val[len(val.rstrip()):]
+    return m.group(0)[:m.start("val") - m.start()] + _COOKIE_PAIR.sub(pair, v)
+
+
 def _sub(rx: LazyRx, rep: Union[str, Callable[[regex.Match[str]], str]]) -> Callable[[str], str]:
     """A rule that replaces the matches of a `regex` pattern (with its timeout)."""
     return lambda text: rx.sub(rep, text, timeout=TIMEOUT)
@@ -543,8 +598,10 @@ _RULES: Dict[int, Tuple[Callable[[str], str], ...]] = {      # each rule: a stri
     WANDB: (_sub(_WANDB, _val),),
     DOCKER: (_sub(_DOCKER, _val),),
     SAS: (_sub(_SAS, _val),),
+    COOKIE: (_sub(_COOKIE, _cookie),),
+    CLIPW: (_sub(_CLIPW, _val),),
 }
-_ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, KV, B64)   # recognisable tokens first
+_ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, COOKIE, CLIPW, KV, B64)   # recognisable tokens first
 
 
 def _apply(text: str, groups: FrozenSet[int]) -> str:

@@ -1,4 +1,6 @@
-"""Turn an unexplained error block into a draft pattern file for a human to finish."""
+"""Turn an unexplained error block into a draft pattern file for a human to finish.  What the
+draft copies from the log (the title, the example, the regex's fixed text, the source) is redacted
+first: a draft is meant to be committed and shared; a redacted value is a wildcard in its regex."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -7,9 +9,11 @@ import regex
 import yaml
 
 from .engine import EXC_LINE
+from .redact import MARK, redact, redact_lines
 from .rx import TIMEOUT, lazy
 
-_VARIABLE = lazy(r"0x[0-9a-fA-F]+|(?:/[\w.\-+@]+)+/?|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"")
+_MARK_RX = "(?:.+?)"      # where a secret was: any text (a quoted or several-word value included)
+_VARIABLE = lazy(regex.escape(MARK) + r"|0x[0-9a-fA-F]+|(?:/[\w.\-+@]+)+/?|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"")
 _WORDS = lazy(r"[A-Za-z][A-Za-z _,:;()\-]{6,}[A-Za-z)]")
 
 
@@ -26,7 +30,9 @@ def draft_regex(line: str) -> str:
     for m in _VARIABLE.finditer(line, timeout=TIMEOUT):
         out.append(regex.escape(line[pos:m.start()], literal_spaces=True))
         tok = m.group(0)
-        if tok.startswith(("'", '"')):
+        if tok == MARK:
+            out.append(_MARK_RX)
+        elif tok.startswith(("'", '"')):
             out.append(tok[0] + r"[^" + tok[0] + r"]*" + tok[0])
         elif tok.startswith("0x"):
             out.append(r"0x[0-9a-fA-F]+")
@@ -57,12 +63,16 @@ def _draft_match(msg: str) -> dict:
     if _fixed_chars(rx) < 12:
         # too little fixed text once values are wildcards (e.g. KeyError: 'input_ids'):
         # keep the whole message literal, exception type included
-        return {"regex": regex.escape(msg, literal_spaces=True), "literal": msg.strip()[:60]}
+        parts = msg.split(MARK)
+        return {"regex": _MARK_RX.join(regex.escape(x, literal_spaces=True) for x in parts),
+                "literal": max((x.strip() for x in parts), key=len)[:60] or "TODO: a fixed part of the line"}
     return {"regex": rx, "literal": draft_literal(msg)}
 
 
 def draft(lines: List[str], source: Optional[str] = None) -> str:
-    msg = _message_line(lines)
+    """The draft pattern file of the error block LINES (redacted here) seen at SOURCE."""
+    msg = _message_line(redact_lines(lines))
+    source = redact(source) if source else source
     body = regex.sub(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception):\s*", "", msg)
     title = (body if len(body) >= 20 else msg)[:80] or "TODO title"
     doc = {

@@ -3,18 +3,36 @@ clipped line of text.  The limits the views and comments keep to are triage/caps
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Callable, Dict, List
 
 from ..caps import CLIP
 from ..findings import rank_ranges
 
+# what could end a line, move the cursor or reorder the text where a report is shown: C0 and C1 controls
+# (a tab aside), Unicode's line and paragraph separators, the bidirectional overrides and isolates
+_CONTROL = re.compile("[\x01-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\x0b": "\\v", "\x0c": "\\f", "\x1b": "\\e"}
+
+
+def _escape(m: "re.Match[str]") -> str:
+    c = m.group(0)
+    return _SHORT.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def one_line(t: str) -> str:
+    """T as one line: a control character written as its escape (`\\n`, `\\x07`, `\\u2028`), so that a
+    file name such as `rank_0.log<newline>PRIMARY fake` cannot start a line of its own in a report."""
+    return t if t.isprintable() else _CONTROL.sub(_escape, t)
+
 
 def clip(x: Any, n: int = CLIP) -> str:
-    """Any value as one clipped line of text."""
+    """Any value as one clipped line of text (a carriage return and NUL dropped, other control
+    characters escaped: see one_line)."""
     if x is None:
         return ""
     t = x if isinstance(x, str) else str(x)
-    t = t.replace("\r", "").replace("\x00", "")
+    t = one_line(t.replace("\r", "").replace("\x00", ""))
     if len(t) > n:
         t = t[:n] + f"… [+{len(t) - n} chars]"
     return t

@@ -1,9 +1,14 @@
-"""A finding's identity: its message with what varies between ranks and jobs masked (hosts,
-paths, numbers, times), and the fingerprint of a (pitfall, masked message) pair."""
+"""A finding's identity: its message with its secrets redacted, then what varies between ranks
+and jobs masked (hosts, paths, numbers, times), and the fingerprint of a (pitfall, masked message)
+pair.  Redaction comes first: masked, a token or a URL's password is no longer recognisable (its
+digits are <n>, `://svc:PASS@db:5432/x` is a <path>), and it would reach the signature, the store
+and every fleet output; redacted, two jobs that differ only in a secret have the same identity."""
 from __future__ import annotations
 
 import hashlib
+from typing import Dict, List, Optional, Sequence
 
+from ..redact import redact, redact_lines
 from ..scan.rx import TIMEOUT, lazy
 
 _MASKS = [
@@ -20,11 +25,28 @@ _MASKS = [
 ]
 
 
-def mask(text: str) -> str:
-    """Mask the parts of a message that vary between ranks and jobs."""
+def _mask(text: str) -> str:
     for rx, rep in _MASKS:
         text = rx.sub(rep, text, timeout=TIMEOUT)
     return text.strip()
+
+
+def mask(text: str) -> str:
+    """Redact the secrets of a message, then mask the parts that vary between ranks and jobs."""
+    return _mask(redact(text))
+
+
+def mask_lines(lines: Sequence[str], memo: Optional[Dict[str, str]] = None) -> List[str]:
+    """`mask` of consecutive lines of one block (a key block spread over them is redacted whole);
+    MEMO: the masks of redacted lines already seen, shared between blocks."""
+    memo = {} if memo is None else memo
+    out = []
+    for x in redact_lines(lines):
+        m = memo.get(x)
+        if m is None:
+            m = memo[x] = _mask(x)
+        out.append(m)
+    return out
 
 
 def fingerprint(pitfall: str, text: str) -> str:

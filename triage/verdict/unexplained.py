@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from ..scan.blocks import EXC_LINE
 from ..scan.results import ErrorBlock, Match
 from ..scan.rx import lazy, search
-from .fingerprint import mask
+from .fingerprint import mask_lines
 from .types import EVIDENCE_MAX, UNMATCHED_MAX, Unmatched
 
 CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this close after its message
@@ -144,12 +144,7 @@ def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[Li
     masked: Dict[str, str] = {}
     for b in sorted(blocks, key=_block_order):
         stream = (b.source if b.rank is None else None, b.rank)
-        sig = []
-        for x in b.lines:
-            m = masked.get(x)
-            if m is None:
-                m = masked[x] = mask(x)
-            sig.append(m)
+        sig = mask_lines(b.lines, masked)       # secrets redacted first (fingerprint.py)
         fp = hashlib.sha1("\n".join(sig).encode("utf-8", "replace")).hexdigest()[:12]
         u = by_fp.get(fp)
         if u is None:

@@ -284,9 +284,12 @@ def test_wrong_password_is_one_attempt_and_never_shown(pg_server, pg_password):
         assert part not in w
     assert _auth_failures(pg_server, role) == before + 1        # one attempt, never retried
     r = triage("known", "list", "--db", f"postgresql://{role}@{where}?password={wrong}")
-    one_error(r, "password authentication failed", "?password=***")
+    one_error(r, "password authentication failed", "store postgresql://... ")      # an '@' after '?': unquoted
     assert "wr0ng" not in r.stderr and "pa@ss" not in r.stderr
-    assert _auth_failures(pg_server, role) == before + 2
+    r = triage("known", "list", "--db", f"postgresql://{role}@{where}?password=wr0ng/pass")
+    one_error(r, "password authentication failed", "?password=***")
+    assert "wr0ng" not in r.stderr
+    assert _auth_failures(pg_server, role) == before + 3
 
 
 @pytest.mark.parametrize("url, secret", [
@@ -296,6 +299,7 @@ def test_wrong_password_is_one_attempt_and_never_shown(pg_server, pg_password):
     ("postgresql://svc:p@ss@w0rd@127.0.0.1:9/x", "ss@w0rd"),
     ("postgresql://svc@127.0.0.1:9/x?password=a/b@c0de", "c0de"),
     ("postgresql://svc:p@ss@w0rd@127.0.0.1:notaport/x", "w0rd"),
+    ("postgresql://svc:longsecret?x=y@127.0.0.1:9/x", "longsecret"),    # '?' and '=' in it: never quoted
 ])
 def test_no_message_shows_a_password(url, secret):
     env = {"TRIAGE_DB_TIMEOUT": "1"}            # port 9 refuses: no second attempt within 1 s

@@ -109,12 +109,22 @@ def _at_in_password(url: str) -> str:
 _QUERY_PASSWORD = re.compile(r"(?i)([?&](?:password|sslpassword)=)([^&]*)")
 
 
+def _ambiguous(db: str) -> bool:
+    """An '@' after a '?': a query holding '@', or a password holding '?' (and '='): which one
+    cannot be told, so such a URL is never quoted in a message."""
+    rest = db.split("://", 1)[1] if "://" in db else ""
+    return 0 <= rest.find("?") < rest.rfind("@")
+
+
 def shown(db: str) -> str:
     """The store as given, without its password, for messages: USER:PASSWORD@ and ?password=...
-    are masked, also in a URL too broken to parse."""
+    are masked, also in a URL too broken to parse; a URL with an '@' after a '?' is shown as its
+    scheme only."""
     if "://" not in db:
         return db
     scheme, rest = db.split("://", 1)
+    if _ambiguous(db):
+        return f"{scheme}://... (the URL of TRIAGE_DB or --db)"
     a, b, q = _parts(rest)
     if q >= 0:
         rest = rest[:q] + _QUERY_PASSWORD.sub(lambda m: m.group(1) + "***", rest[q:])
@@ -332,6 +342,7 @@ class Store:
     def __init__(self, db: Optional[str] = None, upto: int = SCHEMA_VERSION, timeout: Optional[float] = None):
         given = db or os.environ.get("TRIAGE_DB") or default_db()
         self.shown = shown(given)
+        self.ambiguous = _ambiguous(given)
         self.secrets = _secrets(given)
         self.engine: Any = None
         try:
@@ -369,7 +380,8 @@ class Store:
             url = sa.engine.make_url(self.url)
         except Exception as e:  # noqa: BLE001 -- its text may quote the whole URL, password and all
             port = re.match(r"invalid literal for int\(\) with base 10: ('.*')$", str(e))
-            why = f"the port {port.group(1)} is not a number" if port else "cannot parse it"
+            why = "cannot parse it" if not port else "the port is not a number" if self.ambiguous else \
+                f"the port {port.group(1)} is not a number"
             raise self._err(f"not a valid store URL ({why}): use a file path, sqlite:///PATH or "
                             "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB") from None
         return self._sqlite_engine(url) if self.sqlite else self._pg_engine(url)

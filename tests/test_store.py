@@ -192,13 +192,16 @@ def test_cli_known_commands(tmp_path):
     assert gone.returncode == 1 and "not a known issue" in gone.stderr
 
 
-def test_cli_store_error_is_one_line_and_exit_zero_keeps_epilog_green():
+def test_cli_store_error_is_a_warning_after_the_report_and_exit_zero_keeps_epilog_green():
     url = "postgresql://triage:pw@127.0.0.1:9/x"
     r = run(["analyze", SAMPLE, "--db", url])
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "triage: error: store" in r.stderr
-    assert "pw@" not in r.stderr
+    assert r.returncode == 1 and "moe-scope-conflict" in r.stdout       # the analysis's own code, its report
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("triage: warning: store postgresql://triage:***@")
+    assert r.stderr.rstrip().endswith("; the verdict was not recorded") and "pw@" not in r.stderr
     r = run(["analyze", SAMPLE, "--db", url, "--exit-zero"])
     assert r.returncode == 0 and "triage: warning: store" in r.stderr and "moe-scope-conflict" in r.stdout
+    r = run(["analyze", SAMPLE, "--db", url, "--require-store"])
+    assert r.returncode == 2 and "triage: warning: store" in r.stderr and "moe-scope-conflict" in r.stdout
 
 
 # --- many writers at once --------------------------------------------------------------------------

@@ -97,25 +97,37 @@ def write_new(path: str, text: str) -> None:
 PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."
 DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
            "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
+REQUIRE_STORE_HELP = ("Exit 2 (after the report) when the verdicts cannot be stored; without it a store that fails "
+                      "is a warning on stderr and the exit code is the analysis's own.")
 
 
 def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: Optional[str],
-                   stdin_hash: List[Optional[str]], exit_zero: bool) -> None:
-    """Record the verdict (--record/--db) and look up its known issue; a store error is one line
-    (exit 2), or a warning with --exit-zero."""
+                   stdin_hash: List[Optional[str]]) -> Optional[str]:
+    """Record the verdict (--record/--db) and look up its known issue.  A store that fails is never
+    the command's failure: the warning line to print after the report is returned."""
     from .store import Store, content_hash, job_id_for, record_of
+    done = False
     try:
         with Store(db) as st:
             if record:
                 digest = content_hash(logs, stdin_hash[0])
                 st.record(record_of(a, logs, job_id_for(logs, job_id), digest))
+                done = True
             v = a.verdict
             a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None)
     except StoreError as e:
-        if exit_zero:
-            click.echo(f"triage: warning: {e}", err=True)
-            return
-        raise fail(str(e)) from None
+        what = ("the verdict was recorded, its known issue not looked up" if done else
+                "the verdict was not recorded" if record else "its known issue was not looked up")
+        return f"triage: warning: {e}; {what}"
+    return None
+
+
+def _store_failed(warning: Optional[str], require_store: bool) -> None:
+    """After the report: the store's warning, and exit 2 when the store was required (--require-store)."""
+    if warning:
+        click.echo(warning, err=True)
+        if require_store:
+            raise click.exceptions.Exit(EXIT_USAGE)
 
 
 def _on_term(signum, frame):  # noqa: ARG001
@@ -197,10 +209,11 @@ def cli() -> None:
               help=DB_HELP + " Giving it records the verdict (as --record does).")
 @click.option("--job-id", metavar="ID", default=None,
               help="Job id of the stored verdict (default: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else the log's path).")
+@click.option("--require-store", is_flag=True, help=REQUIRE_STORE_HELP + " Implies --record.")
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
-            db: Optional[str], job_id: Optional[str], fail_on: str, color: str) -> None:
+            db: Optional[str], job_id: Optional[str], fail_on: str, color: str, require_store: bool) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
@@ -213,8 +226,11 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
          torchrun's or srun's failure report, ...) and no pattern explains it;
          the report names the first failing rank and its error block
       4  internal error in triage (please report it)
-    --exit-zero (= --fail-on never) turns 1 and 3 into 0, and a store that
-    cannot be written into a warning (a Slurm epilog must never exit non-zero).
+    --exit-zero (= --fail-on never) turns 1 and 3 into 0 (a Slurm epilog must
+    never exit non-zero).  A store that fails (unreachable, locked past
+    TRIAGE_DB_TIMEOUT seconds, read-only, not a triage store) never changes the
+    exit code: the report is printed, then one warning line; with
+    --require-store it exits 2 after the report (even with --exit-zero).
 
     \b
     With --record or --db the verdict is stored, and a verdict whose signature or
@@ -235,14 +251,15 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     if fmt is None:
         fmt = format_for(output, SUFFIX_FORMAT)
     pats = load_patterns(pattern_dirs)
-    record = record or bool(db)
+    record = record or bool(db) or require_store
     with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes,
                                decide_now=False)
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     from .store import store_given
+    warning = None
     if store_given(db, record):
-        _store_verdict(a, list(logs) or ["-"], db, record, job_id, stdin_hash, fail_on == "never")
+        warning = _store_verdict(a, list(logs) or ["-"], db, record, job_id, stdin_hash)
     out = render(a, fmt, redact_secrets=not no_redact, pitfall_ids=[p.id for p in pats])
     if quiet and fmt == "text":
         out = out.split("\n", 1)[0] + "\n"
@@ -258,6 +275,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
             out = for_terminal(out, sys.stdout, color)
             colored = use_color(color, sys.stdout)
         click.echo(out, nl=not out.endswith("\n"), color=colored or None)
+    _store_failed(warning, require_store)
     code = exit_code(a, fail_on)
     if code:
         raise click.exceptions.Exit(code)
@@ -513,24 +531,25 @@ def fleet() -> None:
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+@click.option("--require-store", is_flag=True, help=REQUIRE_STORE_HELP)
 def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
-              fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool) -> None:
+              fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool,
+              require_store: bool) -> None:
     """Analyse many jobs: each PATH is one job (a log file or a per-rank directory); with
     --jobs-in DIR each child of DIR is one job.  Jobs run in parallel (-j), every verdict is
     stored (--db; idempotent: a job analysed again is one record), and the grouped view is
     printed: per signature the count, first and last seen, the jobs and the known issue;
-    unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong.
+    unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong (a store
+    that fails is a warning after the view, as with --no-store; exit 2 with --require-store).
 
     \b
     Examples:
       triage fleet run --jobs-in /logs/2026-12-03 -j 8 -o fleet.html
       triage fleet run job-1.log job-2/ --no-store --format json"""
-    from .fleet import analyse_jobs, find_jobs, view
+    from .fleet import analyse_jobs, find_jobs, store_verdicts, view
     from .progress import for_jobs
-    from .store import Store
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
     jobs = find_jobs(paths, jobs_in)
-    store = None if no_store else Store(db)
     bar = None if quiet else for_jobs(len(jobs))
     results = []
     try:
@@ -543,14 +562,9 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     results.sort(key=lambda r: order[r.job.job_id])
     records = [r.record for r in results if r.record is not None]
     errors = [r for r in results if r.record is None]
-    seen, known = None, None
-    if store is not None:
-        with store:
-            for i in range(0, len(records), 200):
-                store.record_many(records[i:i + 200])
-            seen = store.seen(signatures=[r.signature for r in records if r.signature])
-            known = store.known_list()
+    seen, known, warning = (None, None, None) if no_store else store_verdicts(db, records)
     _fleet_output(view(records, seen, known, errors), fmt, output, force)
+    _store_failed(warning, require_store)
 
 
 @fleet.command("report")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import TriageError
-from .store import Record, content_hash, day, record_of
+from .store import Record, Store, StoreError, content_hash, day, record_of
 
 JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
 CHART_SIGNATURES = 8       # signatures drawn in the per-day chart; the rest are "other"
@@ -200,6 +200,27 @@ def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers:
         if tick:
             tick(done)
         yield r
+
+
+STORE_BATCH = 200          # verdicts stored per transaction
+
+
+def store_verdicts(db: Optional[str], records: Sequence[Record]) -> Tuple[
+        Optional[Dict[str, Tuple[int, float, float]]], Optional[List[Dict[str, Any]]], Optional[str]]:
+    """Store RECORDS (in batches) and read what the view needs from the store: (seen, known, None);
+    a store that fails is (None, None, the warning line to print after the view), never a raise."""
+    stored = 0
+    try:
+        with Store(db) as st:
+            for i in range(0, len(records), STORE_BATCH):
+                st.record_many(records[i:i + STORE_BATCH])
+                stored = min(len(records), i + STORE_BATCH)
+            return st.seen(signatures=[r.signature for r in records if r.signature]), st.known_list(), None
+    except StoreError as e:
+        what = ("the verdicts were not recorded" if not stored else
+                f"{stored} of {len(records)} verdicts were recorded" if stored < len(records) else
+                "the verdicts were recorded, first/last seen and known issues are this run's only")
+        return None, None, f"triage: warning: {e}; {what}"
 
 
 # --- the grouped view ----------------------------------------------------------------------------

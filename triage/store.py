@@ -8,13 +8,24 @@ many processes opening a new store at once create it once.  Writers are safe tog
 WAL mode with a busy timeout and immediate transactions, PostgreSQL in transactions with an upsert
 on the input's content hash -- the same input ingested twice is one record.
 
+Before anything is written, the store is checked in a read-only transaction: a database holding
+other tables and none of triage's (someone else's file or database) is refused, and so is a triage
+store of a newer schema than this triage knows; neither is changed (not even SQLite's journal mode).
+
+Waiting is bounded: every transaction may wait at most TRIAGE_DB_TIMEOUT seconds (default 5) in
+all, for a lock (SQLite's busy timeout, PostgreSQL's lock_timeout) or for a server to answer (2 s a
+connection attempt, retried with a back-off while the budget lasts; an authentication error, a
+missing database or role, a malformed URL are never retried).
+
 Times are stored as UTC epoch seconds (REAL / double precision): the same on both engines.
 """
 from __future__ import annotations
 
 import hashlib
 import io
+import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -23,11 +34,18 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 from .errors import TriageError
 
 SCHEMA_VERSION = 2
-BUSY_TIMEOUT_S = 60            # SQLite: how long a writer waits for another one's lock
-CONNECT_TIMEOUT_S = 10         # PostgreSQL: how long a connection attempt may take
+DEFAULT_TIMEOUT_S = 5.0        # TRIAGE_DB_TIMEOUT: all the waiting one transaction may do, in seconds
+MAX_TIMEOUT_S = 3600.0
+CONNECT_TIMEOUT_S = 2          # PostgreSQL: one connection attempt (libpq's minimum: 2 s)
 _ADVISORY_LOCK = 0x7472_6961   # "tria": serialises schema migrations on PostgreSQL
 HASH_CHUNK = 1 << 20
-CONNECT_RETRIES = (0.5, 1.0, 2.0)   # seconds to wait before each new attempt to connect
+RETRY_WAITS = (0.25, 0.5, 1.0, 2.0)   # seconds before each new attempt (the last repeats), while the budget lasts
+# PostgreSQL errors worth another attempt: the server is not there yet, busy, or restarting.  Anything
+# else (a wrong password, a missing database or role, no pg_hba entry, a bad option) fails the same again.
+_TRANSIENT_PG = re.compile(r"(?i)connection refused|timeout expired|timed out|too many clients|too many connections"
+                           r"|starting up|shutting down|in recovery|server closed the connection|connection reset"
+                           r"|no route to host|network is unreachable|terminating connection")
+_TRANSIENT_SQLITE = re.compile(r"(?i)database is locked|database table is locked")
 
 
 class StoreError(TriageError):
@@ -46,26 +64,103 @@ def default_db() -> str:
 
 def resolve_url(db: Optional[str]) -> str:
     """--db value (or TRIAGE_DB, or the default file) -> an SQLAlchemy URL.  A plain path is an
-    SQLite file; postgresql:// and postgres:// use psycopg 3."""
+    SQLite file; postgresql:// and postgres:// use psycopg 3.  An '@' in the password (which
+    SQLAlchemy would take for the end of it) is percent-encoded."""
     db = db or os.environ.get("TRIAGE_DB") or default_db()
     if db.startswith(("postgres://", "postgresql://")):
-        return "postgresql+psycopg://" + db.split("://", 1)[1]
+        return _at_in_password("postgresql+psycopg://" + db.split("://", 1)[1])
     if db.startswith("postgresql+"):
-        return db
+        return _at_in_password(db)
     if db.startswith("sqlite://"):
         return db
     if "://" in db:
-        raise StoreError(f"unsupported store URL {_safe(db)!r}: use a file path, sqlite:///PATH or postgresql://...")
+        raise StoreError(f"unsupported store URL {shown(db)!r}: use a file path, sqlite:///PATH or postgresql://...")
     return "sqlite:///" + os.path.abspath(os.path.expanduser(db))
 
 
-def _safe(url: str) -> str:
-    """The URL without its password, for messages."""
+def _parts(rest: str) -> Tuple[int, int, int]:
+    """In the part of a URL after '://': (where the password starts, where it ends at the '@' that
+    ends the user's part) -- (-1, -1) without a password -- and where the query starts (its '?', or
+    -1).  A password may hold '/', ':', '@' or '?': the user's part runs to the last '@' before the
+    query; a query may hold '@' too."""
+    q = rest.find("?")
+    at = rest.rfind("@")
+    if 0 <= q < at and "=" in rest[q:at]:       # that '@' is in the query; else the password holds a '?'
+        at = rest.rfind("@", 0, q)
+    if at >= 0 and ":" in rest[:at]:
+        a, b = rest.index(":") + 1, at
+    else:
+        a = b = -1
+    return a, b, rest.find("?", max(b, 0))
+
+
+def _at_in_password(url: str) -> str:
+    """The URL with each '@' of its password and query percent-encoded: SQLAlchemy would take the
+    first for the end of the user's part (and show the rest as the host)."""
+    scheme, rest = url.split("://", 1)
+    a, b, q = _parts(rest)
+    if q >= 0:
+        rest = rest[:q] + rest[q:].replace("@", "%40")
+    if a >= 0:
+        rest = rest[:a] + rest[a:b].replace("@", "%40") + rest[b:]
+    return f"{scheme}://{rest}"
+
+
+_QUERY_PASSWORD = re.compile(r"(?i)([?&](?:password|sslpassword)=)([^&]*)")
+
+
+def _ambiguous(db: str) -> bool:
+    """An '@' after a '?': a query holding '@', or a password holding '?' (and '='): which one
+    cannot be told, so such a URL is never quoted in a message."""
+    rest = db.split("://", 1)[1] if "://" in db else ""
+    return 0 <= rest.find("?") < rest.rfind("@")
+
+
+def shown(db: str) -> str:
+    """The store as given, without its password, for messages: USER:PASSWORD@ and ?password=...
+    are masked, also in a URL too broken to parse; a URL with an '@' after a '?' is shown as its
+    scheme only."""
+    if "://" not in db:
+        return db
+    scheme, rest = db.split("://", 1)
+    if _ambiguous(db):
+        return f"{scheme}://... (the URL of TRIAGE_DB or --db)"
+    a, b, q = _parts(rest)
+    if q >= 0:
+        rest = rest[:q] + _QUERY_PASSWORD.sub(lambda m: m.group(1) + "***", rest[q:])
+    if a >= 0:
+        rest = rest[:a] + "***" + rest[b:]
+    return f"{scheme}://{rest}"
+
+
+def _secrets(db: str) -> List[str]:
+    """The passwords a store URL holds (as written and percent-decoded), to scrub from messages."""
+    from urllib.parse import unquote
+    out: List[str] = []
+    if "://" in db:
+        rest = db.split("://", 1)[1]
+        a, b, q = _parts(rest)
+        if a >= 0:
+            out.append(rest[a:b])
+        if q >= 0:
+            out += [m.group(2) for m in _QUERY_PASSWORD.finditer(rest[q:])]
+    out += [unquote(p) for p in out]
+    return sorted({p for p in out if len(p) >= 3}, key=len, reverse=True)
+
+
+def db_timeout(env: Optional[Mapping[str, str]] = None) -> float:
+    """TRIAGE_DB_TIMEOUT in seconds (default 5): all the waiting one store transaction may do."""
+    raw = (os.environ if env is None else env).get("TRIAGE_DB_TIMEOUT", "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT_S
     try:
-        from sqlalchemy.engine import make_url
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 -- a URL too broken to parse: show only its scheme
-        return url.split("://", 1)[0] + "://..."
+        v = float(raw)
+    except ValueError:
+        v = math.nan
+    if not 0 < v <= MAX_TIMEOUT_S:
+        raise StoreError(f"TRIAGE_DB_TIMEOUT={raw[:40]!r} is not a number of seconds (more than 0, at most "
+                         f"{MAX_TIMEOUT_S:g})")
+    return v
 
 
 def store_given(db: Optional[str], record: bool = False) -> bool:
@@ -240,65 +335,120 @@ def _migrations():
 
 # --- the store -----------------------------------------------------------------------------------
 class Store:
-    """Open (creating or migrating) the store at URL.  Use as a context manager or call close()."""
+    """Open (creating or migrating) the store at DB (a path or URL; default: TRIAGE_DB, else the
+    default file).  Use as a context manager or call close().  Every failure is a StoreError whose
+    message is one line, "store <where>: <why>", without a password."""
 
-    def __init__(self, db: Optional[str] = None, upto: int = SCHEMA_VERSION):
+    def __init__(self, db: Optional[str] = None, upto: int = SCHEMA_VERSION, timeout: Optional[float] = None):
+        given = db or os.environ.get("TRIAGE_DB") or default_db()
+        self.shown = shown(given)
+        self.ambiguous = _ambiguous(given)
+        self.secrets = _secrets(given)
+        self.engine: Any = None
         try:
             import sqlalchemy as sa
         except ImportError:   # pragma: no cover -- a declared dependency
-            raise StoreError("the verdict store needs SQLAlchemy: pip install 'SQLAlchemy>=2'") from None
+            raise self._err("the verdict store needs SQLAlchemy: pip install 'SQLAlchemy>=2'") from None
         self.sa = sa
-        self.url = resolve_url(db)
-        self.shown = _safe(self.url)
+        try:
+            self.timeout = db_timeout() if timeout is None else timeout
+            self.url = resolve_url(given)
+        except StoreError as e:
+            raise self._err(str(e)) from None
         self.md, self.meta, self.verdicts, self.known = _tables()
         self.sqlite = self.url.startswith("sqlite")
+        self._deadline = time.monotonic() + self.timeout
+        self._write = False           # the transaction being begun writes (SQLite: BEGIN IMMEDIATE)
+        self._checked = False         # the store is triage's (or new): SQLite may be put in WAL mode
         self.engine = self._engine()
-        self.migrate(upto)
+        have = self.check()
+        if have < upto:
+            self.migrate(upto)
+
+    def _err(self, why: str) -> StoreError:
+        for p in getattr(self, "secrets", ()):
+            why = why.replace(p, "***")
+        return StoreError(f"store {self.shown}: {why}")
+
+    def _remaining(self) -> float:
+        return max(0.0, self._deadline - time.monotonic())
 
     # connection set-up
     def _engine(self):
         sa = self.sa
+        try:
+            url = sa.engine.make_url(self.url)
+        except Exception as e:  # noqa: BLE001 -- its text may quote the whole URL, password and all
+            port = re.match(r"invalid literal for int\(\) with base 10: ('.*')$", str(e))
+            why = "cannot parse it" if not port else "the port is not a number" if self.ambiguous else \
+                f"the port {port.group(1)} is not a number"
+            raise self._err(f"not a valid store URL ({why}): use a file path, sqlite:///PATH or "
+                            "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB") from None
+        return self._sqlite_engine(url) if self.sqlite else self._pg_engine(url)
+
+    def _sqlite_engine(self, url):
+        sa = self.sa
         from sqlalchemy.pool import NullPool
-        if self.sqlite:
-            path = self.url[len("sqlite:///"):]
-            if path and path != ":memory:":
-                d = os.path.dirname(path)
-                try:
-                    os.makedirs(d, exist_ok=True)
-                except OSError as e:
-                    raise StoreError(f"cannot create the store's directory {d!r}: {e.strerror or e}") from None
-                if os.path.isdir(path):
-                    raise StoreError(f"the store {path!r} is a directory; give a file path")
-            eng = sa.create_engine(self.url, poolclass=NullPool,
-                                   connect_args={"timeout": BUSY_TIMEOUT_S, "isolation_level": None})
+        path = url.database or ""
+        if path and path != ":memory:" and not url.query.get("uri"):
+            d = os.path.dirname(os.path.abspath(path))
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as e:
+                raise self._err(f"cannot create the store's directory {d!r}: {e.strerror or e}") from None
+            if os.path.isdir(path):
+                raise self._err("it is a directory; give a file path")
+        eng = sa.create_engine(url, poolclass=NullPool, connect_args={"isolation_level": None})
 
-            @sa.event.listens_for(eng, "connect")
-            def _on_connect(dbapi_conn, _rec):  # noqa: ANN001
-                cur = dbapi_conn.cursor()
-                cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+        @sa.event.listens_for(eng, "do_connect")
+        def _budget(dialect, rec, cargs, cparams):  # noqa: ANN001
+            cparams["timeout"] = max(0.05, self._remaining())     # the busy timeout: what is left
+
+        @sa.event.listens_for(eng, "connect")
+        def _on_connect(dbapi_conn, _rec):  # noqa: ANN001
+            if not self._checked:
+                return                     # not known to be triage's yet: change nothing in it
+            cur = dbapi_conn.cursor()
+            try:                           # never wait for it: another open connection makes it fail,
+                cur.execute("PRAGMA busy_timeout = 0")     # and the next open tries again
                 cur.execute("PRAGMA journal_mode = WAL")
-                cur.execute("PRAGMA synchronous = NORMAL")
-                cur.close()
+            except Exception:  # noqa: BLE001,S110
+                pass
+            cur.execute(f"PRAGMA busy_timeout = {int(max(0.05, self._remaining()) * 1000)}")
+            cur.execute("PRAGMA synchronous = NORMAL")
+            cur.close()
 
-            @sa.event.listens_for(eng, "begin")
-            def _on_begin(conn):  # noqa: ANN001
-                conn.exec_driver_sql("BEGIN IMMEDIATE")   # take the write lock now: no upgrade deadlock
+        @sa.event.listens_for(eng, "begin")
+        def _on_begin(conn):  # noqa: ANN001
+            # a writer takes the write lock now: no upgrade deadlock; a reader takes none
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if self._write else "BEGIN")
 
-            return eng
+        return eng
+
+    def _pg_engine(self, url):
+        sa = self.sa
+        from sqlalchemy.pool import NullPool
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise StoreError("a PostgreSQL store needs psycopg 3: pip install 'triage[postgres]' "
-                             "(or pip install 'psycopg[binary]')") from None
-        return sa.create_engine(self.url, poolclass=NullPool,
-                                connect_args={"connect_timeout": CONNECT_TIMEOUT_S,
-                                              "application_name": "triage"})
+            raise self._err("a PostgreSQL store needs psycopg 3: pip install 'triage[postgres]' "
+                            "(or pip install 'psycopg[binary]')") from None
+        opts = url.query.get("options") or ""
+        opts = " ".join(opts) if isinstance(opts, tuple) else opts
+        lock_ms = int(self.timeout * 1000)           # a lock (a migration's advisory lock, a row) waits no longer
+        try:
+            return sa.create_engine(url, poolclass=NullPool,
+                                    connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "triage",
+                                                  "options": f"{opts} -c lock_timeout={lock_ms}".strip()})
+        except Exception as e:  # noqa: BLE001
+            raise self._err(f"not a valid store URL ({type(e).__name__})") from None
 
-    def _begin(self):
-        return _Tx(self)
+    def _begin(self, write: bool = False):
+        return _Tx(self, write)
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self.engine is not None:
+            self.engine.dispose()
 
     def __enter__(self) -> "Store":
         return self
@@ -312,25 +462,44 @@ class Store:
             return self._version(c)
 
     def _version(self, c) -> int:
+        """The store's schema version: 0 for an empty database; a database holding other tables and
+        none of triage's, or a newer schema, is refused (StoreError)."""
         sa = self.sa
-        if not sa.inspect(c).has_table("triage_meta"):
+        ins = sa.inspect(c)
+        names = set(ins.get_table_names()) | set(ins.get_view_names())
+        if "triage_meta" not in names:
+            if names:
+                other = sorted(names)
+                more = f", and {len(other) - 5} more" if len(other) > 5 else ""
+                raise self._err(f"not a triage store: it holds other tables ({', '.join(other[:5])}{more}) and "
+                                "none of triage's; nothing was written to it: give a new file, or an empty "
+                                "database (or schema) for triage")
             return 0
         v = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).scalar()
         try:
-            return int(v or 0)
+            have = int(v or 0)
         except ValueError:
-            raise StoreError(f"the store {self.shown} has a garbled schema version {v!r}") from None
+            raise self._err(f"a garbled schema version {str(v)[:40]!r}") from None
+        if have > SCHEMA_VERSION:
+            from . import __version__
+            raise self._err(f"its schema version is {have}, newer than this triage ({__version__}) knows "
+                            f"({SCHEMA_VERSION}); nothing was written to it: upgrade triage")
+        return have
+
+    def check(self) -> int:
+        """Read the schema version, writing nothing (refusing a foreign or newer store); from then on
+        the store may be written to."""
+        v = self.version()
+        self._checked = True
+        return v
 
     def migrate(self, upto: int = SCHEMA_VERSION) -> int:
         """Bring the schema to version `upto` (each step once, under a lock); returns the version."""
         sa = self.sa
-        with self._begin() as c:
+        with self._begin(write=True) as c:
             if not self.sqlite:
                 c.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _ADVISORY_LOCK})
-            have = self._version(c)
-            if have > SCHEMA_VERSION:
-                raise StoreError(f"the store {self.shown} has schema version {have}, newer than this triage "
-                                 f"knows ({SCHEMA_VERSION}): upgrade triage")
+            have = self._version(c)             # again, under the lock: another process may have made it
             steps = _migrations()
             for v in range(have + 1, upto + 1):
                 for name in steps[v]:
@@ -354,7 +523,7 @@ class Store:
         sa = self.sa
         out: List[bool] = []
         now = time.time()
-        with self._begin() as c:
+        with self._begin(write=True) as c:
             for rec in recs:
                 row = _row(rec, now)
                 ins = self._insert(self.verdicts).values(**row)
@@ -411,7 +580,7 @@ class Store:
         """Add or replace a known issue; True when it is new."""
         sa = self.sa
         k = self.known
-        with self._begin() as c:
+        with self._begin(write=True) as c:
             existed = c.execute(sa.select(k.c.key).where(k.c.key == key)).first() is not None
             c.execute(self._insert(k).values(key=key, url=url, title=title, added_at=time.time())
                       .on_conflict_do_update(index_elements=["key"], set_={"url": url, "title": title}))
@@ -419,7 +588,7 @@ class Store:
 
     def known_remove(self, key: str) -> int:
         sa = self.sa
-        with self._begin() as c:
+        with self._begin(write=True) as c:
             return int(c.execute(sa.delete(self.known).where(self.known.c.key == key)).rowcount or 0)
 
     def known_list(self) -> List[Dict[str, Any]]:
@@ -448,42 +617,67 @@ class Store:
 
 
 class _Tx:
-    """A transaction with store errors turned into StoreError (one line, no password)."""
+    """A transaction with store errors turned into StoreError (one line, no password), begun within
+    the store's time budget: a connection that fails for a reason that may pass (a server not
+    answering, restarting, full; a lock held) is tried again after a back-off while the budget lasts."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, write: bool):
         self.store = store
-        self.cm = None
+        self.write = write
+        self.cm: Any = None
 
     def __enter__(self):
-        sa = self.store.sa
-        for wait in CONNECT_RETRIES + (None,):
+        st = self.store
+        st._deadline = time.monotonic() + st.timeout
+        attempt_s = 0.05 if st.sqlite else float(CONNECT_TIMEOUT_S)    # the least one more attempt may take
+        waits = iter(RETRY_WAITS)
+        wait = 0.0
+        while True:
+            st._write = self.write
             try:
-                self.cm = self.store.engine.begin()
+                self.cm = st.engine.begin()
                 return self.cm.__enter__()
-            except sa.exc.OperationalError as e:   # a server busy with many epilogs at once: try again
-                if wait is None:
-                    raise _store_error(self.store, e) from None
-                time.sleep(wait)
             except Exception as e:  # noqa: BLE001
-                raise _store_error(self.store, e) from None
+                wait = next(waits, wait)
+                if not _transient(st, e) or st._remaining() < wait + attempt_s:
+                    raise _store_error(st, e) from None
+                time.sleep(wait)
 
     def __exit__(self, et, ev, tb):
         try:
-            return self.cm.__exit__(et, ev, tb)
+            self.cm.__exit__(et, ev, tb)      # commits, or rolls back and re-raises what the body raised
         except Exception as e:  # noqa: BLE001
-            if isinstance(e, StoreError):
-                raise
             raise _store_error(self.store, e) from None
+        if ev is not None:                    # (contextlib hands back the body's own exception as "not handled")
+            err = _store_error(self.store, ev)
+            if err is not ev:
+                raise err from None
+        return False
+
+
+def _transient(store: Store, e: BaseException) -> bool:
+    if not isinstance(e, store.sa.exc.OperationalError):
+        return False
+    orig = getattr(e, "orig", None) or e
+    return bool((_TRANSIENT_SQLITE if store.sqlite else _TRANSIENT_PG).search(str(orig)))
 
 
 def _store_error(store: Store, e: BaseException) -> BaseException:
     if isinstance(e, StoreError):
         return e
     sa = store.sa
-    if isinstance(e, sa.exc.SQLAlchemyError) or type(e).__module__.startswith(("sqlite3", "psycopg")):
+    if isinstance(e, (sa.exc.SQLAlchemyError, OSError)) or type(e).__module__.startswith(("sqlite3", "psycopg")):
         orig = getattr(e, "orig", None) or e
-        msg = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-        return StoreError(f"store {store.shown}: {msg[:300]}")
+        text = " ".join(str(orig).split())       # libpq's messages span lines: one line
+        msg = text or type(orig).__name__
+        if "timeout expired" in msg:
+            msg += f" (gave up within TRIAGE_DB_TIMEOUT={store.timeout:g} s)"
+        elif "readonly database" in msg:
+            msg += " (the store's file, or its directory, is read-only)"
+        elif _TRANSIENT_SQLITE.search(msg):
+            msg += f" (another process holds its lock; gave up within TRIAGE_DB_TIMEOUT={store.timeout:g} s)"
+        from .redact import redact
+        return store._err(redact(msg)[:300])
     return e
 
 

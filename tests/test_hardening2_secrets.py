@@ -216,7 +216,9 @@ def test_the_new_hints_agree_between_hyperscan_and_stdlib(monkeypatch):
 def test_a_store_urls_password_never_reaches_an_error_message(tmp_path):
     r = triage("known", "list", "--db", "foo://svc@db/x?password=hunter2x")
     assert r.returncode == 2 and r.stderr.count("\n") == 1
-    assert "unsupported store URL" in r.stderr and "hunter2x" not in r.stderr and MARK in r.stderr
+    # the store masks its URL's password itself ("***"), the redactor catches what else a message holds
+    assert "unsupported store URL" in r.stderr and "hunter2x" not in r.stderr
+    assert "password=***" in r.stderr or MARK in r.stderr
 
 
 # --- 3. patterns suggest --------------------------------------------------------------------------

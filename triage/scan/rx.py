@@ -129,6 +129,30 @@ class ValidatedCache:
 VALIDATED = ValidatedCache()
 
 
+class TextMemo:
+    """A pure predicate on a line's text, remembered for short texts: a log repeats its lines (a
+    million `ERROR: retrying`), and a `regex` search with a timeout costs microseconds where a
+    dict look-up costs tens of nanoseconds.  Bounded: at most MAX texts of at most MAX_TEXT
+    characters are kept (cleared when full)."""
+    MAX = 4096
+    MAX_TEXT = 512
+    __slots__ = ("fn", "memo")
+
+    def __init__(self, fn: Callable[[str], object]):       # its truth is what counts
+        self.fn = fn
+        self.memo: Dict[str, bool] = {}
+
+    def __call__(self, text: str) -> bool:
+        r = self.memo.get(text)
+        if r is None:
+            r = bool(self.fn(text))
+            if len(text) <= self.MAX_TEXT:
+                if len(self.memo) >= self.MAX:
+                    self.memo.clear()
+                self.memo[text] = r
+        return r
+
+
 def lazy(pattern: str, flags: int = 0) -> LazyRx:
     """A module-level helper regex compiled on first use (keeps `import triage` fast)."""
     return LazyRx(pattern, flags | regex.V0)

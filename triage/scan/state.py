@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Deque, Dict, List, Optional, Set, Tuple
 
 from .results import ErrorBlock, LauncherExit, Match, StreamKey
-from .rx import TIMEOUT, Timeouts, lazy
+from .rx import TIMEOUT, TextMemo, Timeouts, lazy
 from .sources import (
     Input,
     Line,
@@ -17,6 +17,7 @@ from .sources import (
 # A Python traceback frame line; the next line is source code, not a message.
 _FRAME = lazy(r'^\s*File "[^"]*", line \d+')
 _WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")  # noqa: E501 - a regex reads best on one line
+_wrapper = TextMemo(lambda text: _WRAPPER.search(text, timeout=TIMEOUT))
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
 MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)
@@ -141,7 +142,7 @@ class Core:
         if b is None:
             return
         b.explained = st.block_matched
-        if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
+        if not b.explained and not any(_wrapper(x) for x in b.lines):
             if len(self.blocks) < self.blocks_limit:
                 self.blocks.append(b)
         st.block = None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import calendar
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from .rx import TextMemo
 from .sources import (
@@ -48,6 +48,8 @@ class BlockView(View):
         self._ts_rank: Dict[Optional[int], float] = {}
         self._ts_done = -1
         self._cache_floor = 0     # cache size after the last pruning
+        # newest_before: per key, the first line number not yet looked at and the newest line that passed
+        self._newest: Dict[Hashable, Tuple[int, Optional[Line]]] = {}
         # bytes of a short line -> (year hint, text, rank, time, normalised raw) of its parse
         self._parsed: Dict[bytes, Tuple[Optional[int], str, Optional[int], Optional[float], str]] = {}
 
@@ -187,6 +189,30 @@ class BlockView(View):
             if len(out) >= n:
                 break
         return out[::-1]
+
+    def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
+        """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back
+        stops at the line of the previous call with KEY (the lines before it were looked at then,
+        and the newest that passed is remembered)."""
+        if line.source != self.inp.label:
+            return None
+        limit = min(n, WALK_BACK)
+        frontier, hit = self._newest.get(key, (0, None))
+        off, ln = self.cur_off, self.cur_lineno
+        found: Optional[Line] = None
+        for _ in range(limit):
+            if off <= 0 or ln - 1 < frontier:
+                break
+            off = self.buf.rfind(b"\n", 0, off - 1) + 1
+            ln -= 1
+            x = self.line_at(off, ln)
+            if test(x):
+                found = x
+                break
+        if found is None and hit is not None and self.cur_lineno - hit.lineno <= limit:
+            found = hit
+        self._newest[key] = (max(frontier, self.cur_lineno), found or hit)
+        return found
 
     def done(self, line: Line, st: Stream) -> None:
         ts = line.ts

@@ -1,10 +1,11 @@
 """Observer: the pattern catalog's match rules (a hit line meets only the rules whose literals it holds)."""
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from .followups import Followups, _ctx_hit, _Pending
+from .followups import Followups, _ctx_hit
 from .observer import Observer
 from .results import Match
 from .rx import lazy, search
@@ -77,6 +78,7 @@ class Rules(Observer):
         ids = range(len(self.rules)) if ev.rule_ids is None else sorted(ev.rule_ids)
         lower = text.lower()
         hit_any = False
+        tmo = self.core.timeouts
         for i in ids:
             pat, rule = self.rules[i]
             if not self._hits(rule, text, lower):
@@ -89,14 +91,14 @@ class Rules(Observer):
             if rule.context:
                 needs = []
                 for j, c in enumerate(rule.context):
-                    found = [x for x in view.recent_in_source(line, c.window) if _ctx_hit(c, x, self.core.timeouts)]
-                    if found:
-                        m.context.append(found[-1])
+                    found = view.newest_before(line, c.window, (i, j), functools.partial(_ctx_hit, c, timeouts=tmo))
+                    if found is not None:
+                        m.context.append(found)
                     else:
                         needs.append(j)
                 if needs:
                     deadline = line.lineno + max(rule.context[j].window for j in needs)
-                    self.followups.pending.setdefault(line.source, []).append(_Pending(m, needs, deadline))
+                    self.followups.wait_context(m, needs, deadline)
                     continue
             self.core.add_match(m)
             hit_any = True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional, Set, Tuple
+from typing import Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
 
 from .results import ErrorBlock, LauncherExit, Match, StreamKey
 from .rx import TIMEOUT, TextMemo, Timeouts, lazy
@@ -72,6 +72,12 @@ class View:
     def recent_in_source(self, line: Line, n: int) -> List[Line]:
         d = self.by_source.get(line.source)
         return list(d)[-n:] if d else []
+
+    def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
+        """The newest of the N lines of LINE's input before it that pass TEST (KEY names the test:
+        the block driver remembers what it looked at per key), or None."""
+        found = [x for x in self.recent_in_source(line, n) if test(x)]
+        return found[-1] if found else None
 
     def done(self, line: Line, st: Stream) -> None:
         st.after_frame = bool(_FRAME.match(line.text)) if "File" in line.text else False

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from heapq import merge
-from typing import TYPE_CHECKING, Deque, Dict, List, Tuple
+from time import perf_counter
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Tuple
 
 from .observer import Observer
 from .results import Match, StreamKey
@@ -53,6 +54,8 @@ class Followups(Observer):
         self.pending: Dict[str, Dict[Tuple[int, Tuple[int, ...]], _Pending]] = {}
         # per input: the streams whose matches still wait for "after" lines -> last line no. to wait
         self.waiting: Dict[str, Dict[StreamKey, int]] = {}
+        # counts the time of a rule's slow context checks; True when the rule is switched off (Rules.charge)
+        self.charge: Callable[["MatchRule", float, int], bool] = lambda rule, seconds, chars: False
 
     def wait_context(self, m: Match, needs: List[int], deadline: int) -> None:
         """M counts once a line up to DEADLINE meets its rule's context requirements NEEDS."""
@@ -102,7 +105,11 @@ class Followups(Observer):
         last line it was stop waiting (as if each match were checked on its own, in the order made)."""
         moved: List[_Pending] = []
         for key, pd in list(groups.items()):
+            c0 = perf_counter()
             left = pd.check(line, self.core.timeouts)
+            if self.charge(pd.rule, perf_counter() - c0, len(line.text)):      # switched off: its matches stop waiting
+                del groups[key]
+                continue
             if not left:
                 for _, _, m in pd.waiting:
                     m.context.append(line)

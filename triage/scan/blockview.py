@@ -43,20 +43,17 @@ class BlockView(View):
         self._ts_memo: Tuple[Tuple[int, Optional[int]], Optional[float]] = ((-1, None), None)
         self._year_span: Tuple[float, float] = (0.0, 0.0)
         # timestamps carried forward: per rank, the time of the newest timestamped line looked at, and
-        # the buffer offset before which every line was looked at (a look back stops there: each line
+        # the line number before which every line was looked at (a look back stops there: each line
         # is read for its timestamp once, not once per later line)
         self._ts_rank: Dict[Optional[int], float] = {}
-        self._ts_done = -1
+        self._ts_from = 0
         self._cache_floor = 0     # cache size after the last pruning
         # newest_before: per key, the first line number not yet looked at and the newest line that passed
         self._newest: Dict[Hashable, Tuple[int, Optional[Line]]] = {}
         # bytes of a short line -> (year hint, text, rank, time, normalised raw) of its parse
         self._parsed: Dict[bytes, Tuple[Optional[int], str, Optional[int], Optional[float], str]] = {}
 
-    def reset(self, buf: bytes, lo: int = 0) -> None:
-        """A new buffer whose first LO bytes are the last LO bytes of the previous one."""
-        if self._ts_done >= 0:
-            self._ts_done -= len(self.buf) - lo
+    def reset(self, buf: bytes) -> None:
         self.buf = buf
         self.cache = {}
         self._cache_floor = 0
@@ -150,9 +147,9 @@ class BlockView(View):
             return self._ts_memo[1]
         if line.source == self.inp.label:
             seen: Set[Optional[int]] = set()
-            off, n, stop = self.cur_off, self.cur_lineno, self._ts_done
+            off, n, stop = self.cur_off, self.cur_lineno, self._ts_from
             for _ in range(WALK_BACK):
-                if off <= 0 or off <= stop:
+                if off <= 0 or n - 1 < stop:
                     break
                 off = self.buf.rfind(b"\n", 0, off - 1) + 1
                 n -= 1
@@ -160,7 +157,7 @@ class BlockView(View):
                 if prev.ts is not None and prev.rank not in seen:
                     seen.add(prev.rank)
                     self._ts_rank[prev.rank] = prev.ts
-            self._ts_done = max(stop, self.cur_off)
+            self._ts_from = max(stop, self.cur_lineno)
             ts = self._ts_rank.get(line.rank)
             if ts is not None:
                 st.last_ts = ts
@@ -218,6 +215,8 @@ class BlockView(View):
         ts = line.ts
         if ts is not None:
             self._ts_rank[line.rank] = ts
+        if line.lineno == self._ts_from:      # the lines before the next one are all looked at
+            self._ts_from += 1
         if ts is not None and not (self._year_span[0] <= ts < self._year_span[1]) and "-" in line.raw[:40]:
             y = time.gmtime(ts).tm_year     # a dated line tells glog lines (no year) their year
             self.year = y

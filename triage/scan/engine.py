@@ -231,7 +231,7 @@ class Engine:
         blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
                                        consumed)
         for bi, (buf, lo) in enumerate(blocks):
-            view.reset(buf, lo)
+            view.reset(buf)
             scan.block(buf, lo, _prepared(pool, inp.inp.path, bi, buf, lo, aset, scan.batchers))
         scanned[0] = consumed[0]
         return scan.lineno, scan.nbytes

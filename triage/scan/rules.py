@@ -22,11 +22,11 @@ MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is swi
 # ... and so is a rule whose slow searches add up to RULE_TIME_BUDGET in one scan: a regex that costs
 # 14 ms a line, under the timeout, must not make the scan crawl either.  A search of one line (its
 # regex and `not` regexes, or its context regexes) is slow when it takes more than SLOW_SEARCH plus
-# LINEAR_COST a character of the line: superlinear.  A shipped regex costs at most ~0.6 us a character
-# on a 16,000-character line, so a rule that matches millions of lines of a huge log, or long lines,
-# is never switched off.
-SLOW_SEARCH = 0.002        # seconds
-LINEAR_COST = 2e-6         # seconds a character
+# LINEAR_COST a character of the line: superlinear.  The slowest shipped regex takes ~2 ms on a
+# 4,000-character line (lines are clipped to MAX_LINE), a `.*` followed by alternatives 10-14 ms on a
+# crafted one; only slow searches count, so a rule that matches millions of lines is never switched off.
+SLOW_SEARCH = 0.001        # seconds
+LINEAR_COST = 1e-6         # seconds a character
 RULE_TIME_BUDGET = 0.5     # seconds
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
 

@@ -5,6 +5,8 @@ config loaders.  Any exception other than a clear user-facing error is a crash.
     python fuzz/fuzz_triage.py -atheris_runs=100000 [corpus_dir]
 
 Seeds: every fixture log under tests/fixtures/logs/ makes a good corpus directory.
+Shapes: raw bytes through the block scanner, text through the line scanner and every renderer,
+config documents, a long line of control bytes, and error spam (issue 23).
 """
 import os
 import sys
@@ -28,20 +30,61 @@ ENGINE = Engine(PATS)
 TMP = tempfile.mkdtemp(prefix="triage-fuzz-")
 PATH = os.path.join(TMP, "rank_0.log")
 
+# issue 23's shapes: a long line of control bytes, and error lines repeated (with and without times)
+CTRL = bytes(list(range(0x00, 0x09)) + [0x0b, 0x0c] + list(range(0x0e, 0x20)) + [0x7f, 0x1b])
+SPAM = [b"ERROR: retrying", b"RuntimeError: the data loader worker raised an error",
+        b"[W1203 07:12:01.123456789 ProcessGroupNCCL.cpp:1250] Warning: WARNING: destroy_process_group() was not "
+        b"called before program exit, which can leak resources. (function operator())",
+        b"  - Tensor mismatch at args[0]:" * 40, b"Traceback (most recent call last):",
+        b"INFO:megatron.core.transformer.cuda_graphs:Time spent in CUDA Graphs capture on rank 0: 6.93s"]
+
+
+def _scan_file(data: bytes, block_size: int) -> None:
+    """The block scanner and the JSON report on DATA written to a file."""
+    with open(PATH, "wb") as f:
+        f.write(data)
+    try:
+        scan = ENGINE.scan_paths([PATH], block_size=block_size)
+    except InputError:
+        return
+    render(analyse(scan), "json")
+
+
+def control_line(fdp: "atheris.FuzzedDataProvider", blob: bytes) -> bytes:
+    """A line of up to 1 MiB of control bytes (picked by the fuzzer) between ordinary lines."""
+    picks = bytes(CTRL[b % len(CTRL)] for b in blob[:64]) or b"\x01"
+    n = fdp.ConsumeIntInRange(1, 1 << 20)
+    line = (picks * (n // len(picks) + 1))[:n]
+    return b"[rank0]: starting\n" + line + b"\n" + blob[64:] + b"\n[rank0]: RuntimeError: boom\n"
+
+
+def error_spam(fdp: "atheris.FuzzedDataProvider", blob: bytes) -> bytes:
+    """Up to 20,000 error lines of a few kinds (and the fuzzer's own line), rank-prefixed or not,
+    some with a time, in an order the fuzzer picks."""
+    kinds = SPAM + [blob[:200].replace(b"\n", b" ")]
+    order = blob[200:] or b"\x00"
+    out = []
+    for i in range(fdp.ConsumeIntInRange(1, 20_000)):
+        b = order[i % len(order)]
+        line = kinds[b % len(kinds)]
+        if b & 0x40:
+            line = b"[rank%d]: " % (b & 7) + line
+        if b & 0x80:
+            line = b"[2026-12-03 06:42:%02d] " % (i % 60) + line
+        out.append(line)
+    return b"\n".join(out) + b"\n"
+
 
 def one(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
-    what = fdp.ConsumeIntInRange(0, 3)
+    what = fdp.ConsumeIntInRange(0, 5)
     blob = fdp.ConsumeBytes(1 << 14)
     if what == 0:                                   # the block scanner on raw bytes (any encoding)
-        with open(PATH, "wb") as f:
-            f.write(blob)
-        try:
-            scan = ENGINE.scan_paths([PATH], block_size=fdp.ConsumeIntInRange(64, 1 << 16))
-        except InputError:
-            return
-        a = analyse(scan)
-        render(a, "json")
+        _scan_file(blob, fdp.ConsumeIntInRange(64, 1 << 16))
+    elif what == 4:                                 # a long line of control bytes
+        _scan_file(control_line(fdp, blob), fdp.ConsumeIntInRange(64, 1 << 22))
+    elif what == 5:                                 # error spam
+        _scan_file(error_spam(fdp, blob), fdp.ConsumeIntInRange(64, 1 << 22))
     elif what == 1:                                 # the line scanner, the text and markdown reports
         a = analyse(ENGINE.scan(lines_of(blob.decode("utf-8", "replace"))))
         render(a, "text")

@@ -74,6 +74,7 @@ MAX_CONTEXT = 6            # context lines shown before / after an evidence line
 MAX_UNMATCHED = 20         # unmatched error blocks shown
 MAX_BLOCK_LINES = 40       # lines shown of one error block (a first failure may join several)
 BLOCK_TAIL = 10            # last lines of an error block (the exception), for the text report
+DIFF_CLIP = 200            # characters of a value in `triage diff`'s text output (CONFIG_MAX_SCALAR when read)
 MAX_ROWS = 400             # config diff rows (and settings of a check-config comment)
 MAX_ITEMS = 50             # attempts, hang suspects, config violations shown
 MAX_NOTES = 20             # notes, sources, captured iterations and implicated settings shown

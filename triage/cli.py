@@ -19,6 +19,7 @@ from .patterns import PatternError, load_all, load_dir
 from .pipeline import add_config_analysis, run_analysis
 from .redact import redact, redact_obj
 from .report import FORMATS, SUFFIX_FORMAT, render
+from .report.util import change_line
 from .schemas import NAMES as SCHEMA_NAMES
 from .schemas import text as schema_text
 from .store import StoreError, hashing_stdin
@@ -382,7 +383,7 @@ def diff_cmd(old: str, new: str, fmt: str) -> None:
     if not ch:
         click.echo("no differences")
     for c in ch:
-        click.echo(redact(f"{c.key}: {c.old!r} -> {c.new!r}"))
+        click.echo(change_line(c.key, c.old, c.new, redact))
 
 
 @cli.command("schema")

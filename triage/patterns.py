@@ -496,14 +496,41 @@ def builtin_dir() -> str:
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+PATTERN_MAX_BYTES = 1 << 20     # a pattern file bigger than this is refused (the largest shipped one is 16 KB)
+
+
+def _no_aliases(text: str, where: str) -> None:
+    """Refuse YAML anchors and aliases: a few lines of them ("billion laughs") expand to gigabytes
+    once read as data, and a pattern file never needs them.  (An alias needs an anchor, `&name`:
+    a file without '&' is not parsed twice.)"""
+    if "&" not in text:
+        return
+    for ev in yaml.parse(text, Loader=_SAFE_LOADER):
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+            at = f" line {ev.start_mark.line + 1}:" if ev.start_mark is not None else ""
+            raise PatternError(f"{where}:{at} YAML anchors and aliases (&name, *name) are not allowed in a pattern "
+                               "file: write the value out")
+
+
 def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
+    where = os.path.basename(path)
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader (libyaml's when present)
+        with open(path, "rb") as f:
+            raw = f.read(PATTERN_MAX_BYTES + 1)
     except OSError as e:
         raise PatternError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(raw) > PATTERN_MAX_BYTES:
+        raise PatternError(f"{where}: more than {PATTERN_MAX_BYTES >> 20} MiB: not a pattern file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PatternError(f"{where}: not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r}): "
+                           "save the pattern file as UTF-8") from None
+    try:
+        _no_aliases(text, where)
+        data = yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader (libyaml's when present)
     except yaml.YAMLError as e:
-        raise PatternError(f"{os.path.basename(path)}: invalid YAML: {str(e).splitlines()[0]}") from None
+        raise PatternError(f"{where}: invalid YAML: {str(e).splitlines()[0]}") from None
     return parse_pattern(data, path, known_ids, user)
 
 

@@ -18,6 +18,7 @@ from .defaults import apply_defaults
 from .document import (
                    CONFIG_MAX_BYTES,
                    CONFIG_MAX_DEPTH,
+                   CONFIG_MAX_SCALAR,
                    CONFIG_MAX_VALUES,
                    parse_config_text,
 )
@@ -51,8 +52,9 @@ from .scrape import (
 )
 
 __all__ = [
-    "ALIASES", "BRIDGE_SECTIONS", "CONFIG_MAX_BYTES", "CONFIG_MAX_DEPTH", "CONFIG_MAX_VALUES", "ENV_KEYS",
-    "GRAPH_KEYS", "IMPLS", "KNOWN", "MULTI_VALUE_FLAGS", "NOT_CONFIG", "OPERATORS", "SCOPES", "VERSION_KEYS",
+    "ALIASES", "BRIDGE_SECTIONS", "CONFIG_MAX_BYTES", "CONFIG_MAX_DEPTH", "CONFIG_MAX_SCALAR", "CONFIG_MAX_VALUES",
+    "ENV_KEYS", "GRAPH_KEYS", "IMPLS", "KNOWN", "MULTI_VALUE_FLAGS", "NOT_CONFIG", "OPERATORS", "SCOPES",
+    "VERSION_KEYS",
     "Change", "Config", "ConfigError", "LogConfigCollector", "Operator", "Violation", "build_config", "canonical",
     "check", "cond_holds", "config_from_lines", "diff", "flatten", "framework_of", "load_config", "norm_scope",
     "parse_cmdline", "parse_config_text", "parse_overrides", "parse_scalar", "rule_holds", "tee", "with_log_env",

@@ -1,6 +1,7 @@
 """Parse one YAML or JSON document within bounded time and memory (config files, a log's YAML block)."""
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -11,9 +12,27 @@ from .keys import ConfigError
 CONFIG_MAX_BYTES = 16 << 20      # a YAML/JSON config bigger than this is refused
 CONFIG_MAX_VALUES = 1_000_000    # values a config may expand to (YAML aliases re-used count again)
 CONFIG_MAX_DEPTH = 100           # nesting of a config
+# characters kept of one string (a key or a value) of a config; the rest becomes a marker that
+# says how much was clipped and holds a digest of the whole string, so a change beyond the kept
+# part is still a change (a 15 MiB scalar took `analyze` to 690 MB and `diff` printed it)
+CONFIG_MAX_SCALAR = 4096
+
+# libyaml's parser where PyYAML has it: a 15 MiB scalar took the pure-Python reader 4 s.  Its
+# composer recurses in C (a segfault 50,000 levels down, not a RecursionError), so the nesting is
+# measured on the event stream first (libyaml's parser keeps a stack of its own)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_C_SAFE_DEPTH = 5000             # nesting the C composer is given (it survived 20,000 levels)
 
 
-class _LenientLoader(yaml.SafeLoader):
+def clip_scalar(text: str) -> str:
+    """TEXT, or its first CONFIG_MAX_SCALAR characters and `…[+N chars #digest]`."""
+    if len(text) <= CONFIG_MAX_SCALAR:
+        return text
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{text[:CONFIG_MAX_SCALAR]}…[+{len(text) - CONFIG_MAX_SCALAR:,} chars #{digest}]"
+
+
+class _LenientLoader(_BASE_LOADER):  # type: ignore[misc,valid-type]  # a C or Python SafeLoader
     """SafeLoader that reads unknown tags (OmegaConf / python objects) as plain data."""
 
 
@@ -57,11 +76,49 @@ def _expansion(data: Any) -> None:
     walk(data, 0)
 
 
+def _clipped(v: Any) -> Any:
+    """V with every string (keys too) clipped to CONFIG_MAX_SCALAR characters (see clip_scalar);
+    V itself when nothing is that long."""
+    if isinstance(v, str):
+        return clip_scalar(v)
+    if isinstance(v, dict):
+        out = {}
+        changed = False
+        for k, x in v.items():
+            k2, x2 = _clipped(k), _clipped(x)
+            changed = changed or k2 is not k or x2 is not x
+            out[k2] = x2
+        return out if changed else v
+    if isinstance(v, list):
+        items = [_clipped(x) for x in v]
+        return items if any(a is not b for a, b in zip(items, v)) else v
+    return v
+
+
+def _yaml_depth_ok(text: str) -> bool:
+    """The document nests at most _C_SAFE_DEPTH collections (read as events: no recursion)."""
+    if _BASE_LOADER is yaml.SafeLoader:
+        return True                      # the pure-Python composer raises RecursionError
+    depth = 0
+    for ev in yaml.parse(text, Loader=_BASE_LOADER):
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > _C_SAFE_DEPTH:
+                return False
+        elif isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
+    return True
+
+
 def parse_config_text(text: str, kind: str, where: str) -> Any:
-    """Parse a YAML or JSON document within bounded time and memory; ConfigError otherwise."""
+    """Parse a YAML or JSON document within bounded time and memory; ConfigError otherwise.
+    Strings longer than CONFIG_MAX_SCALAR characters are clipped (clip_scalar)."""
     try:
+        if kind != "JSON" and not _yaml_depth_ok(text):
+            raise RecursionError
         data = json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_LenientLoader)  # noqa: S506
         _expansion(data)
+        data = _clipped(data)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         raise ConfigError(f"{where}: not valid {kind}: {str(e).splitlines()[0]}") from None
     except RecursionError:

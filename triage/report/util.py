@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any, Callable, Dict, List
 
-from ..caps import CLIP
+from ..caps import CLIP, DIFF_CLIP
 from ..findings import rank_ranges
 
 # what could end a line, move the cursor or reorder the text where a report is shown: C0 and C1 controls
@@ -36,6 +36,16 @@ def clip(x: Any, n: int = CLIP) -> str:
     if len(t) > n:
         t = t[:n] + f"… [+{len(t) - n} chars]"
     return t
+
+
+def change_line(key: str, old: Any, new: Any, redact_fn: Callable[[str], str], n: int = DIFF_CLIP) -> str:
+    """`key: old -> new` (values as repr) for `triage diff`'s text: each value redacted as the value
+    of KEY (`KEY: VALUE`, whole), then clipped to N characters."""
+    def side(v: Any) -> str:
+        head = f"{key}: "
+        r = redact_fn(head + repr(v))
+        return clip(r[len(head):] if r.startswith(head) else r, n)
+    return f"{key}: {side(old)} -> {side(new)}"
 
 
 def value_text(x: Any, n: int = 200) -> str:

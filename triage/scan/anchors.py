@@ -16,7 +16,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 if TYPE_CHECKING:
     from hyperscan import Database, Scratch
@@ -99,6 +99,40 @@ def store_cached(key: str, db: Database) -> None:
         pass
 
 
+class _Lines:
+    """{line start: tags} built hit by hit, equal tag sets made one object: a block of a million
+    hit lines holds a handful of distinct sets, not a million (callers read them, never change them)."""
+
+    def __init__(self) -> None:
+        self.out: Dict[int, Set[int]] = {}
+        self.canon: Dict[FrozenSet[int], Set[int]] = {}
+        self.start = -1                      # the line whose hits arrive now ...
+        self.tags: Set[int] = set()          # ... and its tags so far
+
+    def add(self, start: int, tag: int) -> None:
+        if start != self.start:
+            self._close()
+            self.start, self.tags = start, set()
+        self.tags.add(tag)
+
+    def _close(self) -> None:
+        if self.start < 0:
+            return
+        f = frozenset(self.tags)
+        old = self.out.get(self.start)       # the line had hits before another line's (out of order)
+        if old is not None:
+            f = f | old
+        c = self.canon.get(f)
+        if c is None:
+            c = self.canon[f] = set(f)
+        self.out[self.start] = c
+
+    def done(self) -> Dict[int, Set[int]]:
+        self._close()
+        self.start = -1
+        return self.out
+
+
 class AnchorSet:
     """Compiled anchors; `scan(data)` returns {line start: set of tags} for the lines they hit."""
 
@@ -160,24 +194,26 @@ class AnchorSet:
         return self._scan_re(data, base, whole)
 
     def _scan_hs(self, db: Database, data: bytes, base: int, whole: bytes) -> Dict[int, Set[int]]:
-        """scan() with Hyperscan: every hit's tag added to its line."""
-        out: Dict[int, Set[int]] = {}
-        ends: List[Tuple[int, int]] = []
-        add = ends.append
-
-        def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
-            add((to, i))
-        db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        """scan() with Hyperscan: every hit's tag added to its line.  Linear in the block however
+        many hits a line holds: a hit's line start is looked for only back to the previous hit
+        (Hyperscan reports in order of end offset), and hits are not kept, only their lines' tags,
+        as sets shared among lines (see _Lines)."""
+        lines = _Lines()
         tags = self._tags
         rfind = whole.rfind
-        for to, i in ends:                   # Hyperscan reports in order of end offset
-            start = rfind(b"\n", 0, base + to) + 1
-            t = out.get(start)
-            if t is None:
-                out[start] = {tags[i]}
-            else:
-                t.add(tags[i])
-        return out
+        last = [0, 0]                        # absolute end of the last hit, and its line's start
+
+        def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            end = base + to
+            if end >= last[0]:
+                nl = rfind(b"\n", last[0], end)
+                start = nl + 1 if nl >= 0 else last[1]
+                last[0], last[1] = end, start
+            else:                            # out of order: look back all the way
+                start = rfind(b"\n", 0, end) + 1
+            lines.add(start, tags[i])
+        db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        return lines.done()
 
     def _scan_re(self, data: bytes, base: int, whole: bytes) -> Dict[int, Set[int]]:
         """scan() with the stdlib: the lines any anchor hits, then each such line against every anchor."""

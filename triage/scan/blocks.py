@@ -8,7 +8,7 @@ from typing import Dict, List, Set
 from ..caps import BLOCK_MAX_LINES
 from .observer import Observer, lit, rxa
 from .results import ErrorBlock, StreamKey
-from .rx import TIMEOUT, lazy
+from .rx import TIMEOUT, TextMemo, lazy
 from .sources import Line
 from .state import Core, Event, InputState, Stream
 
@@ -64,8 +64,7 @@ class Blocks(Observer):
             if self._extend(line, st, b):
                 return
             self.core.close_block(st)
-        if (_maybe_error(text) and (EXC_LINE.match(text) or _ERROR_LINE.search(text[:300], timeout=TIMEOUT))) \
-                or _error_header(line):
+        if _opens_block(text) or _error_header(line):
             self._open(line, ev, [text])
             st.in_tb = False
 
@@ -116,7 +115,7 @@ class Blocks(Observer):
         after the message (indented / not a new record, up to a few).  False when it does not."""
         text = line.text
         if st.in_tb:
-            exc = bool(EXC_LINE.match(text))
+            exc = _exc_line(text)
             if len(b.lines) < BLOCK_MAX_LINES:
                 b.lines.append(text)
             elif exc:             # a long traceback keeps its head and its exception line
@@ -127,8 +126,8 @@ class Blocks(Observer):
                 b.exc_line = line.lineno
             return True
         if text.strip() and (line.lineno - b.end) <= 1 and len(b.lines) < BLOCK_MAX_LINES \
-                and not _ERROR_LINE.search(text[:300], timeout=TIMEOUT) and not _error_header(line):
-            if text.startswith((" ", "\t")) or not _looks_like_new_record(text):
+                and not _error_line(text) and not _error_header(line):
+            if text.startswith((" ", "\t")) or not _new_record(text):
                 b.lines.append(text)
                 b.end = line.lineno
                 return True
@@ -166,4 +165,11 @@ def _maybe_error(text: str) -> bool:
 
 def _looks_like_new_record(text: str) -> bool:
     return bool(_RECORD.match(text))
+
+
+# the tests of a line's text above, remembered for repeated lines (see TextMemo)
+_exc_line = TextMemo(EXC_LINE.match)
+_error_line = TextMemo(lambda text: _ERROR_LINE.search(text[:300], timeout=TIMEOUT))
+_new_record = TextMemo(_looks_like_new_record)
+_opens_block = TextMemo(lambda text: _maybe_error(text) and bool(EXC_LINE.match(text) or _error_line(text)))
 

@@ -37,9 +37,9 @@ class _InputScan:
         self.seg_attempt = inp.current()
 
     def block(self, buf: bytes, lo: int,
-              prepared: Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]) -> None:
+              prepared: Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]) -> None:
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back)."""
-        hits, recs_all, line_idx, block_nl = prepared
+        hits, recs_all, block_nl = prepared
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -63,7 +63,7 @@ class _InputScan:
                 if hi_idx >= len(starts):
                     break
                 start = starts[hi_idx]
-                self.lineno = first + line_idx[start] - 1
+                self.lineno += buf.count(b"\n", pos, start)     # pos: the start of line self.lineno + 1
                 tags = hits[start]
             nl = buf.find(b"\n", start)
             end = nl if nl >= 0 else n

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import calendar
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
+from .rx import TextMemo
 from .sources import (
     MAX_LINE,
     MAX_RAW,
@@ -16,6 +17,16 @@ from .sources import (
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
+# parsed lines kept behind the current one (a look back reaches WALK_BACK lines, and resolving the rank
+# of the line it reaches up to WALK_BACK more): more are dropped, so that a block of a million short
+# hit lines does not keep a million Line objects
+CACHE_KEEP = 2 * WALK_BACK + 64
+
+
+PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a log repeats its lines) ...
+PARSED_TEXT = 512          # ... of at most this many bytes
+# continues(text, prev) is this test of TEXT, or PREV is NCCL's "Last error:" line
+_continues = TextMemo(lambda text: continues(text, ""))
 
 
 class BlockView(View):
@@ -31,22 +42,43 @@ class BlockView(View):
         self.cur_lineno = 0
         self._ts_memo: Tuple[Tuple[int, Optional[int]], Optional[float]] = ((-1, None), None)
         self._year_span: Tuple[float, float] = (0.0, 0.0)
+        # timestamps carried forward: per rank, the time of the newest timestamped line looked at, and
+        # the line number before which every line was looked at (a look back stops there: each line
+        # is read for its timestamp once, not once per later line)
+        self._ts_rank: Dict[Optional[int], float] = {}
+        self._ts_from = 0
+        self._cache_floor = 0     # cache size after the last pruning
+        # newest_before: per key, the first line number not yet looked at and the newest line that passed
+        self._newest: Dict[Hashable, Tuple[int, Optional[Line]]] = {}
+        # bytes of a short line -> (year hint, text, rank, time, normalised raw) of its parse
+        self._parsed: Dict[bytes, Tuple[Optional[int], str, Optional[int], Optional[float], str]] = {}
 
     def reset(self, buf: bytes) -> None:
         self.buf = buf
         self.cache = {}
+        self._cache_floor = 0
 
     def _parse(self, off: int, lineno: int) -> Line:
         buf = self.buf
         nl = buf.find(b"\n", off)
         end = nl if nl >= 0 else len(buf)
-        raw = buf[off:min(end, off + MAX_RAW)].decode("utf-8", "replace")
+        data = buf[off:min(end, off + MAX_RAW)]
+        inp = self.inp
+        memo = self._parsed.get(data)          # a repeated line is parsed once (see _parsed)
+        if memo is not None and memo[0] == self.year:
+            _, text, rank, ts, norm = memo
+            return Line(text, inp.label, lineno, rank, ts, norm, inp.attempt)
+        raw = data.decode("utf-8", "replace")
         if len(raw) > MAX_LINE * 4:
             raw = raw[:MAX_LINE * 4]
         if raw.endswith("\r") and "\r" not in raw[:-1]:
             raw = raw[:-1]
-        inp = self.inp
-        return make_line(raw, inp.label, lineno, inp.file_rank, self.year, inp.attempt)
+        ln = make_line(raw, inp.label, lineno, inp.file_rank, self.year, inp.attempt)
+        if len(data) <= PARSED_TEXT:
+            if len(self._parsed) >= PARSED_KEEP:
+                self._parsed.clear()
+            self._parsed[data] = (self.year, ln.text, ln.rank, ln.ts, ln.raw)
+        return ln
 
     def line_at(self, off: int, lineno: int) -> Line:
         """The line starting at `off` (line number `lineno`), its rank resolved as the line
@@ -69,7 +101,7 @@ class BlockView(View):
             po = self.buf.rfind(b"\n", 0, o - 1) + 1
             prev = self.cache.get(po)
             prev_line = prev if prev is not None else self._parse(po, n - 1)
-            cont = continues(cur.text, prev_line.text)
+            cont = prev_line.text.startswith("Last error:") or _continues(cur.text)
             chain.append((o, cur, cont))
             if not cont:
                 break
@@ -81,7 +113,17 @@ class BlockView(View):
             if cont and cur.rank is None and rank is not None:
                 cur.rank = rank
             self.cache[o] = cur
-        return self.cache[off]
+        ln = self.cache[off]
+        if len(self.cache) > 2 * CACHE_KEEP + self._cache_floor:
+            self._prune()
+        return ln
+
+    def _prune(self) -> None:
+        """Forget the parsed lines more than CACHE_KEEP lines behind the current one (no look back
+        reaches them), amortised O(1) per line."""
+        floor = self.cur_lineno - CACHE_KEEP
+        self.cache = {o: x for o, x in self.cache.items() if x.lineno >= floor}
+        self._cache_floor = len(self.cache)
 
     def _walk(self, line: Line):
         """Previous lines of the buffer, newest first, as resolved Lines."""
@@ -96,14 +138,29 @@ class BlockView(View):
             yield self.line_at(off, n)
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
+        """The time of the stream's newest timestamped line before LINE: the lines since the last look
+        back (at most WALK_BACK of them) are read once, and the newest time of each rank among them
+        is carried forward, so a run of untimed lines costs O(1) a line, not O(WALK_BACK)."""
         if line.ts is not None:
             return line.ts
         if self._ts_memo[0] == (line.lineno, line.rank):
             return self._ts_memo[1]
-        for prev in self._walk(line):
-            if prev.rank == line.rank and prev.ts is not None:
-                st.last_ts = prev.ts
-                break
+        if line.source == self.inp.label:
+            seen: Set[Optional[int]] = set()
+            off, n, stop = self.cur_off, self.cur_lineno, self._ts_from
+            for _ in range(WALK_BACK):
+                if off <= 0 or n - 1 < stop:
+                    break
+                off = self.buf.rfind(b"\n", 0, off - 1) + 1
+                n -= 1
+                prev = self.line_at(off, n)
+                if prev.ts is not None and prev.rank not in seen:
+                    seen.add(prev.rank)
+                    self._ts_rank[prev.rank] = prev.ts
+            self._ts_from = max(stop, self.cur_lineno)
+            ts = self._ts_rank.get(line.rank)
+            if ts is not None:
+                st.last_ts = ts
         self._ts_memo = ((line.lineno, line.rank), st.last_ts)
         return st.last_ts
 
@@ -130,8 +187,36 @@ class BlockView(View):
                 break
         return out[::-1]
 
+    def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
+        """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back
+        stops at the line of the previous call with KEY (the lines before it were looked at then,
+        and the newest that passed is remembered)."""
+        if line.source != self.inp.label:
+            return None
+        limit = min(n, WALK_BACK)
+        frontier, hit = self._newest.get(key, (0, None))
+        off, ln = self.cur_off, self.cur_lineno
+        found: Optional[Line] = None
+        for _ in range(limit):
+            if off <= 0 or ln - 1 < frontier:
+                break
+            off = self.buf.rfind(b"\n", 0, off - 1) + 1
+            ln -= 1
+            x = self.line_at(off, ln)
+            if test(x):
+                found = x
+                break
+        if found is None and hit is not None and self.cur_lineno - hit.lineno <= limit:
+            found = hit
+        self._newest[key] = (max(frontier, self.cur_lineno), found or hit)
+        return found
+
     def done(self, line: Line, st: Stream) -> None:
         ts = line.ts
+        if ts is not None:
+            self._ts_rank[line.rank] = ts
+        if line.lineno == self._ts_from:      # the lines before the next one are all looked at
+            self._ts_from += 1
         if ts is not None and not (self._year_span[0] <= ts < self._year_span[1]) and "-" in line.raw[:40]:
             y = time.gmtime(ts).tm_year     # a dated line tells glog lines (no year) their year
             self.year = y

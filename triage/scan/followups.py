@@ -2,8 +2,11 @@
 requirements of rules."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List
+from collections import deque
+from dataclasses import dataclass, field
+from heapq import merge
+from time import perf_counter
+from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Tuple
 
 from .observer import Observer
 from .results import Match, StreamKey
@@ -12,16 +15,30 @@ from .sources import Line
 from .state import CONTEXT_LINES, Core, Event, InputState, Stream
 
 if TYPE_CHECKING:
-    from ..patterns import ContextReq
+    from ..patterns import ContextReq, MatchRule
 
 AFTER_SPAN = 200           # physical lines after a match searched for its "after" context
 
 
 @dataclass
 class _Pending:
-    match: Match
+    """The matches of one rule in one input that wait for the same unmet context requirements: a
+    line is checked against those requirements once for all of them (20,000 identical warnings
+    each waiting 1,000 lines for a capture line cost 20 million checks, checked one by one)."""
+    rule: MatchRule
     needs: List[int]              # indexes of context requirements still unmet
-    deadline: int                 # last line number that can still satisfy them
+    # (last line number that can still satisfy them, seq, match), in that order
+    waiting: Deque[Tuple[int, int, Match]] = field(default_factory=deque)
+
+    def check(self, line: Line, timeouts: Timeouts) -> List[int]:
+        """The requirements LINE leaves unmet."""
+        ctx = self.rule.context
+        return [i for i in self.needs if not _ctx_hit(ctx[i], line, timeouts)]
+
+    def expire(self, lineno: int) -> None:
+        w = self.waiting
+        while w and w[0][0] < lineno:
+            w.popleft()
 
 
 def _ctx_hit(ctx: ContextReq, line: Line, timeouts: Timeouts) -> bool:
@@ -33,9 +50,21 @@ class Followups(Observer):
 
     def __init__(self, core: Core):
         self.core = core
-        self.pending: Dict[str, List[_Pending]] = {}
+        # per input: the matches waiting for look-ahead context, per (rule, unmet requirements)
+        self.pending: Dict[str, Dict[Tuple[int, Tuple[int, ...]], _Pending]] = {}
         # per input: the streams whose matches still wait for "after" lines -> last line no. to wait
         self.waiting: Dict[str, Dict[StreamKey, int]] = {}
+        # counts the time of a rule's slow context checks; True when the rule is switched off (Rules.charge)
+        self.charge: Callable[["MatchRule", float, int], bool] = lambda rule, seconds, chars: False
+
+    def wait_context(self, m: Match, needs: List[int], deadline: int) -> None:
+        """M counts once a line up to DEADLINE meets its rule's context requirements NEEDS."""
+        groups = self.pending.setdefault(m.line.source, {})
+        key = (id(m.rule), tuple(needs))
+        pd = groups.get(key)
+        if pd is None:
+            pd = groups[key] = _Pending(m.rule, list(needs))
+        pd.waiting.append((deadline, m.seq, m))
 
     def wait_after(self, m: Match, st: Stream) -> None:
         last = m.line.lineno + AFTER_SPAN
@@ -67,16 +96,40 @@ class Followups(Observer):
                     if len(m.after) < CONTEXT_LINES:
                         keep.append((m, last))
             st.want_after = keep
-        pend = self.pending.get(line.source)
-        if pend:
-            keep_p = []
-            for pd in pend:
-                pd.needs = [i for i in pd.needs if not _ctx_hit(pd.match.rule.context[i], line, self.core.timeouts)]
-                if not pd.needs:
-                    pd.match.context.append(line)
-                    self.core.add_match(pd.match)
-                    self.core.stream(pd.match.line.source, pd.match.line.rank).block_matched = True
-                elif line.lineno <= pd.deadline:
-                    keep_p.append(pd)
-            self.pending[line.source] = keep_p
+        groups = self.pending.get(line.source)
+        if groups:
+            self._check_pending(line, groups)
+
+    def _check_pending(self, line: Line, groups: Dict[Tuple[int, Tuple[int, ...]], _Pending]) -> None:
+        """LINE against the waiting matches: those whose requirements it completes count, those whose
+        last line it was stop waiting (as if each match were checked on its own, in the order made)."""
+        moved: List[_Pending] = []
+        for key, pd in list(groups.items()):
+            c0 = perf_counter()
+            left = pd.check(line, self.core.timeouts)
+            if self.charge(pd.rule, perf_counter() - c0, len(line.text)):      # switched off: its matches stop waiting
+                del groups[key]
+                continue
+            if not left:
+                for _, _, m in pd.waiting:
+                    m.context.append(line)
+                    self.core.add_match(m)
+                    self.core.stream(m.line.source, m.line.rank).block_matched = True
+                del groups[key]
+                continue
+            pd.expire(line.lineno)
+            if len(left) < len(pd.needs):      # some requirements met: it joins those that wait for the rest
+                del groups[key]
+                if pd.waiting:
+                    pd.needs = left
+                    moved.append(pd)
+            elif not pd.waiting:
+                del groups[key]
+        for pd in moved:
+            key = (id(pd.rule), tuple(pd.needs))
+            other = groups.get(key)
+            if other is None:
+                groups[key] = pd
+            else:
+                other.waiting = deque(merge(other.waiting, pd.waiting, key=lambda x: (x[0], x[1])))
 

@@ -13,7 +13,9 @@ from .sources import (
     normalise,
 )
 
-_CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"
+# a line with a control byte, hit once (at its end) however many it holds: an anchor hit per byte
+# made a 4 MiB line of control bytes 4 million hits
+_CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f][^\n]*$"
 NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
 NORMED_TAG = -2          # ... and its tags come from its normalised text
 RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
@@ -33,11 +35,12 @@ def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:
 
 
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
-                  ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], Dict[int, int], int]:
+                  ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
-    (those leave the hits when they wake nobody else), the index in the block of each hit line
-    and the block's line count.  Offsets are offsets in buf."""
+    (those leave the hits when they wake nobody else) and the block's line count.  Offsets are
+    offsets in buf.  (The scanner counts the lines before a hit itself: an index per hit line
+    cost a dict entry per line of a block of dense hits.)"""
     # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
     data = cast(bytes, memoryview(buf)[lo:]) if lo else buf
     hits = aset.scan(data, lo, buf)
@@ -50,13 +53,7 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
         for ls in recs:
             del hits[ls]
         recs_all.append(recs)
-    line_idx: Dict[int, int] = {}
-    prev, n = lo, 0
-    for s in sorted(hits):
-        n += buf.count(b"\n", prev, s)
-        line_idx[s] = n
-        prev = s
-    return hits, recs_all, line_idx, n + buf.count(b"\n", prev)
+    return hits, recs_all, buf.count(b"\n", lo)
 
 
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:
@@ -78,7 +75,7 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
         o += len(t) + 1
     found = aset.scan(joined)
     for i, s in enumerate(starts):
-        new = found.get(offs[i], set())
+        new = set(found.get(offs[i], ()))     # a copy: scan() shares equal tag sets among lines
         new.discard(NORM_TAG)
         if new:
             new.add(NORMED_TAG)

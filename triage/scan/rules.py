@@ -1,22 +1,33 @@
 """Observer: the pattern catalog's match rules (a hit line meets only the rules whose literals it holds)."""
 from __future__ import annotations
 
+import functools
 import re
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from .followups import Followups, _ctx_hit, _Pending
+from .followups import Followups, _ctx_hit
 from .observer import Observer
 from .results import Match
 from .rx import lazy, search
 from .sources import Line
-from .state import CONTEXT_LINES, Core, Event
+from .state import CONTEXT_LINES, Core, Event, View
 
 if TYPE_CHECKING:
-    from ..patterns import MatchRule, Pattern
+    from ..patterns import ContextReq, MatchRule, Pattern
 
 # Source-code echo lines and caret markers never carry a message.
 _CODE = lazy(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
 MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is switched off
+# ... and so is a rule whose slow searches add up to RULE_TIME_BUDGET in one scan: a regex that costs
+# 14 ms a line, under the timeout, must not make the scan crawl either.  A search of one line (its
+# regex and `not` regexes, or its context regexes) is slow when it takes more than SLOW_SEARCH plus
+# LINEAR_COST a character of the line: superlinear.  The slowest shipped regex takes ~2 ms on a
+# 4,000-character line (lines are clipped to MAX_LINE), a `.*` followed by alternatives 10-14 ms on a
+# crafted one; only slow searches count, so a rule that matches millions of lines is never switched off.
+SLOW_SEARCH = 0.001        # seconds
+LINEAR_COST = 1e-6         # seconds a character
+RULE_TIME_BUDGET = 0.5     # seconds
 CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge logs)
 
 
@@ -45,7 +56,18 @@ class Rules(Observer):
         self.followups = followups
         self.with_context = 0
         self._timeouts: Dict[int, int] = {}
+        self._spent: Dict[int, float] = {}
         self.disabled: Dict[int, str] = {}
+        followups.charge = self.charge
+
+    def charge(self, rule: MatchRule, seconds: float, chars: int) -> bool:
+        """Count a search of RULE on a line of CHARS characters that took SECONDS when it was slow;
+        True when the rule is (now) switched off."""
+        if seconds > SLOW_SEARCH + chars * LINEAR_COST:
+            spent = self._spent[id(rule)] = self._spent.get(id(rule), 0.0) + seconds
+            if spent >= RULE_TIME_BUDGET:
+                self.disabled[id(rule)] = rule.source_text
+        return id(rule) in self.disabled
 
     def _hits(self, rule: MatchRule, text: str, lower: str) -> bool:
         if rule.ignore_case:
@@ -57,14 +79,35 @@ class Rules(Observer):
             return False
         timeouts = self.core.timeouts
         t0 = timeouts.count
+        c0 = perf_counter()
         m = search(rule.rx, text, timeouts)
         hit = m is not None and not any(search(n, text, timeouts) for n in rule.negative) and (
             rule.min_share is None or share_of(m) >= rule.min_share)
+        self.charge(rule, perf_counter() - c0, len(text))
         if timeouts.count > t0:
             n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
             if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
                 self.disabled[id(rule)] = rule.source_text
         return hit
+
+    def _context_before(self, i: int, m: Match, view: View) -> Optional[List[int]]:
+        """The context requirements of rule I that the lines before M's line leave unmet (those met
+        add their newest line to M's context); None when the rule is switched off meanwhile."""
+        rule = m.rule
+        needs = []
+        for j, c in enumerate(rule.context):
+            found = view.newest_before(m.line, c.window, (i, j), functools.partial(self._ctx_test, rule, c))
+            if found is not None:
+                m.context.append(found)
+            else:
+                needs.append(j)
+        return None if id(rule) in self.disabled else needs
+
+    def _ctx_test(self, rule: MatchRule, ctx: ContextReq, line: Line) -> bool:
+        """LINE meets the context requirement CTX of RULE (the search's time charged to RULE)."""
+        c0 = perf_counter()
+        hit = _ctx_hit(ctx, line, self.core.timeouts)
+        return not self.charge(rule, perf_counter() - c0, len(line.text)) and hit
 
     def feed(self, line: Line, ev: Event) -> None:
         text = line.text
@@ -87,16 +130,12 @@ class Rules(Observer):
                 m.before = view.before(line, st)[-CONTEXT_LINES:]
                 self.followups.wait_after(m, st)
             if rule.context:
-                needs = []
-                for j, c in enumerate(rule.context):
-                    found = [x for x in view.recent_in_source(line, c.window) if _ctx_hit(c, x, self.core.timeouts)]
-                    if found:
-                        m.context.append(found[-1])
-                    else:
-                        needs.append(j)
+                needs = self._context_before(i, m, view)
+                if needs is None:
+                    continue
                 if needs:
                     deadline = line.lineno + max(rule.context[j].window for j in needs)
-                    self.followups.pending.setdefault(line.source, []).append(_Pending(m, needs, deadline))
+                    self.followups.wait_context(m, needs, deadline)
                     continue
             self.core.add_match(m)
             hit_any = True

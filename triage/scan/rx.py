@@ -129,6 +129,30 @@ class ValidatedCache:
 VALIDATED = ValidatedCache()
 
 
+class TextMemo:
+    """A pure predicate on a line's text, remembered for short texts: a log repeats its lines (a
+    million `ERROR: retrying`), and a `regex` search with a timeout costs microseconds where a
+    dict look-up costs tens of nanoseconds.  Bounded: at most MAX texts of at most MAX_TEXT
+    characters are kept (cleared when full)."""
+    MAX = 4096
+    MAX_TEXT = 512
+    __slots__ = ("fn", "memo")
+
+    def __init__(self, fn: Callable[[str], object]):       # its truth is what counts
+        self.fn = fn
+        self.memo: Dict[str, bool] = {}
+
+    def __call__(self, text: str) -> bool:
+        r = self.memo.get(text)
+        if r is None:
+            r = bool(self.fn(text))
+            if len(text) <= self.MAX_TEXT:
+                if len(self.memo) >= self.MAX:
+                    self.memo.clear()
+                self.memo[text] = r
+        return r
+
+
 def lazy(pattern: str, flags: int = 0) -> LazyRx:
     """A module-level helper regex compiled on first use (keeps `import triage` fast)."""
     return LazyRx(pattern, flags | regex.V0)
@@ -302,9 +326,126 @@ def _delimited(body: List[_Item], inner: List[Optional[CharTest]]) -> bool:
     return False
 
 
+_ZERO_WIDTH = ("AT", "ASSERT", "ASSERT_NOT")
+# characters tried when asking whether two character predicates overlap
+_SAMPLE = [chr(i) for i in range(0x250)] + ["\u00a0", "\u2003", "\u0660", "\u4e00"]
+
+
+def _subs(name: str, av: Any) -> Optional[List[List[_Item]]]:
+    """The item sequences of a repeat, a group or an alternation (None for other items)."""
+    if name in _REPEATS:
+        return [av[2]]
+    if name == "SUBPATTERN":
+        return [av[-1]]
+    if name == "ATOMIC_GROUP":
+        return [av]
+    if name == "BRANCH":
+        return list(av[1])
+    return None
+
+
+def _nullable(items: List[_Item]) -> bool:
+    """ITEMS can match the empty string (a back-reference or an unfamiliar item counts as not empty)."""
+    for op, av in items:
+        name = str(op)
+        if name in _ZERO_WIDTH or (name in _REPEATS and av[0] == 0):
+            continue
+        subs = _subs(name, av)
+        if subs is None or not any(_nullable(sub) for sub in subs):
+            return False
+    return True
+
+
+def _first(items: List[_Item]) -> Optional[CharTest]:
+    """What the first character of a match of ITEMS can be (None: can't tell, or none)."""
+    tests: List[CharTest] = []
+    for op, av in items:
+        name = str(op)
+        if name in _ZERO_WIDTH:
+            continue
+        t = _chars((op, av))
+        if t is not None:
+            tests.append(t)
+            break
+        subs = _subs(name, av)
+        if subs is None:
+            return None
+        for sub in subs:
+            t = _first(sub)
+            if t is None and not _nullable(sub):
+                return None
+            if t is not None:
+                tests.append(t)
+        if not _nullable([(op, av)]):
+            break
+    if not tests:
+        return None
+    return lambda c: any(t(c) for t in tests)
+
+
+def _overlap(a: Optional[CharTest], b: Optional[CharTest]) -> bool:
+    return a is not None and b is not None and any(a(c) and b(c) for c in _SAMPLE)
+
+
+def _ambiguous_branch(body: List[_Item]) -> bool:
+    """An alternation in the repeated BODY (outside atomic groups and inner repeats) whose
+    alternatives can take the same text: an empty alternative where the other can start what
+    follows it (the stdlib's parser writes (a|aa) as a(?:|a)), or two alternatives that start
+    alike.  (Alternatives with a common literal prefix are factored out by the parser first,
+    so (ab|ac)+ is a(?:b|c) and passes.)"""
+    for k, (op, av) in enumerate(body):
+        name = str(op)
+        if name == "SUBPATTERN":
+            if _ambiguous_branch(list(av[-1]) + body[k + 1:]):
+                return True
+        elif name == "BRANCH":
+            alts = list(av[1])
+            follow = _first(body[k + 1:] + body) if _nullable(body[k + 1:]) else _first(body[k + 1:])
+            firsts = [_first(a) for a in alts]
+            for i, a in enumerate(alts):
+                if _nullable(a) and any(_overlap(f, follow) for j, f in enumerate(firsts) if j != i):
+                    return True
+                if any(_overlap(firsts[i], firsts[j]) and _alike(a, alts[j]) for j in range(i + 1, len(alts))):
+                    return True
+    return False
+
+
+def _simple(items: List[_Item]) -> Tuple[List[CharTest], bool]:
+    """The character predicates of the leading one-character items of ITEMS (plain groups and
+    fixed counts such as x{3} unrolled), and whether that is all of ITEMS."""
+    out: List[CharTest] = []
+    for op, av in items:
+        name = str(op)
+        t = _chars((op, av))
+        if t is not None:
+            out.append(t)
+        elif name == "SUBPATTERN":
+            inner, whole = _simple(list(av[-1]))
+            out += inner
+            if not whole:
+                return out, False
+        elif name in _REPEATS and av[0] == av[1] <= 8 and len(av[2]) == 1 and _chars(av[2][0]) is not None:
+            out += [t2 for t2 in [_chars(av[2][0])] * av[0] if t2 is not None]
+        else:
+            return out, False
+    return out, True
+
+
+def _alike(a: List[_Item], b: List[_Item]) -> bool:
+    """Alternatives A and B (starting alike) can take the same text: character by character they
+    overlap until one of them ends, or until what follows is beyond this check (then assumed)."""
+    pa, _ = _simple(a)
+    pb, _ = _simple(b)
+    for x, y in zip(pa, pb):
+        if not _overlap(x, y):
+            return False
+    return True
+
+
 def _repeat_risk(name: str, av: Any, maxrepeat: Any) -> Optional[str]:
-    """Why one repeat item itself is a risk (its count, or an unbounded repeat of unbounded
-    repeats), not looking further into its body; or None."""
+    """Why one repeat item itself is a risk (its count, an unbounded repeat of unbounded repeats,
+    of something that can match nothing, or of alternatives that can take the same text), not
+    looking further into its body; or None."""
     lo, hi, sub = av
     if (hi is not maxrepeat and hi > MAX_REPEAT_COUNT) or lo > MAX_REPEAT_COUNT:
         return f"repetition count above {MAX_REPEAT_COUNT}"
@@ -313,6 +454,11 @@ def _repeat_risk(name: str, av: Any, maxrepeat: Any) -> Optional[str]:
         inner = _inner_repeats(body, maxrepeat)
         if inner and not _delimited(body, inner):
             return "nested unbounded quantifiers (catastrophic backtracking)"
+        if _nullable(body):
+            return "an unbounded quantifier over something that can match nothing (catastrophic backtracking)"
+        if _ambiguous_branch(list(body)):
+            return ("an unbounded quantifier over alternatives that can match the same text, such as (a|aa)+ "
+                    "(catastrophic backtracking)")
     return None
 
 
@@ -336,8 +482,9 @@ def _walk(items: List[_Item], maxrepeat: Any) -> Optional[str]:
 
 def risky(pattern: str) -> Optional[str]:
     """Why a regex is a backtracking risk (nested unbounded quantifiers such as (a+)+ or (\\w*\\s?)*,
-    or a huge repetition count), or None.  Read with the stdlib parser; a pattern it cannot read
-    (a `regex`-only construct) is judged by its timeout alone."""
+    a repeated group that can match nothing such as (a|a?)+, alternatives under a quantifier that can
+    take the same text such as (a|aa)+, or a huge repetition count), or None.  Read with the stdlib
+    parser; a pattern it cannot read (a `regex`-only construct) is judged by its timeout alone."""
     sre_parse, maxrepeat = _stdlib_parser()
     try:
         tree = sre_parse.parse(pattern)

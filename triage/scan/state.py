@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Deque, Dict, List, Optional, Set, Tuple
+from typing import Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
 
 from .results import ErrorBlock, LauncherExit, Match, StreamKey
-from .rx import TIMEOUT, Timeouts, lazy
+from .rx import TIMEOUT, TextMemo, Timeouts, lazy
 from .sources import (
     Input,
     Line,
@@ -17,6 +17,7 @@ from .sources import (
 # A Python traceback frame line; the next line is source code, not a message.
 _FRAME = lazy(r'^\s*File "[^"]*", line \d+')
 _WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")  # noqa: E501 - a regex reads best on one line
+_wrapper = TextMemo(lambda text: _WRAPPER.search(text, timeout=TIMEOUT))
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
 MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)
@@ -71,6 +72,12 @@ class View:
     def recent_in_source(self, line: Line, n: int) -> List[Line]:
         d = self.by_source.get(line.source)
         return list(d)[-n:] if d else []
+
+    def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
+        """The newest of the N lines of LINE's input before it that pass TEST (KEY names the test:
+        the block driver remembers what it looked at per key), or None."""
+        found = [x for x in self.recent_in_source(line, n) if test(x)]
+        return found[-1] if found else None
 
     def done(self, line: Line, st: Stream) -> None:
         st.after_frame = bool(_FRAME.match(line.text)) if "File" in line.text else False
@@ -169,7 +176,7 @@ class Core:
         if b is None:
             return
         b.explained = st.block_matched
-        if not b.explained and not any(_WRAPPER.search(x, timeout=TIMEOUT) for x in b.lines):
+        if not b.explained and not any(_wrapper(x) for x in b.lines):
             self._keep_block(b)
         st.block = None
         st.block_matched = False

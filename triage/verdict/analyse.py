@@ -94,7 +94,8 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
     head.ranks_fn = (lambda: sorted(fn())) if fn is not None else None
     unmatched, unmatched_omitted = _unmatched(head.blocks)
     events, events_omitted = timeline(by_group.get(last, []), grouped[last][1], grouped[last][2])
-    notes = [f"regex switched off after repeated timeouts (fix the pattern): {r[:120]}" for r in scan.disabled_rules]
+    notes = [f"regex switched off after repeated timeouts or too much search time (fix the pattern): {r[:120]}"
+             for r in scan.disabled_rules]
     a = Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
                  unmatched=unmatched, unmatched_omitted=unmatched_omitted,
                  timeline=events, timeline_omitted=events_omitted + dropped,

@@ -75,9 +75,49 @@ def error_spam(fdp: "atheris.FuzzedDataProvider", blob: bytes) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
+def truncated_archive(fdp: "atheris.FuzzedDataProvider", blob: bytes) -> bytes:
+    """The fuzzer's bytes compressed (gzip, bzip2, xz or zstd) and cut where it picks: a crashed node's log."""
+    import bz2
+    import gzip
+    import lzma
+    kind = fdp.ConsumeIntInRange(0, 3)
+    if kind == 3:
+        try:
+            import zstandard
+        except ImportError:
+            kind = 0
+    data = (gzip.compress, bz2.compress, lzma.compress,
+            lambda b: zstandard.ZstdCompressor().compress(b))[kind](blob * fdp.ConsumeIntInRange(1, 64))
+    return data[:fdp.ConsumeIntInRange(1, len(data))]
+
+
+def through_a_fifo(data: bytes) -> None:
+    """DATA written into a FIFO in a job directory (skipped with a note) and named on the command
+    line (read as a pipe): neither may block or crash."""
+    import threading
+    d = tempfile.mkdtemp(dir=TMP)
+    fifo = os.path.join(d, "rank_1.log")
+    os.mkfifo(fifo)
+    with open(os.path.join(d, "rank_0.log"), "wb") as f:
+        f.write(data[:4096])
+    ENGINE.scan_paths([d])                        # the FIFO is skipped, never opened
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(data)
+    t = threading.Thread(target=feed)
+    t.start()
+    try:
+        ENGINE.scan_paths([fifo])
+    except InputError:
+        pass
+    t.join()
+    os.unlink(fifo)
+
+
 def one(data: bytes) -> None:
     fdp = atheris.FuzzedDataProvider(data)
-    what = fdp.ConsumeIntInRange(0, 5)
+    what = fdp.ConsumeIntInRange(0, 7)
     blob = fdp.ConsumeBytes(1 << 14)
     if what == 0:                                   # the block scanner on raw bytes (any encoding)
         _scan_file(blob, fdp.ConsumeIntInRange(64, 1 << 16))
@@ -85,6 +125,10 @@ def one(data: bytes) -> None:
         _scan_file(control_line(fdp, blob), fdp.ConsumeIntInRange(64, 1 << 22))
     elif what == 5:                                 # error spam
         _scan_file(error_spam(fdp, blob), fdp.ConsumeIntInRange(64, 1 << 22))
+    elif what == 6:                                 # a truncated archive (triaged up to its break)
+        _scan_file(truncated_archive(fdp, blob), fdp.ConsumeIntInRange(64, 1 << 22))
+    elif what == 7:                                 # a FIFO in a directory and named as an input
+        through_a_fifo(blob)
     elif what == 1:                                 # the line scanner, the text and markdown reports
         a = analyse(ENGINE.scan(lines_of(blob.decode("utf-8", "replace"))))
         render(a, "text")

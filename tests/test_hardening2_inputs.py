@@ -162,3 +162,40 @@ def test_a_file_growing_faster_than_it_is_read_is_finished_with_a_note(tmp_path)
         t.join(10)
     assert rc == 0
     assert any("grew while it was read" in n for n in d["notes"])
+
+
+def test_a_fifo_in_a_patterns_directory_is_a_one_line_error_not_a_hang(tmp_path):
+    pd = tmp_path / "patterns"
+    pd.mkdir()
+    os.mkfifo(pd / "x.yaml")
+    log = tmp_path / "job.log"
+    log.write_text("iteration 1 ok\n")
+    r = run(["analyze", str(log), "--patterns", str(pd)], timeout=60)     # before: blocked forever
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "not a regular file" in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_the_fuzz_targets_shapes_run_clean_once(tmp_path, monkeypatch):
+    """fuzz/fuzz_triage.py's issue-23 shapes (truncated archives of each kind, a FIFO in a directory and
+    named as an input), run once here without atheris."""
+    import importlib.util
+    import types
+    fake = types.ModuleType("atheris")
+    fake.instrument_imports = lambda: __import__("contextlib").nullcontext()
+    if "atheris" not in sys.modules:
+        monkeypatch.setitem(sys.modules, "atheris", fake)
+    spec = importlib.util.spec_from_file_location("fuzz_triage", os.path.join(ROOT, "fuzz", "fuzz_triage.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    class FDP:
+        def __init__(self, picks):
+            self.picks = list(picks)
+
+        def ConsumeIntInRange(self, lo, hi):
+            return max(lo, min(hi, self.picks.pop(0) if self.picks else lo))
+    blob = b"step 1 ok\nRuntimeError: CUDA error: an illegal memory access was encountered\n" * 20
+    for kind in range(4):
+        data = mod.truncated_archive(FDP([kind, 8, 200]), blob)
+        mod._scan_file(data, 4096)
+    mod.through_a_fifo(blob)

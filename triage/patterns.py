@@ -9,6 +9,7 @@ entry without a `literal` gets the prefilter derived from its regex (derive_lite
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -515,6 +516,8 @@ def _no_aliases(text: str, where: str) -> None:
 def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
     where = os.path.basename(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):      # a FIFO would block the run forever
+            raise PatternError(f"{path}: not a regular file (a FIFO, a socket or a device): not a pattern file")
         with open(path, "rb") as f:
             raw = f.read(PATTERN_MAX_BYTES + 1)
     except OSError as e:

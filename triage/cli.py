@@ -589,7 +589,7 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
     from .fleet import parse_since, view
     from .store import Store
     t0 = None if since.strip().lower() == "all" else parse_since(since)
-    with Store(db) as store:
+    with Store(db, existing=True) as store:
         records = list(store.records(since=t0))
         seen = store.seen(signatures=[r.signature for r in records if r.signature])
         known = store.known_list()
@@ -639,7 +639,7 @@ def known_list(db: Optional[str], fmt: str) -> None:
     \b
     Example:  triage known list --db postgresql://triage@db/triage --format json"""
     from .store import Store, day
-    with Store(db) as st:
+    with Store(db, existing=True) as st:
         rows = st.known_list()
         sigs = [r["key"] for r in rows if ": " in r["key"]]
         pits = [r["key"] for r in rows if ": " not in r["key"]]
@@ -669,7 +669,7 @@ def known_remove(keys: List[str], db: Optional[str]) -> None:
     Example:  triage known remove illegal-memory-access"""
     from .store import Store
     missing = []
-    with Store(db) as st:
+    with Store(db, existing=True) as st:
         for k in keys:
             if st.known_remove(k):
                 click.echo(f"removed: {k}")

@@ -339,7 +339,8 @@ class Store:
     default file).  Use as a context manager or call close().  Every failure is a StoreError whose
     message is one line, "store <where>: <why>", without a password."""
 
-    def __init__(self, db: Optional[str] = None, upto: int = SCHEMA_VERSION, timeout: Optional[float] = None):
+    def __init__(self, db: Optional[str] = None, upto: int = SCHEMA_VERSION, timeout: Optional[float] = None,
+                 existing: bool = False):
         given = db or os.environ.get("TRIAGE_DB") or default_db()
         self.shown = shown(given)
         self.ambiguous = _ambiguous(given)
@@ -357,6 +358,11 @@ class Store:
             raise self._err(str(e)) from None
         self.md, self.meta, self.verdicts, self.known = _tables()
         self.sqlite = self.url.startswith("sqlite")
+        if existing and self.sqlite:          # a read-only command: a mistyped path is no new empty store
+            path = self.url[len("sqlite:///"):].split("?", 1)[0]
+            if path and path != ":memory:" and not os.path.exists(path):
+                raise self._err("no store there (nothing was ever recorded at this path): check the path, or "
+                                "record verdicts first (triage analyze --record / triage fleet run)")
         self._deadline = time.monotonic() + self.timeout
         self._write = False           # the transaction being begun writes (SQLite: BEGIN IMMEDIATE)
         self._checked = False         # the store is triage's (or new): SQLite may be put in WAL mode

@@ -19,3 +19,40 @@ def test_fleet_report_on_a_store_path_that_does_not_exist_is_an_error_not_a_new_
         r = triage(*cmd, "--db", str(missing))
         assert r.returncode == 2 and "no store there" in r.stderr and r.stderr.count("\n") == 1, (cmd, r.stderr)
         assert not missing.exists() and not missing.parent.exists()
+
+
+FIX = os.path.join(ROOT, "tests", "fixtures", "logs")
+PITFALL = os.path.join(FIX, "synthetic", "other-stacks", "torch113_invalid_capture.log")
+UNEXPLAINED = os.path.join(FIX, "synthetic", "vllm", "worker_died.log")
+HEALTHY = os.path.join(FIX, "synthetic", "healthy_megatron_te_graphs.log")
+
+
+def test_fleet_fail_on_new_fails_only_on_a_signature_the_store_never_held(tmp_path):
+    db = str(tmp_path / "t.db")
+    first = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-on", "new", "-q", "--format", "json")
+    assert first.returncode == 1 and "--fail-on new: 1 signature(s) never seen before" in first.stderr
+    assert first.stdout.startswith("{")                     # the view comes first
+    again = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-on", "new", "-q")
+    assert again.returncode == 0 and "--fail-on" not in again.stderr
+    other = triage("fleet", "run", PITFALL, UNEXPLAINED, "--db", db, "--fail-on", "new", "-q")
+    assert other.returncode == 1 and "1 signature(s)" in other.stderr and "Worker proc" in other.stderr
+
+
+def test_fleet_fail_on_unexplained(tmp_path):
+    ok = triage("fleet", "run", PITFALL, HEALTHY, "--no-store", "--fail-on", "unexplained", "-q")
+    assert ok.returncode == 0
+    bad = triage("fleet", "run", PITFALL, UNEXPLAINED, "--no-store", "--fail-on", "unexplained", "-q")
+    assert bad.returncode == 1 and "--fail-on unexplained: 1 job(s)" in bad.stderr
+
+
+def test_fleet_fail_on_new_needs_the_store(tmp_path):
+    r = triage("fleet", "run", PITFALL, "--no-store", "--fail-on", "new", "-q")
+    assert r.returncode == 2 and "needs the store" in r.stderr
+    foreign = tmp_path / "other.db"
+    import sqlite3
+    con = sqlite3.connect(foreign)
+    con.execute("create table t (x)")
+    con.commit()
+    con.close()
+    r = triage("fleet", "run", PITFALL, "--db", str(foreign), "--fail-on", "new", "-q")
+    assert r.returncode == 2 and "cannot be decided" in r.stderr

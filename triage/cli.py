@@ -533,22 +533,29 @@ def fleet() -> None:
               help=PATTERNS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 @click.option("--require-store", is_flag=True, help=REQUIRE_STORE_HELP)
+@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["new", "unexplained"]),
+              help="Exit 1 after the view when a failing job's signature was never seen before in the store "
+                   "(new; needs the store) or a job failed with no pattern explaining why (unexplained). "
+                   "Repeatable.")
 def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
               fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool,
-              require_store: bool) -> None:
+              require_store: bool, fail_on: List[str]) -> None:
     """Analyse many jobs: each PATH is one job (a log file or a per-rank directory); with
     --jobs-in DIR each child of DIR is one job.  Jobs run in parallel (-j), every verdict is
     stored (--db; idempotent: a job analysed again is one record), and the grouped view is
     printed: per signature the count, first and last seen, the jobs and the known issue;
     unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong (a store
-    that fails is a warning after the view, as with --no-store; exit 2 with --require-store).
+    that fails is a warning after the view, as with --no-store; exit 2 with --require-store), or
+    1 when a --fail-on condition holds (2 when `new` cannot be decided: the store failed).
 
     \b
     Examples:
       triage fleet run --jobs-in /logs/2026-12-03 -j 8 -o fleet.html
       triage fleet run job-1.log job-2/ --no-store --format json"""
-    from .fleet import analyse_jobs, find_jobs, store_verdicts, view
+    from .fleet import analyse_jobs, failed_gates, find_jobs, store_verdicts, stored_signatures, view
     from .progress import for_jobs
+    if "new" in fail_on and no_store:
+        raise click.UsageError("--fail-on new needs the store (a signature never seen before in it): drop --no-store")
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
     jobs = find_jobs(paths, jobs_in)
     bar = None if quiet else for_jobs(len(jobs))
@@ -563,9 +570,19 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     results.sort(key=lambda r: order[r.job.job_id])
     records = [r.record for r in results if r.record is not None]
     errors = [r for r in results if r.record is None]
+    before, unread = (stored_signatures(db, [r.signature or "" for r in records]) if "new" in fail_on
+                      else (None, None))
     seen, known, warning = (None, None, None) if no_store else store_verdicts(db, records)
     _fleet_output(view(records, seen, known, errors), fmt, output, force)
     _store_failed(warning, require_store)
+    gates = failed_gates(records, fail_on, before)
+    for g in gates:
+        click.echo(f"triage: {g}", err=True)
+    if unread is not None:
+        click.echo(f"triage: --fail-on new cannot be decided: {unread}", err=True)
+        raise click.exceptions.Exit(EXIT_USAGE)
+    if gates:
+        raise click.exceptions.Exit(1)
 
 
 @fleet.command("report")

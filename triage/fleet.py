@@ -223,6 +223,33 @@ def store_verdicts(db: Optional[str], records: Sequence[Record]) -> Tuple[
         return None, None, f"triage: warning: {e}; {what}"
 
 
+def stored_signatures(db: Optional[str], signatures: Sequence[str]) -> Tuple[Optional[set], Optional[str]]:
+    """The SIGNATURES the store already holds (read before this run's verdicts are stored), or
+    (None, why) when the store cannot be read."""
+    try:
+        with Store(db) as st:
+            return set(st.seen(signatures=[s for s in signatures if s])), None
+    except StoreError as e:
+        return None, str(e)
+
+
+def failed_gates(records: Sequence[Record], fail_on: Sequence[str], before: Optional[set]) -> List[str]:
+    """What fails the pipeline (`--fail-on`): `new`, a failing job's signature the store never held
+    before this run (BEFORE); `unexplained`, a job that failed with no pattern explaining why."""
+    out = []
+    if "new" in fail_on and before is not None:
+        new = sorted({r.signature for r in records
+                      if r.signature and r.outcome != "healthy" and r.signature not in before})
+        if new:
+            out.append(f"--fail-on new: {len(new)} signature(s) never seen before in the store: "
+                       + "; ".join(x[:120] for x in new[:5]) + (" ..." if len(new) > 5 else ""))
+    if "unexplained" in fail_on:
+        n = sum(1 for r in records if r.outcome == "unexplained-failure")
+        if n:
+            out.append(f"--fail-on unexplained: {n} job(s) failed with no pattern explaining why")
+    return out
+
+
 # --- the grouped view ----------------------------------------------------------------------------
 def iso(ts: Optional[float]) -> Optional[str]:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts)) if ts else None

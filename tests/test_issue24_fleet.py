@@ -56,3 +56,21 @@ def test_fleet_fail_on_new_needs_the_store(tmp_path):
     con.close()
     r = triage("fleet", "run", PITFALL, "--db", str(foreign), "--fail-on", "new", "-q")
     assert r.returncode == 2 and "cannot be decided" in r.stderr
+
+
+def test_analyze_of_a_directory_holding_several_slurm_jobs_points_at_fleet(tmp_path):
+    log = open(PITFALL).read()
+    for j in (101, 102, 103):
+        (tmp_path / f"slurm-{j}.out").write_text(log)
+    r = triage("analyze", str(tmp_path))
+    assert r.returncode == 2 and "holds the logs of 3 Slurm jobs (101, 102, 103)" in r.stderr
+    assert f"triage fleet --jobs-in {tmp_path}" in r.stderr and r.stdout == ""
+    fleet = triage("fleet", "--jobs-in", str(tmp_path), "--no-store", "--format", "json", "-q")
+    import json
+    assert fleet.returncode == 0 and json.loads(fleet.stdout)["jobs"] == 3
+    # one job's per-task files (slurm-%j_%t.out) are one job
+    one = tmp_path / "one"
+    one.mkdir()
+    for t in (0, 1):
+        (one / f"slurm-101_{t}.out").write_text(log)
+    assert triage("analyze", str(one)).returncode == 1

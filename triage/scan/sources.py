@@ -19,7 +19,7 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import regex
 
@@ -195,6 +195,21 @@ def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
     return found
 
 
+# Slurm's default output names: slurm-%j.out, slurm-%j_%t.out (per task), slurm-%A_%a.out (arrays)
+_SLURM_JOB_FILE = re.compile(r"^slurm-(\d+)(?:[_-]\d+)?\.(?:out|err|log)(?:\.(?:gz|bz2|xz|zst))?$", re.I)
+
+
+def _one_job(top: str, files: Sequence[str]) -> None:
+    """A directory given as one job that holds the logs of several Slurm jobs (slurm-101.out,
+    slurm-102.out) would get one mixed verdict: an InputError that points at triage fleet."""
+    ids = sorted({m.group(1) for f in files for m in [_SLURM_JOB_FILE.match(os.path.basename(f))] if m},
+                 key=int)
+    if len(ids) > 1:
+        shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+        raise InputError(f"directory {top!r} holds the logs of {len(ids)} Slurm jobs ({shown}): one verdict would mix "
+                         f"them; triage each job's files, or all of them with `triage fleet --jobs-in {top}`")
+
+
 def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> List[str]:
     """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin.
     What a directory holds that is not read (an unreadable subdirectory, a FIFO) is noted in NOTES."""
@@ -206,6 +221,7 @@ def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> Lis
             found = _walk_logs(p, notes)
             if not found:
                 raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
+            _one_job(p, found)
             out.extend(found)
         elif os.path.exists(p):
             out.append(p)

@@ -100,13 +100,19 @@ def _yaml_depth_ok(text: str) -> bool:
     if _BASE_LOADER is yaml.SafeLoader:
         return True                      # the pure-Python composer raises RecursionError
     depth = 0
-    for ev in yaml.parse(text, Loader=_BASE_LOADER):
-        if isinstance(ev, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > _C_SAFE_DEPTH:
-                return False
-        elif isinstance(ev, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for ev in yaml.parse(text, Loader=_BASE_LOADER):
+            if isinstance(ev, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > _C_SAFE_DEPTH:
+                    return False
+            elif isinstance(ev, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError as e:
+        # libyaml 0.2.6+ (PyYAML 6.0.4's wheels) has its own limit: "exceeded maximum nesting depth"
+        if "nesting depth" in str(e):
+            return False
+        raise
     return True
 
 

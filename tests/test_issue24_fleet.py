@@ -74,3 +74,21 @@ def test_analyze_of_a_directory_holding_several_slurm_jobs_points_at_fleet(tmp_p
     for t in (0, 1):
         (one / f"slurm-101_{t}.out").write_text(log)
     assert triage("analyze", str(one)).returncode == 1
+
+
+def test_known_add_says_which_id_was_meant_and_takes_ids_of_user_patterns(tmp_path):
+    db = str(tmp_path / "k.db")
+    r = triage("known", "add", "capture-memory-overheed", "https://jira.example.com/T-1", "--db", db)
+    assert r.returncode == 2 and "did you mean 'capture-memory-overhead'?" in r.stderr
+    r = triage("known", "add", "cuda-oomm: CUDA out of memory", "https://jira.example.com/T-1", "--db", db)
+    assert r.returncode == 2 and "did you mean 'cuda-oom'?" in r.stderr
+    # a pitfall id of the user's own pattern files
+    pd = tmp_path / "pats"
+    pd.mkdir()
+    src = open(os.path.join(ROOT, "patterns", "compiled-graph-output-overwritten.yaml")).read()
+    (pd / "my-dataloader-hang.yaml").write_text(src.replace("id: compiled-graph-output-overwritten",
+                                                            "id: my-dataloader-hang", 1))
+    r = triage("known", "add", "my-dataloader-hang", "https://jira.example.com/T-2", "--db", db)
+    assert r.returncode == 2
+    r = triage("known", "add", "my-dataloader-hang", "https://jira.example.com/T-2", "--db", db, "--patterns", str(pd))
+    assert r.returncode == 0 and "added: my-dataloader-hang" in r.stdout

@@ -630,7 +630,9 @@ def known() -> None:
 @click.argument("url")
 @click.option("--title", default=None, help="The ticket's title.")
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
-def known_add(key: str, url: str, title: Optional[str], db: Optional[str]) -> None:
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Also accept the pitfall ids of these pattern files or directories (repeatable).")
+def known_add(key: str, url: str, title: Optional[str], db: Optional[str], pattern_dirs: List[str]) -> None:
     """Link KEY (a pitfall id, or a job signature as `triage fleet` or the JSON's `signature`
     shows it) to the ticket at URL; adding the same KEY again replaces its link.
 
@@ -639,7 +641,8 @@ def known_add(key: str, url: str, title: Optional[str], db: Optional[str]) -> No
       triage known add capture-memory-overhead https://jira.example.com/browse/TRAIN-7 --title "graph pools"
       triage known add "nccl-error: NCCL / collective communication error (incl. a lost peer)" URL"""
     from .store import Store, known_key_error, url_error
-    why = known_key_error(key) or url_error(url)
+    extra = [p.id for p in load_patterns(pattern_dirs)] if pattern_dirs else []
+    why = known_key_error(key, extra) or url_error(url)
     if why:
         raise fail(why) from None
     with Store(db) as st:

@@ -722,18 +722,24 @@ def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:
                   content_hash=digest, triage_version=__version__)
 
 
-def known_key_error(key: str) -> Optional[str]:
-    """Why KEY cannot be a known-issue key (a pitfall id or a job signature), or None."""
+def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
+    """Why KEY cannot be a known-issue key (a pitfall id -- shipped, or of EXTRA_IDS, the user's
+    --patterns -- or a job signature), or None; a near miss of an id says which one was meant."""
+    import difflib
+
     from .taxonomy import IDS
+    ids = set(IDS) | set(extra_ids)
     if not key.strip():
         return "the key is empty: give a pitfall id or a signature"
-    if key in IDS:
+    if key in ids:
         return None
     head = key.split(": ", 1)[0]
-    if ": " in key and (head in IDS or head == "unexplained-failure"):
+    if ": " in key and (head in ids or head == "unexplained-failure"):
         return None
+    near = difflib.get_close_matches(head if ": " in key else key, sorted(ids), n=1, cutoff=0.75)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
     return (f"{key!r} is neither a pitfall id nor a job signature ('<pitfall>: <title>' or "
-            "'unexplained-failure: <error>', as the JSON's `signature` or `triage fleet` shows it)")
+            f"'unexplained-failure: <error>', as the JSON's `signature` or `triage fleet` shows it){hint}")
 
 
 def url_error(url: str) -> Optional[str]:

@@ -68,6 +68,31 @@ class Blocks(Observer):
             self._open(line, ev, [text])
             st.in_tb = False
 
+    def opens(self, line: Line) -> bool:
+        """LINE, fed right after a one-line error block of its stream (not a traceback), closes that
+        block and opens a one-line error block of its own (it never continues the one before)."""
+        text = line.text
+        if text.startswith(_TB_START) or text.strip() == _TB_START or text.rstrip().endswith(_TB_AFTER):
+            return False
+        strong = (_maybe_error(text) and bool(_ERROR_LINE.search(text[:300], timeout=TIMEOUT))) or _error_header(line)
+        if strong:
+            return True               # an error line never continues a block (_extend)
+        return bool(text.strip() and not text.startswith((" ", "\t")) and _looks_like_new_record(text)
+                    and _maybe_error(text) and EXC_LINE.match(text))
+
+    def period(self, line: Line) -> int:
+        """How LINE, repeated right after the open error block of its stream, makes blocks: 1 when each
+        copy closes the block before it and opens its own; BLOCK_MAX_LINES when the copies continue
+        the block before them until it is full, then open the next one (an exception line that is no
+        new record, "RuntimeError: ..."); 0 otherwise (no repeat fast path)."""
+        if self.opens(line):
+            return 1
+        text = line.text
+        if (text.strip() and (text.startswith((" ", "\t")) or not _looks_like_new_record(text))
+                and _maybe_error(text) and EXC_LINE.match(text) and not text.startswith(_TB_START)):
+            return BLOCK_MAX_LINES
+        return 0
+
     def _open(self, line: Line, ev: Event, lines: List[str]) -> ErrorBlock:
         """A new block of LINE's stream, starting at LINE."""
         st = ev.st

@@ -1,8 +1,11 @@
 """The block driver over one input: feeds the lines of each block that wake an observer, in order."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple
 
+from ..caps import BLOCK_MAX_LINES
+from .blocks import Blocks
 from .blockview import BlockView
 from .observer import Feeder, Observer
 from .prepare import RULE_TAG, _batchers
@@ -13,7 +16,7 @@ from .sources import (
     Line,
     make_line,
 )
-from .state import Core, Event, InputState
+from .state import Core, Event, InputState, _wrapper
 
 
 class _InputScan:
@@ -27,6 +30,7 @@ class _InputScan:
         self.rules_obs = obs[rules_idx]
         self.view = view
         self.followers = [o for o in obs if type(o).following is not Observer.following]
+        self.blocks_obs = next((o for o in obs if isinstance(o, Blocks)), None)
         self.batchers = _batchers(obs)
         self.file_rank = inp.inp.file_rank
         self.eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
@@ -67,6 +71,11 @@ class _InputScan:
                 tags = hits[start]
             nl = buf.find(b"\n", start)
             end = nl if nl >= 0 else n
+            skip = self._repeats(buf, lo, start, end, tags, following, batches) if nl >= 0 else 0
+            if skip:                  # a run of identical error lines: its first `skip` only counted
+                self.lineno += skip
+                pos = start + skip * (end + 1 - start)
+                continue
             pos = end + 1
             self.lineno += 1
             self._line(buf, lo, (start, end), tags, following, batches)
@@ -77,6 +86,60 @@ class _InputScan:
             self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
                 ranks_in(buf, self.seg_start, n, self.file_rank))
         self.nbytes += len(buf) - lo
+
+    def _repeats(self, buf: bytes, lo: int, start: int, end: int, tags: Optional[Set[int]],
+                 following: List[Observer], batches: List["_Batch"]) -> int:
+        """How many lines from START on are skipped as repeats (0: none): the line is an error line
+        identical to the one before it (that one opened its stream's open block, unexplained), and
+        the run of identical lines it starts is longer than the error blocks kept at the end
+        (Core.tail_blocks). Then each line of the run would only close the block of the line before
+        it into a full ring of kept blocks, pushing the oldest out: the first lines of the run are
+        counted (Core.blocks_dropped) and the last RUN_KEEP ones scanned, which leaves the scan's
+        result as it would be line by line (the views read back through the buffer itself, so the
+        skipped lines are still there for a look back)."""
+        x = buf[start:end + 1]
+        size = len(x)
+        if start - size < lo or buf[start - size:start] != x:
+            return 0
+        core = self.core
+        tail = core.tail_blocks
+        blocks = self.blocks_obs
+        if tail is None or tail.maxlen is None or len(tail) < tail.maxlen or blocks is None:
+            return 0
+        if not buf.startswith(x * (tail.maxlen + 2), start):     # not a long enough run (cheap test first)
+            return 0
+        if any(o is not blocks for o in following):
+            return 0
+        woken, rule_ids = _woken(tags, following, self.obs, self.rules_obs)
+        if rule_ids or woken != {id(blocks)} or any(start in b.recs for b in batches):
+            return 0
+        ln = self.view.line_at(start, self.lineno + 1)
+        st = core.streams.get((ln.source, ln.rank))
+        b = st.block if st is not None else None
+        period = blocks.period(ln)
+        # the stream's open block: the line before's own (period 1), or a full block of copies (period
+        # BLOCK_MAX_LINES), unexplained, not a traceback, kept when closed (no launcher wrapper line)
+        if (period == 0 or b is None or st is None or st.in_tb or st.block_matched or b.end != self.lineno
+                or b.lines != [ln.text] * (1 if period == 1 else BLOCK_MAX_LINES) or _wrapper(ln.text)):
+            return 0
+        # no other stream of the input has a block open (one the skipped lines could close, or that
+        # would be closed among them: the kept blocks' order would differ)
+        if any(k != (ln.source, ln.rank) and core.streams[k].block is not None
+               for k in blocks.open.get(self.inp.inp.label, ())):
+            return 0
+        keep = (tail.maxlen + 2) * period
+        count = 0
+        at = start
+        while buf.startswith(x, at):
+            at += size
+            count += 1
+        skip = (count - keep) // period * period if count > keep else 0
+        if skip:
+            core.blocks_dropped += skip // period
+            # the last skipped line as the line by line scan would have it (a continuation line takes
+            # the rank of the line before it: the next line's look back stops here)
+            self.view.cache[start + (skip - 1) * size] = replace(ln, lineno=self.lineno + skip)
+        return skip
 
     def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
               following: List[Observer], batches: List["_Batch"]) -> None:

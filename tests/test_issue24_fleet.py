@@ -92,3 +92,26 @@ def test_known_add_says_which_id_was_meant_and_takes_ids_of_user_patterns(tmp_pa
     assert r.returncode == 2
     r = triage("known", "add", "my-dataloader-hang", "https://jira.example.com/T-2", "--db", db, "--patterns", str(pd))
     assert r.returncode == 0 and "added: my-dataloader-hang" in r.stdout
+
+
+def test_a_store_that_is_down_costs_one_attempt_and_the_report_comes_first(tmp_path):
+    """TRIAGE_DB=postgresql://...@127.0.0.1:1/... (nothing listens): the report, then one warning, the
+    analysis's own exit code; a refused connection is not retried (it was, for the whole 5 s budget)."""
+    import socket
+    import time
+
+    from triage import store
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()                                   # a port nothing listens on
+    env = dict(os.environ, PYTHONPATH=ROOT, TRIAGE_DB=f"postgresql://svc:pw@127.0.0.1:{port}/triage")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", UNEXPLAINED, "-q"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 3 and r.stdout.startswith("triage: the job failed")
+    assert r.stderr.count("\n") == 1 and "warning: store" in r.stderr and "pw" not in r.stderr.replace("postgresql", "")
+    assert took < 4.0, took                     # one attempt (retries took the 5 s budget)
+    assert store._TRANSIENT_PG.search("connection to server failed: Connection refused") is None
+    assert store._TRANSIENT_PG.search("FATAL: the database system is starting up") is not None

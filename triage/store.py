@@ -40,11 +40,13 @@ CONNECT_TIMEOUT_S = 2          # PostgreSQL: one connection attempt (libpq's min
 _ADVISORY_LOCK = 0x7472_6961   # "tria": serialises schema migrations on PostgreSQL
 HASH_CHUNK = 1 << 20
 RETRY_WAITS = (0.25, 0.5, 1.0, 2.0)   # seconds before each new attempt (the last repeats), while the budget lasts
-# PostgreSQL errors worth another attempt: the server is not there yet, busy, or restarting.  Anything
-# else (a wrong password, a missing database or role, no pg_hba entry, a bad option) fails the same again.
-_TRANSIENT_PG = re.compile(r"(?i)connection refused|timeout expired|timed out|too many clients|too many connections"
-                           r"|starting up|shutting down|in recovery|server closed the connection|connection reset"
-                           r"|no route to host|network is unreachable|terminating connection")
+# PostgreSQL errors worth another attempt: a server that is there but busy or restarting.  A server that
+# is down -- the connection refused, no answer within one connect timeout (2 s, libpq's least), no route --
+# is given up at once, so a store that is down costs an epilog about a second, not the whole budget (issue
+# 24); anything else (a wrong password, a missing database or role, no pg_hba entry, a bad option) fails
+# the same again.
+_TRANSIENT_PG = re.compile(r"(?i)too many clients|too many connections|starting up|shutting down|in recovery"
+                           r"|server closed the connection|connection reset|terminating connection")
 _TRANSIENT_SQLITE = re.compile(r"(?i)database is locked|database table is locked")
 
 

@@ -115,3 +115,25 @@ def test_a_store_that_is_down_costs_one_attempt_and_the_report_comes_first(tmp_p
     assert took < 4.0, took                     # one attempt (retries took the 5 s budget)
     assert store._TRANSIENT_PG.search("connection to server failed: Connection refused") is None
     assert store._TRANSIENT_PG.search("FATAL: the database system is starting up") is not None
+
+
+def test_every_report_shows_the_signature_id_and_known_add_takes_it(tmp_path):
+    import hashlib
+    import json
+    db = str(tmp_path / "t.db")
+    r = triage("analyze", UNEXPLAINED, "--format", "json", "--db", db, "--record")
+    d = json.loads(r.stdout)
+    sid = d["signature_id"]
+    assert sid == hashlib.sha1(d["signature"].encode()).hexdigest()[:12]
+    text = triage("analyze", UNEXPLAINED).stdout
+    assert f"signature {sid}" in text.splitlines()[1]
+    for fmt in ("markdown", "jira", "html"):
+        assert sid in triage("analyze", UNEXPLAINED, "--format", fmt).stdout, fmt
+    assert "signature_id" not in json.loads(triage("analyze", HEALTHY, "--format", "json").stdout)
+    # the short id stands for the stored signature (no shell-quoting of "'<path>'")
+    missing = triage("known", "add", "0123456789ab", "https://jira.example.com/T-9", "--db", db)
+    assert missing.returncode == 2 and "no job in the store has signature id 0123456789ab" in missing.stderr
+    ok = triage("known", "add", sid, "https://jira.example.com/T-9", "--db", db)
+    assert ok.returncode == 0 and d["signature"] in ok.stdout
+    again = json.loads(triage("analyze", UNEXPLAINED, "--format", "json", "--db", db).stdout)
+    assert again["known"]["url"] == "https://jira.example.com/T-9"

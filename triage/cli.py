@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import sys
@@ -633,8 +634,9 @@ def known() -> None:
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help="Also accept the pitfall ids of these pattern files or directories (repeatable).")
 def known_add(key: str, url: str, title: Optional[str], db: Optional[str], pattern_dirs: List[str]) -> None:
-    """Link KEY (a pitfall id, or a job signature as `triage fleet` or the JSON's `signature`
-    shows it) to the ticket at URL; adding the same KEY again replaces its link.
+    """Link KEY (a pitfall id, a job signature as `triage fleet` or the JSON's `signature` shows
+    it, or its short id as every report shows it) to the ticket at URL; adding the same KEY again
+    replaces its link.
 
     \b
     Examples:
@@ -642,10 +644,17 @@ def known_add(key: str, url: str, title: Optional[str], db: Optional[str], patte
       triage known add "nccl-error: NCCL / collective communication error (incl. a lost peer)" URL"""
     from .store import Store, known_key_error, url_error
     extra = [p.id for p in load_patterns(pattern_dirs)] if pattern_dirs else []
-    why = known_key_error(key, extra) or url_error(url)
+    sid = re.fullmatch(r"[0-9a-f]{12}", key) is not None and key not in extra
+    why = (None if sid else known_key_error(key, extra)) or url_error(url)
     if why:
         raise fail(why) from None
     with Store(db) as st:
+        if sid:                 # a signature's short id, as every report shows it: the signature it stands for
+            sig = st.signature_of(key)
+            if sig is None:
+                raise fail(f"no job in the store has signature id {key} (record the job first: "
+                           "triage analyze --record, or triage fleet)") from None
+            key = sig
         new = st.known_add(key, url, title)
     click.echo(f"{'added' if new else 'updated'}: {key} -> {url}")
 

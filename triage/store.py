@@ -583,6 +583,17 @@ class Store:
                         out[k] = (int(n), float(lo), float(hi))
         return out
 
+    def signature_of(self, sid: str) -> Optional[str]:
+        """The stored job signature whose short id (verdict.fingerprint.signature_id) is SID, or None."""
+        from .verdict.fingerprint import signature_id
+        sa = self.sa
+        v = self.verdicts
+        with self._begin() as c:
+            for (sig,) in c.execute(sa.select(v.c.signature).where(v.c.signature.is_not(None)).distinct()):
+                if signature_id(sig) == sid:
+                    return str(sig)
+        return None
+
     # known issues
     def known_add(self, key: str, url: str, title: Optional[str] = None) -> bool:
         """Add or replace a known issue; True when it is new."""

@@ -106,7 +106,8 @@ def _head(D: Dialect, v: ReportView) -> List[str]:
         head.append(D.row("Fingerprint", D.mono(p.fingerprint)))
         head.append(D.row("Pattern", D.mono(p.pattern_file)))
     if v.signature:
-        head.append(D.row("Signature", D.mono(v.signature)))
+        sid = f" (id {D.mono(v.signature_id)})" if v.signature_id else ""
+        head.append(D.row("Signature", D.mono(v.signature) + sid))
     if v.known:
         head.append(_known_row(D, v.known))
     return head

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..caps import CLIP_MARK, FINDINGS_MAX, LEVELS, MAX_DEPTH, MAX_JSON_BYTES, SERIES_MAX, SUMMARY_MAX, Caps  # noqa: F401
 from ..findings import FR_ANALYSE, FR_DUMPS, Analysis, Evidence, Finding
 from ..redact import redact_obj
+from ..verdict.fingerprint import signature_id
 
 SCHEMA_VERSION = 1
 
@@ -255,6 +256,7 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     d["timeline"] = _timeline(a, cut)
     if v.signature is not None:
         d["signature"] = cut.text(v.signature)
+        d["signature_id"] = signature_id(v.signature)
     if a.known is not None:
         d["known"] = _known(a.known, cut)
     _verdict_parts(a, cut, d)

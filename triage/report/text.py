@@ -163,6 +163,9 @@ def render_text_view(v: ReportView) -> str:
     kl = known_line(v.known)
     if kl:
         out.append(kl)        # right under the verdict line (--quiet keeps only the verdict line)
+    if v.signature_id:
+        out.append(f"signature {v.signature_id}  (a ticket for every job like this one: "
+                   f"triage known add {v.signature_id} URL)")
     if v.primary is not None:
         out += _primary(v, v.primary)
     elif v.outcome == "unexplained-failure":

@@ -263,6 +263,7 @@ class ReportView:
     summary: str
     primary_id: Optional[str]
     signature: Optional[str]
+    signature_id: Optional[str]  # its short id (triage known add ID URL)
     known: Optional[KnownView]
     # findings: the primary, the others in report order (the first MAX_FINDINGS) and by role
     findings: Tuple[FindingView, ...]   # every finding of the dict, in report order (JUnit's)
@@ -649,6 +650,7 @@ def build_view(d: Dict[str, Any]) -> ReportView:
         summary=clip(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
         primary_id=clip(prim_id, 120) if prim_id is not None else None,
         signature=clip(d.get("signature"), 300) if d.get("signature") is not None else None,
+        signature_id=clip(d.get("signature_id"), 12) if d.get("signature_id") is not None else None,
         known=_known_view(d.get("known")),
         **found, **_ranks_part(d), **_config_part(d), **_run_part(d, omitted),
     )

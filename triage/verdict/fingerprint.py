@@ -51,3 +51,9 @@ def mask_lines(lines: Sequence[str], memo: Optional[Dict[str, str]] = None) -> L
 
 def fingerprint(pitfall: str, text: str) -> str:
     return hashlib.sha1(f"{pitfall}\x00{mask(text)}".encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def signature_id(signature: str) -> str:
+    """A job signature's short id (12 hex characters), shown by every report: `triage known add ID URL`
+    links a ticket without quoting the signature."""
+    return hashlib.sha1(signature.encode("utf-8", "replace")).hexdigest()[:12]

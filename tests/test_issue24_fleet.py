@@ -137,3 +137,30 @@ def test_every_report_shows_the_signature_id_and_known_add_takes_it(tmp_path):
     assert ok.returncode == 0 and d["signature"] in ok.stdout
     again = json.loads(triage("analyze", UNEXPLAINED, "--format", "json", "--db", db).stdout)
     assert again["known"]["url"] == "https://jira.example.com/T-9"
+
+
+def test_a_regex_known_issue_labels_the_jobs_whose_signature_or_error_block_it_finds(tmp_path):
+    """elastic-recheck's queries: `re:REGEX` over the signature or the error block; analyze and fleet agree."""
+    import json
+    db = str(tmp_path / "t.db")
+    ok = triage("known", "add", "re:Worker proc \\S+ died", "https://jira.example.com/T-5", "--db", db)
+    assert ok.returncode == 0, ok.stderr
+    d = json.loads(triage("analyze", UNEXPLAINED, "--format", "json", "--db", db, "--record").stdout)
+    assert d["known"]["url"] == "https://jira.example.com/T-5" and d["known"]["key"] == "re:Worker proc \\S+ died"
+    assert "known" not in json.loads(triage("analyze", PITFALL, "--format", "json", "--db", db).stdout)
+    fleet = json.loads(triage("fleet", "run", UNEXPLAINED, PITFALL, "--db", db, "--format", "json", "-q").stdout)
+    assert [g["known"] for g in fleet["unexplained"]] == [{"url": "https://jira.example.com/T-5", "title": None}]
+    assert all(g["known"] is None for g in fleet["groups"])
+    # a regex that could run away, or that is no regex, is refused with one line
+    for bad, why in (("re:(a|aa)+$", "re:"), ("re:(unclosed", "not a valid regex"), ("re:", "empty")):
+        r = triage("known", "add", bad, "https://jira.example.com/T-6", "--db", db)
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, (bad, r.stderr)
+
+
+def test_a_regex_known_issue_finds_a_frame_of_the_error_block(tmp_path):
+    import json
+    db = str(tmp_path / "t.db")
+    log = os.path.join(FIX, "synthetic", "vllm", "enginecore_fatal_error_tail.log")
+    assert triage("known", "add", r"re:plugins/my_sampler\.py", "https://jira.example.com/T-7", "--db", db).returncode == 0
+    d = json.loads(triage("analyze", log, "--format", "json", "--db", db).stdout)
+    assert "my_sampler" not in d["signature"] and d["known"]["url"] == "https://jira.example.com/T-7"

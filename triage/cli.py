@@ -116,7 +116,8 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: 
                 st.record(record_of(a, logs, job_id_for(logs, job_id), digest))
                 done = True
             v = a.verdict
-            a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None)
+            block = "\n".join(v.first_failure.lines) if v.first_failure is not None else ""
+            a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None, block)
     except StoreError as e:
         what = ("the verdict was recorded, its known issue not looked up" if done else
                 "the verdict was not recorded" if record else "its known issue was not looked up")
@@ -635,13 +636,14 @@ def known() -> None:
               help="Also accept the pitfall ids of these pattern files or directories (repeatable).")
 def known_add(key: str, url: str, title: Optional[str], db: Optional[str], pattern_dirs: List[str]) -> None:
     """Link KEY (a pitfall id, a job signature as `triage fleet` or the JSON's `signature` shows
-    it, or its short id as every report shows it) to the ticket at URL; adding the same KEY again
-    replaces its link.
+    it, its short id as every report shows it, or re:REGEX -- a regex found in a job's signature or
+    error block) to the ticket at URL; adding the same KEY again replaces its link.
 
     \b
     Examples:
       triage known add capture-memory-overhead https://jira.example.com/browse/TRAIN-7 --title "graph pools"
-      triage known add "nccl-error: NCCL / collective communication error (incl. a lost peer)" URL"""
+      triage known add "nccl-error: NCCL / collective communication error (incl. a lost peer)" URL
+      triage known add 're:FileNotFoundError: .*tokenizer' https://jira.example.com/browse/TRAIN-9"""
     from .store import Store, known_key_error, url_error
     extra = [p.id for p in load_patterns(pattern_dirs)] if pattern_dirs else []
     sid = re.fullmatch(r"[0-9a-f]{12}", key) is not None and key not in extra

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import TriageError
-from .store import Record, Store, StoreError, content_hash, day, record_of
+from .store import Record, Store, StoreError, content_hash, day, known_match, record_of
 
 JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
 CHART_SIGNATURES = 8       # signatures drawn in the per-day chart; the rest are "other"
@@ -277,7 +277,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
         first, last = rs[0].job_time, rs[-1].job_time
         if sig in seen:
             first, last = min(first, seen[sig][1]), max(last, seen[sig][2])
-        k = table.get(sig) or (table.get(rs[0].primary) if rs[0].primary else None)
+        k = known_match(list(table.values()), sig, rs[0].primary)
         ranks = Counter(r.first_failing_rank for r in rs if r.first_failing_rank is not None)
         g = {
             "signature": sig, "primary": rs[0].primary, "title": rs[0].title, "count": len(rs),

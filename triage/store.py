@@ -615,19 +615,23 @@ class Store:
         with self._begin() as c:
             return [dict(r) for r in c.execute(sa.select(self.known).order_by(self.known.c.key)).mappings()]
 
-    def known_for(self, signature: Optional[str], pitfall: Optional[str]) -> Optional[Dict[str, Any]]:
-        """The known issue of a verdict: its signature's, else its pitfall's."""
-        table = {r["key"]: r for r in self.known_list()} if (signature or pitfall) else {}
-        for key in (signature, pitfall):
-            if key and key in table:
-                return table[key]
-        return None
+    def known_for(self, signature: Optional[str], pitfall: Optional[str],
+                  text: str = "") -> Optional[Dict[str, Any]]:
+        """The known issue of a verdict: its signature's, else its pitfall's, else the first `re:` key
+        whose regex finds the signature or TEXT (the error block)."""
+        return known_match(self.known_list() if (signature or pitfall) else [], signature, pitfall, text)
 
-    def known_info(self, signature: Optional[str], pitfall: Optional[str]) -> Optional[Dict[str, Any]]:
-        """{"key", "url", "title", "seen", "since"} for a verdict whose signature or pitfall is known."""
-        k = self.known_for(signature, pitfall)
+    def known_info(self, signature: Optional[str], pitfall: Optional[str],
+                   text: str = "") -> Optional[Dict[str, Any]]:
+        """{"key", "url", "title", "seen", "since"} for a verdict whose signature or pitfall is known
+        (or that a `re:` key finds; "seen" then counts its signature)."""
+        k = self.known_for(signature, pitfall, text)
         if k is None:
             return None
+        if k["key"].startswith(KNOWN_RE) and signature:
+            n, first, _last = self.seen(signatures=[signature]).get(signature, (0, 0.0, 0.0))
+            return {"key": k["key"], "url": k["url"], "title": k["title"], "seen": n,
+                    "since": day(first) if n else None}
         by_sig = k["key"] == signature
         stats = self.seen(signatures=[k["key"]] if by_sig else [], pitfalls=[] if by_sig else [k["key"]])
         n, first, _last = stats.get(k["key"], (0, 0.0, 0.0))
@@ -735,6 +739,31 @@ def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:
                   content_hash=digest, triage_version=__version__)
 
 
+KNOWN_RE = "re:"      # a known-issue key "re:REGEX": found in a job's signature or error block (elastic-recheck)
+
+
+def known_match(known: Sequence[Dict[str, Any]], signature: Optional[str], pitfall: Optional[str],
+                text: str = "") -> Optional[Dict[str, Any]]:
+    """The known issue (a row of the known table) of a verdict: the row keyed by its signature, else
+    by its pitfall, else the first `re:` row (in key order) whose regex finds the signature or TEXT."""
+    import regex as _regex
+    table = {r["key"]: r for r in known}
+    for key in (signature, pitfall):
+        if key and key in table:
+            return table[key]
+    if not signature:
+        return None
+    for r in sorted(known, key=lambda r: r["key"]):
+        if r["key"].startswith(KNOWN_RE):
+            try:
+                rx = _regex.compile(r["key"][len(KNOWN_RE):])
+                if rx.search(signature, timeout=0.05) or (text and rx.search(text[:20000], timeout=0.05)):
+                    return r
+            except (_regex.error, TimeoutError):
+                continue
+    return None
+
+
 def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
     """Why KEY cannot be a known-issue key (a pitfall id -- shipped, or of EXTRA_IDS, the user's
     --patterns -- or a job signature), or None; a near miss of an id says which one was meant."""
@@ -744,6 +773,19 @@ def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
     ids = set(IDS) | set(extra_ids)
     if not key.strip():
         return "the key is empty: give a pitfall id or a signature"
+    if key.startswith(KNOWN_RE):
+        import regex as _regex
+
+        from .scan.rx import risky
+        body = key[len(KNOWN_RE):]
+        if not body:
+            return "the regex after 're:' is empty"
+        try:
+            _regex.compile(body)
+        except _regex.error as e:
+            return f"{key!r}: not a valid regex ({e})"
+        why = risky(body)
+        return f"{key!r}: {why}" if why else None
     if key in ids:
         return None
     head = key.split(": ", 1)[0]

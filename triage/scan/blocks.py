@@ -19,7 +19,7 @@ EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and sugge
 )
 _TB_AFTER = ": " + _TB_START
 # a log record's level in a stripped logger header (vLLM "ERROR 12-04 07:00:05 [core.py:1759] ")
-_LOG_HEAD = re.compile(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
+LOG_RECORD = lazy(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
 _ERR_HEAD = re.compile(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)(?:[\]:|]|\s)")
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
@@ -56,7 +56,7 @@ class Blocks(Observer):
         text = line.text
         # (a message with the traceback text after it opens one too: SGLang's logger.error(f"Scheduler hit
         # an exception: {traceback}") -- the engine-death rule reads that first line)
-        if text.startswith(_TB_START) or (text.strip() == _TB_START) or text.rstrip().endswith(_TB_AFTER):
+        if _starts_traceback(text):
             self._traceback_start(line, ev)
             return
         b = st.block
@@ -68,30 +68,20 @@ class Blocks(Observer):
             self._open(line, ev, [text])
             st.in_tb = False
 
-    def opens(self, line: Line) -> bool:
-        """LINE, fed right after a one-line error block of its stream (not a traceback), closes that
-        block and opens a one-line error block of its own (it never continues the one before)."""
-        text = line.text
-        if text.startswith(_TB_START) or text.strip() == _TB_START or text.rstrip().endswith(_TB_AFTER):
-            return False
-        strong = (_maybe_error(text) and bool(_ERROR_LINE.search(text[:300], timeout=TIMEOUT))) or _error_header(line)
-        if strong:
-            return True               # an error line never continues a block (_extend)
-        return bool(text.strip() and not text.startswith((" ", "\t")) and _looks_like_new_record(text)
-                    and _maybe_error(text) and EXC_LINE.match(text))
-
     def period(self, line: Line) -> int:
         """How LINE, repeated right after the open error block of its stream, makes blocks: 1 when each
-        copy closes the block before it and opens its own; BLOCK_MAX_LINES when the copies continue
-        the block before them until it is full, then open the next one (an exception line that is no
-        new record, "RuntimeError: ..."); 0 otherwise (no repeat fast path)."""
-        if self.opens(line):
-            return 1
+        copy closes the block before it and opens its own (an error line, or an exception line that is a
+        new record); BLOCK_MAX_LINES when the copies continue the block before them until it is full,
+        then open the next one (an exception line that is no new record, "RuntimeError: ..."); 0
+        otherwise (no repeat fast path).  The same tests as feed() and _extend()."""
         text = line.text
-        if (text.strip() and (text.startswith((" ", "\t")) or not _looks_like_new_record(text))
-                and _maybe_error(text) and EXC_LINE.match(text) and not text.startswith(_TB_START)):
-            return BLOCK_MAX_LINES
-        return 0
+        if _starts_traceback(text) or not (_opens_block(text) or _error_header(line)):
+            return 0
+        if (_maybe_error(text) and _error_line(text)) or _error_header(line):
+            return 1                  # an error line never continues a block (_extend)
+        if text.strip() and not text.startswith((" ", "\t")) and _looks_like_new_record(text):
+            return 1
+        return BLOCK_MAX_LINES
 
     def _open(self, line: Line, ev: Event, lines: List[str]) -> ErrorBlock:
         """A new block of LINE's stream, starting at LINE."""
@@ -128,7 +118,7 @@ class Blocks(Observer):
             b.intro = prev[-1].text[:300] if prev else ""
             # a logger's header the launcher table stripped (vLLM prints every line of a record under it)
             head = _header(line)
-            b.logged = bool(head) and bool(_LOG_HEAD.search(head[-120:]))
+            b.logged = bool(head) and bool(LOG_RECORD.search(head[-120:], timeout=TIMEOUT))
         else:
             b = st.block
         st.in_tb = True
@@ -196,5 +186,10 @@ def _looks_like_new_record(text: str) -> bool:
 _exc_line = TextMemo(EXC_LINE.match)
 _error_line = TextMemo(lambda text: _ERROR_LINE.search(text[:300], timeout=TIMEOUT))
 _new_record = TextMemo(_looks_like_new_record)
+def _starts_traceback(text: str) -> bool:
+    """"Traceback (most recent call last):" (or a message with the traceback's text after it)."""
+    return text.startswith(_TB_START) or text.strip() == _TB_START or text.rstrip().endswith(_TB_AFTER)
+
+
 _opens_block = TextMemo(lambda text: _maybe_error(text) and bool(EXC_LINE.match(text) or _error_line(text)))
 

@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..scan.blocks import EXC_LINE
+from ..scan.blocks import LOG_RECORD as _LOG_RECORD
 from ..scan.results import ErrorBlock, Match
 from ..scan.rx import lazy, search
 from .fingerprint import mask_lines
@@ -114,7 +115,6 @@ def merge_continuations(blocks: List[ErrorBlock], matches: List[Match]) -> List[
     return out
 
 
-_LOG_RECORD = lazy(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
 
 
 def logged_tracebacks(blocks: List[ErrorBlock]) -> set:

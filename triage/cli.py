@@ -103,17 +103,17 @@ REQUIRE_STORE_HELP = ("Exit 2 (after the report) when the verdicts cannot be sto
                       "is a warning on stderr and the exit code is the analysis's own.")
 
 
-def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, job_id: Optional[str],
+def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, identity: Any,
                    stdin_hash: List[Optional[str]]) -> Optional[str]:
     """Record the verdict (--record/--db) and look up its known issue.  A store that fails is never
     the command's failure: the warning line to print after the report is returned."""
-    from .store import Store, content_hash, job_id_for, record_of
+    from .store import Store, content_hash, record_of
     done = False
     try:
         with Store(db) as st:
             if record:
                 digest = content_hash(logs, stdin_hash[0])
-                st.record(record_of(a, logs, job_id_for(logs, job_id), digest))
+                st.record(record_of(a, logs, identity, digest))
                 done = True
             v = a.verdict
             block = "\n".join(v.first_failure.lines) if v.first_failure is not None else ""
@@ -211,12 +211,17 @@ def cli() -> None:
 @click.option("--db", "db", metavar="URL", default=None,
               help=DB_HELP + " Giving it records the verdict (as --record does).")
 @click.option("--job-id", metavar="ID", default=None,
-              help="Job id of the stored verdict (default: SLURM_JOB_ID, TORCHELASTIC_RUN_ID, else the log's path).")
+              help="The job's id, in the report's header and the store (default: TRIAGE_JOB_ID, SLURM_JOB_ID, "
+                   "TORCHELASTIC_RUN_ID, a slurm-<id>.out file name, else the log's path).")
+@click.option("--attempt", type=click.IntRange(min=0, max=999999), default=None, metavar="N",
+              help="The job's attempt (requeue/restart count): a stored verdict is one (job id, attempt) "
+                   "(default: TRIAGE_ATTEMPT, SLURM_RESTART_COUNT, TORCHELASTIC_RESTART_COUNT, else 0).")
 @click.option("--require-store", is_flag=True, help=REQUIRE_STORE_HELP + " Implies --record.")
 def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: bool, no_redact: bool,
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
-            db: Optional[str], job_id: Optional[str], fail_on: str, color: str, require_store: bool) -> None:
+            db: Optional[str], job_id: Optional[str], attempt: Optional[int], fail_on: str, color: str,
+            require_store: bool) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
@@ -259,10 +264,15 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes,
                                decide_now=False)
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
+    from .jobid import JobIdError, identify
     from .store import store_given
+    try:
+        identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=stdin_hash[0])
+    except JobIdError as e:
+        raise fail(str(e)) from None
     warning = None
     if store_given(db, record):
-        warning = _store_verdict(a, list(logs) or ["-"], db, record, job_id, stdin_hash)
+        warning = _store_verdict(a, list(logs) or ["-"], db, record, identity, stdin_hash)
     out = render(a, fmt, redact_secrets=not no_redact, pitfall_ids=[p.id for p in pats])
     if quiet and fmt == "text":
         out = out.split("\n", 1)[0] + "\n"

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.store import SCHEMA_VERSION, Record, Store, StoreError, content_hash, job_id_for, resolve_url
+from triage.store import SCHEMA_VERSION, Record, Store, StoreError, content_hash, resolve_url
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
@@ -27,8 +27,9 @@ def db(request, tmp_path):
     return request.getfixturevalue("pg_url")
 
 
-def rec(h="h1", sig="cuda-oom: CUDA out of memory", outcome="pitfall", primary="cuda-oom", t=1_700_000_000.0, job="j"):
-    return Record(job_id=job, job_time=t, outcome=outcome, primary=primary, signature=sig, title="t",
+def rec(h="h1", sig="cuda-oom: CUDA out of memory", outcome="pitfall", primary="cuda-oom", t=1_700_000_000.0, job=None,
+        attempt=0):
+    return Record(job_id=job or f"job-{h}", attempt=attempt, job_time=t, outcome=outcome, primary=primary, signature=sig, title="t",
                   first_failing_rank=3, blamed=None, summary="s", content_hash=h, triage_version="0")
 
 
@@ -57,14 +58,23 @@ def test_newer_schema_is_refused(db):
         Store(db)
 
 
-def test_same_input_twice_is_one_record_refreshed(db):
+def test_a_record_is_a_job_not_a_log(db):
+    """Issue 24: two jobs with identical logs are two records; one job analysed again (its log grew,
+    a newer triage) is one record, refreshed, its earlier verdict kept in the history; a requeue
+    (attempt 1) is a record of its own."""
     with Store(db) as st:
         assert st.record(rec(job="first")) is True
-        assert st.record(rec(job="second", outcome="healthy", primary=None, sig=None)) is False
-        rows = list(st.records())
-        assert len(rows) == 1
-        assert rows[0].job_id == "first"               # the job id and time are kept
-        assert rows[0].outcome == "healthy"            # the verdict is refreshed (a newer triage)
+        assert st.record(rec(job="second")) is True             # the same bytes, another job
+        assert st.count() == 2
+        assert st.record(rec("h2", job="first", outcome="healthy", primary=None, sig=None)) is False
+        assert st.record(rec("h2", job="first", outcome="healthy", primary=None, sig=None)) is False
+        rows = {r.job_id: r for r in st.records()}
+        assert len(rows) == 2 and rows["first"].outcome == "healthy" and rows["first"].content_hash == "h2"
+        hist = st.history_of("first")
+        assert [(h.outcome, h.primary, h.content_hash) for h in hist] == [("pitfall", "cuda-oom", "h1")]
+        assert st.record(rec("h3", job="first", attempt=1)) is True
+        assert sorted(r.label for r in st.records()) == ["first", "first#1", "second"]
+        assert st.history_of("first", 1) == []
 
 
 def test_seen_and_known_info(db):
@@ -115,10 +125,11 @@ def test_store_path_is_a_directory(tmp_path):
 
 
 def test_job_id_and_content_hash(tmp_path):
-    assert job_id_for(["x.log"], "J1", env={}) == "J1"
-    assert job_id_for(["x.log"], None, env={"SLURM_JOB_ID": "777", "TORCHELASTIC_RUN_ID": "r"}) == "777"
-    assert job_id_for(["x.log"], None, env={"TORCHELASTIC_RUN_ID": "r"}) == "r"
-    assert job_id_for(["x.log"], None, env={}) == os.path.abspath("x.log")
+    from triage.jobid import identify
+    assert identify(["x.log"], "J1", env={}).job_id == "J1"
+    assert identify(["x.log"], None, env={"SLURM_JOB_ID": "777", "TORCHELASTIC_RUN_ID": "r"}).job_id == "777"
+    assert identify(["x.log"], None, env={"TORCHELASTIC_RUN_ID": "r"}).job_id == "r"
+    assert identify(["x.log"], None, env={}).job_id == os.path.abspath("x.log")
     a = tmp_path / "a"
     a.mkdir()
     shutil.copy(SAMPLE, a / "rank0.log")
@@ -137,22 +148,37 @@ def run(args, input=None, env_extra=None):
 
 
 def test_cli_record_twice_and_stdin_is_one_record(db):
+    """A job recorded twice is one record; the same log piped twice is one job (its id is its content's
+    hash); piped with --job-id it is that job."""
     r1 = run(["analyze", SAMPLE, "--db", db, "-q"])
     r2 = run(["analyze", SAMPLE, "--record", "--db", db, "-q"])
-    r3 = run(["analyze", "--db", db, "-q", "--job-id", "piped"], input=open(SAMPLE).read())
-    assert (r1.returncode, r2.returncode, r3.returncode) == (1, 1, 1), r1.stderr + r2.stderr + r3.stderr
+    r3 = run(["analyze", "--db", db, "-q"], input=open(SAMPLE).read())
+    r4 = run(["analyze", "--db", db, "-q"], input=open(SAMPLE).read())
+    r5 = run(["analyze", "--db", db, "-q", "--job-id", "piped"], input=open(SAMPLE).read())
+    assert {r.returncode for r in (r1, r2, r3, r4, r5)} == {1}, r1.stderr + r2.stderr + r3.stderr
     with Store(db) as st:
-        rows = list(st.records())
-    assert len(rows) == 1
-    assert rows[0].primary == "moe-scope-conflict" and rows[0].first_failing_rank == 1
-    assert rows[0].job_id == os.path.abspath(SAMPLE)
+        rows = {r.job_id: r for r in st.records()}
+    assert len(rows) == 3
+    mine = rows[os.path.abspath(SAMPLE)]
+    assert mine.primary == "moe-scope-conflict" and mine.first_failing_rank == 1
+    assert json.loads(mine.paths) == [os.path.abspath(SAMPLE)]      # what `fleet recheck` reads again
+    piped = [k for k in rows if k.startswith("stdin:")]
+    assert len(piped) == 1 and rows[piped[0]].content_hash.startswith(piped[0][6:]) and "piped" in rows
+    assert rows["piped"].paths == ""
 
 
 def test_cli_job_id_from_slurm(tmp_path):
+    """In a Slurm epilog: the job id and its requeue count from the environment; --job-id/--attempt win."""
     db = str(tmp_path / "t.db")
     run(["analyze", IMA, "--record", "--db", db], env_extra={"SLURM_JOB_ID": "424242"})
+    run(["analyze", IMA, "--record", "--db", db], env_extra={"SLURM_JOB_ID": "424242", "SLURM_RESTART_COUNT": "1"})
+    run(["analyze", IMA, "--record", "--db", db, "--job-id", "mine", "--attempt", "2"],
+        env_extra={"SLURM_JOB_ID": "424242", "SLURM_RESTART_COUNT": "1"})
     with Store(db) as st:
-        assert [r.job_id for r in st.records()] == ["424242"]
+        assert sorted(r.label for r in st.records()) == ["424242", "424242#1", "mine#2"]
+    r = run(["analyze", IMA, "--record", "--db", db], env_extra={"SLURM_RESTART_COUNT": "x1"})
+    assert r.returncode == 2 and r.stderr.strip() == \
+        "triage: error: SLURM_RESTART_COUNT='x1' is not an attempt number (0, 1, 2, ...)"
 
 
 def test_cli_known_issue_in_every_format(tmp_path):

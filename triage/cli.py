@@ -578,8 +578,8 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     finally:
         if bar is not None:
             bar.close()
-    order = {j.job_id: i for i, j in enumerate(jobs)}
-    results.sort(key=lambda r: order[r.job.job_id])
+    order = {j.path: i for i, j in enumerate(jobs)}
+    results.sort(key=lambda r: order[r.job.path])
     records = [r.record for r in results if r.record is not None]
     errors = [r for r in results if r.record is None]
     before, unread = (stored_signatures(db, [r.signature or "" for r in records]) if "new" in fail_on

@@ -30,9 +30,18 @@ CHART_SIGNATURES = 8       # signatures drawn in the per-day chart; the rest are
 
 @dataclass(frozen=True)
 class Job:
-    job_id: str
+    job_id: str                             # jobid.identify: a slurm-<id>.out name's id, else the path
     path: str
     pattern_dirs: Tuple[str, ...] = ()      # --patterns, for the worker that analyses it
+    attempt: int = 0
+
+
+def job_at(path: str) -> Job:
+    """The job whose log is PATH, its id from the log's name or path (never from this process's
+    environment: fleet runs outside the jobs)."""
+    from .jobid import identify
+    ident = identify([path], use_env=False)
+    return Job(ident.job_id, path, attempt=ident.attempt)
 
 
 @dataclass
@@ -68,7 +77,7 @@ def _children(d: str) -> List[Job]:
     except OSError as e:
         raise FleetError(f"cannot list --jobs-in {d!r}: {e.strerror or e}") from None
     paths = [os.path.join(d, n) for n in names]
-    return [Job(p, p) for p in paths if os.path.isdir(p) or (os.path.isfile(p) and log_like(os.path.basename(p)))]
+    return [job_at(p) for p in paths if os.path.isdir(p) or (os.path.isfile(p) and log_like(os.path.basename(p)))]
 
 
 def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
@@ -80,7 +89,7 @@ def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
             raise FleetError("triage fleet reads jobs from files and directories, not stdin")
         if not os.path.exists(p):
             raise FleetError(f"no such file or directory: {p!r}")
-        jobs.append(Job(p, p))
+        jobs.append(job_at(p))
     seen = set()
     out = []
     for j in jobs:
@@ -103,7 +112,9 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     try:
         a, seen = run_analysis([job.path], pats=list(pats), decide_now=False)
         add_config_analysis(a, list(pats), seen)
-        return JobResult(job, record_of(a, [job.path], job.job_id, content_hash([job.path])))
+        from .jobid import JobIdentity
+        ident = JobIdentity(job.job_id, job.attempt)
+        return JobResult(job, record_of(a, [job.path], ident, content_hash([job.path])))
     except (InputError, PatternError, ConfigError) as e:
         return JobResult(job, None, str(e)[:500])
     except Exception as e:  # noqa: BLE001 -- one odd job never stops the fleet
@@ -273,7 +284,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
     groups: List[Dict[str, Any]] = []
     unexplained: List[Dict[str, Any]] = []
     for (outcome, sig), rs in by_sig.items():
-        rs.sort(key=lambda r: (r.job_time, r.job_id))
+        rs.sort(key=lambda r: (r.job_time, r.job_id, r.attempt))
         first, last = rs[0].job_time, rs[-1].job_time
         if sig in seen:
             first, last = min(first, seen[sig][1]), max(last, seen[sig][2])
@@ -283,7 +294,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
             "signature": sig, "primary": rs[0].primary, "title": rs[0].title, "count": len(rs),
             "first_seen": iso(first), "last_seen": iso(last),
             "seen_total": max(seen[sig][0], len(rs)) if sig in seen else len(rs),
-            "jobs": [r.job_id for r in rs[:jobs_shown]], "jobs_omitted": max(0, len(rs) - jobs_shown),
+            "jobs": [r.label for r in rs[:jobs_shown]], "jobs_omitted": max(0, len(rs) - jobs_shown),
             "first_failing_ranks": {str(k2): v for k2, v in sorted(ranks.items())},
             "blamed": sorted({r.blamed for r in rs if r.blamed}),
             "known": {"url": k["url"], "title": k["title"]} if k else None,
@@ -299,7 +310,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
         "healthy": outcomes.get("healthy", 0),
         "groups": groups,
         "unexplained": unexplained,
-        "errors": [{"job": e.job.job_id, "error": e.error} for e in errors],
+        "errors": [{"job": e.job.path, "error": e.error} for e in errors],
         "period": {"since": iso(since), "until": iso(until)},
     }
     if errors:

@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 from .errors import TriageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DEFAULT_TIMEOUT_S = 5.0        # TRIAGE_DB_TIMEOUT: all the waiting one transaction may do, in seconds
 MAX_TIMEOUT_S = 3600.0
 CONNECT_TIMEOUT_S = 2          # PostgreSQL: one connection attempt (libpq's minimum: 2 s)
@@ -173,9 +173,11 @@ def store_given(db: Optional[str], record: bool = False) -> bool:
 # --- what is stored ------------------------------------------------------------------------------
 @dataclass
 class Record:
-    """One analysed job's verdict."""
+    """One analysed job's verdict.  A job is (job_id, attempt): analysing it again replaces its
+    verdict (the old one kept in the history when it differs); the content hash only tells whether
+    its log changed."""
     job_id: str
-    job_time: float                   # when the job ended: its newest input's mtime (now for stdin)
+    job_time: float                   # when the job ended: its log's last timestamp, else its newest input's mtime
     outcome: str                      # healthy | pitfall | unexplained-failure
     primary: Optional[str]            # pitfall id of the root cause
     signature: Optional[str]          # job-level signature (verdict.Verdict.signature)
@@ -186,6 +188,17 @@ class Record:
     content_hash: str
     triage_version: str
     recorded_at: float = 0.0
+    attempt: int = 0                  # requeue / restart count (jobid.identify)
+    hosts: str = ""                   # the hosts the log names, space-separated
+    log_start: Optional[float] = None  # the log's first and last timestamps (epoch seconds)
+    log_end: Optional[float] = None
+    paths: str = ""                   # the job's inputs (a JSON list of absolute paths or URLs): what recheck reads
+    message_signature: Optional[str] = None   # the unexplained error's masked message signature (the old grouping)
+
+    @property
+    def label(self) -> str:
+        """The job as reports name it: its id, and its attempt when it is a requeue."""
+        return self.job_id if not self.attempt else f"{self.job_id}#{self.attempt}"
 
 
 def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> str:
@@ -283,27 +296,13 @@ def job_time(paths: Sequence[str]) -> float:
     return best or time.time()
 
 
-def job_id_for(paths: Sequence[str], given: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> str:
-    """--job-id, else the scheduler's id (SLURM_JOB_ID, TORCHELASTIC_RUN_ID), else the path."""
-    if given:
-        return given
-    env = os.environ if env is None else env
-    for k in ("SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"):
-        if env.get(k):
-            return env[k]
-    return " ".join(os.path.abspath(p) if p != "-" else "<stdin>" for p in paths) or "<stdin>"
-
-
 # --- the schema ----------------------------------------------------------------------------------
-def _tables():
-    from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
-    md = MetaData()
-    meta = Table("triage_meta", md, Column("key", String(64), primary_key=True), Column("value", Text))
-    verdicts = Table(
-        "verdicts", md,
-        Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("content_hash", String(64), nullable=False, unique=True),
+def _verdict_columns():
+    from sqlalchemy import Column, Float, Integer, String, Text
+    return [
+        Column("content_hash", String(64), nullable=False),
         Column("job_id", Text, nullable=False),
+        Column("attempt", Integer, nullable=False, server_default="0"),
         Column("job_time", Float, nullable=False),
         Column("recorded_at", Float, nullable=False),
         Column("outcome", String(32), nullable=False),
@@ -314,25 +313,59 @@ def _tables():
         Column("blamed_key", Text),
         Column("summary", Text),
         Column("triage_version", String(40)),
+        Column("hosts", Text),
+        Column("log_start", Float),
+        Column("log_end", Float),
+        Column("paths", Text),
+        Column("message_signature", Text),
+    ]
+
+
+def _tables():
+    from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text, UniqueConstraint
+    md = MetaData()
+    meta = Table("triage_meta", md, Column("key", String(64), primary_key=True), Column("value", Text))
+    # schema 3: a record is a job (job_id, attempt); the content hash is no longer unique
+    verdicts = Table(
+        "verdicts", md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        *_verdict_columns(),
+        UniqueConstraint("job_id", "attempt", name="verdicts_job"),
         Index("verdicts_signature", "signature"),
         Index("verdicts_job_time", "job_time"),
+        Index("verdicts_content_hash", "content_hash"),
     )
     known = Table(
         "known_issues", md,
-        Column("key", String(512), primary_key=True),   # a signature or a pitfall id
+        Column("key", String(512), primary_key=True),   # a signature, a pitfall id, or re:REGEX
         Column("url", Text, nullable=False),
         Column("title", Text),
         Column("added_at", Float, nullable=False),
     )
-    return md, meta, verdicts, known
+    history = Table(            # a job's earlier verdicts: re-analysed after its log grew, or rechecked
+        "verdict_history", md,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        *_verdict_columns(),
+        Column("replaced_at", Float, nullable=False),
+        Column("reason", String(32), nullable=False),     # reanalysed | recheck | migrated
+        Index("verdict_history_job", "job_id", "attempt"),
+    )
+    return md, meta, verdicts, known, history
 
 
 def _migrations():
-    """Schema version -> the tables that version adds; applied in order, each once."""
+    """Schema version -> the tables that version creates; applied in order, each once (version 3
+    also moves the records of version 2, keyed by content hash, into the new verdicts table)."""
     return {
         1: ("triage_meta", "verdicts"),       # verdict records
         2: ("known_issues",),                 # known-issue links
+        3: ("verdicts", "verdict_history"),   # one record per job (job id, attempt); earlier verdicts kept
     }
+
+
+_V2_COLUMNS = ("content_hash", "job_id", "job_time", "recorded_at", "outcome", "primary_pitfall", "signature",
+               "title", "first_failing_rank", "blamed_key", "summary", "triage_version")
+_VERDICT_FIELDS = ("outcome", "primary_pitfall", "signature")      # a change of these is kept in the history
 
 
 # --- the store -----------------------------------------------------------------------------------
@@ -358,7 +391,7 @@ class Store:
             self.url = resolve_url(given)
         except StoreError as e:
             raise self._err(str(e)) from None
-        self.md, self.meta, self.verdicts, self.known = _tables()
+        self.md, self.meta, self.verdicts, self.known, self.history = _tables()
         self.sqlite = self.url.startswith("sqlite")
         if existing and self.sqlite:          # a read-only command: a mistyped path is no new empty store
             path = self.url[len("sqlite:///"):].split("?", 1)[0]
@@ -510,10 +543,43 @@ class Store:
             have = self._version(c)             # again, under the lock: another process may have made it
             steps = _migrations()
             for v in range(have + 1, upto + 1):
+                old_rows = self._take_v2(c) if v == 3 and have >= 1 else []
                 for name in steps[v]:
                     self.md.tables[name].create(c, checkfirst=True)
+                if old_rows:
+                    self._put_v2(c, old_rows)
                 self._set_version(c, v)
             return max(have, upto)
+
+    def _take_v2(self, c) -> List[Dict[str, Any]]:
+        """Schema 2 -> 3: read the records keyed by content hash and drop their table (its indexes
+        too: the new table reuses their names)."""
+        sa = self.sa
+        cols = ", ".join(_V2_COLUMNS)
+        rows = [dict(r) for r in c.execute(sa.text(f"SELECT {cols} FROM verdicts ORDER BY recorded_at, id")).mappings()]
+        for ix in ("verdicts_signature", "verdicts_job_time"):
+            c.execute(sa.text(f"DROP INDEX IF EXISTS {ix}"))
+        c.execute(sa.text("DROP TABLE verdicts"))
+        return rows
+
+    def _put_v2(self, c, rows: Sequence[Dict[str, Any]]) -> None:
+        """The schema-2 records as jobs: one per job id (attempt 0), the newest verdict kept and
+        the earlier ones in the history; records of stdin ("<stdin>") are one job per content."""
+        sa = self.sa
+        latest: Dict[str, Dict[str, Any]] = {}
+        older: List[Dict[str, Any]] = []
+        for r in rows:                      # oldest first
+            r = dict(r, attempt=0)
+            if r["job_id"] == "<stdin>":
+                r["job_id"] = f"stdin:{r['content_hash'][:16]}"
+            if r["job_id"] in latest:
+                older.append(latest[r["job_id"]])
+            latest[r["job_id"]] = r
+        now = time.time()
+        if latest:
+            c.execute(sa.insert(self.verdicts), list(latest.values()))
+        if older:
+            c.execute(sa.insert(self.history), [dict(r, replaced_at=now, reason="migrated") for r in older])
 
     def _set_version(self, c, v: int) -> None:
         sa = self.sa
@@ -527,21 +593,42 @@ class Store:
         (its verdict is then refreshed, its job id and time kept)."""
         return self.record_many([rec])[0]
 
-    def record_many(self, recs: Sequence[Record]) -> List[bool]:
+    def record_many(self, recs: Sequence[Record], reason: str = "reanalysed") -> List[bool]:
+        """Store verdicts, one per job (job id, attempt): True for a job never stored before.  A
+        job stored before gets the new verdict; its old one goes to the history when the outcome,
+        pitfall or signature changed (REASON says why: reanalysed, recheck)."""
         sa = self.sa
+        v = self.verdicts
         out: List[bool] = []
         now = time.time()
         with self._begin(write=True) as c:
             for rec in recs:
                 row = _row(rec, now)
-                ins = self._insert(self.verdicts).values(**row)
-                upd = {k: row[k] for k in ("outcome", "primary_pitfall", "signature", "title", "first_failing_rank",
-                                           "blamed_key", "summary", "triage_version")}
-                existed = c.execute(sa.select(self.verdicts.c.id).where(
-                    self.verdicts.c.content_hash == rec.content_hash)).first() is not None
-                c.execute(ins.on_conflict_do_update(index_elements=["content_hash"], set_=upd))
-                out.append(not existed)
+                ins = (self._insert(v).values(**row).on_conflict_do_nothing(index_elements=["job_id", "attempt"])
+                       .returning(v.c.id))
+                if c.execute(ins).first() is not None:     # a new job (two writers of one job: one inserts)
+                    out.append(True)
+                    continue
+                q = sa.select(v).where(v.c.job_id == row["job_id"], v.c.attempt == row["attempt"])
+                old = c.execute(q if self.sqlite else q.with_for_update()).mappings().one()
+                if any(old[k] != row[k] for k in _VERDICT_FIELDS):
+                    hist = {k: old[k] for k in old.keys() if k != "id"}
+                    c.execute(sa.insert(self.history).values(**hist, replaced_at=now, reason=reason[:32]))
+                upd = {k: val for k, val in row.items() if k not in ("job_id", "attempt")}
+                if not rec.paths:
+                    upd.pop("paths")            # a job re-read from stdin keeps where its log was
+                c.execute(sa.update(v).where(v.c.id == old["id"]).values(**upd))
+                out.append(False)
         return out
+
+    def history_of(self, job_id: str, attempt: int = 0) -> List[Record]:
+        """A job's earlier verdicts, oldest first."""
+        sa = self.sa
+        h = self.history
+        with self._begin() as c:
+            rows = c.execute(sa.select(h).where(h.c.job_id == job_id, h.c.attempt == attempt)
+                             .order_by(h.c.replaced_at, h.c.id)).mappings().all()
+        return [_record(r) for r in rows]
 
     def _insert(self, table):
         if self.sqlite:
@@ -705,17 +792,22 @@ def _store_error(store: Store, e: BaseException) -> BaseException:
 
 
 def _row(rec: Record, now: float) -> Dict[str, Any]:
-    return {"content_hash": rec.content_hash, "job_id": rec.job_id[:4000], "job_time": float(rec.job_time),
-            "recorded_at": rec.recorded_at or now, "outcome": rec.outcome, "primary_pitfall": rec.primary,
-            "signature": rec.signature, "title": (rec.title or "")[:2000], "first_failing_rank": rec.first_failing_rank,
-            "blamed_key": rec.blamed, "summary": (rec.summary or "")[:2000], "triage_version": rec.triage_version}
+    return {"content_hash": rec.content_hash, "job_id": rec.job_id[:1000], "attempt": int(rec.attempt),
+            "job_time": float(rec.job_time), "recorded_at": rec.recorded_at or now, "outcome": rec.outcome,
+            "primary_pitfall": rec.primary, "signature": rec.signature, "title": (rec.title or "")[:2000],
+            "first_failing_rank": rec.first_failing_rank, "blamed_key": rec.blamed,
+            "summary": (rec.summary or "")[:2000], "triage_version": rec.triage_version,
+            "hosts": (rec.hosts or "")[:2000], "log_start": rec.log_start, "log_end": rec.log_end,
+            "paths": (rec.paths or "")[:8000], "message_signature": rec.message_signature}
 
 
 def _record(r: Any) -> Record:
     return Record(job_id=r["job_id"], job_time=float(r["job_time"]), outcome=r["outcome"], primary=r["primary_pitfall"],
                   signature=r["signature"], title=r["title"] or "", first_failing_rank=r["first_failing_rank"],
                   blamed=r["blamed_key"], summary=r["summary"] or "", content_hash=r["content_hash"],
-                  triage_version=r["triage_version"] or "", recorded_at=float(r["recorded_at"]))
+                  triage_version=r["triage_version"] or "", recorded_at=float(r["recorded_at"]),
+                  attempt=int(r["attempt"] or 0), hosts=r["hosts"] or "", log_start=r["log_start"],
+                  log_end=r["log_end"], paths=r["paths"] or "", message_signature=r["message_signature"])
 
 
 def day(ts: float) -> str:
@@ -723,8 +815,11 @@ def day(ts: float) -> str:
 
 
 
-def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:
-    """The verdict record of an analysis (verdict.Analysis) of the job at PATHS."""
+def record_of(a: Any, paths: Sequence[str], identity: Any, digest: str) -> Record:
+    """The verdict record of an analysis (verdict.Analysis) of the job at PATHS, whose identity is
+    IDENTITY (jobid.JobIdentity; a plain string is a job id, attempt 0)."""
+    import json
+
     from . import __version__
     from .redact import redact
     v = a.verdict                      # the record is the verdict's fields, nothing re-derived
@@ -732,11 +827,19 @@ def record_of(a: Any, paths: Sequence[str], job_id: str, digest: str) -> Record:
     if a.config is not None and a.config.suspects:
         top = [s for s in a.config.suspects if not s.unrelated]
         blamed = top[0].key if top else None
-    return Record(job_id=redact(job_id), job_time=job_time(paths), outcome=v.outcome,
+    job_id, attempt = (identity, 0) if isinstance(identity, str) else (identity.job_id, identity.attempt)
+    job = getattr(a, "job", None)      # the report's job header (hosts, the log's time span), when made
+    start, end = getattr(job, "log_start", None), getattr(job, "log_end", None)
+    where = [p if p == "-" or "://" in p else os.path.abspath(p) for p in paths]
+    msg_sig = getattr(v, "message_signature", None)
+    return Record(job_id=redact(job_id), job_time=end or job_time(paths), outcome=v.outcome,
                   primary=v.primary.pitfall if v.primary is not None else None,
                   signature=redact(v.signature) if v.signature else None, title=redact(v.title),
                   first_failing_rank=v.first_rank, blamed=blamed, summary=redact(v.summary),
-                  content_hash=digest, triage_version=__version__)
+                  content_hash=digest, triage_version=__version__, attempt=attempt,
+                  hosts=" ".join(getattr(job, "hosts", ()) or ()), log_start=start, log_end=end,
+                  paths=json.dumps(where) if "-" not in where else "",
+                  message_signature=redact(msg_sig) if msg_sig else None)
 
 
 KNOWN_RE = "re:"      # a known-issue key "re:REGEX": found in a job's signature or error block (elastic-recheck)

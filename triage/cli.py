@@ -8,7 +8,7 @@ import signal
 import stat
 import sys
 import tempfile
-from typing import List, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 import click
 

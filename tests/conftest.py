@@ -34,3 +34,11 @@ def pg_url(pg_server, request):
     import re
     name = "t_" + re.sub(r"\W", "_", request.node.name.lower())[:50] + f"_{os.getpid()}_{id(request) % 100000}"
     return pg_server.createdb(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    """A fresh store on each engine: a SQLite file, then a database on the real PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store" / "triage.db")
+    return request.getfixturevalue("pg_url")

@@ -404,7 +404,7 @@ def schema_cmd(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of a --format json output.
 
     \b
-    NAME is one of: analyze, check-config, diff, fleet.
+    NAME is one of: analyze, check-config, diff, fleet, recheck.
     Example:  triage schema analyze > analyze.schema.json"""
     click.echo(schema_text(name), nl=False)
 
@@ -623,6 +623,62 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
         seen = store.seen(signatures=[r.signature for r in records if r.signature])
         known = store.known_list()
     _fleet_output(view(records, seen, known, since=t0, until=_time.time(), daily=True), fmt, output, force)
+
+
+@fleet.command("recheck")
+@click.option("--since", default="all", show_default=True, metavar="PERIOD",
+              help="The stored jobs rechecked: 'all', or a period (7d, 12h, 2w) or a date (YYYY-MM-DD) "
+                   "of their job time.")
+@click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help=PATTERNS_HELP)
+@click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
+              help="Analyse N jobs at once (default 0: all cores).")
+@click.option("--dry-run", is_flag=True, help="Say what would change; leave the store as it is.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the result to this file (atomically).")
+@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
+def fleet_recheck(since: str, db: Optional[str], pattern_dirs: List[str], workers: int, dry_run: bool, fmt: str,
+                  output: Optional[str], force: bool, quiet: bool) -> None:
+    """Triage the stored jobs again with today's catalog (after a pattern was added, --patterns,
+    or a known issue linked) and say which unexplained groups are now explained or covered by a
+    known issue and which verdicts changed.  Each job whose log is still readable (where it was
+    analysed from) is analysed again and its record replaced; its old verdict is kept in the
+    store's history.  Jobs piped on stdin or whose log is gone are counted as skipped.
+
+    \b
+    Examples:
+      triage fleet recheck --since 30d --db postgresql://triage@db/triage
+      triage fleet recheck --patterns team-patterns/ --dry-run --format json"""
+    from .fleet import parse_since
+    from .progress import for_jobs
+    from .recheck import recheck, render_text
+    load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
+    t0 = None if since.strip().lower() == "all" else parse_since(since)
+    bars: list = []
+
+    def total(n: int) -> None:
+        if not quiet and n:
+            bars.append(for_jobs(n))
+
+    def tick(done: int) -> None:
+        if bars and bars[0] is not None:
+            bars[0](done)
+    try:
+        res = recheck(db, t0, pattern_dirs, workers, dry_run, tick=tick, on_total=total)
+    finally:
+        for b in bars:
+            if b is not None:
+                b.close()
+    out = json.dumps(res.as_dict(), indent=2, ensure_ascii=False) + "\n" if fmt == "json" else render_text(res)
+    if output:
+        try:
+            write_atomic(output, out, force)
+        except OSError as e:
+            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
+        click.echo(f"triage: rechecked {res.checked} job(s); {fmt} written to {output}", err=True)
+    else:
+        click.echo(out, nl=False)
 
 
 @cli.group()

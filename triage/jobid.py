@@ -27,8 +27,10 @@ from typing import Mapping, Optional, Sequence
 ID_VARS = ("TRIAGE_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
 ATTEMPT_VARS = ("TRIAGE_ATTEMPT", "SLURM_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT")
 MAX_ID = 400
-# Slurm's default output names: slurm-%j.out, slurm-%A_%a.out (also .err / .log and compressed)
-_SLURM_NAME = re.compile(r"^slurm-(\d+(?:_\d+)?)\.(?:out|err|log)(?:\.(?:gz|xz|bz2|zst))?$")
+# Slurm's output names: slurm-%j.out, an array task's slurm-%A_%a.out, a task's slurm-%j-%t.out / _%t
+# (also .err / .log, and compressed).  One name, read two ways: a file alone is its job (an array
+# task's id is %A_%a, as squeue shows it); in one directory the files of one %j are one job's (sources).
+SLURM_OUTPUT = re.compile(r"^slurm-(\d+)(?:([_-])(\d+))?\.(?:out|err|log)(?:\.(?:gz|bz2|xz|zst))?$", re.I)
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,10 @@ def _attempt(raw: str, what: str) -> int:
 
 def from_name(path: str) -> Optional[str]:
     """The job id a scheduler wrote into the log's file name (slurm-123.out -> 123), or None."""
-    m = _SLURM_NAME.match(os.path.basename(path.rstrip("/")))
-    return m.group(1) if m else None
+    m = SLURM_OUTPUT.match(os.path.basename(path.rstrip("/")))
+    if not m:
+        return None
+    return f"{m.group(1)}_{m.group(3)}" if m.group(2) == "_" else m.group(1)
 
 
 def identify(paths: Sequence[str], job_id: Optional[str] = None, attempt: Optional[int] = None,

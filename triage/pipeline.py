@@ -2,6 +2,8 @@
 step-time parser; then findings, config/blame and step-time verdicts are put together."""
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -59,9 +61,33 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
             bar.close()
     if scan.lines == 0 and not scan.notes:      # no verdict of nothing: "healthy" would be a lie
         raise InputError(f"the input is empty: nothing to triage ({', '.join(paths)[:200]})")
+    _one_job_by_summaries(paths, scan.launcher_summaries)
     a = analyse(scan, decide_now=decide_now)
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
     return a, seen
+
+
+def _one_job_by_summaries(paths: Sequence[str], summaries: Sequence[Tuple[str, int]]) -> None:
+    """Directories given as one job whose files hold launcher summaries of several jobs -- two
+    inputs whose torchrun summary names the same global rank as the root cause, which one job's
+    node agents never do (each names one of its own ranks) -- would get one mixed verdict: an
+    InputError pointing at triage fleet.  Per-attempt directories (TorchElastic's attempt_N) are
+    one job's restarts, not jobs."""
+    dirs = [p for p in paths if p != "-" and os.path.isdir(p)]
+    if not dirs:
+        return
+    by_rank: Dict[int, set] = {}
+    for src, rank in summaries:
+        if not re.search(r"(?:^|/)attempt_\d+/", src):
+            by_rank.setdefault(rank, set()).add(src)
+    clash = sorted((r, sorted(s)) for r, s in by_rank.items() if len(s) > 1)
+    if clash:
+        rank, files = clash[0]
+        shown = ", ".join(os.path.basename(f) for f in files[:4]) + (", ..." if len(files) > 4 else "")
+        top = dirs[0]
+        raise InputError(f"directory {top!r} holds the launcher summaries of {len(files)} jobs ({shown} each name "
+                         f"rank {rank} as the first failure): one verdict would mix them; triage each job's files, "
+                         f"or all of them with `triage fleet --jobs-in {top}`")
 
 
 def scan_baseline(paths: Sequence[str]) -> Seen:

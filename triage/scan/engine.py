@@ -124,6 +124,7 @@ class Engine:
             return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
+                          launcher_summaries=list(core.root_summaries),
                           disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
                           notes=list(core.notes), exits=list(core.exits),
                           bytes=nbytes, anchor_engine=engine, regex_timeouts=core.timeouts.count, ranks_fn=ranks)

@@ -32,6 +32,8 @@ class LauncherRoot(Observer):
             m = _ROOT_RANK.match(text)
             if m:
                 self.core.root_rank = int(m.group(1))
+                if len(self.core.root_summaries) < 64:
+                    self.core.root_summaries.append((line.source, int(m.group(1))))
                 self.inside = False
 
 

@@ -56,6 +56,7 @@ class ScanResult:
     lines: int
     sources: List[str]
     launcher_root_rank: Optional[int] = None
+    launcher_summaries: List[Tuple[str, int]] = field(default_factory=list)   # (input, root-cause rank)
     attempts: int = 1
     disabled_rules: List[str] = field(default_factory=list)
     # matches not kept (Core.add_match): (pattern id, rank, text of the first one) -> count;

@@ -196,13 +196,13 @@ def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
 
 
 # Slurm's default output names: slurm-%j.out, slurm-%j_%t.out (per task), slurm-%A_%a.out (arrays)
-_SLURM_JOB_FILE = re.compile(r"^slurm-(\d+)(?:[_-]\d+)?\.(?:out|err|log)(?:\.(?:gz|bz2|xz|zst))?$", re.I)
 
 
 def _one_job(top: str, files: Sequence[str]) -> None:
     """A directory given as one job that holds the logs of several Slurm jobs (slurm-101.out,
     slurm-102.out) would get one mixed verdict: an InputError that points at triage fleet."""
-    ids = sorted({m.group(1) for f in files for m in [_SLURM_JOB_FILE.match(os.path.basename(f))] if m},
+    from ..jobid import SLURM_OUTPUT
+    ids = sorted({m.group(1) for f in files for m in [SLURM_OUTPUT.match(os.path.basename(f))] if m},
                  key=int)
     if len(ids) > 1:
         shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")

@@ -112,6 +112,7 @@ class Core:
         self._dropped_noted = False
         self.boundaries: List[float] = []          # times of restarts (to place inputs that show none)
         self.root_rank: Optional[int] = None
+        self.root_summaries: List[Tuple[str, int]] = []    # (input, root-cause rank) of each launcher summary
         self.ranks_seen: Dict[int, Set[int]] = {}
         # block driver, re-readable inputs: (path, file rank, [(stream offset, attempt from there)])
         # (path, file rank, [(stream offset, attempt from there)], [bytes scanned])

@@ -4,6 +4,7 @@
     check-config  triage check-config --format json
     diff          triage diff OLD NEW --format json
     fleet         triage fleet / triage fleet report --format json (triage.fleet.view)
+    recheck       triage fleet recheck --format json        (triage.recheck.Recheck)
 
 `triage schema NAME` prints one; tests/test_schemas.py validates every golden corpus output
 against them.  The contract is "extend, never break": fields are only ever added, so the shipped
@@ -19,7 +20,7 @@ from typing import Any, Dict, Tuple
 
 from ..errors import TriageError
 
-NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet")
+NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet", "recheck")
 
 
 class UnknownSchema(TriageError, KeyError, ValueError):

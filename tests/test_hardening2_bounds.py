@@ -322,7 +322,7 @@ def test_triage_diff_clips_each_value_15MiB_scalar_under_5s(tmp_path):
     new = tmp_path / "new.yaml"
     new.write_text("model:\n  cuda_graph_impl: local\n  data_path: \"" + "x" * 50_000 + "\"\n")
     r = CliRunner().invoke(cli, ["diff", str(old), str(new)])
-    assert r.exit_code == 0
+    assert r.exit_code == 1
     [line] = r.output.splitlines()
     assert line.startswith("data_path: 'short' -> 'xxx") and len(line) < 300 and "chars]" in line
     j = json.loads(CliRunner().invoke(cli, ["diff", str(old), str(new), "--format", "json"]).output)

@@ -96,6 +96,11 @@ def write_new(path: str, text: str) -> None:
         raise
 
 
+def _stdout_dash(ctx, param, value):  # noqa: ARG001 -- a click callback
+    """`-o -` is standard output, as for most tools (not a file named '-')."""
+    return None if value == "-" else value
+
+
 PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."
 DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
            "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
@@ -180,7 +185,8 @@ def cli() -> None:
               help="text (default), json, markdown, html, junit (JUnit XML: one testcase per pitfall, for "
                    "Jenkins/GitLab) or jira (Jira wiki markup); with -o, taken from the file suffix "
                    "(.txt .json .md .html .xml .jira).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file (atomically).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
+              help="Write the report to this file (atomically); - is standard output.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--no-redact", is_flag=True, help="Do not redact secrets (tokens, keys, passwords) in the output.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
@@ -254,6 +260,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
       triage analyze job.log -o report.html        # format from the suffix
       triage analyze job.log --baseline-config good.yaml --config bad.yaml
       triage analyze job.log --format junit -o triage.xml --fail-on warning"""
+    _no_contradiction(exit_zero, fail_on)
     if exit_zero:
         fail_on = "never"
     if fmt is None:
@@ -275,7 +282,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         warning = _store_verdict(a, list(logs) or ["-"], db, record, identity, stdin_hash)
     out = render(a, fmt, redact_secrets=not no_redact, pitfall_ids=[p.id for p in pats])
     if quiet and fmt == "text":
-        out = out.split("\n", 1)[0] + "\n"
+        out = _quiet(out)
     if output:
         try:
             write_atomic(output, out, force)
@@ -292,6 +299,20 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     code = exit_code(a, fail_on)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _quiet(text: str) -> str:
+    """-q: the text report's verdict line, and its known issue's (an epilog's whole story)."""
+    lines = text.split("\n")
+    return "\n".join([lines[0]] + [x for x in lines[1:] if x.startswith("known issue: ")][:1]) + "\n"
+
+
+def _no_contradiction(exit_zero: bool, fail_on: str) -> None:
+    ctx = click.get_current_context()
+    if exit_zero and fail_on != "never" and \
+            ctx.get_parameter_source("fail_on") == click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError(f"--exit-zero and --fail-on {fail_on} contradict each other: --exit-zero is "
+                               "--fail-on never; give one of them")
 
 
 def load_patterns(pattern_dirs: List[str]) -> list:
@@ -380,7 +401,8 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
 @click.argument("new", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def diff_cmd(old: str, new: str, fmt: str) -> None:
-    """Show the canonical config changes from OLD (last good) to NEW.
+    """Show the canonical config changes from OLD (last good) to NEW.  Exits 1 when they differ,
+    0 when they are the same (as `diff` and `git diff --exit-code` do), 2 on a bad argument.
 
     \b
     Examples:
@@ -391,11 +413,13 @@ def diff_cmd(old: str, new: str, fmt: str) -> None:
     ch = diff(a, b, partial=a.get("config_complete") is False or b.get("config_complete") is False)
     if fmt == "json":
         click.echo(json.dumps(redact_obj([vars(c) for c in ch]), indent=2, default=str))
-        return
-    if not ch:
-        click.echo("no differences")
-    for c in ch:
-        click.echo(change_line(c.key, c.old, c.new, redact))
+    else:
+        if not ch:
+            click.echo("no differences")
+        for c in ch:
+            click.echo(change_line(c.key, c.old, c.new, redact))
+    if ch:
+        raise click.exceptions.Exit(EXIT_FOUND)
 
 
 @cli.command("schema")
@@ -463,7 +487,8 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
 @patterns.command("suggest")
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--index", default=1, show_default=True, help="Which unmatched block (1 = first).")
-@click.option("-o", "--output", type=click.Path(), help="Write the draft here (never overwrites).")
+@click.option("-o", "--output", type=click.Path(), callback=_stdout_dash,
+              help="Write the draft here (never overwrites); - is standard output.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
 def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern_dirs: List[str]) -> None:
@@ -538,7 +563,7 @@ def fleet() -> None:
               help="Do not store the verdicts (first/last seen then come from these jobs only).")
 @click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
               help="Write the grouped view to this file (atomically).")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
@@ -566,6 +591,9 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
       triage fleet run job-1.log job-2/ --no-store --format json"""
     from .fleet import analyse_jobs, failed_gates, find_jobs, store_verdicts, stored_signatures, view
     from .progress import for_jobs
+    if no_store and (require_store or db):
+        raise click.UsageError(f"--no-store and {'--require-store' if require_store else '--db'} contradict each "
+                               "other: give one of them")
     if "new" in fail_on and no_store:
         raise click.UsageError("--fail-on new needs the store (a signature never seen before in it): drop --no-store")
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
@@ -603,7 +631,8 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to this file (atomically).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
+              help="Write the report to this file (atomically); - is standard output.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Optional[str], force: bool) -> None:
     """The grouped view of the stored verdicts of a period, with a per-day chart of failing
@@ -635,7 +664,8 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
               help="Analyse N jobs at once (default 0: all cores).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; leave the store as it is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the result to this file (atomically).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
+              help="Write the result to this file (atomically); - is standard output.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def fleet_recheck(since: str, db: Optional[str], pattern_dirs: List[str], workers: int, dry_run: bool, fmt: str,

@@ -1,0 +1,67 @@
+"""Issue 25: a CLI with no surprises (the conventions ruff, ripgrep and git users rely on)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
+CFG = os.path.join(ROOT, "tests", "fixtures", "configs")
+
+
+def triage(*args, input=None, cwd=None):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    env.pop("TRIAGE_DB", None)
+    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, env=env,
+                          timeout=120, input=input, cwd=cwd)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown", "html", "junit", "jira"])
+def test_dash_output_is_stdout_not_a_file_named_dash(tmp_path, fmt):
+    r = triage("analyze", SAMPLE, "--format", fmt, "-o", "-", cwd=tmp_path)
+    assert r.returncode == 1 and not (tmp_path / "-").exists()
+    assert r.stdout == triage("analyze", SAMPLE, "--format", fmt, cwd=tmp_path).stdout
+    if fmt == "json":
+        assert json.loads(r.stdout)["outcome"] == "pitfall"
+
+
+def test_dash_output_of_fleet_and_recheck(tmp_path):
+    r = triage("fleet", "run", SAMPLE, "--no-store", "--format", "json", "-o", "-", "-q", cwd=tmp_path)
+    assert r.returncode == 0 and json.loads(r.stdout)["jobs"] == 1 and not (tmp_path / "-").exists()
+
+
+def test_diff_exits_1_when_the_configs_differ_0_when_equal(tmp_path):
+    good, bad = os.path.join(CFG, "good_run_config.yaml"), os.path.join(CFG, "bad_run_config.yaml")
+    same = triage("diff", good, good)
+    assert (same.returncode, same.stdout) == (0, "no differences\n")
+    differ = triage("diff", good, bad)
+    assert differ.returncode == 1 and "cuda_graph_scope" in differ.stdout
+    j = triage("diff", good, bad, "--format", "json")
+    assert j.returncode == 1 and json.loads(j.stdout)
+    assert triage("diff", good, str(tmp_path / "missing.yaml")).returncode == 2
+
+
+def test_contradictory_options_are_a_usage_error():
+    r = triage("analyze", SAMPLE, "--exit-zero", "--fail-on", "warning")
+    assert r.returncode == 2 and "--exit-zero and --fail-on warning contradict each other" in r.stderr
+    assert r.stdout == ""
+    assert triage("analyze", SAMPLE, "--exit-zero", "--fail-on", "never").returncode == 0
+    r = triage("fleet", "run", SAMPLE, "--no-store", "--require-store")
+    assert r.returncode == 2 and "--no-store and --require-store contradict" in r.stderr
+    r = triage("fleet", "run", SAMPLE, "--no-store", "--db", "x.db")
+    assert r.returncode == 2 and "--no-store and --db contradict" in r.stderr
+
+
+def test_quiet_keeps_the_known_issue_line(tmp_path):
+    db = str(tmp_path / "k.db")
+    assert triage("known", "add", "moe-scope-conflict", "https://t.example/TRAIN-1", "--db", db).returncode == 0
+    r = triage("analyze", SAMPLE, "--db", db, "-q")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 1 and len(lines) == 2, r.stdout
+    assert lines[0].startswith("triage: rank 1 failed first with moe-scope-conflict")
+    assert lines[1].startswith("known issue: https://t.example/TRAIN-1 (seen 1 time since ")
+    piped = triage("analyze", "-q", "--db", db, input=open(SAMPLE).read())      # kubectl logs | triage analyze -q
+    assert piped.stdout.splitlines()[1].startswith("known issue: https://t.example/TRAIN-1")
+    assert len(triage("analyze", SAMPLE, "-q").stdout.splitlines()) == 1       # no store: the verdict line only

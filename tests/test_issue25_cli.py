@@ -65,3 +65,20 @@ def test_quiet_keeps_the_known_issue_line(tmp_path):
     piped = triage("analyze", "-q", "--db", db, input=open(SAMPLE).read())      # kubectl logs | triage analyze -q
     assert piped.stdout.splitlines()[1].startswith("known issue: https://t.example/TRAIN-1")
     assert len(triage("analyze", SAMPLE, "-q").stdout.splitlines()) == 1       # no store: the verdict line only
+
+
+def test_every_json_output_has_a_schema_known_list_included(tmp_path):
+    """`triage schema NAME` covers every --format json output: known list's too, validated strictly."""
+    from test_schemas import STRICT
+    db = str(tmp_path / "k.db")
+    assert triage("known", "add", "moe-scope-conflict", "https://t.example/1", "--db", db, "--title", "t").returncode == 0
+    assert triage("known", "add", "re:boom", "https://t.example/2", "--db", db).returncode == 0
+    assert triage("analyze", SAMPLE, "--db", db, "-q").returncode == 1
+    out = json.loads(triage("known", "list", "--db", db, "--format", "json").stdout)
+    STRICT["known"].validate(out)
+    assert [(k["key"], k["seen"]) for k in out] == [("moe-scope-conflict", 1), ("re:boom", 0)]
+    printed = triage("schema", "known")
+    assert printed.returncode == 0 and json.loads(printed.stdout)["$id"] == "urn:triage:schema:known:1"
+    helptext = triage("schema", "--help").stdout
+    from triage import schemas
+    assert all(n in helptext for n in schemas.NAMES)

@@ -428,7 +428,7 @@ def schema_cmd(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of a --format json output.
 
     \b
-    NAME is one of: analyze, check-config, diff, fleet, recheck.
+    NAME is one of: analyze, check-config, diff, fleet, recheck, known.
     Example:  triage schema analyze > analyze.schema.json"""
     click.echo(schema_text(name), nl=False)
 

@@ -5,6 +5,7 @@
     diff          triage diff OLD NEW --format json
     fleet         triage fleet / triage fleet report --format json (triage.fleet.view)
     recheck       triage fleet recheck --format json        (triage.recheck.Recheck)
+    known         triage known list --format json
 
 `triage schema NAME` prints one; tests/test_schemas.py validates every golden corpus output
 against them.  The contract is "extend, never break": fields are only ever added, so the shipped
@@ -20,7 +21,7 @@ from typing import Any, Dict, Tuple
 
 from ..errors import TriageError
 
-NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet", "recheck")
+NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet", "recheck", "known")
 
 
 class UnknownSchema(TriageError, KeyError, ValueError):

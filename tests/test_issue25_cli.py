@@ -82,3 +82,46 @@ def test_every_json_output_has_a_schema_known_list_included(tmp_path):
     helptext = triage("schema", "--help").stdout
     from triage import schemas
     assert all(n in helptext for n in schemas.NAMES)
+
+
+def test_check_config_and_diff_warn_on_a_key_that_is_no_setting_with_did_you_mean(tmp_path):
+    """A typo never passes a pre-launch gate silently: a warning with "did you mean" (stderr), and with
+    --strict an error (exit 2); real configs of every fixture release raise no warning."""
+    r = triage("check-config", "model.cuda_graph_scpoe=[attn,moe]")
+    assert r.returncode == 0 and "but 1 key(s) are no known setting" in r.stdout
+    assert r.stderr == ("triage: warning: 'model.cuda_graph_scpoe' is not a setting of Megatron-LM, megatron-core or "
+                        "Megatron Bridge; did you mean 'cuda_graph_scope'?\n")
+    strict = triage("check-config", "model.cuda_graph_scpoe=[attn,moe]", "--strict")
+    assert strict.returncode == 2 and strict.stdout == "" and strict.stderr.count("\n") == 1
+    assert "did you mean 'cuda_graph_scope'?" in strict.stderr and "(--strict)" in strict.stderr
+    j = json.loads(triage("check-config", "model.cuda_graph_scpoe=[attn,moe]", "--format", "json").stdout)
+    assert j["unknown_keys"] == [{"key": "model.cuda_graph_scpoe", "suggestion": "cuda_graph_scope"}]
+    # a setting triage does not check is no typo; an explicit key of no release is warned, without a guess
+    assert triage("check-config", "optimizer.lr=3e-4", "model.cuda_graph_impl=local").stderr == ""
+    assert "'model.frobnicate' is not a setting" in triage("check-config", "model.frobnicate=1").stderr
+    # the environment: a near miss of a variable triage reads
+    r = triage("check-config", "model.cuda_graph_impl=local", "--env", "NCCL_GRAPH_REGISTR=0")
+    assert "did you mean 'env.NCCL_GRAPH_REGISTER'?" in r.stderr
+    # in a config file only near misses are warned about (a real config holds other tools' keys)
+    good = tmp_path / "run_config.yaml"
+    good.write_text("model:\n  cuda_graph_impl: local\n  cuda_graph_scpoe: [attn]\nmy_launcher:\n  nodes: 4\n")
+    r = triage("check-config", str(good))
+    assert r.stderr.count("warning") == 1 and "'cuda_graph_scpoe'" in r.stderr
+    d = triage("diff", str(good), str(good), "--strict")
+    assert d.returncode == 2 and "cuda_graph_scpoe" in d.stderr
+
+
+def test_no_real_config_of_the_fixtures_raises_a_typo_warning():
+    from triage.config import ConfigError, build_config
+    from triage.config.settings import unknown_keys
+
+    def keys(f):
+        try:
+            return list(build_config([f]))
+        except ConfigError:          # a log holding no config
+            return []
+    files = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(CFG, "real")) for f in fs
+             if f.endswith((".yaml", ".json", ".log"))]
+    assert len(files) > 30
+    noisy = {f: unknown_keys(keys(f)) for f in files}
+    assert {f: u for f, u in noisy.items() if u} == {}

@@ -8,7 +8,7 @@ import signal
 import stat
 import sys
 import tempfile
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Sequence
 
 import click
 
@@ -356,7 +356,10 @@ def exit_code(a, fail_on: str) -> int:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
-def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: str, pattern_dirs: List[str]) -> None:
+@click.option("--strict", is_flag=True, help="A key that is no known setting (a typo) is an error (exit 2), "
+                                            "not a warning.")
+def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: str, pattern_dirs: List[str],
+                 strict: bool) -> None:
     """Predict CUDA-graph crashes from a config before the job is launched.
 
     CONFIGS are YAML/JSON files (Bridge run_config.yaml, plain), logs holding a config, or
@@ -373,17 +376,21 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
         raise fail("give a config file or KEY=VALUE overrides") from None
     pats = load_patterns(pattern_dirs)
     cfg = build_config(files, over, env)
+    typos = _typos(cfg, over, env, strict)
     vs = check(cfg, pats)
     unknown, open_rules = unknown_values(cfg), undecided(cfg, pats)
     if fmt == "json":
         click.echo(json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg, "unknown": unknown,
-                                          "undecided": [vars(u) for u in open_rules]}), indent=2, default=str))
+                                          "undecided": [vars(u) for u in open_rules],
+                                          "unknown_keys": [vars(t) for t in typos]}), indent=2, default=str))
     elif fmt == "markdown":
         from .report import render_check_config_markdown
         click.echo(render_check_config_markdown(vs, cfg, unknown=unknown, undecided=open_rules), nl=False)
     else:
         if not vs:
-            click.echo("check-config: no CUDA-graph pitfall in this config")
+            click.echo("check-config: no CUDA-graph pitfall in this config" if not typos else
+                       f"check-config: no CUDA-graph pitfall in this config, but {len(typos)} key(s) are no known "
+                       "setting (a typo is never checked): see the warning(s) above")
         for v in vs:
             click.echo(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}\n  fix: {v.fix}")
         for u in unknown:
@@ -396,11 +403,29 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
         raise click.exceptions.Exit(EXIT_FOUND)
 
 
+def _typos(cfg: Mapping[str, Any], overrides: Sequence[str], env: Sequence[str], strict: bool) -> list:
+    """The config's keys that are no known setting (config.settings): a warning line each on stderr,
+    or, with --strict, one error (exit 2)."""
+    from .config.load import parse_overrides
+    from .config.settings import unknown_keys
+    given = list(parse_overrides(overrides)) + [f"env.{e.split('=', 1)[0].strip()}" for e in env if "=" in e]
+    lasts = {g.rsplit(".", 1)[-1] for g in given}
+    typos = unknown_keys([k for k in cfg if k.rsplit(".", 1)[-1] not in lasts], given)
+    if typos and strict:
+        raise fail("; ".join(t.message() for t in typos[:5]) + (f" (+{len(typos) - 5} more)" if len(typos) > 5 else "")
+                   + " (--strict)")
+    for t in typos:
+        click.echo(f"triage: warning: {t.message()}", err=True)
+    return typos
+
+
 @cli.command("diff")
 @click.argument("old", type=click.Path())
 @click.argument("new", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def diff_cmd(old: str, new: str, fmt: str) -> None:
+@click.option("--strict", is_flag=True, help="A key that is no known setting (a typo) is an error (exit 2), "
+                                            "not a warning.")
+def diff_cmd(old: str, new: str, fmt: str, strict: bool) -> None:
     """Show the canonical config changes from OLD (last good) to NEW.  Exits 1 when they differ,
     0 when they are the same (as `diff` and `git diff --exit-code` do), 2 on a bad argument.
 
@@ -409,6 +434,8 @@ def diff_cmd(old: str, new: str, fmt: str) -> None:
       triage diff last_good/run_config.yaml new/run_config.yaml
       triage diff good.log bad.log --format json     # configs read from the logs"""
     a, b = build_config([old]), build_config([new])
+    _typos(a, (), (), strict)
+    _typos(b, (), (), strict)
     # a side read from part of a log (a launch line, a summary): a key it does not show is unknown
     ch = diff(a, b, partial=a.get("config_complete") is False or b.get("config_complete") is False)
     if fmt == "json":

@@ -58,8 +58,9 @@ def _fields(node: ast.ClassDef) -> Iterable[str]:
     dc = any("dataclass" in ast.unparse(d) for d in node.decorator_list)
     if dc or node.name.endswith(("Config", "Provider")):
         for item in node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and not item.target.id.startswith("_"):
-                yield item.target.id
+            target = item.target if isinstance(item, ast.AnnAssign) else None
+            if isinstance(target, ast.Name) and not target.id.startswith("_"):
+                yield target.id
 
 
 def _options(node: ast.Call) -> Iterable[str]:

@@ -95,12 +95,22 @@ def test_patterns_suggest_drafts_a_loadable_pattern_that_matches(tmp_path):
     assert r.exit_code == 0, r.output
     text = out.read_text()
     assert "TODO-pitfall-id" in text and "No such file or directory" in text
-    # a human finishes it: give it an id and a real near-miss, then it must pass its own examples
+    # a draft with its TODO placeholders fails the check, every placeholder named
     (tmp_path / "d").mkdir()
-    fixed = text.replace("TODO-pitfall-id", "dataset-missing").replace(
-        "'TODO: a near-miss line that must not match'", "'opened /data/x.idx'")
-    (tmp_path / "d" / "dataset-missing.yaml").write_text(fixed)
-    assert invoke(["patterns", "check", str(tmp_path / "d")]).exit_code == 0
+    (tmp_path / "d" / "dataset-missing.yaml").write_text(text)
+    r = invoke(["patterns", "check", str(tmp_path / "d")])
+    assert r.exit_code == 1 and "TODO placeholders left in id, explanation, fix" in r.output
+    # a human finishes it: an id, a real near-miss, the why and the fix, the source; then it passes
+    import yaml
+    d = yaml.safe_load(text)
+    d.update(id="dataset-missing", explanation="the dataset index is not where the config says",
+             fix="point data_path at the prefix of the .bin/.idx pair",
+             references=[{"source": "megatron/core/datasets/indexed_dataset.py", "version": "core_v0.19.0"}])
+    d["examples"]["no_match"] = ["opened /data/x.idx"]
+    d.pop("note", None)
+    (tmp_path / "d" / "dataset-missing.yaml").write_text(yaml.safe_dump(d))
+    r = invoke(["patterns", "check", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
     r2 = invoke(["analyze", log, "--patterns", str(tmp_path / "d"), "--format", "json"])
     assert json.loads(r2.output)["primary"] == "dataset-missing"
     # never overwrites

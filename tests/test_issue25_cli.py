@@ -125,3 +125,26 @@ def test_no_real_config_of_the_fixtures_raises_a_typo_warning():
     assert len(files) > 30
     noisy = {f: unknown_keys(keys(f)) for f in files}
     assert {f: u for f, u in noisy.items() if u} == {}
+
+
+def test_patterns_check_reports_every_problem_of_every_file_and_fails_a_draft(tmp_path):
+    d = tmp_path / "pats"
+    d.mkdir()
+    r = triage("patterns", "suggest", os.path.join(ROOT, "tests", "fixtures", "logs", "synthetic", "vllm",
+                                                   "worker_died.log"), "-o", str(d / "draft.yaml"))
+    assert r.returncode == 0, r.stderr
+    (d / "bad.yaml").write_text("id: [broken\n")
+    (d / "empty.yaml").write_text("")
+    shipped = sorted(os.listdir(os.path.join(ROOT, "patterns")))[0]
+    (d / shipped).write_bytes(open(os.path.join(ROOT, "patterns", shipped), "rb").read())
+    r = triage("patterns", "check", str(d))
+    assert r.returncode == 1 and r.stdout.strip().endswith("problem(s)")
+    lines = r.stderr.splitlines()
+    assert [ln.split(":", 1)[0] for ln in lines].count("bad.yaml") == 1
+    assert any(ln.startswith("empty.yaml: ") for ln in lines)
+    assert any(ln.startswith("draft.yaml: a draft: TODO placeholders left in id, explanation, fix") for ln in lines)
+    assert not any(ln.startswith(shipped) for ln in lines)            # the good file has no problem
+    assert "Traceback" not in r.stderr
+    # the draft once finished passes
+    one = triage("patterns", "check", os.path.join(ROOT, "patterns", shipped))
+    assert one.returncode == 0 and "1 pattern file(s), 0 problem(s)" in one.stdout

@@ -16,7 +16,7 @@ from . import __version__
 from .config import build_config, check, diff, undecided, unknown_values
 from .errors import TriageError
 from .fleet_report import FLEET_FORMATS
-from .patterns import PatternError, load_all, load_dir
+from .patterns import PatternError, load_all
 from .pipeline import add_config_analysis, run_analysis
 from .redact import redact, redact_obj
 from .report import FORMATS, SUFFIX_FORMAT, render
@@ -485,28 +485,31 @@ def patterns_list(pattern_dirs: List[str]) -> None:
 
 
 @patterns.command("check")
-@click.argument("directory", type=click.Path())
+@click.argument("directory", type=click.Path(), metavar="DIRECTORY|FILE")
 @click.option("--strict-ids", is_flag=True, help="Require ids to be taxonomy ids.")
 @click.option("--winners", is_flag=True,
               help="Also print, for every example line, which pattern of the whole catalog wins it.")
 def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
-    """Validate pattern files in DIRECTORY and run their own examples.
+    """Validate the pattern files in DIRECTORY (or one FILE) and run their own examples; every
+    problem of every file is reported, one line each.
 
     \b
-    Fails (exit 1) on: an example that does not behave as labelled, a match rule
-    that fires on none of its file's examples, a `when`/`implicates` key that is not
-    a canonical config key, a config rule without `violates`/`ok` configs, and an
-    example that another pattern wins unless the file lists it in `overlaps`.
+    Fails (exit 1) on: a file that cannot be loaded (each one says why), a draft of
+    `triage patterns suggest` that still holds a TODO placeholder, an example that
+    does not behave as labelled, a match rule that fires on none of its file's
+    examples, a `when`/`implicates` key that is not a canonical config key, a config
+    rule without `violates`/`ok` configs, and an example that another pattern wins
+    unless the file lists it in `overlaps`.
     Example:  triage patterns check patterns/ --winners"""
-    from .selftest import check_examples, example_winners, format_winners
-    pats = load_dir(directory, IDS if strict_ids else None)
+    from .selftest import check_examples, example_winners, format_winners, load_problems
+    pats, load_errors = load_problems(directory, IDS if strict_ids else None)
     if winners:
         for line in format_winners(example_winners(pats)):
             click.echo(line)
-    problems = check_examples(pats)
+    problems = load_errors + check_examples(pats)
     for pr in problems:
         click.echo(pr, err=True)
-    click.echo(f"{len(pats)} pattern file(s), {len(problems)} problem(s)")
+    click.echo(f"{len(pats) + len(load_errors)} pattern file(s), {len(problems)} problem(s)")
     if problems:
         raise click.exceptions.Exit(1)
 

@@ -262,3 +262,54 @@ def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]]
         problems += _config_problems(p)
     problems += _overlap_problems(patterns, catalog if catalog is not None else _catalog(patterns))
     return problems
+
+
+def _placeholders(path: str) -> List[str]:
+    """The fields of a pattern file still holding a `triage patterns suggest` placeholder (TODO)."""
+    import yaml
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.safe_load(f)
+    except (OSError, UnicodeError, yaml.YAMLError):
+        return []
+    out: List[str] = []
+
+    def walk(x: Any, where: str) -> None:
+        if isinstance(x, str):
+            if "TODO" in x:
+                out.append(where or "(top)")
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, f"{where}.{k}" if where else str(k))
+        elif isinstance(x, list):
+            for i, v in enumerate(x):
+                walk(v, f"{where}[{i}]")
+    walk(data, "")
+    return out
+
+
+def load_problems(target: str, known_ids: Optional[Sequence[str]] = None) -> Tuple[List[Pattern], List[str]]:
+    """The patterns of TARGET (a directory, or one file) that load, and one problem line for each
+    file that does not (why) or that still holds a draft's TODO placeholders: every file is tried."""
+    from .patterns import PatternError, load_file
+    if os.path.isdir(target):
+        files = sorted(os.path.join(target, f) for f in os.listdir(target) if f.endswith((".yaml", ".yml")))
+        if not files:
+            raise PatternError(f"pattern directory {target!r} holds no .yaml files")
+    elif os.path.isfile(target):
+        files = [target]
+    else:
+        raise PatternError(f"pattern directory {target!r} does not exist")
+    pats: List[Pattern] = []
+    problems: List[str] = []
+    for f in files:
+        todo = _placeholders(f)
+        if todo:
+            problems.append(f"{os.path.basename(f)}: a draft: TODO placeholders left in {', '.join(todo[:8])}"
+                            + (f" (+{len(todo) - 8} more)" if len(todo) > 8 else ""))
+        try:
+            pats.append(load_file(f, known_ids))
+        except PatternError as e:
+            msg = str(e)
+            problems.append(msg if os.path.basename(f) in msg else f"{os.path.basename(f)}: {msg}")
+    return pats, problems

@@ -148,3 +148,22 @@ def test_patterns_check_reports_every_problem_of_every_file_and_fails_a_draft(tm
     # the draft once finished passes
     one = triage("patterns", "check", os.path.join(ROOT, "patterns", shipped))
     assert one.returncode == 0 and "1 pattern file(s), 0 problem(s)" in one.stdout
+
+
+def test_check_config_writes_output_files_and_html_like_analyze(tmp_path):
+    bad = os.path.join(CFG, "bad_run_config.yaml")
+    stdout_json = json.loads(triage("check-config", bad, "--format", "json").stdout)
+    r = triage("check-config", bad, "-o", str(tmp_path / "c.json"))
+    assert r.returncode == 1 and r.stdout == "" and "json written to" in r.stderr
+    assert json.loads((tmp_path / "c.json").read_text()) == stdout_json
+    again = triage("check-config", bad, "-o", str(tmp_path / "c.json"))
+    assert again.returncode == 2 and "--force" in again.stderr
+    assert triage("check-config", bad, "-o", str(tmp_path / "c.json"), "--force").returncode == 1
+    r = triage("check-config", bad, "model.evil=<script>alert(1)</script>", "-o", str(tmp_path / "c.html"))
+    html = (tmp_path / "c.html").read_text()
+    assert r.returncode == 1 and html.startswith("<!doctype html>") and "<script>" not in html
+    assert "&lt;script&gt;" in html and stdout_json["violations"][0]["pitfall"] in html
+    assert "Content-Security-Policy" in html
+    md = triage("check-config", bad, "-o", str(tmp_path / "c.md"))
+    assert md.returncode == 1 and (tmp_path / "c.md").read_text().startswith("### triage check-config:")
+    assert triage("check-config", bad, "-o", "-", "--format", "html").stdout.startswith("<!doctype html>")

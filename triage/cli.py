@@ -348,18 +348,55 @@ def exit_code(a, fail_on: str) -> int:
     return int(a.verdict.exit_code(fail_on))
 
 
+CHECK_FORMATS = ("text", "json", "markdown", "html")
+
+
+def _check_config_out(fmt: str, vs: list, cfg: Mapping[str, Any], unknown: list, open_rules: list, typos: list,
+                      sources: Sequence[str]) -> str:
+    """check-config's result in FMT (text, json, markdown, html)."""
+    if fmt == "json":
+        return json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg, "unknown": unknown,
+                                      "undecided": [vars(u) for u in open_rules],
+                                      "unknown_keys": [vars(t) for t in typos]}), indent=2, default=str) + "\n"
+    if fmt == "markdown":
+        from .report import render_check_config_markdown
+        return render_check_config_markdown(vs, dict(cfg), unknown=unknown, undecided=open_rules)
+    if fmt == "html":
+        from .report.check_config import render_check_config_html
+        return render_check_config_html(vs, dict(cfg), unknown=unknown, undecided=open_rules, typos=typos,
+                                        sources=sources)
+    lines = []
+    if not vs:
+        lines.append("check-config: no CUDA-graph pitfall in this config" if not typos else
+                     f"check-config: no CUDA-graph pitfall in this config, but {len(typos)} key(s) are no known "
+                     "setting (a typo is never checked): see the warning(s) above")
+    for v in vs:
+        lines.append(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}\n  fix: {v.fix}")
+    for u in unknown:
+        lines.append(f"unknown value: {u['key']}: {u['value']}")
+    if open_rules:
+        keys = sorted({k for r in open_rules for k in r.keys})
+        lines.append(f"undecided: {len(open_rules)} rule(s) of {', '.join(sorted({r.pitfall for r in open_rules}))}: "
+                     f"the config does not show {', '.join(keys)} (--format json lists them)")
+    return "\n".join(lines) + "\n"
+
+
 @cli.command("check-config")
 @click.argument("configs", nargs=-1, type=click.Path())
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VAL",
               help="Dotted override, e.g. model.cuda_graph_impl=local.")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment variable of the run.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(CHECK_FORMATS), default=None,
+              help="text (default), json, markdown or html; with -o, taken from the file suffix.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
+              help="Write the result to this file (atomically); - is standard output.")
+@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
 @click.option("--strict", is_flag=True, help="A key that is no known setting (a typo) is an error (exit 2), "
                                             "not a warning.")
-def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: str, pattern_dirs: List[str],
-                 strict: bool) -> None:
+def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: Optional[str],
+                 output: Optional[str], force: bool, pattern_dirs: List[str], strict: bool) -> None:
     """Predict CUDA-graph crashes from a config before the job is launched.
 
     CONFIGS are YAML/JSON files (Bridge run_config.yaml, plain), logs holding a config, or
@@ -369,7 +406,8 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     Examples:
       triage check-config run_config.yaml
       triage check-config run_config.yaml model.cuda_graph_scope=[attn,moe] --env NCCL_GRAPH_REGISTER=0
-      triage check-config run_config.yaml --format markdown >> summary.md"""
+      triage check-config run_config.yaml --format markdown >> summary.md
+      triage check-config run_config.yaml -o check.html       # format from the suffix"""
     files = [c for c in configs if "=" not in c or os.path.exists(c)]
     over = list(overrides) + [c for c in configs if c not in files]
     if not files and not over:
@@ -379,26 +417,17 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     typos = _typos(cfg, over, env, strict)
     vs = check(cfg, pats)
     unknown, open_rules = unknown_values(cfg), undecided(cfg, pats)
-    if fmt == "json":
-        click.echo(json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg, "unknown": unknown,
-                                          "undecided": [vars(u) for u in open_rules],
-                                          "unknown_keys": [vars(t) for t in typos]}), indent=2, default=str))
-    elif fmt == "markdown":
-        from .report import render_check_config_markdown
-        click.echo(render_check_config_markdown(vs, cfg, unknown=unknown, undecided=open_rules), nl=False)
+    fmt = fmt or format_for(output, {k: v for k, v in SUFFIX_FORMAT.items() if v in CHECK_FORMATS})
+    out = _check_config_out(fmt, vs, cfg, unknown, open_rules, typos, files + over)
+    if output:
+        try:
+            write_atomic(output, out, force)
+        except OSError as e:
+            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
+        n = len(vs)
+        click.echo(f"triage: check-config: {n} pitfall(s); {fmt} written to {output}", err=True)
     else:
-        if not vs:
-            click.echo("check-config: no CUDA-graph pitfall in this config" if not typos else
-                       f"check-config: no CUDA-graph pitfall in this config, but {len(typos)} key(s) are no known "
-                       "setting (a typo is never checked): see the warning(s) above")
-        for v in vs:
-            click.echo(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}\n  fix: {v.fix}")
-        for u in unknown:
-            click.echo(f"unknown value: {u['key']}: {u['value']}")
-        if open_rules:
-            keys = sorted({k for r in open_rules for k in r.keys})
-            click.echo(f"undecided: {len(open_rules)} rule(s) of {', '.join(sorted({r.pitfall for r in open_rules}))}: "
-                       f"the config does not show {', '.join(keys)} (--format json lists them)")
+        click.echo(out, nl=False)
     if vs:
         raise click.exceptions.Exit(EXIT_FOUND)
 

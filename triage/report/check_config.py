@@ -76,3 +76,36 @@ def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, An
     if len(text) > limit:
         text = text[:limit - 80] + "\n\n_(truncated to the comment size limit)_\n"
     return text
+
+
+def render_check_config_html(violations: Sequence[Any], config: Dict[str, Any], redact_secrets: bool = True,
+                             unknown: Sequence[Dict[str, str]] = (), undecided: Sequence[Any] = (),
+                             typos: Sequence[Any] = (), sources: Sequence[str] = ()) -> str:
+    """`triage check-config -o report.html`: the same content as the Markdown comment, one
+    self-contained page (the report's CSS, no scripts); every value escaped by the template."""
+    from .html import template_env
+    vs = [dict(x) if isinstance(x, dict) else dict(vars(x)) for x in violations]
+    cfg = dict(config) if isinstance(config, dict) else {}
+    if redact_secrets:
+        red = redact_obj({"violations": vs, "config": cfg})
+        vs, cfg = red["violations"], red["config"]
+    n = len(vs)
+    items = list(cfg.items())
+    model = {
+        "version": __version__, "redacted": redact_secrets,
+        "headline": f"{n} CUDA-graph pitfall{'s' if n != 1 else ''} in this config" if n else
+                    "no CUDA-graph pitfall in this config",
+        "sources": [clip(s, 200) for s in list(sources)[:20]],
+        "violations": [{"pitfall": clip(x.get("pitfall"), 200), "message": clip(x.get("message"), 2000),
+                        "fix": clip(x.get("fix"), 2000) if x.get("fix") else "",
+                        "settings": [(clip(k, 200), value_text(cfg.get(k)))
+                                     for k in as_list(x.get("keys"))[:10]]} for x in vs[:MAX_ITEMS]],
+        "typos": [{"key": clip(getattr(t, "key", ""), 200), "suggestion": getattr(t, "suggestion", None)}
+                  for t in list(typos)[:20]],
+        "unknown": [{"key": clip(u.get("key"), 200), "value": clip(u.get("value"), 200)} for u in list(unknown)[:20]],
+        "undecided": [{"pitfall": r.pitfall, "keys": [clip(k, 200) for k in r.keys[:10]]}
+                      for r in list(undecided)[:20]],
+        "settings": [(clip(k, 200), value_text(val)) for k, val in items[:MAX_ROWS]],
+        "settings_more": max(0, len(items) - MAX_ROWS),
+    }
+    return str(template_env().get_template("check-config.html.j2").render(v=model))

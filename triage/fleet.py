@@ -70,6 +70,9 @@ def log_like(name: str) -> bool:
 
 def _children(d: str) -> List[Job]:
     """The jobs of a --jobs-in directory: each child directory, and each log-like child file."""
+    from .scan import remote
+    if remote.is_url(d):                # a prefix: each child prefix or log-like object
+        return [Job(u, u) for u, is_dir in remote.children(d) if is_dir or log_like(u.rsplit("/", 1)[-1])]
     if not os.path.isdir(d):
         raise FleetError(f"--jobs-in {d!r} is not a directory")
     try:
@@ -83,17 +86,18 @@ def _children(d: str) -> List[Job]:
 def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
     """Each PATH is one job (a file or a per-rank directory); each child of a --jobs-in DIR is one
     job (hidden entries skipped).  A job named twice is analysed once."""
+    from .scan import remote
     jobs: List[Job] = [j for d in jobs_in for j in _children(d)]
     for p in paths:
         if p == "-":
             raise FleetError("triage fleet reads jobs from files and directories, not stdin")
-        if not os.path.exists(p):
+        if not (remote.exists(p) if remote.is_url(p) else os.path.exists(p)):
             raise FleetError(f"no such file or directory: {p!r}")
         jobs.append(job_at(p))
     seen = set()
     out = []
     for j in jobs:
-        key = os.path.realpath(j.path)
+        key = remote.key(j.path) if remote.is_url(j.path) else os.path.realpath(j.path)
         if key not in seen:
             seen.add(key)
             out.append(j)

@@ -97,4 +97,5 @@ def identify(paths: Sequence[str], job_id: Optional[str] = None, attempt: Option
         return JobIdentity(names.pop() or "", att, "name")
     if not real:
         return JobIdentity(f"stdin:{stdin_digest[:16]}" if stdin_digest else "<stdin>", att, "stdin")
-    return JobIdentity(" ".join(os.path.abspath(p) if p != "-" else "<stdin>" for p in paths)[:4000], att, "path")
+    return JobIdentity(" ".join(p if "://" in p else os.path.abspath(p) if p != "-" else "<stdin>"
+                                for p in paths)[:4000], att, "path")

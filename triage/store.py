@@ -204,7 +204,8 @@ class Record:
 def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> str:
     """SHA-256 over the job's input bytes (each file's name relative to the job, then its bytes),
     so the same log analysed twice, from anywhere, is one record."""
-    from .sources import expand_paths
+    from .scan.remote import is_url, open_url
+    from .sources import InputError, expand_paths
     h = hashlib.sha256()
     files = expand_paths(paths)
     single = len(files) == 1
@@ -217,13 +218,13 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
         if not single:
             h.update(_relname(p, paths).encode("utf-8", "surrogateescape") + b"\0")
         try:
-            with open(p, "rb") as f:
+            with (open_url(p) if is_url(p) else open(p, "rb")) as f:
                 while True:
                     chunk = f.read(HASH_CHUNK)
                     if not chunk:
                         break
                     h.update(chunk)
-        except OSError:
+        except (OSError, InputError):
             h.update(b"<unreadable>")
         if not single:
             h.update(b"\0")
@@ -231,6 +232,10 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
 
 
 def _relname(p: str, roots: Sequence[str]) -> str:
+    from .scan.remote import relname
+    rel = relname(p, roots)             # a URL under a URL prefix
+    if rel is not None:
+        return rel
     for r in roots:
         if r != "-" and os.path.isdir(r):
             rel = os.path.relpath(p, r)
@@ -284,13 +289,14 @@ class hashing_stdin:
 
 
 def job_time(paths: Sequence[str]) -> float:
+    from .scan.remote import is_url, mtime
     from .sources import expand_paths
     best = 0.0
     for p in expand_paths(paths):
         if p == "-":
             return time.time()
         try:
-            best = max(best, os.stat(p).st_mtime)
+            best = max(best, mtime(p) if is_url(p) else os.stat(p).st_mtime)
         except OSError:
             pass
     return best or time.time()

@@ -1,10 +1,11 @@
-"""Input stage: files, directories, stdin and .gz files -> normalised, tagged lines.
+"""Input stage: files, directories, stdin, .gz files and URLs -> normalised, tagged lines.
 
 Everything here streams: a file is never read into memory as a whole.  Bytes are
 decoded leniently, each line normalised (text.py: ANSI colour codes and carriage-return
 progress bars removed, over-long lines clipped) and tagged with the rank that printed it
 (ranks.py, from the launcher table: a launcher prefix, else the file name, else a rank the
-message names) and a timestamp when the line carries one.
+message names) and a timestamp when the line carries one.  A path with a protocol (s3://bucket/...,
+any fsspec URL) is expanded and opened by remote.py and then read here like a local file.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, 
 import regex
 
 from ..errors import TriageError
+from . import remote
 from .ranks import inner_rank, split_prefix
 from .rx import TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
@@ -167,6 +169,12 @@ def _regular_or_note(path: str, notes: Optional[List[str]]) -> bool:
     return False
 
 
+def log_name(f: str) -> bool:
+    """A file found in a directory (or an object under a URL prefix) that is read as a log: not
+    hidden, and a log suffix (.log .out .err .txt, compressed too) or none."""
+    return not f.startswith(".") and (f.lower().endswith(LOG_SUFFIXES) or "." not in f)
+
+
 def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
     """The log-like files under TOP (hidden files and directories skipped, at most MAX_DIR_DEPTH
     levels down); a tree that is clearly not one job's logs is an InputError."""
@@ -184,7 +192,7 @@ def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
             raise InputError(f"directory {top!r} holds more than {MAX_DIR_ENTRIES:,} entries: it does not look like "
                              "one job's logs; pass the job's own directory or its log files")
         for f in sorted(files):
-            if not f.startswith(".") and (f.lower().endswith(LOG_SUFFIXES) or "." not in f):
+            if log_name(f):
                 path = os.path.join(root, f)
                 if _regular_or_note(path, notes):
                     found.append(path)
@@ -217,6 +225,12 @@ def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> Lis
     for p in paths:
         if p == "-":
             out.append(p)
+        elif remote.is_url(p):
+            found = remote.expand(p, notes)
+            if not found:
+                raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
+            _one_job(p, found)
+            out.extend(found)
         elif os.path.isdir(p):
             found = _walk_logs(p, notes)
             if not found:
@@ -356,27 +370,33 @@ class _ZstdFrames(io.RawIOBase):
 _Binary = Union[IO[bytes], _Limited]     # an input opened as bytes (_Limited: decompressing it)
 
 
+def _open_file(path: str, label: str) -> Tuple[IO[bytes], bytes]:
+    """A local file (or a named pipe) opened, and its first BINARY_PROBE bytes."""
+    try:
+        st = os.stat(path)
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+            raise InputError(f"cannot read {label}: not a regular file or a pipe")
+        f = open(path, "rb")
+        if not stat.S_ISREG(st.st_mode):
+            return _with_head(f)
+        head = f.read(BINARY_PROBE)
+        f.seek(0)
+        return f, head
+    except OSError as e:
+        raise InputError(f"cannot read {label}: {e.strerror or e}") from None
+
+
 def _open_binary(path: str) -> Tuple[_Binary, str]:
     """Open a file or stdin as bytes, decompressing gzip/bzip2/xz/zstd (by magic bytes, with a
     decompression-bomb bound); also return the text encoding (UTF-16 when a byte-order mark says
     so, as PowerShell writes, else UTF-8)."""
     label = "<stdin>" if path == "-" else repr(path)
     if path == "-":
-        f: IO[bytes] = sys.stdin.buffer
-        f, head = _with_head(f)
+        f, head = _with_head(sys.stdin.buffer)
+    elif remote.is_url(path):          # s3://, gs://, http(s)://, ...: fetched in blocks as it is read
+        f, head = remote.open_with_head(path, BINARY_PROBE)
     else:
-        try:
-            st = os.stat(path)
-            if not (stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-                raise InputError(f"cannot read {label}: not a regular file or a pipe")
-            f = open(path, "rb")
-            if stat.S_ISREG(st.st_mode):
-                head = f.read(BINARY_PROBE)
-                f.seek(0)
-            else:
-                f, head = _with_head(f)
-        except OSError as e:
-            raise InputError(f"cannot read {label}: {e.strerror or e}") from None
+        f, head = _open_file(path, label)
     kind = next((k for m, k in _MAGIC if head.startswith(m)), None)
     fb: _Binary = f
     if kind is not None:

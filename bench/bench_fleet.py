@@ -10,6 +10,14 @@ Generates DIR (bench/gen_fleet.py; kept when --dir is given and already holds th
   2. the shell loop `for f in DIR/*; do triage analyze "$f" --record --db <new file> --exit-zero -q; done`
      on the first --loop-jobs jobs (default: all), as jobs/s.
 Prints both rates and the speed-up.  Run it on an otherwise idle machine: it measures wall time.
+
+    python bench/bench_fleet.py --writers 32 [--records 50] [--writers-only]
+
+adds (issue 24) "32 concurrent writers", on a new SQLite file and on a real PostgreSQL server
+(tests/pgserver.py; skipped, saying why, when none can be started): (a) 32 `triage analyze --record`
+processes started at once (32 job epilogs), (b) 32 processes each recording --records records through
+the Store API; each prints the records expected and found (nothing lost), the wall time and the
+p50/p99 latency (a: per process; b: per record).
 """
 from __future__ import annotations
 
@@ -36,6 +44,84 @@ def triage_cmd() -> list:
     return [exe] if exe else [sys.executable, "-m", "triage"]
 
 
+def _pct(xs: list, q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q / 100 * (len(xs) - 1))))]
+
+
+def _store_writer(args: tuple) -> list:
+    """One writer process: N records through the Store API, the seconds each took."""
+    db, w, n = args
+    sys.path.insert(0, ROOT)
+    from triage.store import Record, Store
+    took = []
+    with Store(db) as st:
+        for i in range(n):
+            r = Record(job_id=f"w{w}-{i}", job_time=time.time(), outcome="pitfall", primary="cuda-oom",
+                       signature="cuda-oom: CUDA out of memory", title="t", first_failing_rank=i % 8, blamed=None,
+                       summary="s", content_hash=f"{w}-{i}", triage_version="bench")
+            t = time.perf_counter()
+            st.record(r)
+            took.append(time.perf_counter() - t)
+    return took
+
+
+def concurrent_writers(db: str, label: str, logs: list, writers: int, per_writer: int, env: dict) -> None:
+    """(a) WRITERS `triage analyze --record` processes at once; (b) WRITERS Store API writers."""
+    from triage.store import Store
+    cmd = triage_cmd()
+    Store(db).close()                     # the schema exists (first-open races: tests/test_store.py)
+    t = time.perf_counter()
+    procs = [(subprocess.Popen(cmd + ["analyze", logs[i % len(logs)], "--record", "--db", db, "--exit-zero", "-q",
+                                      "--job-id", f"epilog-{i}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True), time.perf_counter()) for i in range(writers)]
+    lat, errs = [], 0
+    for p, t0 in procs:
+        _, err = p.communicate()
+        lat.append(time.perf_counter() - t0)
+        errs += bool(p.returncode or err.strip())
+    wall = time.perf_counter() - t
+    with Store(db) as st:
+        found = len({r.job_id for r in st.records() if r.job_id.startswith("epilog-")})
+    print(f"{label}: {writers} concurrent `triage analyze --record` processes: records expected {writers}, "
+          f"found {found}{' (nothing lost)' if found == writers else ' LOST ' + str(writers - found)}, "
+          f"{errs} with an error; wall {wall:.2f} s; per process p50 {_pct(lat, 50):.2f} s, p99 {_pct(lat, 99):.2f} s")
+    import multiprocessing as mp
+    t = time.perf_counter()
+    with mp.get_context("spawn").Pool(writers) as pool:
+        took = [x for xs in pool.map(_store_writer, [(db, w, per_writer) for w in range(writers)]) for x in xs]
+    wall = time.perf_counter() - t
+    with Store(db) as st:
+        found = len({r.job_id for r in st.records() if r.job_id.startswith("w")})
+    n = writers * per_writer
+    print(f"{label}: {writers} concurrent Store API writers x {per_writer} records: records expected {n}, found "
+          f"{found}{' (nothing lost)' if found == n else ' LOST ' + str(n - found)}; wall {wall:.2f} s "
+          f"(incl. process start); per record p50 {_pct(took, 50) * 1e3:.1f} ms, p99 {_pct(took, 99) * 1e3:.1f} ms")
+
+
+def writers_section(writers: int, per_writer: int, tmp: str, env: dict) -> None:
+    """The "32 concurrent writers" section: SQLite, then a real PostgreSQL server."""
+    d = os.path.join(tmp, "writers")
+    logs = [os.path.join(d, f"job-{i:05d}.log") for i in range(8)]
+    if not all(os.path.exists(p) for p in logs):
+        gen_fleet.make_jobs(d, 8, 64 * 1024)
+    concurrent_writers(os.path.join(tmp, "writers.db"), "SQLite", logs, writers, per_writer, env)
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    try:
+        import pgserver
+    except ImportError as e:
+        print(f"PostgreSQL: skipped ({e})")
+        return
+    srv, why = pgserver.start()
+    if srv is None:
+        print(f"PostgreSQL: skipped ({why})")
+        return
+    try:
+        concurrent_writers(srv.createdb("bench_writers"), "PostgreSQL", logs, writers, per_writer, env)
+    finally:
+        srv.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=500)
@@ -43,8 +129,17 @@ def main() -> None:
     ap.add_argument("--loop-jobs", type=int, default=0, help="jobs timed in the shell loop (0: all)")
     ap.add_argument("--dir", default=None, help="job directory (generated if empty or missing)")
     ap.add_argument("-j", "--workers", type=int, default=0)
+    ap.add_argument("--writers", type=int, default=0, help="also run the concurrent-writers section (e.g. 32)")
+    ap.add_argument("--records", type=int, default=50, help="records per Store API writer (--writers)")
+    ap.add_argument("--writers-only", action="store_true", help="only the concurrent-writers section")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="triage-bench-fleet-")
+    if a.writers_only or a.writers:
+        writers_section(a.writers or 32, a.records, tmp,
+                        {k: v for k, v in os.environ.items() if k != "TRIAGE_DB"})
+        if a.writers_only:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
     d = a.dir or os.path.join(tmp, "jobs")
     size = gen_biglog.parse_size(a.size)
     if not (os.path.isdir(d) and len(os.listdir(d)) == a.jobs):

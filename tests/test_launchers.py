@@ -19,6 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "fixtures")
 # each launcher row's fixture: a log printed with that prefix (a row without one fails test_every_row_has_a_fixture)
 FIXTURES = {
+    "kubectl": "launchers/kubectl_prefix.log",          # SYNTHETIC (a real torchrun log, kubectl's prefix)
     "torchrun": "logs/real/gpu-multirank/nccl_rank_error_vs_timeouts.log",
     "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
     "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC
@@ -79,6 +80,27 @@ def test_every_row_has_a_fixture():
             agree(RANKS, ln)
 
 
+def test_kubectl_prefix_is_stripped_before_the_ranks_it_wraps():
+    """`kubectl logs --prefix` puts "[pod/<pod>/<container>] " before each line (kubectl
+    pkg/cmd/logs/logs.go): stripped, it names no rank, and torchrun's "[rank3]:" after it still
+    does; on a real log the verdict is the unprefixed log's (the signature, the first failing rank)."""
+    assert RANKS.split_prefix("[pod/train-x7k2p/trainer] [rank3]: RuntimeError: x") == ("RuntimeError: x", 3)
+    assert agree(RANKS, "[pod/train-x7k2p/trainer] [rank3]: RuntimeError: x") == 3
+    assert agree(RANKS, "[pod/train-x7k2p/trainer] [default5]:[rank3]: x") == 5
+    assert agree(RANKS, "[pod/job-0.web/c] RuntimeError: x", file_rank=7) == 7
+    assert agree(RANKS, "[pod/train-x7k2p/] RuntimeError: x") is None     # no container name read
+    for line in ("[pod/Train/c] x", "[pod/train] x", "[pods/train/c] x"):  # not kubectl's: kept
+        assert RANKS.split_prefix(line)[0] == line
+    from triage.patterns import load_all
+    from triage.pipeline import run_analysis
+    real = os.path.join(FIX, "logs/real/cpu-outcome/torchrun_rank_segfault.log")
+    eng = load_all()
+    plain = run_analysis([real], [], eng)[0].verdict
+    prefixed = run_analysis([os.path.join(FIX, "launchers/kubectl_prefix.log")], [], eng)[0].verdict
+    assert (prefixed.signature, prefixed.first_rank) == (plain.signature, plain.first_rank)
+    assert plain.first_rank == 1
+
+
 def test_srun_pads_with_spaces_never_tabs():
     """srun -l right-aligns the task id with spaces ("%*d: "): up to four of them are a prefix on
     both sides; a tab is not (the str side once took any whitespace, the bytes side only spaces)."""
@@ -118,6 +140,27 @@ def test_both_sides_agree_on_variations_of_every_row(row, rank, quote, outer, co
     if colour:
         line = "\x1b[32m" + line
     agree(RANKS, line, file_rank)
+
+
+_WRAPPERS = [r for r in LAUNCHERS if not r.has_rank and not r.keeps_time]
+
+
+@settings(max_examples=300, deadline=None)
+@given(wrap=st.sampled_from(_WRAPPERS), row=st.sampled_from(LAUNCHERS), rank=st.integers(0, 99_999),
+       quote=st.sampled_from(["", "> "]), file_rank=st.sampled_from([None, 5]), tail=_TAIL)
+def test_both_sides_agree_behind_a_rankless_prefix(wrap, row, rank, quote, file_rank, tail):
+    """A prefix naming no rank (kubectl's "[pod/p/c] ") before any row's: both sides read the
+    inner prefix's rank (or the file's), as in a block of mixed lines."""
+    if "ank" in tail:
+        return
+    line = quote + wrap.example[:len(wrap.example) - len(RANKS.split_prefix(wrap.example)[0])] \
+        + _with_rank(row, rank) + tail
+    r = agree(RANKS, line, file_rank)
+    if row.has_rank:
+        assert r == rank
+    block = (line + "\nplain line\n").encode()
+    assert RANKS.ranks_in(block, 0, len(block), file_rank) == ({r} if r is not None else set()) | (
+        {file_rank} if file_rank is not None else set())
 
 
 def test_a_new_row_is_all_it_takes():

@@ -44,6 +44,12 @@ class InnerRank:
 
 
 LAUNCHERS: Tuple[Launcher, ...] = (
+    # kubectl logs --prefix (also --all-pods, and --all-containers with it): "[pod/<pod>/<container>] "
+    # (kubectl pkg/cmd/logs/logs.go addPrefixIfNeeded: fmt.Sprintf("[pod/%s/%s] ", ref.Name, containerName));
+    # the outermost prefix, before torchrun's "[rank3]:"; a pod name (a DNS subdomain) and a container name
+    # (a DNS label, empty when kubectl cannot read it) name no rank
+    Launcher("kubectl", "[pod/train-x7k2p/trainer] RuntimeError: CUDA error: an illegal memory access was encountered",
+             r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9-]{0,63}\]", "[pod/", rank=None),
     # torchrun: "[rank3]:" (PyTorch >= 2.2) and "[default3]:" (--tee / TailLog); may repeat
     Launcher("torchrun", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
              r"\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:", "\n["),

@@ -87,6 +87,22 @@ class RankReader:
         self.quoted_b = re.compile(rb"\n" + _QUOTE_B + rb"+(?:" + alts + rb")")
         plain = "|".join(_plain(x.prefix) for x in ranked).encode()
         self.unprefixed_b = re.compile(rb"\n(?!" + _QUOTE_B + rb"*(?:" + plain + rb"))")
+        # a prefix naming no rank that other prefixes may follow (kubectl's "[pod/p/c] " before
+        # torchrun's "[rank3]:"; not a logger's header, after which none is looked for): when a block
+        # holds one, the searches above are repeated with any run of them allowed at the line start
+        outer = [x for x in self.launchers if not x.has_rank and not x.keeps_time]
+        self.outer_probes_b = [x.probe.encode() if x.probe is not None else None for x in outer]
+        self.outer_kinds: List[Tuple[Optional[bytes], bytes, bytes]] = []
+        self.outer_quoted_b = self.quoted_b
+        self.outer_unprefixed_b = self.unprefixed_b
+        if outer:
+            run = ("(?:" + "|".join(f"(?:{x.prefix})" + ("[ \t]?" if x.sep == r"\s?" else x.sep)
+                                    for x in outer) + ")*").encode()
+            # (a probe holding the line start, torchrun's "\n[", no longer follows the newline)
+            self.outer_kinds = [(probe.lstrip(b"\n") or None if probe is not None else None,
+                                 head[:1] + run + head[1:], tail) for probe, head, tail in self.kinds]
+            self.outer_quoted_b = re.compile(rb"\n" + _QUOTE_B + rb"+" + run + rb"(?:" + alts + rb")")
+            self.outer_unprefixed_b = re.compile(rb"\n(?!" + _QUOTE_B + rb"*" + run + rb"(?:" + plain + rb"))")
         self.inner_b = re.compile("|".join(r.rx for r in self.inner).encode())
         self.inner_probes_b = [r.probe.encode() for r in self.inner]
 
@@ -132,9 +148,11 @@ class RankReader:
             seg = self.dirty_ranks(seg, file_rank, out)
             if seg in (b"", b"\n"):
                 return out
-        out |= self.prefixed_ranks(seg)
+        nested = self.has_outer(seg)
+        out |= self.prefixed_ranks(seg, nested)
         if file_rank is not None:             # a launcher prefix beats the file name; other lines are its
-            if not out or self.unprefixed_b.search(seg[:-1] if seg.endswith(b"\n") else seg):
+            unprefixed = self.outer_unprefixed_b if nested else self.unprefixed_b
+            if not out or unprefixed.search(seg[:-1] if seg.endswith(b"\n") else seg):
                 out.add(file_rank)
             return out
         if not out:
@@ -157,14 +175,19 @@ class RankReader:
         keep.append(seg[pos:])
         return b"".join(keep)
 
-    def prefixed_ranks(self, seg: bytes) -> Set[int]:
-        """The ranks of the launcher prefixes (quoted ones too) at the line starts of SEG."""
+    def has_outer(self, seg: bytes) -> bool:
+        """Whether SEG may hold a rank-less prefix another one follows (the slower nested searches)."""
+        return any(p is None or p in seg for p in self.outer_probes_b)
+
+    def prefixed_ranks(self, seg: bytes, nested: bool = False) -> Set[int]:
+        """The ranks of the launcher prefixes (quoted ones too) at the line starts of SEG; NESTED:
+        behind any run of rank-less prefixes (has_outer)."""
         out: Set[int] = set()
-        for probe, head, tail in self.kinds:
+        for probe, head, tail in (self.outer_kinds if nested else self.kinds):
             if probe is None or probe in seg:
                 out |= distinct_ranks(seg, head, tail)
         if b"\n>" in seg:
-            for m in self.quoted_b.finditer(seg):
+            for m in (self.outer_quoted_b if nested else self.quoted_b).finditer(seg):
                 out.add(_one_of(m.groups()))
         return out
 

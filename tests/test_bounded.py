@@ -10,6 +10,7 @@ from triage.engine import Engine
 from triage.findings import (EVIDENCE_MAX, TIMELINE_MAX, UNMATCHED_MAX, Analysis, Case, ConfigAnalysis, Evidence,
                              Finding, TimelineEvent, Unmatched)
 from triage.report import FINDINGS_MAX, MAX_JSON_BYTES, SERIES_MAX, build_view, render, render_json, to_dict
+from triage.verdict.job import JobInfo
 
 RANKS = 8
 ROUNDS = 6250                 # x 8 ranks = 50,000 watchdog lines
@@ -114,6 +115,7 @@ def hostile():
                                 "steady_iterations": list(range(4, n + 1)), "capture_iterations": [4],
                                 "warmup_steps": 3, "steady_median_ms": 1003.0}}
     a.notes = ["n" * 5000] * 500
+    a.job = JobInfo("j" * 4000, 7, "path", tuple("h" * 63 for _ in range(8)), 4088, 1.0e9, 2.0e9, 1.7e9, "0.4.0")
     a.decide()
     return a
 
@@ -126,7 +128,8 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
     assert d["primary"] == "p0" and d["findings"][0]["pitfall"] == "p0"
     # every part is still there, in the contract's order, and each cut part is counted in omitted
     assert list(d) == ["schema", "outcome", "primary", "summary", "first_failing_rank", "findings", "suspects",
-                       "unmatched", "stats", "timeline", "signature", "signature_id", "first_failing_rank_by", "config",
+                       "unmatched", "stats", "job", "timeline", "signature", "signature_id", "first_failing_rank_by",
+                       "config",
                        "config_violations", "step_times",
                        "notes", "omitted"]
     f = d["findings"][0]
@@ -140,6 +143,7 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
                                     "step_times.current.steady_iterations", "text", "timeline", "unmatched",
                                     "unmatched.lines", "unmatched.ranks"]
     assert d["stats"]["lines"] == 10 ** 9
+    assert d["job"]["attempt"] == 7 and d["job"]["hosts_more"] == 4088 and len(d["job"]["id"]) < 4000
 
 
 def test_first_level_caps_findings_and_thins_step_series():

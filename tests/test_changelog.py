@@ -61,7 +61,9 @@ def test_each_analyze_key_is_listed_under_the_version_that_added_it():
     added = {k: first_listed(k) for k in schema_keys("analyze")}
     assert {k for k, v in added.items() if v == "0.2.0"} == {
         "outcome", "signature", "hang_suspects", "flight_recorder", "omitted"}
-    assert {k for k, v in added.items() if v == "0.3.0"} == {"known"}
+    # `job` (0.4.0) was named in 0.3.0 already, as the fleet JSON's `errors` field
+    assert {k for k, v in added.items() if v == "0.3.0"} == {"known", "job"}
+    assert "Analyze JSON: `job` (`id`, `attempt`" in dict(sections())["0.4.0"]
     assert {k for k, v in added.items() if v == "0.1.0"} == {
         "schema", "primary", "summary", "first_failing_rank", "findings", "suspects", "unmatched", "stats",
         "launcher_root_rank", "timeline", "first_failure", "attempts", "versions", "config", "config_violations",

@@ -273,10 +273,12 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     from .jobid import JobIdError, identify
     from .store import store_given
+    from .verdict.job import job_info
     try:
         identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=stdin_hash[0])
     except JobIdError as e:
         raise fail(str(e)) from None
+    a.job = job_info(a, identity)       # the reports' header: job id, attempt, hosts, the log's time span
     warning = None
     if store_given(db, record):
         warning = _store_verdict(a, list(logs) or ["-"], db, record, identity, stdin_hash)
@@ -633,9 +635,12 @@ def fleet() -> None:
               help="Exit 1 after the view when a failing job's signature was never seen before in the store "
                    "(new; needs the store) or a job failed with no pattern explaining why (unexplained). "
                    "Repeatable.")
+@click.option("--reports", "reports_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Write each job's HTML report into DIR (made if missing) and link each job of the view to it. "
+                   "A file there that is not a triage report is not overwritten without --force.")
 def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
               fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool,
-              require_store: bool, fail_on: List[str]) -> None:
+              require_store: bool, fail_on: List[str], reports_dir: Optional[str]) -> None:
     """Analyse many jobs: each PATH is one job (a log file or a per-rank directory); with
     --jobs-in DIR each child of DIR is one job.  Jobs run in parallel (-j), every verdict is
     stored (--db; idempotent: a job analysed again is one record), and the grouped view is
@@ -657,6 +662,9 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
         raise click.UsageError("--fail-on new needs the store (a signature never seen before in it): drop --no-store")
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
     jobs = find_jobs(paths, jobs_in)
+    if reports_dir is not None:
+        from .fleet_reports import plan
+        jobs = plan(jobs, reports_dir, force)      # a foreign file in the way: one error, before any job runs
     bar = None if quiet else for_jobs(len(jobs))
     results = []
     try:
@@ -672,7 +680,15 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     before, unread = (stored_signatures(db, [r.signature or "" for r in records]) if "new" in fail_on
                       else (None, None))
     seen, known, warning = (None, None, None) if no_store else store_verdicts(db, records)
-    _fleet_output(view(records, seen, known, errors), fmt, output, force)
+    links = None
+    if reports_dir is not None:
+        from .fleet_reports import base_of
+        from .fleet_reports import links as report_links
+        links = report_links(((r.record.label, r.job.report) for r in results
+                              if r.record is not None and not r.report_error), base_of(output))
+        for r in [r for r in results if r.report_error][:20]:
+            click.echo(f"triage: warning: {redact(r.report_error or '')}", err=True)
+    _fleet_output(view(records, seen, known, errors, reports=links), fmt, output, force)
     _store_failed(warning, require_store)
     gates = failed_gates(records, fail_on, before)
     for g in gates:
@@ -693,7 +709,10 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
 @click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
               help="Write the report to this file (atomically); - is standard output.")
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
-def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Optional[str], force: bool) -> None:
+@click.option("--reports", "reports_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
+              help="Link each job to its HTML report in DIR (written there by `triage fleet run --reports DIR`).")
+def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Optional[str], force: bool,
+                 reports_dir: Optional[str]) -> None:
     """The grouped view of the stored verdicts of a period, with a per-day chart of failing
     jobs per signature (HTML); signatures first seen in the period are marked new.
 
@@ -710,7 +729,12 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
         records = list(store.records(since=t0))
         seen = store.seen(signatures=[r.signature for r in records if r.signature])
         known = store.known_list()
-    _fleet_output(view(records, seen, known, since=t0, until=_time.time(), daily=True), fmt, output, force)
+    links = None
+    if reports_dir is not None:
+        from .fleet_reports import base_of, stored_links
+        links = stored_links(records, reports_dir, base_of(output))
+    _fleet_output(view(records, seen, known, since=t0, until=_time.time(), daily=True, reports=links), fmt,
+                  output, force)
 
 
 @fleet.command("recheck")

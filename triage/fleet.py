@@ -34,6 +34,7 @@ class Job:
     path: str
     pattern_dirs: Tuple[str, ...] = ()      # --patterns, for the worker that analyses it
     attempt: int = 0
+    report: Optional[str] = None            # --reports: the path its HTML report is written to (fleet_reports)
 
 
 def job_at(path: str) -> Job:
@@ -49,6 +50,7 @@ class JobResult:
     job: Job
     record: Optional[Record]
     error: Optional[str] = None
+    report_error: Optional[str] = None      # --reports: why its report was not written
 
 
 class FleetError(TriageError):
@@ -117,12 +119,30 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
         a, seen = run_analysis([job.path], pats=list(pats), decide_now=False)
         add_config_analysis(a, list(pats), seen)
         from .jobid import JobIdentity
+        from .verdict.job import job_info
         ident = JobIdentity(job.job_id, job.attempt)
-        return JobResult(job, record_of(a, [job.path], ident, content_hash([job.path])))
+        a.job = job_info(a, ident)           # the job header: the record's hosts and log span, the report's
+        result = JobResult(job, record_of(a, [job.path], ident, content_hash([job.path])))
+        if job.report:
+            result.report_error = _write_report(a, job.report, pats)
+        return result
     except (InputError, PatternError, ConfigError) as e:
         return JobResult(job, None, str(e)[:500])
     except Exception as e:  # noqa: BLE001 -- one odd job never stops the fleet
         return JobResult(job, None, f"internal error: {type(e).__name__}: {str(e)[:300]}")
+
+
+def _write_report(a: Any, path: str, pats: Sequence[Any]) -> Optional[str]:
+    """Write the job's HTML report (render, as `triage analyze` does) to PATH; why not, or None."""
+    from .fleet_reports import write_report
+    from .report import render
+    try:
+        write_report(path, render(a, "html", pitfall_ids=[p.id for p in pats]))
+    except OSError as e:
+        return f"cannot write {path!r}: {e.strerror or e}"
+    except Exception as e:  # noqa: BLE001 -- the job's verdict stands without its report
+        return f"cannot write {path!r}: internal error: {type(e).__name__}: {str(e)[:200]}"
+    return None
 
 
 @functools.lru_cache(maxsize=4)
@@ -273,11 +293,12 @@ def iso(ts: Optional[float]) -> Optional[str]:
 def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, float]]] = None,
          known: Optional[Sequence[Dict[str, Any]]] = None, errors: Sequence[JobResult] = (),
          since: Optional[float] = None, until: Optional[float] = None, daily: bool = False,
-         jobs_shown: int = JOBS_SHOWN) -> Dict[str, Any]:
+         jobs_shown: int = JOBS_SHOWN, reports: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     """Group verdict RECORDS by signature.  `seen`: store-wide (count, first, last) per signature
     (first/last seen then span the whole store, not only these records); `known`: the known-issue
     table; `since`: the start of the period (signatures first seen in it are marked new);
-    `daily`: add per-day counts per signature (for the chart)."""
+    `daily`: add per-day counts per signature (for the chart); `reports`: {job label: link to its
+    report} (--reports): each group gets `reports`, the links of its jobs listed."""
     seen = seen or {}
     table = {k["key"]: k for k in (known or ())}
     outcomes = Counter(r.outcome for r in records)
@@ -304,6 +325,8 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
             "known": {"url": k["url"], "title": k["title"]} if k else None,
             "new": bool(since is not None and first >= since),
         }
+        if reports is not None:
+            g["reports"] = {r.label: reports[r.label] for r in rs[:jobs_shown] if r.label in reports}
         (groups if outcome == "pitfall" else unexplained).append(g)
     order = lambda g: (-g["count"], g["signature"])  # noqa: E731
     groups.sort(key=order)

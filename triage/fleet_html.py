@@ -77,6 +77,15 @@ def _href(url: str) -> Optional[str]:
     return None
 
 
+_REL = re.compile(r"(?!//)[A-Za-z0-9._~%/\-]{1,1000}")
+
+
+def _report_href(x: Any) -> Optional[str]:
+    """A job's report link (`reports`, fleet run --reports): a URL-quoted path only (no scheme, no
+    host: nothing but the file beside the view); anything else is no link."""
+    return x if isinstance(x, str) and _REL.fullmatch(x) else None
+
+
 def _known(x: Any) -> Optional[Dict[str, Any]]:
     k = _dict(x)
     url = _text(k.get("url"), URL_MAX) if isinstance(k.get("url"), str) else ""
@@ -91,7 +100,9 @@ def _group(g: Any) -> Optional[Dict[str, Any]]:
         return None
     count = _int(g.get("count"))
     jobs_in = _list(g.get("jobs"))
-    jobs = [_text(j, JOB_MAX) for j in jobs_in[:JOBS_SHOWN] if j is not None and not isinstance(j, (dict, list))]
+    reports = _dict(g.get("reports"))
+    jobs = [{"label": _text(j, JOB_MAX), "href": _report_href(reports.get(j)) if isinstance(j, str) else None}
+            for j in jobs_in[:JOBS_SHOWN] if j is not None and not isinstance(j, (dict, list))]
     total = max(count, len(jobs_in) + _int(g.get("jobs_omitted")))
     sig = _text(g.get("signature")) or "(no signature)"
     title = _text(g.get("title"))

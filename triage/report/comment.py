@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from .. import __version__
 from .util import fit_blocks
-from .view import FindingView, FirstFailureView, KnownView, PatternView, ReportView, StepsView, build_view
+from .view import FindingView, FirstFailureView, JobView, KnownView, PatternView, ReportView, StepsView, build_view
 
 Fn = Callable[[Any], str]
 
@@ -91,9 +91,24 @@ def _known_row(D: Dialect, kv: KnownView) -> str:
     return D.row("Known issue", f"{link} (seen {kv.seen} time{'s' if kv.seen != 1 else ''}{since})")
 
 
+def _job_row(D: Dialect, j: JobView) -> str:
+    """The job header as one row: id (attempt) · hosts · log span · analysed · triage version."""
+    parts = []
+    for k, val in j.parts():
+        if k == "job":
+            parts.append(D.mono(val) + (f" (attempt {D.text(j.attempt)})" if j.attempt else ""))
+        elif k != "attempt":
+            parts.append(f"{D.plain(k)} {D.text(val)}")
+    if not j.id and j.attempt:
+        parts.insert(0, f"attempt {D.text(j.attempt)}")
+    return D.row("Job", " · ".join(parts))
+
+
 def _head(D: Dialect, v: ReportView) -> List[str]:
     p = v.primary
     head = [_title(D, v), "", f"{D.bold('Verdict:')} {D.text(v.summary)}", "", *D.head_table]
+    if v.job is not None and v.job.parts():
+        head.append(_job_row(D, v.job))
     if p:
         head.append(D.row("Pitfall", f"{D.mono(p.pitfall)} ({D.text(p.severity)})"))
     head.append(D.row("Outcome", D.mono(v.outcome)))

@@ -3,6 +3,7 @@ form (`report_dict`) that the JSON, markdown, jira, junit, HTML and text reports
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..caps import CLIP_MARK, FINDINGS_MAX, LEVELS, MAX_DEPTH, MAX_JSON_BYTES, SERIES_MAX, SUMMARY_MAX, Caps  # noqa: F401
@@ -234,6 +235,25 @@ def _config_parts(a: Analysis, cut: _Cut, d: Dict[str, Any]) -> None:
         d["diff"] = cut.value([vars(c) for c in cfg.diff], "diff")
 
 
+def iso_utc(t: Optional[float]) -> Optional[str]:
+    """Epoch seconds as ISO-8601 UTC to the second ("2026-11-02T10:00:03Z"); None stays None."""
+    if t is None:
+        return None
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _job(job: Any, cut: _Cut) -> Dict[str, Any]:
+    """The job header (verdict.job.JobInfo): which job, its hosts, the log's time span, when and by
+    which triage it was analysed."""
+    return {"id": cut.text(job.job_id), "attempt": job.attempt, "id_source": cut.text(job.id_source),
+            "hosts": [cut.text(h) for h in job.hosts], "hosts_more": job.hosts_more,
+            "log_start": iso_utc(job.log_start), "log_end": iso_utc(job.log_end),
+            "analysed_at": iso_utc(job.analysed_at), "triage_version": job.triage_version}
+
+
 def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     """The JSON report of an analysis, cut to CAPS (see LEVELS).  The key order is part of it."""
     cut = _Cut(caps)
@@ -251,6 +271,8 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
         "stats": {"lines": a.lines, "sources": cut.value(a.sources, "stats.sources"),
                   "attempts": a.attempts},
     }
+    if a.job is not None:
+        d["job"] = _job(a.job, cut)
     if a.launcher_root_rank is not None:
         d["launcher_root_rank"] = a.launcher_root_rank
     d["timeline"] = _timeline(a, cut)

@@ -65,6 +65,12 @@ def _properties(suite: ET.Element, v: ReportView) -> None:
                    ("sources", ", ".join(v.stats.sources)), ("triage_version", __version__)):
         if val:
             ET.SubElement(props, "property", name=k, value=xml_text(val, 2000))
+    j = v.job
+    if j is not None:       # which job (the JSON's `job`): its id, attempt, hosts, log span, analysis time
+        for k, val in (("job_id", j.id), ("job_attempt", j.attempt), ("job_hosts", j.hosts_text),
+                       ("log_start", j.start), ("log_end", j.end), ("analysed_at", j.analysed)):
+            if val:
+                ET.SubElement(props, "property", name=k, value=xml_text(val, 2000))
 
 
 def _pitfall_case(suite: ET.Element, pid: str, fs: List[FindingView]) -> int:
@@ -131,6 +137,8 @@ def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None)
     _properties(suite, v)
     failures = sum(_pitfall_case(suite, pid, by_id.get(pid, [])) for pid in ids)
     errors = _unexplained_case(suite, v)
+    if v.job is not None and v.job.line:
+        ET.SubElement(suite, "system-out").text = xml_text(v.job.line, 4000)
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     root = ET.Element("testsuites", name="triage", tests=suite.get("tests", "0"), failures=str(failures),

@@ -166,6 +166,8 @@ def render_text_view(v: ReportView) -> str:
     if v.signature_id:
         out.append(f"signature {v.signature_id}  (a ticket for every job like this one: "
                    f"triage known add {v.signature_id} URL)")
+    if v.job is not None and v.job.line:
+        out.append(v.job.line)      # which job: id, attempt, hosts, the log's time span, analysed, triage
     if v.primary is not None:
         out += _primary(v, v.primary)
     elif v.outcome == "unexplained-failure":

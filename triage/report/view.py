@@ -6,6 +6,7 @@ partial or old dict (the store's, a saved report) renders instead of raising."""
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -243,6 +244,40 @@ class StatsView:
 
 
 @dataclass(frozen=True)
+class JobView:
+    """Which job the report is about (the JSON's `job`): every part as text, "" when unknown;
+    `span` the log's time span ("2026-11-02 10:00:03 – 12:41:17 UTC (2 h 41 min)")."""
+    id: str
+    attempt: str
+    hosts: Tuple[str, ...]
+    hosts_more: int
+    start: str                 # ISO-8601 as the JSON has it
+    end: str
+    span: str
+    analysed: str              # "2026-12-04 10:30 UTC"
+    version: str
+
+    @property
+    def hosts_text(self) -> str:
+        return ", ".join(self.hosts) + (f" (+{self.hosts_more} more)" if self.hosts_more else "")
+
+    @property
+    def line(self) -> str:
+        """The header as one line of text (the text report's, JUnit's system-out)."""
+        head = " ".join(x for x in (f"job {self.id}" if self.id else "",
+                                    f"(attempt {self.attempt})" if self.attempt else "") if x)
+        rest = [f"{k} {v}" for k, v in self.parts() if k not in ("job", "attempt")]
+        return " · ".join([head] + rest if head else rest)
+
+    def parts(self) -> Tuple[Tuple[str, str], ...]:
+        """(label, value) of each known part, in the header's order: job, attempt, hosts, log,
+        analysed, triage."""
+        out = [("job", self.id), ("attempt", self.attempt), ("hosts", self.hosts_text), ("log", self.span),
+               ("analysed", self.analysed), ("triage", self.version)]
+        return tuple((k, v) for k, v in out if v)
+
+
+@dataclass(frozen=True)
 class PatternView:
     """A pattern file that fired, once, with its regexes, fingerprints and roles."""
     file: str
@@ -301,6 +336,62 @@ class ReportView:
     stats: StatsView
     notes: Tuple[str, ...]
     timeline_events: int
+    job: Optional[JobView] = None       # the job header (None: a dict without `job`)
+
+
+_ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
+
+
+def _when(x: Any) -> Optional[Tuple[str, str, float]]:
+    """(date, time, epoch seconds) of an ISO-8601 UTC time of the JSON; None for anything else."""
+    import calendar
+    m = _ISO.fullmatch(x) if isinstance(x, str) and len(x) <= 40 else None
+    if not m:
+        return None
+    try:
+        t = calendar.timegm(time.strptime(m.group(1) + " " + m.group(2), "%Y-%m-%d %H:%M:%S"))
+    except ValueError:
+        return None
+    return m.group(1), m.group(2), float(t)
+
+
+def duration_text(s: float) -> str:
+    """A duration as people say it: 42 s, 12 min, 2 h 41 min, 3 d 4 h."""
+    s = int(max(0, s))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def _span_text(start: Any, end: Any) -> str:
+    a, b = _when(start), _when(end)
+    if a and b:
+        if a[0] == b[0]:
+            return f"{a[0]} {a[1]} – {b[1]} UTC ({duration_text(b[2] - a[2])})"
+        return f"{a[0]} {a[1]} – {b[0]} {b[1]} UTC ({duration_text(b[2] - a[2])})"
+    if a or b:
+        w = a or b
+        assert w is not None
+        return f"{w[0]} {w[1]} UTC ({'start' if a else 'end'}; the log prints one time)"
+    return ""
+
+
+def _job_view(j: Any) -> Optional[JobView]:
+    if not isinstance(j, dict):
+        return None
+    att = int_or_none(j.get("attempt"))
+    analysed = _when(j.get("analysed_at"))
+    hosts = [clip(h, 80) for h in as_list(j.get("hosts"))[:MAX_NOTES] if isinstance(h, str) and h]
+    return JobView(id=clip(j.get("id"), 300), attempt=str(att) if att is not None else "",
+                   hosts=tuple(hosts), hosts_more=max(0, int_or_none(j.get("hosts_more")) or 0),
+                   start=clip(j.get("log_start"), 40), end=clip(j.get("log_end"), 40),
+                   span=_span_text(j.get("log_start"), j.get("log_end")),
+                   analysed=f"{analysed[0]} {analysed[1][:5]} UTC" if analysed else "",
+                   version=clip(j.get("triage_version"), 40))
 
 
 def _row(n: Optional[int], text: Any, hit: bool) -> EvidenceRow:
@@ -651,6 +742,6 @@ def build_view(d: Dict[str, Any]) -> ReportView:
         primary_id=clip(prim_id, 120) if prim_id is not None else None,
         signature=clip(d.get("signature"), 300) if d.get("signature") is not None else None,
         signature_id=clip(d.get("signature_id"), 12) if d.get("signature_id") is not None else None,
-        known=_known_view(d.get("known")),
+        known=_known_view(d.get("known")), job=_job_view(d.get("job")),
         **found, **_ranks_part(d), **_config_part(d), **_run_part(d, omitted),
     )

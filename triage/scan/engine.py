@@ -38,6 +38,7 @@ from .blocks import Blocks
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .followups import Followups
+from .jobfacts import EDGE_BYTES, facts_of
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
 from .pool import _Pool, _size
@@ -127,7 +128,8 @@ class Engine:
                           launcher_summaries=list(core.root_summaries),
                           disabled_rules=sorted(rules.disabled.values()), dropped=dict(core.dropped),
                           notes=list(core.notes), exits=list(core.exits),
-                          bytes=nbytes, anchor_engine=engine, regex_timeouts=core.timeouts.count, ranks_fn=ranks)
+                          bytes=nbytes, anchor_engine=engine, regex_timeouts=core.timeouts.count, ranks_fn=ranks,
+                          facts=core.facts)
 
     # --- the line driver ------------------------------------------------------------------------
     def scan(self, lines: Iterable[Line], blocks_limit: int = 500, extra: Sequence[Observer] = ()) -> ScanResult:
@@ -231,10 +233,16 @@ class Engine:
         consumed = [0]
         blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
                                        consumed)
+        head, last, whole = b"", b"", True      # the input's first and last bytes: its job facts (jobfacts)
         for bi, (buf, lo) in enumerate(blocks):
+            if bi == 0:
+                head = buf[lo:lo + EDGE_BYTES]
+            last, whole = buf, bi == 0 and lo == 0
             view.reset(buf)
             scan.block(buf, lo, _prepared(pool, inp.inp.path, bi, buf, lo, aset, scan.batchers))
         scanned[0] = consumed[0]
+        if last:
+            core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole and len(last) <= EDGE_BYTES))
         return scan.lineno, scan.nbytes
 
 

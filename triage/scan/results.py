@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
+from .jobfacts import LogFacts
 from .sources import Line
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ class ScanResult:
     anchor_engine: str = ""                               # "hyperscan" or "re" (block driver)
     regex_timeouts: int = 0                               # catalog regex searches cut off by rx.TIMEOUT
     ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
+    facts: LogFacts = field(default_factory=LogFacts)    # first/last timestamps and hosts (job header)
     _ranks: Optional[List[int]] = field(default=None, repr=False)
 
     @property

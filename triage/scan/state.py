@@ -7,6 +7,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
 
+from .jobfacts import LogFacts
 from .results import ErrorBlock, LauncherExit, Match, StreamKey
 from .rx import TIMEOUT, TextMemo, Timeouts, lazy
 from .sources import (
@@ -125,6 +126,7 @@ class Core:
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
         self.timeouts = Timeouts()          # regex searches of the catalog cut off by rx.TIMEOUT
+        self.facts = LogFacts()             # the inputs' first/last timestamps and hosts (block driver)
 
     def add_match(self, m: Match) -> None:
         """Keep a match, or only count it: a message repeated on every rank a million times keeps

@@ -99,7 +99,7 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
     a = Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
                  unmatched=unmatched, unmatched_omitted=unmatched_omitted,
                  timeline=events, timeline_omitted=events_omitted + dropped,
-                 launcher_root_rank=scan.launcher_root_rank, notes=notes)
+                 launcher_root_rank=scan.launcher_root_rank, notes=notes, log_facts=scan.facts)
     if decide_now:
         a.decide()
     return a

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..scan.jobfacts import LogFacts
 from .decide import decide
+from .job import JobInfo
 from .types import Case, ConfigAnalysis, Finding, FirstFailure, TimelineEvent, Unmatched, Verdict
 
 
@@ -29,6 +31,8 @@ class Analysis:
     versions: Dict[str, str] = field(default_factory=dict)
     notes: List[str] = field(default_factory=list)
     known: Optional[Dict[str, Any]] = None     # the known issue of this verdict (store.known_info), given a store
+    log_facts: LogFacts = field(default_factory=LogFacts)   # the log's first/last timestamps, its hosts (scan)
+    job: Optional[JobInfo] = None              # which job it is (the report's header): job.job_info, once identified
     _verdict: Optional[Verdict] = field(default=None, repr=False)
 
     @property

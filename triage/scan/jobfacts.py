@@ -1,0 +1,111 @@
+"""What a log says about its job besides its failures (issue 24): the first and last time it prints
+and the hosts it names -- the report's job header and the store's job date.
+
+Read from the first and last EDGE_BYTES of each input only (the block driver hands them over as it
+reads: no second read, nothing on the hot path): a log's first timestamp is near its start, its
+last near its end, and the lines that name hosts are NCCL's init lines (the start), torchrun's
+failure summary and srun's / slurmstepd's lines (the end).  Evidence lines name more hosts; the
+job header adds those (verdict/job.py).
+
+Times are what `sources.parse_ts` reads (ISO, glog's `I1204 10:11:12.123`, vLLM's `MM-DD HH:MM:SS`);
+a year-less one takes the year of a dated line of the same input, else the scan's year hint.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence, Set, Tuple
+
+from .sources import parse_ts
+from .text import normalise
+
+EDGE_BYTES = 64 << 10      # bytes read at each end of an input
+HOSTS_MAX = 8              # host names kept (the rest only counted)
+EXTRA_MAX = 4096           # distinct hosts counted beyond them at most
+_HOST = r"([A-Za-z0-9][A-Za-z0-9.\-_]{0,62})"
+# The lines that name the host they ran on, each found by a literal first (a line without it is
+# never searched); ASCII host names only: nothing else of a line reaches a report.
+HOST_RX: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    # NCCL's "host:pid:tid [dev]" prefix (an optional [time] before the device)
+    ("NCCL ", re.compile(r"(?:^|[\s\]>:])([A-Za-z][A-Za-z0-9.\-_]{0,62}):\d+:\d+ (?:\[[^\]]{0,40}\] )?\[\d+\] "
+                         r"(?:\S+:\d+ )?NCCL ")),
+    # torchrun's failure summary "  host      : node-1" (a line of its own)
+    ("host", re.compile(r"^[ \t]*host[ \t]+: " + _HOST + r"[ \t]*$")),
+    # srun's "srun: error: node-3: task 5: Exited with exit code 1" / "tasks 0-3: ..."
+    ("srun: error: ", re.compile(r"srun: error: " + _HOST + r": tasks? \d")),
+    # slurmstepd's "*** STEP 4242.0 ON node-1 CANCELLED AT ..." / "*** JOB 4242 ON node-1 ..."
+    (" CANCELLED", re.compile(r"\*\*\* (?:STEP|JOB) [\w.+]{1,40} ON " + _HOST + r" CANCELLED")),
+)
+_ISO_YEAR = re.compile(r"(?<!\d)(\d{4})-\d\d-\d\d[ T_]\d\d:\d\d")
+
+
+@dataclass
+class LogFacts:
+    """One log's (or several inputs') first and last timestamps and the hosts it names."""
+    start: Optional[float] = None
+    end: Optional[float] = None
+    hosts: List[str] = field(default_factory=list)      # the first HOSTS_MAX, in order of appearance
+    extra: Set[str] = field(default_factory=set)         # the distinct hosts beyond them (EXTRA_MAX kept)
+
+    @property
+    def hosts_more(self) -> int:
+        return len(self.extra)
+
+    def add_hosts(self, names: Iterable[str]) -> None:
+        for h in names:
+            if h in self.hosts:
+                continue
+            if len(self.hosts) < HOSTS_MAX:
+                self.hosts.append(h)
+            elif len(self.extra) < EXTRA_MAX:
+                self.extra.add(h)
+
+    def merge(self, other: "LogFacts") -> None:
+        if other.start is not None and (self.start is None or other.start < self.start):
+            self.start = other.start
+        if other.end is not None and (self.end is None or other.end > self.end):
+            self.end = other.end
+        self.add_hosts(other.hosts)
+        self.add_hosts(sorted(other.extra))
+
+
+def hosts_in(lines: Iterable[str]) -> List[str]:
+    """The host names LINES name, in order of appearance, each once."""
+    out: List[str] = []
+    for ln in lines:
+        for lit, rx in HOST_RX:
+            if lit in ln:
+                m = rx.search(ln[:4096])
+                h = m.group(1).rstrip(".") if m else ""
+                if h and h not in out:
+                    out.append(h)
+    return out
+
+
+def _first_ts(lines: Sequence[str], year: Optional[int]) -> Optional[float]:
+    for ln in lines:
+        if ":" in ln[:200]:
+            t = parse_ts(normalise(ln), year)
+            if t is not None:
+                return t
+    return None
+
+
+def facts_of(head: bytes, tail: bytes, year: Optional[int] = None, tail_is_whole: bool = False) -> LogFacts:
+    """The facts of one input from its first bytes HEAD and last bytes TAIL (TAIL_IS_WHOLE: TAIL
+    starts at a line's start, else its first, partial line is skipped).  YEAR: the scan's year
+    hint for year-less timestamps (a dated line of HEAD or TAIL wins)."""
+    h = head.decode("utf-8", "replace")
+    t = tail.decode("utf-8", "replace")
+    m = _ISO_YEAR.search(h) or _ISO_YEAR.search(t)
+    y = int(m.group(1)) if m else year
+    head_lines = h.split("\n")
+    tail_lines = t.split("\n")
+    if not tail_is_whole:
+        tail_lines = tail_lines[1:]
+    f = LogFacts(start=_first_ts(head_lines, y), end=_first_ts(tail_lines[::-1], y))
+    if f.start is not None and f.end is not None and f.end < f.start:
+        f.start, f.end = f.end, f.start          # a date a message names, not the log's clock
+    f.add_hosts(hosts_in(head_lines))
+    f.add_hosts(hosts_in(tail_lines))
+    return f

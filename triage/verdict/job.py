@@ -1,0 +1,60 @@
+"""Which job a report is about (issue 24): its id and attempt (jobid.identify), the hosts its log
+names, the time span the log itself prints (never a file's mtime: a copied log is "today"), when it
+was analysed and by which triage.  Every report's header shows it; the store keeps the hosts and
+the span (store.record_of), and a job's date is its log's last timestamp."""
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence, Tuple
+
+from ..scan.jobfacts import HOSTS_MAX, LogFacts, hosts_in
+
+NODELIST_MAX = 200
+_NODELIST = re.compile(r"[A-Za-z0-9.\-_\[\],]{1,%d}" % NODELIST_MAX)     # Slurm's "node-[1-4,7],gpu-9"
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """The report's job header.  Times are epoch seconds (UTC); None when the log prints none."""
+    job_id: str
+    attempt: int
+    id_source: str                        # where the id came from: option | env:VAR | name | path | stdin
+    hosts: Tuple[str, ...]                # the first HOSTS_MAX hosts the log names (Slurm's node list first)
+    hosts_more: int                       # distinct hosts beyond them
+    log_start: Optional[float]            # the log's first and last timestamps
+    log_end: Optional[float]
+    analysed_at: float
+    triage_version: str
+
+
+def _evidence_texts(a: Any) -> Sequence[str]:
+    """The lines of the verdict's evidence and first failure (they name hosts past the log's ends)."""
+    if getattr(a, "_verdict", None) is None:
+        return ()
+    out = [e.text for f in a.findings for e in f.evidence]
+    if a.first_failure is not None:
+        out += list(a.first_failure.lines)
+    return out
+
+
+def job_info(a: Any, identity: Any, env: Optional[Mapping[str, str]] = None,
+             now: Optional[float] = None) -> JobInfo:
+    """The job header of analysis A (verdict.Analysis), whose identity is IDENTITY
+    (jobid.JobIdentity); its times are the log's own (the scan read them), never a file's mtime.
+    Run inside a Slurm job (its id from SLURM_JOB_ID), the job's SLURM_JOB_NODELIST, as Slurm
+    writes it, comes first in the hosts."""
+    from .. import __version__
+    env = os.environ if env is None else env
+    facts = LogFacts()
+    nodelist = env.get("SLURM_JOB_NODELIST", "").strip() if str(identity.source).startswith("env:SLURM") else ""
+    if nodelist and _NODELIST.fullmatch(nodelist):
+        facts.add_hosts([nodelist])
+    facts.merge(getattr(a, "log_facts", None) or LogFacts())
+    facts.add_hosts(hosts_in(str(t) for t in _evidence_texts(a)[:200]))
+    return JobInfo(job_id=str(identity.job_id), attempt=int(identity.attempt), id_source=str(identity.source),
+                   hosts=tuple(facts.hosts[:HOSTS_MAX]), hosts_more=facts.hosts_more,
+                   log_start=facts.start, log_end=facts.end,
+                   analysed_at=time.time() if now is None else now, triage_version=__version__)

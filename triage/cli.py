@@ -655,11 +655,7 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
       triage fleet run job-1.log job-2/ --no-store --format json"""
     from .fleet import analyse_jobs, failed_gates, find_jobs, store_verdicts, stored_signatures, view
     from .progress import for_jobs
-    if no_store and (require_store or db):
-        raise click.UsageError(f"--no-store and {'--require-store' if require_store else '--db'} contradict each "
-                               "other: give one of them")
-    if "new" in fail_on and no_store:
-        raise click.UsageError("--fail-on new needs the store (a signature never seen before in it): drop --no-store")
+    _fleet_options_agree(no_store, require_store, db, fail_on)
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
     jobs = find_jobs(paths, jobs_in)
     if reports_dir is not None:
@@ -698,6 +694,14 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
         raise click.exceptions.Exit(EXIT_USAGE)
     if gates:
         raise click.exceptions.Exit(1)
+
+
+def _fleet_options_agree(no_store: bool, require_store: bool, db: Optional[str], fail_on: Sequence[str]) -> None:
+    if no_store and (require_store or db):
+        raise click.UsageError(f"--no-store and {'--require-store' if require_store else '--db'} contradict each "
+                               "other: give one of them")
+    if "new" in fail_on and no_store:
+        raise click.UsageError("--fail-on new needs the store (a signature never seen before in it): drop --no-store")
 
 
 @fleet.command("report")

@@ -342,6 +342,7 @@ def test_job_identity_rule():
     assert identify(["x.log"], "given", 5, env=slurm) == identify(["x.log"], "given", 5, env={})
     assert (identify(["x.log"], env=slurm).job_id, identify(["x.log"], env=slurm).attempt) == ("900", 2)
     assert identify(["x.log"], env={"TRIAGE_JOB_ID": "k8s-job", "SLURM_JOB_ID": "1"}).job_id == "k8s-job"
+    assert identify(["x.log"], env={"SLURM_JOB_ID": "9", "SLURM_JOB_RESTART_COUNT": "3"}).attempt == 3   # an Epilog
     assert identify(["/l/slurm-123.out"], env=slurm, use_env=False).job_id == "123"
     assert identify(["/l/slurm-123.out"], env=slurm, use_env=False).attempt == 0
     assert [from_name(n) for n in ("slurm-5_3.out", "slurm-5-3.err", "slurm-5.out.gz", "train.log")] == \

@@ -5,7 +5,8 @@ A stored verdict is one job: (job id, attempt).  The id comes from, in order:
 1. `--job-id ID` (and `--attempt N`);
 2. for `triage analyze` run inside the job's own environment (a Slurm epilog, a torchrun
    wrapper, a Kubernetes pod): TRIAGE_JOB_ID, SLURM_JOB_ID, TORCHELASTIC_RUN_ID;
-   the attempt from TRIAGE_ATTEMPT, SLURM_RESTART_COUNT (a requeued job), TORCHELASTIC_RESTART_COUNT;
+   the attempt from TRIAGE_ATTEMPT, SLURM_JOB_RESTART_COUNT (a Slurm Epilog's), SLURM_RESTART_COUNT
+   (a requeued job's own environment), TORCHELASTIC_RESTART_COUNT;
 3. the log's own name, as the schedulers write it: Slurm's default `slurm-<jobid>.out` and
    `slurm-<arrayjob>_<task>.out`;
 4. the log's path (absolute); for stdin, `stdin:` and the first 16 hex digits of the input's
@@ -25,7 +26,8 @@ from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
 
 ID_VARS = ("TRIAGE_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
-ATTEMPT_VARS = ("TRIAGE_ATTEMPT", "SLURM_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT")
+# SLURM_JOB_RESTART_COUNT: what a Slurm Epilog gets (since 22.05); SLURM_RESTART_COUNT: the job's own steps
+ATTEMPT_VARS = ("TRIAGE_ATTEMPT", "SLURM_JOB_RESTART_COUNT", "SLURM_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT")
 MAX_ID = 400
 # Slurm's output names: slurm-%j.out, an array task's slurm-%A_%a.out, a task's slurm-%j-%t.out / _%t
 # (also .err / .log, and compressed).  One name, read two ways: a file alone is its job (an array

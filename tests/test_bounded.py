@@ -128,9 +128,8 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
     assert d["primary"] == "p0" and d["findings"][0]["pitfall"] == "p0"
     # every part is still there, in the contract's order, and each cut part is counted in omitted
     assert list(d) == ["schema", "outcome", "primary", "summary", "first_failing_rank", "findings", "suspects",
-                       "unmatched", "stats", "job", "timeline", "signature", "signature_id", "first_failing_rank_by",
-                       "config",
-                       "config_violations", "step_times",
+                       "unmatched", "stats", "job", "timeline", "signature", "signature_id", "message_signature",
+                       "first_failing_rank_by", "config", "config_violations", "step_times",
                        "notes", "omitted"]
     f = d["findings"][0]
     assert list(f) == ["pitfall", "title", "severity", "role", "rank", "ranks", "source", "line", "count", "evidence",

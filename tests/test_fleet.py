@@ -49,7 +49,10 @@ def test_grouping_is_exact(jobs100, tmp_path):
     ima = {os.path.basename(p) for p, k in kinds.items() if k == "ima"}
     assert {os.path.basename(j) for j in by["illegal-memory-access"]["jobs"]} == ima
     assert len(v["unexplained"]) == 1 and v["unexplained"][0]["count"] == 10
-    assert v["unexplained"][0]["signature"].startswith("unexplained-failure: RuntimeError: expected scalar type")
+    # grouped by exception type and frame (issue 24), its first job's error line beside it
+    assert v["unexplained"][0]["signature"] == ("unexplained-failure: RuntimeError @ "
+                                                "transformer_layer.py:_forward_attention (raised in functional.py:layer_norm)")
+    assert v["unexplained"][0]["title"].startswith("RuntimeError: expected scalar type")
     assert v["healthy"] == 20
     # and the ranks that failed first vary, yet it is one group
     assert len(by["illegal-memory-access"]["first_failing_ranks"]) >= 1

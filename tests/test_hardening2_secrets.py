@@ -51,12 +51,13 @@ def test_signature_of_the_case_holds_neither_the_token_nor_the_password_in_any_f
     log.write_text(_traceback(CASE))
     d = json.loads(triage("analyze", str(log), "--format", "json").stdout)
     assert d["outcome"] == "unexplained-failure"
-    sig = d["signature"]
-    assert sig.startswith("unexplained-failure: PermissionError: access denied for <redacted> at ")
-    assert not _leaks(sig) and ":<redacted>@db" in sig, sig
-    # --no-redact shows the log as it is, but the signature is the job's identity: the same, redacted
+    sig, msg = d["signature"], d["message_signature"]
+    assert sig == "unexplained-failure: PermissionError @ train.py:<module>"      # its group key (issue 24)
+    assert msg.startswith("unexplained-failure: PermissionError: access denied for <redacted> at ")
+    assert not _leaks(msg) and ":<redacted>@db" in msg, msg
+    # --no-redact shows the log as it is, but the signatures are the job's identity: the same, redacted
     raw = json.loads(triage("analyze", str(log), "--format", "json", "--no-redact").stdout)
-    assert raw["signature"] == sig and TOKEN in raw["first_failure"]["message"]
+    assert (raw["signature"], raw["message_signature"]) == (sig, msg) and TOKEN in raw["first_failure"]["message"]
     for fmt in ("json", "markdown", "jira", "junit", "text", "html"):
         out = triage("analyze", str(log), "--format", fmt).stdout
         assert out and not _leaks(out), (fmt, _leaks(out))
@@ -91,12 +92,16 @@ def test_a_known_issue_keyed_by_the_redacted_signature_is_found_by_analyze(tmp_p
                               "postgresql://db:5432/x?user=svc&password=hunter2"))
     db = str(tmp_path / "s.db")
     v = json.loads(triage("fleet", str(log), "--db", db, "--format", "json", "-j", "1", "-q").stdout)
-    sig = v["unexplained"][0]["signature"]
+    # the message signature (the signature before issue 24 grouped by frame) holds the masked message
+    sig = json.loads(triage("analyze", str(log), "--format", "json").stdout)["message_signature"]
     assert "password=<redacted>" in sig and "hunter" not in sig
     assert triage("known", "add", sig, "https://t.example.com/8", "--title", "db creds", "--db", db).returncode == 0
     d = json.loads(triage("analyze", str(log), "--db", db, "--format", "json").stdout)
-    assert d["signature"] == sig
+    assert d["message_signature"] == sig and d["signature"] == v["unexplained"][0]["signature"]
     assert d["known"]["url"] == "https://t.example.com/8" and d["known"]["seen"] == 1
+    # fleet finds it too, from the stored (redacted) error line
+    v = json.loads(triage("fleet", str(log), "--db", db, "--format", "json", "-j", "1", "-q").stdout)
+    assert v["unexplained"][0]["known"]["url"] == "https://t.example.com/8"
     text = triage("analyze", str(log), "--db", db).stdout
     assert "known issue: https://t.example.com/8 db creds (seen 1 time" in text
 

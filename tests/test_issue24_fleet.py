@@ -163,7 +163,7 @@ def test_a_regex_known_issue_finds_a_frame_of_the_error_block(tmp_path):
     log = os.path.join(FIX, "synthetic", "vllm", "enginecore_fatal_error_tail.log")
     assert triage("known", "add", r"re:plugins/my_sampler\.py", "https://jira.example.com/T-7", "--db", db).returncode == 0
     d = json.loads(triage("analyze", log, "--format", "json", "--db", db).stdout)
-    assert "my_sampler" not in d["signature"] and d["known"]["url"] == "https://jira.example.com/T-7"
+    assert "plugins/my_sampler" not in d["signature"] and d["known"]["url"] == "https://jira.example.com/T-7"
 
 
 # --- fleet recheck ---------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ EVIDENCE_MAX = 6           # evidence lines kept per finding (the first ones, ea
 TIMELINE_MAX = 500         # timeline events kept (the first of each rank and pitfall, then evenly spread)
 UNMATCHED_MAX = 50         # unexplained error blocks kept: the first of each distinct masked signature
 BLOCK_MAX_LINES = 40       # lines of one error block the scan keeps
+BLOCK_HEAD_LINES = 10      # of a longer traceback: its first lines, then its last ones (the raising frames)
 
 # -- JSON: the report dict (report/contract.py) -------------------------------------------------
 MAX_JSON_BYTES = 256 * 1024   # the JSON report stays under this, whatever the log size

@@ -122,7 +122,8 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, identity
                 done = True
             v = a.verdict
             block = "\n".join(v.first_failure.lines) if v.first_failure is not None else ""
-            a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None, block)
+            a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None, block,
+                                    also=[v.message_signature] if v.message_signature else [])
     except StoreError as e:
         what = ("the verdict was recorded, its known issue not looked up" if done else
                 "the verdict was not recorded" if record else "its known issue was not looked up")

@@ -299,6 +299,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
     table; `since`: the start of the period (signatures first seen in it are marked new);
     `daily`: add per-day counts per signature (for the chart); `reports`: {job label: link to its
     report} (--reports): each group gets `reports`, the links of its jobs listed."""
+    from .verdict.groupkey import message_signature
     seen = seen or {}
     table = {k["key"]: k for k in (known or ())}
     outcomes = Counter(r.outcome for r in records)
@@ -313,7 +314,10 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
         first, last = rs[0].job_time, rs[-1].job_time
         if sig in seen:
             first, last = min(first, seen[sig][1]), max(last, seen[sig][2])
-        k = known_match(list(table.values()), sig, rs[0].primary)
+        # an unexplained group also goes by its jobs' message signatures (a known issue keyed by one)
+        also = (list(dict.fromkeys(r.message_signature or message_signature(r.title) for r in rs[:50]))
+                if outcome != "pitfall" else [])
+        k = known_match(list(table.values()), sig, rs[0].primary, also=also)
         ranks = Counter(r.first_failing_rank for r in rs if r.first_failing_rank is not None)
         g = {
             "signature": sig, "primary": rs[0].primary, "title": rs[0].title, "count": len(rs),

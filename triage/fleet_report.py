@@ -78,6 +78,8 @@ def _group_text(g: Dict[str, Any]) -> List[str]:
     lines = [f"  x{g['count']:<4} {_cut(g['signature'], 200)}{new}",
              f"        first seen {_date(g['first_seen'])}, last seen {_date(g['last_seen'])}"
              + (f", {g['seen_total']} in the store" if g.get("seen_total", g["count"]) != g["count"] else "")]
+    if _sample(g):          # an unexplained group's key names no message: its first job's error line
+        lines.append(f"        e.g. {_cut(g['title'], 200)}")
     if g.get("known"):
         k = g["known"]
         title = f" ({_cut(k['title'], 120)})" if k.get("title") else ""
@@ -86,6 +88,14 @@ def _group_text(g: Dict[str, Any]) -> List[str]:
         lines.append(f"        blamed setting: {', '.join(_cut(b, 80) for b in g['blamed'][:5])}")
     lines.append(f"        jobs: {_jobs_text(g)}")
     return lines
+
+
+def _sample(g: Dict[str, Any]) -> bool:
+    """G is an unexplained group whose title says more than its signature (the fleet HTML's test):
+    the signature masked it, or is its group key (the exception type and frame, no message)."""
+    t = g.get("title")
+    return (not g.get("primary") and bool(t) and isinstance(t, str)
+            and not str(g.get("signature") or "").endswith(t))
 
 
 def _md(s: Any, n: int = FIELD_MAX) -> str:
@@ -110,7 +120,8 @@ def render_markdown(v: Dict[str, Any]) -> str:
         for g in gs:
             k = g.get("known")
             known = (f"[{_md(k.get('title') or k['url'], 80)}]({_cut(k['url']).replace(')', '%29')})" if k else "")
-            out.append(f"| {g['count']} | {_code(g['signature'], 200)}{' **new**' if g.get('new') else ''} | "
+            eg = f"<br>e.g. {_md(g['title'], 160)}" if _sample(g) else ""
+            out.append(f"| {g['count']} | {_code(g['signature'], 200)}{' **new**' if g.get('new') else ''}{eg} | "
                        f"{_date(g['first_seen'])} | {_date(g['last_seen'])} | {known} | {_md(_jobs_text(g, 5), 400)} |")
         out.append("")
     if v.get("errors"):

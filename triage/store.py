@@ -709,19 +709,19 @@ class Store:
             return [dict(r) for r in c.execute(sa.select(self.known).order_by(self.known.c.key)).mappings()]
 
     def known_for(self, signature: Optional[str], pitfall: Optional[str],
-                  text: str = "") -> Optional[Dict[str, Any]]:
+                  text: str = "", also: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
         """The known issue of a verdict: its signature's, else its pitfall's, else the first `re:` key
-        whose regex finds the signature or TEXT (the error block)."""
-        return known_match(self.known_list() if (signature or pitfall) else [], signature, pitfall, text)
+        whose regex finds the signature or TEXT (the error block); ALSO: see known_match."""
+        return known_match(self.known_list() if (signature or pitfall) else [], signature, pitfall, text, also)
 
     def known_info(self, signature: Optional[str], pitfall: Optional[str],
-                   text: str = "") -> Optional[Dict[str, Any]]:
+                   text: str = "", also: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
         """{"key", "url", "title", "seen", "since"} for a verdict whose signature or pitfall is known
-        (or that a `re:` key finds; "seen" then counts its signature)."""
-        k = self.known_for(signature, pitfall, text)
+        (or that a `re:` key or a key of ALSO finds; "seen" then counts its signature)."""
+        k = self.known_for(signature, pitfall, text, also)
         if k is None:
             return None
-        if k["key"].startswith(KNOWN_RE) and signature:
+        if (k["key"].startswith(KNOWN_RE) or k["key"] in also) and signature:
             n, first, _last = self.seen(signatures=[signature]).get(signature, (0, 0.0, 0.0))
             return {"key": k["key"], "url": k["url"], "title": k["title"], "seen": n,
                     "since": day(first) if n else None}
@@ -852,12 +852,14 @@ KNOWN_RE = "re:"      # a known-issue key "re:REGEX": found in a job's signature
 
 
 def known_match(known: Sequence[Dict[str, Any]], signature: Optional[str], pitfall: Optional[str],
-                text: str = "") -> Optional[Dict[str, Any]]:
+                text: str = "", also: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
     """The known issue (a row of the known table) of a verdict: the row keyed by its signature, else
-    by its pitfall, else the first `re:` row (in key order) whose regex finds the signature or TEXT."""
+    by a signature of ALSO (an unexplained failure's message signature: a known issue keyed by the
+    signature it had before issue 24's grouping, verdict/groupkey.py), else by its pitfall, else the
+    first `re:` row (in key order) whose regex finds the signature, one of ALSO or TEXT."""
     import regex as _regex
     table = {r["key"]: r for r in known}
-    for key in (signature, pitfall):
+    for key in (signature, *also, pitfall):
         if key and key in table:
             return table[key]
     if not signature:
@@ -866,7 +868,8 @@ def known_match(known: Sequence[Dict[str, Any]], signature: Optional[str], pitfa
         if r["key"].startswith(KNOWN_RE):
             try:
                 rx = _regex.compile(r["key"][len(KNOWN_RE):])
-                if rx.search(signature, timeout=0.05) or (text and rx.search(text[:20000], timeout=0.05)):
+                if (any(rx.search(x, timeout=0.05) for x in (signature, *also))
+                        or (text and rx.search(text[:20000], timeout=0.05))):
                     return r
             except (_regex.error, TimeoutError):
                 continue

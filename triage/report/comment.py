@@ -123,6 +123,8 @@ def _head(D: Dialect, v: ReportView) -> List[str]:
     if v.signature:
         sid = f" (id {D.mono(v.signature_id)})" if v.signature_id else ""
         head.append(D.row("Signature", D.mono(v.signature) + sid))
+    if v.message_signature:
+        head.append(D.row("Message signature", D.mono(v.message_signature)))
     if v.known:
         head.append(_known_row(D, v.known))
     return head

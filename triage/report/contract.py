@@ -279,6 +279,8 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     if v.signature is not None:
         d["signature"] = cut.text(v.signature)
         d["signature_id"] = signature_id(v.signature)
+        # the old, message-based signature of an unexplained failure (groupkey.py); null for a pitfall
+        d["message_signature"] = cut.text(v.message_signature) if v.message_signature is not None else None
     if a.known is not None:
         d["known"] = _known(a.known, cut)
     _verdict_parts(a, cut, d)

@@ -299,6 +299,7 @@ class ReportView:
     primary_id: Optional[str]
     signature: Optional[str]
     signature_id: Optional[str]  # its short id (triage known add ID URL)
+    message_signature: Optional[str]  # an unexplained failure's message-based signature (None: no other)
     known: Optional[KnownView]
     # findings: the primary, the others in report order (the first MAX_FINDINGS) and by role
     findings: Tuple[FindingView, ...]   # every finding of the dict, in report order (JUnit's)
@@ -742,6 +743,8 @@ def build_view(d: Dict[str, Any]) -> ReportView:
         primary_id=clip(prim_id, 120) if prim_id is not None else None,
         signature=clip(d.get("signature"), 300) if d.get("signature") is not None else None,
         signature_id=clip(d.get("signature_id"), 12) if d.get("signature_id") is not None else None,
+        message_signature=(clip(d.get("message_signature"), 300) if d.get("message_signature") is not None
+                           and d.get("message_signature") != d.get("signature") else None),
         known=_known_view(d.get("known")), job=_job_view(d.get("job")),
         **found, **_ranks_part(d), **_config_part(d), **_run_part(d, omitted),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Set
 
-from ..caps import BLOCK_MAX_LINES
+from ..caps import BLOCK_HEAD_LINES, BLOCK_MAX_LINES
 from .observer import Observer, lit, rxa
 from .results import ErrorBlock, StreamKey
 from .rx import TIMEOUT, TextMemo, lazy
@@ -24,6 +24,9 @@ _ERR_HEAD = re.compile(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)(?:[\]:|]|\s)")
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )
+# where a traceback longer than BLOCK_MAX_LINES lost its middle lines (indented as a source line: never
+# a block's message)
+TB_CUT = "    [... traceback lines not kept ...]"
 TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
 
 
@@ -131,10 +134,12 @@ class Blocks(Observer):
         text = line.text
         if st.in_tb:
             exc = _exc_line(text)
-            if len(b.lines) < BLOCK_MAX_LINES:
-                b.lines.append(text)
-            elif exc:             # a long traceback keeps its head and its exception line
-                b.lines[-1] = text
+            if len(b.lines) >= BLOCK_MAX_LINES:
+                # a long traceback keeps its head (its first frames), TB_CUT and its tail: the most
+                # recent frames, where it was raised, and its exception line (what groupkey.py reads)
+                b.lines[BLOCK_HEAD_LINES] = TB_CUT
+                del b.lines[BLOCK_HEAD_LINES + 1]
+            b.lines.append(text)
             b.end = st.block_seen = line.lineno
             if exc:
                 st.in_tb = False  # exception line reached; keep following message lines briefly

@@ -17,7 +17,7 @@ from ..kinds import Role
 from ..redact import redact
 from ..scan.results import ErrorBlock
 from .crashes import first_crash
-from .fingerprint import mask
+from .groupkey import unexplained_signatures
 from .hangs import _hang_suspects
 from .roles import _waiting, assign_roles, unexplained_first
 from .summary import _cascade_clause, _hang_summary, _summary
@@ -135,18 +135,23 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
     title = p.title if p is not None else (ff.message if ff is not None and outcome != "healthy" else d.summary)
     # the signature is redacted as the store, the fleet view and the known-issue table redact it (mask
     # redacts before it masks; once more after the cut, which could leave `password=<red`): one
-    # signature wherever it is shown, stored or looked up
+    # signature wherever it is shown, stored or looked up.  An unexplained failure's is its group key
+    # (groupkey.py: the exception type and the top in-app frame), its masked error line kept as the
+    # message signature
+    message_signature: Optional[str] = None
     if p is not None:                 # the pattern's title is fixed text: nothing in it varies by job
         signature: Optional[str] = redact(f"{p.pitfall}: {' '.join(p.title.split())}")
     elif outcome == "unexplained-failure":
-        signature = redact(f"unexplained-failure: {mask(ff.message if ff is not None else d.summary)[:200]}")
+        signature, message_signature = unexplained_signatures(ff.lines if ff is not None else (),
+                                                              ff.message if ff is not None else d.summary)
     else:
         signature = None
     return Verdict(outcome=outcome, primary=p, findings=findings, first_rank=d.first_rank,
                    first_rank_by=d.first_rank_by if d.first_rank is not None else None, summary=d.summary,
                    title=" ".join(title.split())[:300], signature=signature, first_failure=ff, hang=d.hang,
                    hang_suspects=tuple(d.suspects), flight_recorder=case.flight_recorder,
-                   cascade=tuple(f.fingerprint for f in findings if f.role == "cascade"))
+                   cascade=tuple(f.fingerprint for f in findings if f.role == "cascade"),
+                   message_signature=message_signature)
 
 
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = ()) -> Verdict:

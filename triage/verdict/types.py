@@ -174,13 +174,16 @@ class Verdict:
     first_rank_by: Optional[str]  # how the first failing rank was established (None: no such rank)
     summary: str
     title: str                    # one line: the primary's title, or the first failure's message
-    signature: Optional[str]      # one per job: pitfall id + title, or the masked unexplained error
+    signature: Optional[str]      # one per job: pitfall id + title, or the unexplained error's group key
     first_failure: Optional[FirstFailure] = None
     attempts: Tuple[AttemptVerdict, ...] = ()      # one per attempt of a restarted job
     hang: bool = False            # the primary is a timeout, a hung watchdog or a lost peer
     hang_suspects: Tuple[HangSuspect, ...] = ()
     flight_recorder: Optional[FlightRecorder] = None
     cascade: Tuple[str, ...] = ()  # the fingerprints of the root cause's cascade findings, in order
+    # an unexplained failure's message-based signature (`unexplained-failure: <masked error line>`,
+    # the signature before issue 24's grouping, groupkey.py); None for a pitfall or a healthy job
+    message_signature: Optional[str] = None
 
     @property
     def failed(self) -> bool:

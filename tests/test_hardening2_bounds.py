@@ -257,8 +257,8 @@ def test_a_yaml_alias_bomb_in_a_pattern_file_is_refused_exit_2_under_5s_and_200M
     r = cli_run("analyze", str(log), "--patterns", str(p))
     assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
     assert "mine.yaml" in r.stderr and "anchors and aliases" in r.stderr and "Traceback" not in r.stderr
-    r = cli_run("patterns", "check", str(tmp_path))
-    assert r.returncode == 2 and "anchors and aliases" in r.stderr
+    r = cli_run("patterns", "check", str(tmp_path))        # a problem of the file, reported with the others
+    assert r.returncode == 1 and "mine.yaml: line 11: YAML anchors and aliases" in r.stderr
 
 
 def test_a_non_utf8_pattern_file_is_a_one_line_error_exit_2(tmp_path):
@@ -324,6 +324,6 @@ def test_triage_diff_clips_each_value_15MiB_scalar_under_5s(tmp_path):
     r = CliRunner().invoke(cli, ["diff", str(old), str(new)])
     assert r.exit_code == 1
     [line] = r.output.splitlines()
-    assert line.startswith("data_path: 'short' -> 'xxx") and len(line) < 300 and "chars]" in line
+    assert line.startswith("data_path: short -> xxx") and len(line) < 300 and "chars]" in line
     j = json.loads(CliRunner().invoke(cli, ["diff", str(old), str(new), "--format", "json"]).output)
     assert len(j[0]["new"]) < CONFIG_MAX_SCALAR + 40

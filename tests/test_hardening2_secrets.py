@@ -242,9 +242,13 @@ def test_suggest_redacts_the_draft_and_the_finished_draft_still_matches_the_log(
     # a human finishes it: the redacted spots are wildcards, so it passes its own examples and
     # matches the real, unredacted log
     (tmp_path / "d").mkdir()
-    fixed = text.replace("TODO-pitfall-id", "filesystem-permission-denied").replace(
-        "'TODO: a near-miss line that must not match'", "'PermissionError: access granted'")
-    (tmp_path / "d" / "filesystem-permission-denied.yaml").write_text(fixed)
+    import yaml
+    draft = yaml.safe_load(text)               # every TODO placeholder finished (a draft left as is fails the check)
+    draft.update(id="filesystem-permission-denied", explanation="the job cannot read its data",
+                 fix="fix the permissions of the path", references=[{"source": "Python's PermissionError"}])
+    draft["examples"]["no_match"] = ["PermissionError: access granted"]
+    draft.pop("note", None)
+    (tmp_path / "d" / "filesystem-permission-denied.yaml").write_text(yaml.safe_dump(draft))
     chk = triage("patterns", "check", str(tmp_path / "d"))
     assert chk.returncode == 0, chk.stdout + chk.stderr
     d = json.loads(triage("analyze", str(log), "--patterns", str(tmp_path / "d"), "--format", "json").stdout)

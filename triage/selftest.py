@@ -265,26 +265,24 @@ def check_examples(patterns: List[Pattern], catalog: Optional[Sequence[Pattern]]
 
 
 def _placeholders(path: str) -> List[str]:
-    """The fields of a pattern file still holding a `triage patterns suggest` placeholder (TODO)."""
-    import yaml
+    """The fields of a pattern file still holding a `triage patterns suggest` placeholder (TODO),
+    read as text (never parsed here: the loader's guards against hostile YAML come first)."""
+    import re
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except (OSError, UnicodeError, yaml.YAMLError):
+        with open(path, "rb") as f:
+            text = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
         return []
     out: List[str] = []
-
-    def walk(x: Any, where: str) -> None:
-        if isinstance(x, str):
-            if "TODO" in x:
-                out.append(where or "(top)")
-        elif isinstance(x, dict):
-            for k, v in x.items():
-                walk(v, f"{where}.{k}" if where else str(k))
-        elif isinstance(x, list):
-            for i, v in enumerate(x):
-                walk(v, f"{where}[{i}]")
-    walk(data, "")
+    key = "(top)"
+    for ln in text.splitlines():
+        if ln.lstrip().startswith("#"):
+            continue
+        m = re.match(r"^\s*-?\s*([A-Za-z_][\w-]*):", ln)
+        if m:
+            key = m.group(1)
+        if "TODO" in ln and key not in out:
+            out.append(key)
     return out
 
 

@@ -259,6 +259,22 @@ def _iters(v: Any) -> List[float]:
     return [x for x in (_num(i) for i in v) if x is not None]
 
 
+def _steady_range(runs: List[Tuple[str, Dict[Any, Any]]], pts: List[Tuple[float, float]]) -> Tuple[float, float]:
+    """The y range of the step chart: the steady-state iterations' times with some room (a 9.9 s
+    warm-up step must not flatten 1.4 s steady steps: it is drawn at the edge, marked off the
+    scale); all points when no run says which iterations are steady."""
+    steady: List[float] = []
+    for _, r in runs:
+        its = set(_iters(r.get("steady_iterations")))
+        steady += [y for x, y in _series(r.get("series")) if x in its]
+    ys = steady if len(steady) >= 2 else [y for _, y in pts]
+    lo, hi = min(ys), max(ys)
+    pad = max((hi - lo) * 0.25, abs(hi) * 0.02, 1e-6)
+    if not steady or len(steady) < 2:
+        return 0.0, (hi * 1.05 if hi > 0 else 1.0)
+    return max(0.0, lo - pad), hi + pad
+
+
 def _step_runs(step_times: Dict[Any, Any]) -> List[Tuple[str, Dict[Any, Any]]]:
     """The runs ("baseline", "current") that have a series of points."""
     runs: List[Tuple[str, Dict[Any, Any]]] = []
@@ -274,12 +290,14 @@ _Legend = List[Tuple[str, str]]
 
 @dataclass
 class _StepFrame:
-    """The step chart's geometry: iterations x0..x1 across, 0..y1 ms up."""
+    """The step chart's geometry: iterations x0..x1 across, y0..y1 ms up (a value outside is drawn
+    at the edge, marked as off the scale)."""
     x0: float
     x1: float
     y1: float
     width: int
     height: int
+    y0: float = 0.0
     left: float = 64.0
     right: float = 16.0
     top: float = 12.0
@@ -294,7 +312,11 @@ class _StepFrame:
         return self.left + (self.pw * (v - self.x0) / (self.x1 - self.x0) if self.x1 > self.x0 else self.pw / 2)
 
     def Y(self, v: float) -> float:
-        return self.top + self.ph - self.ph * max(v, 0.0) / self.y1
+        v = min(max(v, self.y0), self.y1)
+        return self.top + self.ph - self.ph * (v - self.y0) / ((self.y1 - self.y0) or 1.0)
+
+    def off(self, v: float) -> bool:
+        return v > self.y1 or v < self.y0
 
 
 def _step_bands(g: _StepFrame, cur: Dict[Any, Any]) -> Tuple[List[str], _Legend]:
@@ -352,9 +374,21 @@ def _step_run(g: _StepFrame, name: str, r: Dict[Any, Any]) -> Tuple[List[str], _
     out = [f'<polyline class="s-{name}" points="{path}"/>']
     if len(pts) <= 300:
         for x, y in pts:
+            if g.off(y):
+                continue
             out.append(f'<circle class="p-{name}" cx="{_f(g.X(x))}" cy="{_f(g.Y(y))}" r="2.5">'
                        f'<title>{escape(f"{name} iteration {x:g}: {y:g} ms")}</title></circle>')
+    offs = [(x, y) for x, y in pts if g.off(y)]
+    for x, y in offs[:300]:          # warm-up and capture steps beyond the steady scale: a marker at the edge
+        cx, cy = g.X(x), g.Y(y)
+        tip = -5.0 if y > g.y1 else 5.0
+        out.append(f'<polyline class="p-off p-{name}" points="{_f(cx - 4)},{_f(cy - tip)} {_f(cx + 4)},'
+                   f'{_f(cy - tip)} {_f(cx)},{_f(cy)} {_f(cx - 4)},{_f(cy - tip)}">'
+                   f'<title>{escape(f"{name} iteration {x:g}: {y:g} ms (off the scale)")}</title></polyline>')
     legend: _Legend = [(f"sw-s-{name}", name)]
+    if offs:
+        legend.append(("sw-off", f"{len(offs)} iteration{'s' if len(offs) != 1 else ''} off the scale "
+                                 "(warm-up, capture): value in the tooltip"))
     med = _num(r.get("steady_median_ms"))
     if med is not None:
         steady = _iters(r.get("steady_iterations"))
@@ -375,10 +409,11 @@ def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Mark
     if not runs:
         return Markup("")
     all_pts = [p for _, r in runs for p in _series(r.get("series"))]
-    ymax = max(p[1] for p in all_pts)
-    yt = nice_ticks(0, ymax * 1.05 if ymax > 0 else 1, 5)
-    g = _StepFrame(min(p[0] for p in all_pts), max(p[0] for p in all_pts), max(yt[-1] if yt else 1.0, ymax, 1e-9),
-                   width, height)
+    lo, hi = _steady_range(runs, all_pts)
+    yt = nice_ticks(lo, hi, 5)
+    y0 = min(yt[0], lo) if yt else lo
+    g = _StepFrame(min(p[0] for p in all_pts), max(p[0] for p in all_pts), max(yt[-1] if yt else hi, hi, y0 + 1e-9),
+                   width, height, y0=y0)
     cur = dict(runs[-1][1]) if runs[-1][0] == "current" else {}
     bands, legend = _step_bands(g, cur)
     out = [_svg_open(width, height, "Step time per iteration", "steps")] + bands + _step_axes(g, yt)

@@ -58,7 +58,7 @@ def _primary(v: ReportView, p: FindingView) -> List[str]:
     out.append("  evidence:")
     out += [f"    {e.loc}: {_clip(e.text)}" for e in p.evidence]
     out += ["  why: " + p.explanation, "  fix: " + p.fix,
-            f"  rule: {p.pattern_file} /{_clip(p.regex, 120)}/", f"  fingerprint: {p.fingerprint}"]
+            f"  pattern: {p.pattern_file}   fingerprint: {p.fingerprint}"]
     return out
 
 
@@ -133,8 +133,9 @@ def _run_line(r: RunView) -> str:
     if r.graph_memory:
         extra.append(f"graph memory {r.graph_memory}")
     med = r.median_ms
-    return (f"  {r.name:<9} median {med if med is not None else '-'} ms over {r.steady} steady iterations"
-            + (f"; {'; '.join(extra)}" if extra else ""))
+    head = (f"  {r.name:<9} median {med} ms over {r.steady} steady iterations" if med is not None and r.steady else
+            f"  {r.name:<9} no steady-state iterations in the log (warm-up and capture only)")
+    return head + (f"; {'; '.join(extra)}" if extra else "")
 
 
 def _steps(st: StepsView) -> List[str]:

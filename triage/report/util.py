@@ -38,12 +38,31 @@ def clip(x: Any, n: int = CLIP) -> str:
     return t
 
 
+def shown_value(v: Any, n: int = 4000) -> str:
+    """A config value as a reader writes it, never a Python repr: a plain string bare (quoted as JSON
+    when empty or padded, or when it reads as another type), lists and dicts as compact JSON,
+    true/false, and (unset) for no value."""
+    if v is None:
+        return "(unset)"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        plain = v and v == v.strip() and v.lower() not in ("true", "false", "null", "none", "(unset)")
+        return clip(v if plain else json.dumps(v, ensure_ascii=False), n)
+    if isinstance(v, (list, dict, tuple)):
+        try:
+            return clip(json.dumps(v, ensure_ascii=False, default=str), n)
+        except (TypeError, ValueError):
+            return clip(str(v), n)
+    return clip(str(v), n)
+
+
 def change_line(key: str, old: Any, new: Any, redact_fn: Callable[[str], str], n: int = DIFF_CLIP) -> str:
-    """`key: old -> new` (values as repr) for `triage diff`'s text: each value redacted as the value
-    of KEY (`KEY: VALUE`, whole), then clipped to N characters."""
+    """`key: old -> new` (values as shown_value writes them) for `triage diff`'s text: each value
+    redacted as the value of KEY (`KEY: VALUE`, whole), then clipped to N characters."""
     def side(v: Any) -> str:
         head = f"{key}: "
-        r = redact_fn(head + repr(v))
+        r = redact_fn(head + shown_value(v, 1 << 20))
         return clip(r[len(head):] if r.startswith(head) else r, n)
     return f"{key}: {side(old)} -> {side(new)}"
 

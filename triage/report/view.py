@@ -35,6 +35,7 @@ from .util import (
     loc,
     rank_text,
     ranks_text,
+    shown_value,
     value_text,
 )
 
@@ -65,8 +66,11 @@ class EvidenceView:
 
 @dataclass(frozen=True)
 class ReferenceView:
+    """A pattern's source reference: `source` (its file and what it prints, clipped), `short` (the
+    file or tool alone: what a ticket reader is shown), `version`."""
     source: str
     version: str
+    short: str = ""
 
 
 @dataclass(frozen=True)
@@ -486,12 +490,30 @@ def _evidence_view(e: Dict[str, Any]) -> EvidenceView:
     bn, an = _line_numbers(e, line, before, after)
     rows = ([_row(n, t, False) for n, t in zip(bn, before)] + [_row(line, e.get("text"), True)]
             + [_row(n, t, False) for n, t in zip(an, after)])
+    if e.get("source") == "<triage>":           # an analyser's own measurement, not a log line
+        text = str(e.get("text") or "")
+        text = text[len("triage: "):] if text.startswith("triage: ") else text
+        return EvidenceView(loc="measured by triage", rank="?", text=clip(text),
+                            rows=(_row(None, text, True),))
     return EvidenceView(loc=loc(e.get("source"), line), rank=rank_text(e.get("rank")), text=clip(e.get("text")),
                         rows=tuple(rows))
 
 
+_REF_HEAD = re.compile(r"^(.*?)(?::\s|\s['\"(]|$)")
+
+
+def short_reference(source: Any) -> str:
+    """The file or tool a reference names, without the messages it quotes: 'PyTorch
+    c10/cuda/CUDAException.cpp / CUDAMiscFunctions.cpp: 'CUDA error: ...'' -> its part before ': '."""
+    s = " ".join(str(source or "").split())
+    m = _REF_HEAD.match(s)
+    head = (m.group(1) if m else s).strip(" ,;") or s
+    return head if len(head) <= 90 else head[:89].rstrip() + "…"
+
+
 def _references(x: Any) -> Tuple[ReferenceView, ...]:
-    return tuple(ReferenceView(clip(r.get("source"), 300), clip(r.get("version"), 120))
+    return tuple(ReferenceView(clip(r.get("source"), 300), clip(r.get("version"), 120),
+                               clip(short_reference(r.get("source")), 100))
                  for r in dicts(x)[:MAX_REFERENCES])
 
 
@@ -518,7 +540,7 @@ def finding_view(f: Dict[str, Any]) -> FindingView:
 def _suspect_view(s: Dict[str, Any]) -> SuspectRow:
     score = s.get("score")
     return SuspectRow(key=clip(s.get("key"), 200), old=value_text(s.get("old")), new=value_text(s.get("new")),
-                      old_repr=clip(repr(s.get("old")), 4000), new_repr=clip(repr(s.get("new")), 4000),
+                      old_repr=shown_value(s.get("old")), new_repr=shown_value(s.get("new")),
                       score=f"{score:.2f}" if is_number(score) else "",
                       because=tuple(clip(b, 300) for b in as_list(s.get("because"))[:MAX_BECAUSE]),
                       unrelated=bool(s.get("unrelated")))
@@ -716,6 +738,10 @@ def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
     sources = [clip(x, 300) for x in as_list(stats.get("sources"))]
     attempts = dicts(d.get("attempts"))
     unmatched = dicts(d.get("unmatched"))
+    ff = as_dict(d.get("first_failure"))
+    if d.get("outcome") == "unexplained-failure" and ff:       # said once: in the first failure's section
+        here = (ff.get("source"), int_or_none(ff.get("line")))
+        unmatched = [u for u in unmatched if (u.get("source"), int_or_none(u.get("line"))) != here]
     notes = tuple(clip(n, 1000) for n in as_list(d.get("notes"))[:MAX_NOTES])
     return dict(
         attempts=tuple(_attempt_view(a) for a in attempts[:MAX_ITEMS]),

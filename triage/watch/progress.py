@@ -14,6 +14,7 @@ from collections import deque
 from typing import Deque, Dict, List, Optional, Tuple
 
 from ..scan.ranks import RANKS
+from ..verdict.steps import _parse_step
 
 _STEP_KEYS = (b"elapsed time per iteration", b"train_step_timing")
 _MEGATRON_STEP = re.compile(rb"iteration\s+(\d+)\s*/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([\d.]+)")
@@ -22,15 +23,28 @@ _NEMO_STEP = re.compile(rb"global_step[=:]\s*(\d+)(?:\.\d+)?[^\n]*?train_step_ti
 # a checkpoint save or an evaluation pass: the steps stop advancing for a while, and that is no hang
 # (Megatron-LM: "saving checkpoint at iteration N to ...", "successfully saved checkpoint from
 # iteration N ..."; "validation loss at iteration N"; NeMo / Lightning: "Saving checkpoint", "Validation")
-_BUSY_START = re.compile(rb"saving checkpoint|Saving checkpoint|save_checkpoint|Evaluating|evaluate \.\.\.|"
-                         rb"Validation:|validation loop|Running evaluation", re.I)
-_BUSY_END = re.compile(rb"successfully saved checkpoint|validation loss at iteration|saved checkpoint", re.I)
+# literal finds (C), never a case-insensitive regex over every byte
+_BUSY_START = (b"aving checkpoint", b"save_checkpoint", b"Evaluating", b"evaluating", b"Validation:",
+               b"validation loop", b"Running evaluation", b"evaluate ...")
+_BUSY_END = (b"successfully saved checkpoint", b"validation loss at iteration", b"Saved checkpoint")
 # the launcher says the job ended: torchrun's failure summary or its success line, srun's exit lines,
-# Slurm cancelling the job or step
+# Slurm cancelling the job or step (a literal first, then the line's regex)
+_END_KEYS = (b"Root Cause (first observed failure)", b"worker group successfully finished", b"srun: ",
+             b" CANCELLED")
 _END = re.compile(
     rb"Root Cause \(first observed failure\)|worker group successfully finished|"
     rb"srun: error: \S+: tasks? [\d,\-\[\]]+: |srun: Job step aborted|srun: error: Timed out waiting for job step|"
     rb"\*\*\* (?:JOB|STEP) [\d.]+ ON \S+ CANCELLED")
+
+
+def _last(data: bytes, keys: Tuple[bytes, ...]) -> int:
+    """The offset of the last of KEYS in DATA (-1: none)."""
+    return max(data.rfind(k) for k in keys)
+
+
+NO_NEW_RANK = 16
+# the usual rank prefixes at a line's start (torchrun --tee "[rank3]:", srun -l "3: "); others: split_prefix
+_PREFIX = re.compile(rb"(?:\[default\d+\]:)?\[rank(\d+)\]:|(\d+): ")
 
 
 def _line_at(buf: bytes, at: int) -> Tuple[int, int]:
@@ -57,22 +71,58 @@ class Progress:
     def feed(self, data: bytes, file_rank: Optional[int]) -> None:
         now = self.clock()
         for key in _STEP_KEYS:
-            at = data.find(key)
-            while at >= 0:
-                ls, le = _line_at(data, at)
-                self._step(data, ls, le, file_rank, now)
-                at = data.find(key, le)
-        if _BUSY_START.search(data) is not None or _BUSY_END.search(data) is not None:
-            self._busy(data, now)
-        m = _END.search(data)
-        if m is not None and self.ended_at is None:
-            self.ended_at = now
-            ls, le = _line_at(data, m.start())
-            self.end_line = data[ls:le][:300].decode("utf-8", "replace").strip()
+            self._steps(data, key, file_rank, now)
+        last_start, last_end = _last(data, _BUSY_START), _last(data, _BUSY_END)
+        if last_start >= 0 or last_end >= 0:
+            self._busy(last_start, last_end, now)
+        if self.ended_at is None:
+            for key in _END_KEYS:
+                at = data.find(key)
+                while at >= 0:
+                    ls, le = _line_at(data, at)
+                    if _END.search(data, ls, le) is not None:
+                        self.ended_at = now
+                        self.end_line = data[ls:le][:300].decode("utf-8", "replace").strip()
+                        return
+                    at = data.find(key, le)
 
-    def _busy(self, data: bytes, now: float) -> None:
-        last_start = max((m.start() for m in _BUSY_START.finditer(data)), default=-1)
-        last_end = max((m.start() for m in _BUSY_END.finditer(data)), default=-1)
+    def _steps(self, data: bytes, key: bytes, file_rank: Optional[int], now: float) -> None:
+        """The step lines of DATA, newest first: a rank's newest step is all that counts, so the walk
+        stops once NO_NEW_RANK lines in a row (twice the ranks found, at least) showed no new rank."""
+        found: Dict[int, Tuple[int, bytes]] = {}
+        since_new = 0
+        end = len(data)
+        while True:
+            at = data.rfind(key, 0, end)
+            if at < 0:
+                break
+            ls, le = _line_at(data, at)
+            end = ls
+            got = self._parse(data, ls, le, file_rank)
+            if got is None:
+                continue
+            r, it, ms = got
+            if len(self.step_ms) < 8 or since_new == 0:
+                self._ms(ms)
+            if r not in found:
+                found[r] = (it, ms)
+                since_new = 0
+            else:
+                since_new += 1
+                if since_new >= max(NO_NEW_RANK, 2 * len(found)):
+                    break
+            if file_rank is not None:
+                break                        # a rank's own file: its newest step line is enough
+        for r, (it, _ms) in found.items():
+            self._advance(r, it, now)
+
+    def _ms(self, ms: bytes) -> None:
+        try:
+            self.step_ms.append(float(ms))
+        except ValueError:
+            pass
+
+    def _busy(self, last_start: int, last_end: int, now: float) -> None:
         self.busy_at = now
         if last_start > last_end:
             if self.busy_since is None:
@@ -80,33 +130,38 @@ class Progress:
         else:
             self.busy_since = None
 
-    def _step(self, data: bytes, ls: int, le: int, file_rank: Optional[int], now: float) -> None:
-        m = _MEGATRON_STEP.search(data, ls, le)
-        if m is not None:
+    def _parse(self, data: bytes, ls: int, le: int, file_rank: Optional[int]) -> Optional[Tuple[int, int, bytes]]:
+        """(rank (-1: none), step, step time in ms) of the step line data[ls:le], or None."""
+        rec = _parse_step(data, ls, le)
+        m = _MEGATRON_STEP.search(data, ls, le) if rec is None else None
+        if rec is not None:
+            it, ms = rec[0], str(rec[1]).encode()
+        elif m is not None:
             it, ms = int(m.group(1)), m.group(2)
         else:
             n = _NEMO_STEP.search(data, ls, le)
             if n is None:
-                return
+                return None
             it = int(n.group(1) or n.group(4))
-            ms = n.group(2) or n.group(3)
             try:
-                ms = str(float(ms) * 1000.0).encode()
+                ms = str(float(n.group(2) or n.group(3)) * 1000.0).encode()
             except ValueError:
-                return
+                return None
         rank = file_rank
         if rank is None:
-            rank = RANKS.split_prefix(data[ls:min(le, ls + 200)].decode("utf-8", "replace"))[1]
-        r = -1 if rank is None else rank
-        try:
-            self.step_ms.append(float(ms))
-        except ValueError:
-            pass
+            p = _PREFIX.match(data, ls, le)
+            if p is not None:
+                rank = int(p.group(1) or p.group(2))
+            else:
+                rank = RANKS.split_prefix(data[ls:min(le, ls + 200)].decode("utf-8", "replace"))[1]
+        return (-1 if rank is None else rank), it, ms
+
+    def _advance(self, r: int, it: int, now: float) -> None:
         prev = self.last_step.get(r)
         if prev is None or it > prev:
             last = self.advanced_at.get(r)
             if last is not None and now > last:
-                self.intervals.append(now - last)
+                self.intervals.append((now - last) / max(1, it - prev) if prev is not None else now - last)
             self.last_step[r] = it
             self.advanced_at[r] = now
             self.last_advance = now

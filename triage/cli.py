@@ -365,6 +365,28 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
     _no_contradiction(exit_zero, fail_on)
     if exit_zero:
         fail_on = "never"
+    paths = _watch_paths(logs)
+    pats = load_patterns(pattern_dirs)
+    from .watch.events import to_json, to_text
+    from .watch.live import Watch, WatchOptions
+
+    def emit(ev: dict) -> None:
+        click.echo(to_json(ev) if fmt == "jsonl" else to_text(ev))
+        sys.stdout.flush()
+
+    holder: List[Any] = []
+    store_cb = _watch_store(paths, record or bool(db), db, job_id, attempt, holder)
+    opts = WatchOptions(settle=settle, stall=stall, heartbeat=heartbeat, idle=idle, fail_on=fail_on,
+                        on_failure=on_failure, report_dir=report_dir, poll=poll)
+    w = Watch(paths, pats, opts, emit, store=store_cb)
+    holder.append(w)
+    code = w.run()
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def _watch_paths(logs: Sequence[str]) -> List[str]:
+    """watch's inputs: LOGS, or stdin when none is given and stdin is no terminal."""
     paths = list(logs)
     if not paths:
         if sys.stdin is None or sys.stdin.isatty():
@@ -375,39 +397,29 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
     for p in paths:
         if p != "-" and os.path.exists(p) and not (os.path.isfile(p) or os.path.isdir(p)):
             raise fail(f"{p!r} is neither a file nor a directory")
-    pats = load_patterns(pattern_dirs)
-    from .watch.events import to_json, to_text
-    from .watch.live import Watch, WatchOptions
+    return paths
 
-    def emit(ev: dict) -> None:
-        click.echo(to_json(ev) if fmt == "jsonl" else to_text(ev))
-        sys.stdout.flush()
 
-    store_cb = None
+def _watch_store(paths: List[str], record: bool, db: Optional[str], job_id: Optional[str], attempt: Optional[int],
+                 holder: List[Any]) -> Any:
+    """watch's store callback (None: no store asked for): records the verdict as analyze --record does;
+    a store that fails is a warning line on stderr, never watch's failure.  HOLDER[0] is the Watch."""
     from .store import store_given
-    record = record or bool(db)
-    if store_given(db, record):
-        from .jobid import JobIdError, identify
-        try:
-            identity = identify(paths, job_id, attempt, stdin_digest=None)
-        except JobIdError as e:
-            raise fail(str(e)) from None
-        holder: List[Any] = []
+    if not store_given(db, record):
+        return None
+    from .jobid import JobIdError, identify
+    try:
+        identity = identify(paths, job_id, attempt, stdin_digest=None)
+    except JobIdError as e:
+        raise fail(str(e)) from None
 
-        def store_cb(a: Any) -> None:
-            stdin = holder[0].follower.stdin if holder else None
-            digest = [stdin.sha.hexdigest() if stdin is not None else None]
-            warning = _store_verdict(a, paths, db, record, identity, digest)
-            if warning:
-                click.echo(warning, err=True)
-    opts = WatchOptions(settle=settle, stall=stall, heartbeat=heartbeat, idle=idle, fail_on=fail_on,
-                        on_failure=on_failure, report_dir=report_dir, poll=poll)
-    w = Watch(paths, pats, opts, emit, store=store_cb)
-    if store_cb is not None:
-        holder.append(w)
-    code = w.run()
-    if code:
-        raise click.exceptions.Exit(code)
+    def store_cb(a: Any) -> None:
+        stdin = holder[0].follower.stdin if holder else None
+        digest = [stdin.sha.hexdigest() if stdin is not None else None]
+        warning = _store_verdict(a, paths, db, record, identity, digest)
+        if warning:
+            click.echo(warning, err=True)
+    return store_cb
 
 
 def _quiet(text: str) -> str:

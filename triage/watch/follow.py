@@ -100,25 +100,32 @@ class FileTail:
         except OSError:
             size = self.pos
         if size < self.pos:                  # copytruncate: read again from the start
-            self.pos = 0
-            self.after_truncate = True
-            out.append(Chunk(self.label, self.path, kind="reset"))
-            more = self._read(budget)
-            if more:
-                out.append(Chunk(self.label, self.path, more))
-            return out
+            return out + self._truncated(budget)
         try:
             st = os.stat(self.path)
             now_ino: Optional[Tuple[int, int]] = (st.st_dev, st.st_ino)
         except OSError:
             now_ino = None                   # renamed away, the new file not there yet
         if now_ino is not None and now_ino != self.ino:     # rotated: the old file is read to its end above
-            self.close()
-            out.append(Chunk(self.label, self.path, kind="reset"))
-            if self._open():
-                more = self._read(budget)
-                if more:
-                    out.append(Chunk(self.label, self.path, more))
+            out += self._rotated(budget)
+        return out
+
+    def _truncated(self, budget: int) -> List[Chunk]:
+        self.pos = 0
+        self.after_truncate = True
+        out = [Chunk(self.label, self.path, kind="reset")]
+        more = self._read(budget)
+        if more:
+            out.append(Chunk(self.label, self.path, more))
+        return out
+
+    def _rotated(self, budget: int) -> List[Chunk]:
+        self.close()
+        out = [Chunk(self.label, self.path, kind="reset")]
+        if self._open():
+            more = self._read(budget)
+            if more:
+                out.append(Chunk(self.label, self.path, more))
         return out
 
     def close(self) -> None:

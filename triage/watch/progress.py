@@ -11,7 +11,7 @@ import re
 import statistics
 import time
 from collections import deque
-from typing import Deque, Dict, List, Optional, Tuple
+from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 from ..scan.ranks import RANKS
 from ..verdict.steps import _parse_step
@@ -56,7 +56,7 @@ def _line_at(buf: bytes, at: int) -> Tuple[int, int]:
 class Progress:
     """Per rank: the last step and when it advanced (monotonic time of the poll that saw it)."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
         self.last_step: Dict[int, int] = {}          # rank (-1: no rank) -> last step
         self.advanced_at: Dict[int, float] = {}

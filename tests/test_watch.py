@@ -281,3 +281,41 @@ def test_fed_in_random_chunks_equals_scan_paths(pats, name):
                 live.snapshot((seen,))
         res, (seen2,) = live.snapshot((seen,))
         assert _verdict(res, seen2, pats) == ref, (name, seed)
+
+
+# --- a finished log: text alerts, the store ------------------------------------------------------
+
+def _watch_cli(args, **kw):
+    return subprocess.run([sys.executable, "-m", "triage", "watch"] + args, env=ENV, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL, **kw)
+
+
+def test_text_alerts_on_a_finished_log_and_the_launcher_end():
+    log = os.path.join(REAL, "gpu-multirank", "nccl_rank_error_vs_timeouts.log")
+    p = _watch_cli([log, "--settle", "0", "--idle", "5"])
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("triage watch: ROOT CAUSE after ") and "rank 3: nccl-error [error]" in lines[0]
+    assert lines[-1].startswith("triage watch: ended (launcher): rank 3 failed first") and lines[-1].endswith("exit 1")
+    assert p.returncode == 1
+    assert _watch_cli([log, "--idle", "5", "--exit-zero"]).returncode == 0
+
+
+def test_record_stores_the_verdict_the_epilog_finds(tmp_path):
+    from triage.store import Store
+    db = os.path.join(tmp_path, "t.db")
+    log = os.path.join(REAL, "gpu", "illegal_memory_access.log")
+    p = _watch_cli([log, "--idle", "1", "--settle", "0", "--db", db, "--job-id", "J26", "--format", "jsonl"])
+    assert p.returncode == 1, p.stderr
+    with Store(db) as st:
+        recs = list(st.records())
+    assert [(r.job_id, r.primary) for r in recs] == [("J26", "illegal-memory-access")]
+    a = subprocess.run([sys.executable, "-m", "triage", "analyze", log, "--db", db, "--job-id", "J26", "-q"],
+                       env=ENV, capture_output=True, text=True)
+    assert a.returncode == 1
+    with Store(db) as st:
+        assert st.count() == 1                       # the same job: one record
+
+
+def test_usage_errors_are_one_line():
+    p = _watch_cli(["a", "-", "-"])
+    assert p.returncode == 2 and p.stderr.startswith("triage: error: stdin (-) given more than once")

@@ -59,6 +59,7 @@ from .state import CONTEXT_LINES, Core, Event, InputState, View
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule, Pattern
+    from .live import LiveScan
 
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
 TAIL_BYTES = 256 << 10     # bytes of the previous block kept for walking back across a boundary
@@ -162,6 +163,12 @@ class Engine:
                 core.ranks_seen.setdefault(inp.attempt(line), set()).add(line.rank)
             view.done(line, st)
         return self._result(core, obs, rules, seq, sources)
+
+    # --- the incremental driver (triage watch) --------------------------------------------------
+    def stream(self, extra: Sequence[Observer] = (), blocks_limit: int = 500) -> "LiveScan":
+        """A LiveScan: the block driver fed new bytes as they arrive (see scan/live.py)."""
+        from .live import LiveScan
+        return LiveScan(self, extra, blocks_limit)
 
     # --- the block driver ---------------------------------------------------------------------
     def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,

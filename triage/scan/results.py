@@ -70,6 +70,9 @@ class ScanResult:
     regex_timeouts: int = 0                               # catalog regex searches cut off by rx.TIMEOUT
     ranks_fn: Optional[Callable[[], Set[int]]] = field(default=None, repr=False)
     facts: LogFacts = field(default_factory=LogFacts)    # first/last timestamps and hosts (job header)
+    # scan order number (seq) of each input's last line, when the inputs' seqs are not contiguous
+    # (the live driver numbers input i from i * SEQ_STRIDE); None: worked out from `lines` (crashes._input_ends)
+    input_ends: Optional[Dict[str, int]] = field(default=None, repr=False)
     _ranks: Optional[List[int]] = field(default=None, repr=False)
 
     @property

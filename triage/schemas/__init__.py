@@ -6,6 +6,7 @@
     fleet         triage fleet / triage fleet report --format json (triage.fleet.view)
     recheck       triage fleet recheck --format json        (triage.recheck.Recheck)
     known         triage known list --format json
+    watch-event   triage watch --format jsonl (one event a line; triage.watch.events)
 
 `triage schema NAME` prints one; tests/test_schemas.py validates every golden corpus output
 against them.  The contract is "extend, never break": fields are only ever added, so the shipped
@@ -21,7 +22,7 @@ from typing import Any, Dict, Tuple
 
 from ..errors import TriageError
 
-NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet", "recheck", "known")
+NAMES: Tuple[str, ...] = ("analyze", "check-config", "diff", "fleet", "recheck", "known", "watch-event")
 
 
 class UnknownSchema(TriageError, KeyError, ValueError):

@@ -44,7 +44,11 @@ _CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
 
 def _input_ends(scan: ScanResult) -> Dict[str, Optional[int]]:
     """The scan order number (seq) of each input's last line where the scan shows it: a line's seq is
-    the lines of the inputs before it plus its line number, and the last input ends the scan."""
+    the lines of the inputs before it plus its line number, and the last input ends the scan
+    (the live driver says where each input ends: ScanResult.input_ends)."""
+    given = getattr(scan, "input_ends", None)
+    if given is not None:
+        return dict(given)
     base: Dict[str, int] = {}
     for m in scan.matches:
         base.setdefault(m.line.source, m.seq - m.line.lineno)

@@ -46,7 +46,7 @@ def test_healthy_log_exit_0_and_null_primary():
 def test_text_output_names_pitfall_fix_and_rule():
     r = invoke(["analyze", "-"], input=TE_RNG)
     assert "PRIMARY  te-rng-tracker-missing" in r.output
-    assert "fix: " in r.output and "rule: te-rng-tracker-missing.yaml" in r.output
+    assert "fix: " in r.output and "pattern: te-rng-tracker-missing.yaml" in r.output
 
 
 def test_multiple_files_and_gz(tmp_path):

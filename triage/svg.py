@@ -387,8 +387,7 @@ def _step_run(g: _StepFrame, name: str, r: Dict[Any, Any]) -> Tuple[List[str], _
                    f'<title>{escape(f"{name} iteration {x:g}: {y:g} ms (off the scale)")}</title></polyline>')
     legend: _Legend = [(f"sw-s-{name}", name)]
     if offs:
-        legend.append(("sw-off", f"{len(offs)} iteration{'s' if len(offs) != 1 else ''} off the scale "
-                                 "(warm-up, capture): value in the tooltip"))
+        legend.append(("sw-off", "off the scale (warm-up, capture): the value is in the tooltip"))
     med = _num(r.get("steady_median_ms"))
     if med is not None:
         steady = _iters(r.get("steady_iterations"))
@@ -422,6 +421,7 @@ def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Mark
         out += parts
         legend += items
     out.append("</svg>")
+    legend = list(dict.fromkeys(legend))          # the off-scale marker once, whichever run has some
     return Markup('<figure class="chart">' + "".join(out) + _legend(legend) + "</figure>")
 
 

@@ -47,7 +47,7 @@ def shown_value(v: Any, n: int = 4000) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        plain = v and v == v.strip() and v.lower() not in ("true", "false", "null", "none", "(unset)")
+        plain = v and v == v.strip() and v.lower() not in ("true", "false", "(unset)")
         return clip(v if plain else json.dumps(v, ensure_ascii=False), n)
     if isinstance(v, (list, dict, tuple)):
         try:

@@ -499,7 +499,7 @@ def _evidence_view(e: Dict[str, Any]) -> EvidenceView:
                         rows=tuple(rows))
 
 
-_REF_HEAD = re.compile(r"^(.*?)(?::\s|\s['\"(]|$)")
+_REF_HEAD = re.compile(r"^(.*?)(?::\s|\s['\"]|$)")
 
 
 def short_reference(source: Any) -> str:

@@ -252,3 +252,46 @@ def test_ranks_seen_regressions_found_by_the_property_tests(tmp_path):
         p.write_bytes(data)
         line, block = both([str(p)], 64)
         assert block == line and block["ranks"] == ranks, (data, block["ranks"], line["ranks"])
+
+
+@pytest.mark.parametrize("jobs,block", [("2", 4096), ("4", 65536)])
+def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatch, tmp_path, jobs, block):
+    """Issue 27: one big input's blocks prepared by worker processes (anchor hits, step lines, the
+    line index of the hits) give the single-process JSON report byte for byte, production-like and
+    dense, whatever the block size."""
+    import importlib.util
+    import json as _json
+
+    from triage.pipeline import add_config_analysis, run_analysis
+    from triage.report import render
+    from triage.scan import pool
+    spec = importlib.util.spec_from_file_location("gen_biglog", os.path.join(os.path.dirname(HERE), "bench",
+                                                                             "gen_biglog.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+
+    from triage.patterns import load_all
+    pats = load_all()
+
+    def report(path):
+        a, seen = run_analysis([path], pats=pats, decide_now=False)
+        add_config_analysis(a, pats, seen)
+        d = _json.loads(render(a, "json"))
+        d.pop("job", None)              # its analysis time
+        return d
+    for dense in (False, True):
+        p = str(tmp_path / f"big-{dense}.log")
+        gen.generate(p, 3 << 20, dense, 7)
+        monkeypatch.setenv("TRIAGE_JOBS", "1")
+        serial = report(p)
+        monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+        monkeypatch.setenv("TRIAGE_JOBS", jobs)
+        monkeypatch.setattr("triage.scan.sources.BLOCK_SIZE", block)
+        from triage.scan import engine
+        calls = []
+        real_prepare = engine.prepare_block
+        monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
+        assert report(p) == serial
+        # the workers prepared the blocks (one worker: the scanner takes every MAIN_EVERY-th itself)
+        assert len(calls) <= (os.path.getsize(p) // block) // pool.MAIN_EVERY + 1 if jobs == "2" else calls == []
+        monkeypatch.setattr(engine, "prepare_block", real_prepare)

@@ -207,6 +207,9 @@ def cli() -> None:
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(),
               help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
+@click.option("-j", "--jobs", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
+              help="Processes for one big input (32 MiB and more): 1 = this one only (default: TRIAGE_JOBS, "
+                   "else the cores, at most 16). The report is the same whatever N.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=0, metavar="N",
               help="Read at most N bytes of each input (0: all); a note says when the cap was hit. "
                    "For endless inputs (a FIFO, /dev/stdin of a stream).")
@@ -228,7 +231,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
             db: Optional[str], job_id: Optional[str], attempt: Optional[int], fail_on: str, color: str,
-            require_store: bool) -> None:
+            require_store: bool, jobs: Optional[int]) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
@@ -261,7 +264,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
       triage analyze job.log -o report.html        # format from the suffix
       triage analyze job.log --baseline-config good.yaml --config bad.yaml
       triage analyze job.log --format junit -o triage.xml --fail-on warning"""
-    _no_contradiction(exit_zero, fail_on)
+    _no_contradiction(exit_zero, fail_on, jobs)
     if exit_zero:
         fail_on = "never"
     if fmt is None:
@@ -431,7 +434,10 @@ def _quiet(text: str) -> str:
     return "\n".join([lines[0]] + [x for x in lines[1:] if x.startswith("known issue: ")][:1]) + "\n"
 
 
-def _no_contradiction(exit_zero: bool, fail_on: str) -> None:
+def _no_contradiction(exit_zero: bool, fail_on: str, jobs: Optional[int] = None) -> None:
+    """Options that contradict each other are a usage error; -j N is handed to the scan's pool."""
+    if jobs:
+        os.environ["TRIAGE_JOBS"] = str(jobs)      # read by the scan's worker pool (scan/pool.py)
     ctx = click.get_current_context()
     if exit_zero and fail_on != "never" and \
             ctx.get_parameter_source("fail_on") == click.core.ParameterSource.COMMANDLINE:

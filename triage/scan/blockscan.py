@@ -40,10 +40,12 @@ class _InputScan:
         self.seg_start = 0        # buffer offset where the current attempt's lines start in this block
         self.seg_attempt = inp.current()
 
-    def block(self, buf: bytes, lo: int,
-              prepared: Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]) -> None:
-        """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back)."""
-        hits, recs_all, block_nl = prepared
+    def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
+        """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
+        prepare_block's (hits, batch records, line count), and from a pool worker also the line
+        index of the hits (prepare.line_index)."""
+        hits, recs_all, block_nl = prepared[:3]
+        index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -67,7 +69,10 @@ class _InputScan:
                 if hi_idx >= len(starts):
                     break
                 start = starts[hi_idx]
-                self.lineno += buf.count(b"\n", pos, start)     # pos: the start of line self.lineno + 1
+                if index is not None:
+                    self.lineno = first - 1 + index[start]
+                else:
+                    self.lineno += buf.count(b"\n", pos, start)     # pos: the start of line self.lineno + 1
                 tags = hits[start]
             nl = buf.find(b"\n", start)
             end = nl if nl >= 0 else n

@@ -259,8 +259,9 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, buf: bytes, lo: int, 
     """Anchor hits, batch records and line count of block BI: a worker's, else made here."""
     prepared = pool.get(path, bi, len(buf) - lo) if pool is not None else None
     if prepared is not None and lo:      # a worker's offsets are relative to the block
-        h, r, nl_ = prepared
-        prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r], nl_)
+        h, r, nl_, idx = prepared
+        prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r], nl_,
+                    {k + lo: v for k, v in idx.items()})
     if prepared is None:
         prepared = prepare_block(buf, lo, aset, batchers)
     return prepared

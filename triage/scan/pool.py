@@ -8,10 +8,11 @@ from . import prepare
 from .anchors import AnchorSet
 from .sources import iter_blocks
 
-# Inputs smaller than this are scanned in one process.  Measured on a 2-core machine (bench/):
-# 1 GiB production-like log 3.9-4.4 s with a worker vs 4.6-4.7 s without; 256 MiB 1.22-1.41 s vs
-# 1.14-1.81 s (no gain); 64 MiB worst case 1.76-1.90 s vs 1.64-2.02 s (no gain).
-POOL_MIN_BYTES = 512 << 20
+# Inputs smaller than this are scanned in one process.  Measured on the 16-core H200 host (issue 27,
+# bench/README.md): 256 MiB production-like 1.92 s in one process, 1.40 s with 2, 0.98 s with 4, 0.75 s
+# with 16; 64 MiB dense 1.36 s, 0.98 s with 4 (the scanner's own Python bounds it beyond).
+POOL_MIN_BYTES = int(os.environ.get("TRIAGE_POOL_MIN_BYTES", "") or 0) or (32 << 20)
+MAX_WORKERS = 15           # worker processes at most (the default is the cores, up to this cap)
 
 
 MAIN_EVERY = 4             # with one worker, the scanner prepares every 4th block itself (balance)
@@ -32,7 +33,8 @@ def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: i
         for path in paths:
             for bi, block in enumerate(iter_blocks(path, block_size, max_bytes=max_bytes)):
                 if _owner(g, k) == w:
-                    conn.send((path, bi, len(block), prepare.prepare_block(block, 0, aset, batchers)))
+                    h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
+                    conn.send((path, bi, len(block), (h, r, nl, prepare.line_index(block, 0, sorted(h)))))
                 g += 1
     except BaseException as e:  # noqa: BLE001 - the scanner then prepares the blocks itself
         try:
@@ -75,7 +77,7 @@ class _Pool:
     def jobs(paths: Sequence[str]) -> int:
         """Workers to start: one per core beyond the scanner's own, none for small or piped inputs."""
         env = os.environ.get("TRIAGE_JOBS", "")
-        cores = int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
+        cores = int(env) if env.isdigit() and int(env) > 0 else min(_cores(), MAX_WORKERS + 1)
         if cores < 2 or any(p == "-" for p in paths):
             return 0
         if not hasattr(os, "fork"):
@@ -111,6 +113,13 @@ class _Pool:
                 p.terminate()
             p.join(timeout=5)
 
+
+
+def _cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _size(path: str) -> int:

@@ -34,6 +34,20 @@ def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:
     return [(o, i) for i, o in enumerate(obs) if isinstance(o, Feeder) and o.batch]
 
 
+def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
+    """{line start: newlines in buf[lo:start]} for the sorted line STARTS (a pool worker's gift to
+    the scanner, which then counts no lines between hits itself)."""
+    out: Dict[int, int] = {}
+    n = 0
+    pos = lo
+    count = buf.count
+    for s in starts:
+        n += count(b"\n", pos, s)
+        out[s] = n
+        pos = s
+    return out
+
+
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
                   ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead

@@ -40,7 +40,8 @@ def summary(result, seen):
         "lines": result.lines, "sources": result.sources, "root": result.launcher_root_rank,
         "attempts": result.attempts, "ranks": result.ranks_seen,
         "config": seen.config.config(), "versions": seen.config.versions,
-        "steps": (st.times, st.tflops, st.capture_iters, st.graphs_built, st.capture_seconds, st.evidence),
+        "steps": (st.times, st.tflops, st.capture_iters, st.graphs_built, st.capture_seconds,
+                  {i: st.evidence_of(i) for i in st.evidence}),
     }
 
 

@@ -98,7 +98,7 @@ class StepLog:
     graphs_built: Optional[int] = None
     graph_memory: Optional[str] = None
     graphable_layers: Optional[int] = None
-    evidence: Dict[int, Tuple[str, int, str]] = field(default_factory=dict)   # iteration -> (source, line, text)
+    evidence: Dict[int, Tuple[str, int, Union[str, bytes]]] = field(default_factory=dict)   # it -> (source, line, text)
     _capture_pending: Dict[str, bool] = field(default_factory=dict)   # per input
     _capture_ts: List[float] = field(default_factory=list)
     _step_ts: Dict[int, float] = field(default_factory=dict)
@@ -272,10 +272,17 @@ class StepLog:
         if it in self.evidence or len(self.evidence) < EVIDENCE_KEEP or it in self._ev_window:
             if len(self.evidence) < EVIDENCE_KEEP and it not in self.evidence:
                 self._ev_early.add(it)
-            if isinstance(text, tuple):      # (buf, start, end) of a plain line
-                b, ls, le = text
-                text = split_prefix(normalise(b[ls:le].decode("ascii")))[0]
-            self.evidence[it] = (source, lineno if isinstance(lineno, int) else lineno(), text)
+            kept: Union[str, bytes] = text if isinstance(text, str) else text[0][text[1]:text[2]]
+            # a plain line in a block is kept as its bytes, decoded when read (a capture every few
+            # steps lets most kept lines go again)
+            self.evidence[it] = (source, lineno if isinstance(lineno, int) else lineno(), kept)
+
+    def evidence_of(self, it: int) -> Tuple[str, int, str]:
+        """The evidence line kept for iteration IT: (source, line number, text)."""
+        source, lineno, text = self.evidence[it]
+        if isinstance(text, bytes):
+            text = split_prefix(normalise(text.decode("ascii")))[0]
+        return source, lineno, text
 
     def _add_capture(self, it: int) -> None:
         if it not in self._capture_set:
@@ -436,8 +443,8 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
     w_cur = cur_cfg.get("cuda_graph_warmup_steps")
     info["current"] = summary(cur, w_cur)  # type: ignore[arg-type]
     cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
-    ev = [cur.evidence[i] for i, _ in cur_steady[:2] if i in cur.evidence] + [
-        cur.evidence[i] for i in cur.capture_iters[:1] if i in cur.evidence]
+    ev = [cur.evidence_of(i) for i, _ in cur_steady[:2] if i in cur.evidence] + [
+        cur.evidence_of(i) for i in cur.capture_iters[:1] if i in cur.evidence]
     on_cur = _graphs_on(cur_cfg, cur)
     if base is not None and base.times:
         w_base = base_cfg.get("cuda_graph_warmup_steps")

@@ -296,3 +296,42 @@ def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatc
         # the workers prepared the blocks (one worker: the scanner takes every MAIN_EVERY-th itself)
         assert len(calls) <= (os.path.getsize(p) // block) // pool.MAIN_EVERY + 1 if jobs == "2" else calls == []
         monkeypatch.setattr(engine, "prepare_block", real_prepare)
+
+
+def _with_workers(monkeypatch, jobs):
+    from triage.scan import pool
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", str(jobs))
+
+
+@pytest.mark.parametrize("jobs", [2, 5])
+def test_every_fixture_log_split_among_workers_is_the_line_scan(monkeypatch, jobs):
+    """Issue 27: every corpus log, its blocks dealt to worker processes (small blocks: many split
+    points, tracebacks cut in two), gives the line-by-line scan's result."""
+    _with_workers(monkeypatch, jobs)
+    paths = [p for p in fixture_logs() if not p.endswith((".gz", ".zst", ".xz", ".bz2"))]
+    for i in range(0, len(paths), 40):              # a pool per 40 inputs (one scan of several inputs)
+        line, block = both(paths[i:i + 40], 1021)
+        assert block == line, paths[i:i + 40]
+
+
+def test_random_logs_and_split_points_among_workers_are_the_line_scan(monkeypatch, tmp_path):
+    """Property: random mixes of real log lines, cut into blocks at random sizes and dealt to worker
+    processes, give the line-by-line scan's result."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as hs
+    pool_lines = []
+    for p in fixture_logs()[::7]:
+        if not p.endswith((".gz", ".zst", ".xz", ".bz2")):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                pool_lines += f.read().splitlines()[:200]
+    _with_workers(monkeypatch, 3)
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(hs.lists(hs.sampled_from(pool_lines), min_size=1, max_size=400), hs.integers(64, 9000))
+    def check(lines, block):
+        p = tmp_path / "random.log"
+        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        line, blk = both([str(p)], block)
+        assert blk == line
+    check()

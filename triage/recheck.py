@@ -68,6 +68,11 @@ def _sig(r: Record) -> str:
     return r.signature or (r.outcome if r.outcome == "healthy" else f"{r.outcome}: {r.title}")
 
 
+def _known(known: Sequence[Dict[str, Any]], r: Record) -> Optional[Dict[str, Any]]:
+    """The known issue of a stored verdict: by its signature, its message signature, a re: key."""
+    return known_match(known, r.signature, r.primary, also=[r.message_signature] if r.message_signature else [])
+
+
 def compare(old: Sequence[Record], new: Dict[Tuple[str, int], Record], known: Sequence[Dict[str, Any]]) -> Recheck:
     """What became of OLD's groups given the NEW records (keyed by (job id, attempt)) and the
     known-issue table now (KNOWN): an unexplained group whose verdict stayed is `linked` when a
@@ -82,7 +87,7 @@ def compare(old: Sequence[Record], new: Dict[Tuple[str, int], Record], known: Se
         out.checked += 1
         if _key(o) == _key(n):
             out.unchanged += 1
-            if o.outcome == "unexplained-failure" and known_match(known, n.signature, None) is not None:
+            if o.outcome == "unexplained-failure" and _known(known, n) is not None:
                 linked[_sig(o)].append(n)
             continue
         moves[(_sig(o), _sig(n))].append(o)
@@ -95,7 +100,7 @@ def compare(old: Sequence[Record], new: Dict[Tuple[str, int], Record], known: Se
         now_explained = o0.outcome == "unexplained-failure" and n0.outcome == "pitfall"
         (out.explained if now_explained else out.changed).append(entry)
     for sig, rs in sorted(linked.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        k = known_match(known, rs[0].signature, None)
+        k = _known(known, rs[0])
         assert k is not None
         out.linked.append({"signature": sig, "count": len(rs), "known": {"key": k["key"], "url": k["url"],
                                                                           "title": k["title"]},
@@ -154,13 +159,7 @@ def _c(x: Any, n: int = 300) -> str:
 def render_text(r: Recheck) -> str:
     lines = [f"rechecked {r.checked} stored job(s) with today's catalog"
              + ("" if r.updated or not r.checked else " (--dry-run: the store is unchanged)")]
-    if r.explained:
-        lines.append("")
-        lines.append("NOW EXPLAINED (unexplained failures that a pattern now names)")
-        for e in r.explained:
-            lines.append(f"  {e['count']} job(s): {_c(e['from'])}")
-            lines.append(f"    -> {_c(e['to'])}")
-            lines.append(f"    jobs: {_jobs(e)}")
+    lines += _moves("NOW EXPLAINED (unexplained failures that a pattern now names)", r.explained)
     if r.linked:
         lines.append("")
         lines.append("NOW LINKED TO A KNOWN ISSUE (unexplained groups a ticket now covers)")
@@ -169,13 +168,7 @@ def render_text(r: Recheck) -> str:
             title = f" ({_c(e['known']['title'])})" if e["known"]["title"] else ""
             lines.append(f"    known issue: {_c(e['known']['url'])}{title}")
             lines.append(f"    jobs: {_jobs(e)}")
-    if r.changed:
-        lines.append("")
-        lines.append("VERDICT CHANGED")
-        for e in r.changed:
-            lines.append(f"  {e['count']} job(s): {_c(e['from'])}")
-            lines.append(f"    -> {_c(e['to'])}")
-            lines.append(f"    jobs: {_jobs(e)}")
+    lines += _moves("VERDICT CHANGED", r.changed)
     lines.append("")
     lines.append(f"unchanged: {r.unchanged}")
     for why, n in sorted(r.skipped.items()):
@@ -185,6 +178,16 @@ def render_text(r: Recheck) -> str:
     if len(r.errors) > 50:
         lines.append(f"... and {len(r.errors) - 50} more error(s)")
     return "\n".join(lines) + "\n"
+
+
+def _moves(head: str, entries: Sequence[Dict[str, Any]]) -> List[str]:
+    """A section of jobs whose verdict moved: the old signature, the new one, the jobs."""
+    if not entries:
+        return []
+    out = ["", head]
+    for e in entries:
+        out += [f"  {e['count']} job(s): {_c(e['from'])}", f"    -> {_c(e['to'])}", f"    jobs: {_jobs(e)}"]
+    return out
 
 
 def _jobs(e: Dict[str, Any]) -> str:

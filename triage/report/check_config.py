@@ -41,6 +41,17 @@ def _config_table(items: List[Tuple[Any, Any]], room: int) -> str:
     return details(f"Config checked ({len(items)} setting{'s' if len(items) != 1 else ''})", "\n".join(rows))
 
 
+def _checked(violations: Sequence[Any], config: Dict[str, Any], redact_secrets: bool
+             ) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    """The violations (as dicts) and the config checked, redacted as check-config's JSON is."""
+    vs = [dict(x) if isinstance(x, dict) else dict(vars(x)) for x in violations]
+    cfg = dict(config) if isinstance(config, dict) else {}
+    if redact_secrets:
+        red = redact_obj({"violations": vs, "config": cfg})
+        vs, cfg = red["violations"], red["config"]
+    return vs, cfg
+
+
 def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, Any], redact_secrets: bool = True,
                                  limit: int = MD_LIMIT, unknown: Sequence[Dict[str, str]] = (),
                                  undecided: Sequence[Any] = ()) -> str:
@@ -48,11 +59,7 @@ def render_check_config_markdown(violations: Sequence[Any], config: Dict[str, An
     dicts: pitfall, keys, message, fix) of CONFIG (the canonical config checked) as a comment: the
     verdict heading, each violation with the settings it names and their values and the fix, then
     the whole config collapsed; secrets redacted as in check-config's JSON, under LIMIT characters."""
-    vs = [dict(x) if isinstance(x, dict) else dict(vars(x)) for x in violations]
-    cfg = dict(config) if isinstance(config, dict) else {}
-    if redact_secrets:
-        red = redact_obj({"violations": vs, "config": cfg})
-        vs, cfg = red["violations"], red["config"]
+    vs, cfg = _checked(violations, config, redact_secrets)
     n = len(vs)
     out = [f"### triage check-config: {n} CUDA-graph pitfall{'s' if n != 1 else ''} in this config" if n else
            "### triage check-config: no CUDA-graph pitfall in this config", ""]
@@ -84,11 +91,7 @@ def render_check_config_html(violations: Sequence[Any], config: Dict[str, Any], 
     """`triage check-config -o report.html`: the same content as the Markdown comment, one
     self-contained page (the report's CSS, no scripts); every value escaped by the template."""
     from .html import template_env
-    vs = [dict(x) if isinstance(x, dict) else dict(vars(x)) for x in violations]
-    cfg = dict(config) if isinstance(config, dict) else {}
-    if redact_secrets:
-        red = redact_obj({"violations": vs, "config": cfg})
-        vs, cfg = red["violations"], red["config"]
+    vs, cfg = _checked(violations, config, redact_secrets)
     n = len(vs)
     items = list(cfg.items())
     model = {

@@ -27,8 +27,8 @@ UNEXPLAINED = os.path.join(FIX, "synthetic", "vllm", "worker_died.log")
 HEALTHY = os.path.join(FIX, "synthetic", "healthy_megatron_te_graphs.log")
 
 
-def test_fleet_fail_on_new_fails_only_on_a_signature_the_store_never_held(tmp_path):
-    db = str(tmp_path / "t.db")
+def test_fleet_fail_on_new_fails_only_on_a_signature_the_store_never_held(tmp_path, store_url):
+    db = store_url                     # SQLite, then the real PostgreSQL server
     first = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-on", "new", "-q", "--format", "json")
     assert first.returncode == 1 and "--fail-on new: 1 signature(s) never seen before" in first.stderr
     assert first.stdout.startswith("{")                     # the view comes first
@@ -76,8 +76,8 @@ def test_analyze_of_a_directory_holding_several_slurm_jobs_points_at_fleet(tmp_p
     assert triage("analyze", str(one)).returncode == 1
 
 
-def test_known_add_says_which_id_was_meant_and_takes_ids_of_user_patterns(tmp_path):
-    db = str(tmp_path / "k.db")
+def test_known_add_says_which_id_was_meant_and_takes_ids_of_user_patterns(tmp_path, store_url):
+    db = store_url                     # SQLite, then the real PostgreSQL server
     r = triage("known", "add", "capture-memory-overheed", "https://jira.example.com/T-1", "--db", db)
     assert r.returncode == 2 and "did you mean 'capture-memory-overhead'?" in r.stderr
     r = triage("known", "add", "cuda-oomm: CUDA out of memory", "https://jira.example.com/T-1", "--db", db)
@@ -117,10 +117,10 @@ def test_a_store_that_is_down_costs_one_attempt_and_the_report_comes_first(tmp_p
     assert store._TRANSIENT_PG.search("FATAL: the database system is starting up") is not None
 
 
-def test_every_report_shows_the_signature_id_and_known_add_takes_it(tmp_path):
+def test_every_report_shows_the_signature_id_and_known_add_takes_it(tmp_path, store_url):
     import hashlib
     import json
-    db = str(tmp_path / "t.db")
+    db = store_url                     # SQLite, then the real PostgreSQL server
     r = triage("analyze", UNEXPLAINED, "--format", "json", "--db", db, "--record")
     d = json.loads(r.stdout)
     sid = d["signature_id"]
@@ -139,10 +139,10 @@ def test_every_report_shows_the_signature_id_and_known_add_takes_it(tmp_path):
     assert again["known"]["url"] == "https://jira.example.com/T-9"
 
 
-def test_a_regex_known_issue_labels_the_jobs_whose_signature_or_error_block_it_finds(tmp_path):
+def test_a_regex_known_issue_labels_the_jobs_whose_signature_or_error_block_it_finds(tmp_path, store_url):
     """elastic-recheck's queries: `re:REGEX` over the signature or the error block; analyze and fleet agree."""
     import json
-    db = str(tmp_path / "t.db")
+    db = store_url                     # SQLite, then the real PostgreSQL server
     ok = triage("known", "add", "re:Worker proc \\S+ died", "https://jira.example.com/T-5", "--db", db)
     assert ok.returncode == 0, ok.stderr
     d = json.loads(triage("analyze", UNEXPLAINED, "--format", "json", "--db", db, "--record").stdout)

@@ -126,8 +126,9 @@ def test_arguments_that_are_wrong_say_what_is_wrong(tmp_path):
 
 def test_internal_error_has_its_own_exit_code_and_asks_for_a_report(tmp_path):
     # a real bug surfaced on purpose: a pattern loader monkeypatched to raise in a child process
-    code = ("import sys, triage.cli as c; "
-            "c.load_all = lambda *a, **k: (_ for _ in ()).throw(ZeroDivisionError('boom')); "
+    # (cli imports the loader when a command runs: the patch is on triage.patterns)
+    code = ("import sys, triage.cli as c, triage.patterns as p; "
+            "p.load_all = lambda *a, **k: (_ for _ in ()).throw(ZeroDivisionError('boom')); "
             "sys.argv = ['triage', 'analyze', sys.argv[1]]; c.main()")
     r = subprocess.run([sys.executable, "-c", code, SAMPLE], capture_output=True, text=True, cwd=ROOT, env=ENV)
     assert r.returncode == 4

@@ -7,26 +7,22 @@ import re
 import signal
 import stat
 import sys
-import tempfile
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence
 
 import click
 
 from . import __version__
-from .config import build_config, check, diff, undecided, unknown_values
 from .errors import TriageError
-from .fleet_report import FLEET_FORMATS
-from .patterns import PatternError, load_all
-from .pipeline import add_config_analysis, run_analysis
-from .redact import redact, redact_obj
-from .report import FORMATS, SUFFIX_FORMAT, render
-from .report.util import change_line
+from .report.names import FLEET_FORMATS, FORMATS, SUFFIX_FORMAT
 from .schemas import NAMES as SCHEMA_NAMES
-from .schemas import text as schema_text
-from .store import StoreError, hashing_stdin
-from .taxonomy import IDS
-from .term import COLOR_CHOICES, for_terminal, use_color
-from .verdict import EXIT_FOUND
+from .term import COLOR_CHOICES
+
+if TYPE_CHECKING:
+    from .patterns import Pattern
+
+# Everything else is imported where it is used: `triage --help` and a text `analyze` of a small log
+# never load SQLAlchemy, jinja2, the markdown/HTML/JUnit renderings or the config-file parsers
+# (tests/test_startup.py guards this).
 
 # exit codes of `triage analyze` (README "Exit codes"; --fail-on/--exit-zero decide 1 and 3)
 EXIT_USAGE, EXIT_INTERNAL = 2, 4        # the CLI's own; the outcomes' codes are the verdict's (verdict/types.py)
@@ -36,6 +32,7 @@ USER_ERRORS = (TriageError,)
 
 
 def fail(msg: str) -> "click.exceptions.Exit":
+    from .redact import redact
     click.echo(f"triage: error: {redact(msg)}", err=True)     # a store URL's password, a token in a path
     return click.exceptions.Exit(EXIT_USAGE)
 
@@ -60,6 +57,7 @@ def write_atomic(path: str, text: str, force: bool) -> None:
         mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
     except OSError:
         mode = None
+    import tempfile
     fd, tmp = tempfile.mkstemp(prefix=".triage-", suffix=".tmp", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -112,12 +110,13 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, identity
                    stdin_hash: List[Optional[str]]) -> Optional[str]:
     """Record the verdict (--record/--db) and look up its known issue.  A store that fails is never
     the command's failure: the warning line to print after the report is returned."""
-    from .store import Store, content_hash, record_of
+    from .store import Store, StoreError, content_hash, record_of
     done = False
     try:
         with Store(db) as st:
             if record:
-                digest = content_hash(logs, stdin_hash[0])
+                # hashed as the scan read the inputs; read again only when it could not (--max-bytes, a URL)
+                digest = getattr(a, "content_hash", None) or content_hash(logs, stdin_hash[0])
                 st.record(record_of(a, logs, identity, digest))
                 done = True
             v = a.verdict
@@ -159,6 +158,7 @@ class _Group(click.Group):
             e.show()
             sys.exit(EXIT_USAGE)
         except USER_ERRORS as e:
+            from .redact import redact
             click.echo(f"triage: error: {redact(str(e).strip()) or type(e).__name__}", err=True)
             sys.exit(EXIT_USAGE)
         except click.exceptions.Abort:
@@ -168,6 +168,7 @@ class _Group(click.Group):
         except Exception as e:  # never a traceback for a user; TRIAGE_DEBUG=1 shows it
             if os.environ.get("TRIAGE_DEBUG"):
                 raise
+            from .redact import redact
             click.echo(f"triage: internal error: {type(e).__name__}: {redact(str(e)[:300])}\n"
                        f"triage {__version__} hit a bug: please report it with the command line and, if you can, "
                        "the log (TRIAGE_DEBUG=1 shows the traceback)", err=True)
@@ -270,10 +271,14 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     if fmt is None:
         fmt = format_for(output, SUFFIX_FORMAT)
     pats = load_patterns(pattern_dirs)
+    from .pipeline import add_config_analysis, run_analysis
+    from .report.formats import render
+    from .store import hashing_stdin
+    from .term import for_terminal, use_color
     record = record or bool(db) or require_store
     with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes,
-                               decide_now=False)
+                               decide_now=False, content_hash=record)
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
     from .jobid import JobIdError, identify
     from .store import store_given
@@ -445,9 +450,10 @@ def _no_contradiction(exit_zero: bool, fail_on: str, jobs: Optional[int] = None)
                                "--fail-on never; give one of them")
 
 
-def load_patterns(pattern_dirs: List[str]) -> list:
+def load_patterns(pattern_dirs: List[str]) -> List[Pattern]:
     """The catalog plus --patterns; a --patterns argument that is not a pattern file or directory
     says so, naming the argument."""
+    from .patterns import PatternError, load_all
     try:
         return load_all(pattern_dirs)
     except PatternError as e:
@@ -484,6 +490,7 @@ CHECK_FORMATS = ("text", "json", "markdown", "html")
 def _check_config_out(fmt: str, vs: list, cfg: Mapping[str, Any], unknown: list, open_rules: list, typos: list,
                       sources: Sequence[str]) -> str:
     """check-config's result in FMT (text, json, markdown, html)."""
+    from .redact import redact_obj
     if fmt == "json":
         return json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg, "unknown": unknown,
                                       "undecided": [vars(u) for u in open_rules],
@@ -543,6 +550,8 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     if not files and not over:
         raise fail("give a config file or KEY=VALUE overrides") from None
     pats = load_patterns(pattern_dirs)
+    from .config import build_config, check, undecided, unknown_values
+    from .verdict import EXIT_FOUND
     cfg = build_config(files, over, env)
     typos = _typos(cfg, over, env, strict)
     vs = check(cfg, pats)
@@ -592,6 +601,10 @@ def diff_cmd(old: str, new: str, fmt: str, strict: bool) -> None:
     Examples:
       triage diff last_good/run_config.yaml new/run_config.yaml
       triage diff good.log bad.log --format json     # configs read from the logs"""
+    from .config import build_config, diff
+    from .redact import redact, redact_obj
+    from .report.util import change_line
+    from .verdict import EXIT_FOUND
     a, b = build_config([old]), build_config([new])
     _typos(a, (), (), strict)
     _typos(b, (), (), strict)
@@ -616,6 +629,7 @@ def schema_cmd(name: str) -> None:
     \b
     NAME is one of: analyze, check-config, diff, fleet, recheck, known.
     Example:  triage schema analyze > analyze.schema.json"""
+    from .schemas import text as schema_text
     click.echo(schema_text(name), nl=False)
 
 
@@ -661,6 +675,7 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
     unless the file lists it in `overlaps`.
     Example:  triage patterns check patterns/ --winners"""
     from .selftest import check_examples, example_winners, format_winners, load_problems
+    from .taxonomy import IDS
     pats, load_errors = load_problems(directory, IDS if strict_ids else None)
     if winners:
         for line in format_winners(example_winners(pats)):
@@ -685,6 +700,7 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
 
     \b
     Example:  triage patterns suggest job.log --index 2 -o my_patterns/draft.yaml"""
+    from .pipeline import run_analysis
     from .suggest import draft
     a, _ = run_analysis(logs, pattern_dirs, load_patterns(pattern_dirs))
     if not a.unmatched:
@@ -808,6 +824,7 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     if reports_dir is not None:
         from .fleet_reports import base_of
         from .fleet_reports import links as report_links
+        from .redact import redact
         links = report_links(((r.record.label, r.job.report) for r in results
                               if r.record is not None and not r.report_error), base_of(output))
         for r in [r for r in results if r.report_error][:20]:
@@ -1010,6 +1027,7 @@ def known_remove(keys: List[str], db: Optional[str]) -> None:
     \b
     Example:  triage known remove illegal-memory-access"""
     from .store import Store
+    from .verdict import EXIT_FOUND
     missing = []
     with Store(db, existing=True) as st:
         for k in keys:

@@ -116,13 +116,14 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     from .pipeline import add_config_analysis, run_analysis
     from .sources import InputError
     try:
-        a, seen = run_analysis([job.path], pats=list(pats), decide_now=False)
+        a, seen = run_analysis([job.path], pats=list(pats), decide_now=False, content_hash=True)
         add_config_analysis(a, list(pats), seen)
         from .jobid import JobIdentity
         from .verdict.job import job_info
         ident = JobIdentity(job.job_id, job.attempt)
         a.job = job_info(a, ident)           # the job header: the record's hosts and log span, the report's
-        result = JobResult(job, record_of(a, [job.path], ident, content_hash([job.path])))
+        digest = a.content_hash or content_hash([job.path])     # hashed in the scan's read, else read again
+        result = JobResult(job, record_of(a, [job.path], ident, digest))
         if job.report:
             result.report_error = _write_report(a, job.report, pats)
         return result

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
-from .report.markdown import code_span, md_text
+from .report.names import FLEET_FORMATS
 from .report.util import one_line
 
-FLEET_FORMATS = ("text", "json", "markdown", "html")
+__all__ = ["FLEET_FORMATS", "render", "render_json", "render_markdown", "render_text"]
 FIELD_MAX = 300
 JOBS_IN_TEXT = 8
 
@@ -99,10 +99,12 @@ def _sample(g: Dict[str, Any]) -> bool:
 
 
 def _md(s: Any, n: int = FIELD_MAX) -> str:
+    from .report.markdown import md_text
     return md_text(_cut(s, n))          # the job report's escaping: HTML-escaped, punctuation escaped
 
 
 def _code(s: Any, n: int = FIELD_MAX) -> str:
+    from .report.markdown import code_span
     t = _cut(s, n)
     return code_span(t) if t else ""    # survives backticks and table pipes
 

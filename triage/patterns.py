@@ -8,14 +8,17 @@ entry without a `literal` gets the prefilter derived from its regex (derive_lite
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import stat
+import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import regex
-import yaml
 
+from . import __version__
 from .config.rules import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
@@ -493,11 +496,14 @@ def builtin_dir() -> str:
     return os.path.join(os.path.dirname(here), "patterns")
 
 
-# PyYAML's C loader reads the catalog ~10x faster than the pure-Python one (same safe schema)
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 PATTERN_MAX_BYTES = 1 << 20     # a pattern file bigger than this is refused (the largest shipped one is 16 KB)
+
+
+def _safe_loader() -> Any:
+    """PyYAML's C loader reads the catalog ~10x faster than the pure-Python one (same safe schema).
+    PyYAML is imported here, not at start-up: a run whose catalog comes from the cache never loads it."""
+    import yaml
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _no_aliases(text: str, where: str) -> None:
@@ -506,15 +512,16 @@ def _no_aliases(text: str, where: str) -> None:
     a file without '&' is not parsed twice.)"""
     if "&" not in text:
         return
-    for ev in yaml.parse(text, Loader=_SAFE_LOADER):
+    import yaml
+    for ev in yaml.parse(text, Loader=_safe_loader()):
         if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
             at = f" line {ev.start_mark.line + 1}:" if ev.start_mark is not None else ""
             raise PatternError(f"{where}:{at} YAML anchors and aliases (&name, *name) are not allowed in a pattern "
                                "file: write the value out")
 
 
-def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
-    where = os.path.basename(path)
+def _read(path: str) -> bytes:
+    """A pattern file's bytes: a regular file of at most PATTERN_MAX_BYTES."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):      # a FIFO would block the run forever
             raise PatternError(f"{path}: not a regular file (a FIFO, a socket or a device): not a pattern file")
@@ -523,33 +530,145 @@ def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool =
     except OSError as e:
         raise PatternError(f"{path}: cannot read: {e.strerror or e}") from None
     if len(raw) > PATTERN_MAX_BYTES:
-        raise PatternError(f"{where}: more than {PATTERN_MAX_BYTES >> 20} MiB: not a pattern file")
+        raise PatternError(f"{os.path.basename(path)}: more than {PATTERN_MAX_BYTES >> 20} MiB: not a pattern file")
+    return raw
+
+
+def _document(raw: bytes, where: str) -> Any:
+    """The YAML document of a pattern file's bytes (UTF-8, no anchors or aliases, PyYAML's safe schema)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise PatternError(f"{where}: not UTF-8 text (byte {e.start}: {raw[e.start:e.start + 1]!r}): "
                            "save the pattern file as UTF-8") from None
+    import yaml
     try:
         _no_aliases(text, where)
-        data = yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a safe loader (libyaml's when present)
+        return yaml.load(text, Loader=_safe_loader())  # noqa: S506 - a safe loader (libyaml's when present)
     except yaml.YAMLError as e:
         raise PatternError(f"{where}: invalid YAML: {str(e).splitlines()[0]}") from None
-    return parse_pattern(data, path, known_ids, user)
 
 
-def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> List[Pattern]:
+def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:
+    return parse_pattern(_document(_read(path), os.path.basename(path)), path, known_ids, user)
+
+
+def _yaml_files(directory: str) -> List[str]:
     if not os.path.isdir(directory):
         raise PatternError(f"pattern directory {directory!r} does not exist")
     files = sorted(f for f in os.listdir(directory) if f.endswith((".yaml", ".yml")))
     if not files:
         raise PatternError(f"pattern directory {directory!r} holds no .yaml files")
-    return [load_file(os.path.join(directory, f), known_ids, user) for f in files]
+    return files
+
+
+def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bool = False,
+             cache: bool = False) -> List[Pattern]:
+    """The patterns of DIRECTORY's .yaml/.yml files, in name order.  CACHE: keep the files' parsed
+    YAML in the cache directory, keyed by a hash of their names and bytes (see CatalogCache); every
+    document, cached or not, goes through the same validation (parse_pattern)."""
+    files = _yaml_files(directory)
+    if not cache:
+        return [load_file(os.path.join(directory, f), known_ids, user) for f in files]
+    raws = [(f, _read(os.path.join(directory, f))) for f in files]
+    key = CatalogCache.key(raws)
+    docs = CatalogCache.load(key, len(raws))
+    if docs is not None:
+        try:
+            return [parse_pattern(doc, os.path.join(directory, f), known_ids, user) for (f, _), doc in zip(raws, docs)]
+        except PatternError:        # not what the files say (a doctored cache): read the files themselves
+            pass
+    docs = [_document(raw, f) for f, raw in raws]
+    pats = [parse_pattern(doc, os.path.join(directory, f), known_ids, user) for (f, _), doc in zip(raws, docs)]
+    CatalogCache.store(key, docs)   # only documents that validated
+    return pats
+
+
+class CatalogCache:
+    """The shipped catalog's parsed YAML (~40 ms of PyYAML per run) as one JSON file in the cache
+    directory (anchors.cache_dir), named by a SHA-256 of triage's version and every pattern file's
+    name and bytes: a file changed, added or removed is another key, so a stale cache is never read.
+    What is read is never trusted: a file that is not ours (another user's, or writable by others),
+    too big, not JSON of the expected shape or of another key is ignored, and its documents are
+    validated by parse_pattern as a pattern file's are (load_dir reads the YAML when they fail).
+    Only data JSON keeps exactly is cached (JSON has no dates, sets or non-string keys)."""
+    FORMAT = 1
+    KEEP = 8                        # catalogs kept (the most recently written): one per triage version
+    MAX_BYTES = 16 << 20
+
+    @staticmethod
+    def key(raws: Sequence[Tuple[str, bytes]]) -> str:
+        h = hashlib.sha256(f"triage-catalog\0{CatalogCache.FORMAT}\0{__version__}\0".encode())
+        for name, raw in raws:
+            h.update(f"{name}\0{len(raw)}\0".encode("utf-8", "surrogatepass"))
+            h.update(raw)
+        return h.hexdigest()
+
+    @staticmethod
+    def path(key: str) -> str:
+        from .scan.anchors import cache_dir
+        return os.path.join(cache_dir(), f"catalog-{key[:32]}.json")
+
+    @staticmethod
+    def load(key: str, n: int) -> Optional[List[Any]]:
+        """The N cached documents of KEY, or None (no cache, or one that is not to be trusted)."""
+        try:
+            fd = os.open(CatalogCache.path(key), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            getuid = getattr(os, "getuid", None)
+            if (not stat.S_ISREG(st.st_mode) or st.st_size > CatalogCache.MAX_BYTES
+                    or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+                    or (getuid is not None and st.st_uid != getuid())):
+                return None
+            with os.fdopen(fd, "rb") as f:
+                fd = -1
+                data = json.loads(f.read(CatalogCache.MAX_BYTES + 1))
+        except (OSError, ValueError, RecursionError):
+            return None
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        if (not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("docs"), list)
+                or len(data["docs"]) != n):
+            return None
+        return data["docs"]
+
+    @staticmethod
+    def store(key: str, docs: List[Any]) -> None:
+        """Keep DOCS under KEY (best effort: a read-only home just means no cache)."""
+        try:
+            text = json.dumps({"key": key, "docs": docs}, ensure_ascii=False, allow_nan=False)
+            if json.loads(text)["docs"] != docs:      # a value JSON would change (an int key, a tuple)
+                return
+        except (TypeError, ValueError, RecursionError):  # a date, a set, NaN: JSON cannot keep it
+            return
+        path = CatalogCache.path(key)
+        d = os.path.dirname(path)
+        try:
+            os.makedirs(d, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".catalog-", dir=d)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(text)
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            olds = sorted((os.path.join(d, n) for n in os.listdir(d)
+                           if n.startswith("catalog-") and n.endswith(".json")), key=os.path.getmtime)
+            for old in olds[:-CatalogCache.KEEP]:
+                os.remove(old)
+        except OSError:
+            pass
 
 
 def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:
     """Built-in patterns plus the user's (directories or single files, from --patterns).  A user
     pattern never replaces a shipped one: reusing a shipped id is an error."""
-    pats = load_dir(builtin_dir())
+    pats = load_dir(builtin_dir(), cache=True)
     shipped = {p.id: p.path for p in pats}
     for d in extra_dirs:
         if os.path.isfile(d):

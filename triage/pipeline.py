@@ -45,17 +45,19 @@ def _logs(logs: Sequence[str]) -> Sequence[str]:
 
 def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
                  pats: Optional[List[Pattern]] = None, progress: bool = False,
-                 max_bytes: int = 0, decide_now: bool = True) -> Tuple[Analysis, Seen]:
+                 max_bytes: int = 0, decide_now: bool = True, content_hash: bool = False) -> Tuple[Analysis, Seen]:
     """Scan LOGS once; returns the analysis and what else was seen (config, step times).
     `progress`: show a progress bar on a terminal for big inputs (progress.for_inputs);
     `max_bytes`: read at most that many bytes of each input (0: all); `decide_now`: decide the verdict
-    from the log alone (False when add_config_analysis follows: it decides, after the step times)."""
+    from the log alone (False when add_config_analysis follows: it decides, after the step times);
+    `content_hash`: hash the inputs' bytes in the same read (Analysis.content_hash: the store's key)."""
     pats = pats if pats is not None else load_all(pattern_dirs)
     seen = Seen()
     paths = _logs(logs)
     bar = for_inputs(paths) if progress else None
     try:
-        scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=max_bytes)
+        scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=max_bytes,
+                                       content_hash=content_hash)
     finally:
         if bar is not None:
             bar.close()
@@ -64,6 +66,7 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
     _one_job_by_summaries(paths, scan.launcher_summaries)
     a = analyse(scan, decide_now=decide_now)
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
+    a.content_hash = scan.content_hash
     return a, seen
 
 

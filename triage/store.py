@@ -232,16 +232,8 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
 
 
 def _relname(p: str, roots: Sequence[str]) -> str:
-    from .scan.remote import relname
-    rel = relname(p, roots)             # a URL under a URL prefix
-    if rel is not None:
-        return rel
-    for r in roots:
-        if r != "-" and os.path.isdir(r):
-            rel = os.path.relpath(p, r)
-            if not rel.startswith(".."):
-                return rel
-    return os.path.basename(p)
+    from .scan.digest import relname  # one definition: the scan folds the same hash (scan/digest.py)
+    return relname(p, roots)
 
 
 class _StdinDigest(io.RawIOBase):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import textwrap
 from typing import IO, List, Optional
 
 COLOR_CHOICES = ("auto", "always", "never")
@@ -53,6 +52,7 @@ def wrap(text: str, cols: int) -> str:
         if head is None or len(line) <= cols:
             out.append(line)
             continue
+        import textwrap  # only a long prose line on a terminal wraps
         indent = " " * len(head)
         out.extend(textwrap.wrap(line, cols, subsequent_indent=indent, break_long_words=True,
                                  break_on_hyphens=False) or [line])

@@ -11,8 +11,6 @@ import os
 from functools import lru_cache
 from typing import Any, Dict, List, Optional
 
-import yaml
-
 from .keys import Config, canonical
 
 _TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "defaults.yaml")
@@ -20,6 +18,7 @@ _TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "defaults.yaml
 
 @lru_cache(maxsize=1)
 def table() -> Dict[str, List[Dict[str, Any]]]:
+    import yaml  # on the first config with a release to fill in, not at start-up
     with open(_TABLE, encoding="utf-8") as f:
         data: Dict[str, List[Dict[str, Any]]] = yaml.safe_load(f)
     return data

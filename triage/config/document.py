@@ -3,9 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
-
-import yaml
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Tuple
 
 from .keys import ConfigError
 
@@ -19,8 +18,8 @@ CONFIG_MAX_SCALAR = 4096
 
 # libyaml's parser where PyYAML has it: a 15 MiB scalar took the pure-Python reader 4 s.  Its
 # composer recurses in C (a segfault 50,000 levels down, not a RecursionError), so the nesting is
-# measured on the event stream first (libyaml's parser keeps a stack of its own)
-_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# measured on the event stream first (libyaml's parser keeps a stack of its own).  PyYAML is
+# imported on the first document (_loaders): a log without a YAML block never loads it.
 _C_SAFE_DEPTH = 5000             # nesting the C composer is given (it survived 20,000 levels)
 
 
@@ -32,11 +31,25 @@ def clip_scalar(text: str) -> str:
     return f"{text[:CONFIG_MAX_SCALAR]}…[+{len(text) - CONFIG_MAX_SCALAR:,} chars #{digest}]"
 
 
-class _LenientLoader(_BASE_LOADER):  # type: ignore[misc,valid-type]  # a C or Python SafeLoader
-    """SafeLoader that reads unknown tags (OmegaConf / python objects) as plain data."""
+if TYPE_CHECKING:
+    import yaml
+
+
+@lru_cache(maxsize=1)
+def _loaders() -> Tuple[Any, Any]:
+    """PyYAML's base safe loader (libyaml's when present) and _LenientLoader, made from it once."""
+    import yaml
+    base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class _LenientLoader(base):  # type: ignore[misc,valid-type]  # a C or Python SafeLoader
+        """SafeLoader that reads unknown tags (OmegaConf / python objects) as plain data."""
+
+    _LenientLoader.add_multi_constructor("", _unknown)
+    return base, _LenientLoader
 
 
 def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    import yaml
     if isinstance(node, yaml.MappingNode):
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
@@ -46,9 +59,6 @@ def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
     # there are no other kinds of node; construct_scalar raised the same for one
     raise yaml.constructor.ConstructorError(None, None, f"expected a scalar node, but found {type(node).__name__}",
                                             node.start_mark)
-
-
-_LenientLoader.add_multi_constructor("", _unknown)
 
 
 class _TooBig(Exception):
@@ -97,11 +107,13 @@ def _clipped(v: Any) -> Any:
 
 def _yaml_depth_ok(text: str) -> bool:
     """The document nests at most _C_SAFE_DEPTH collections (read as events: no recursion)."""
-    if _BASE_LOADER is yaml.SafeLoader:
+    import yaml
+    base = _loaders()[0]
+    if base is yaml.SafeLoader:
         return True                      # the pure-Python composer raises RecursionError
     depth = 0
     try:
-        for ev in yaml.parse(text, Loader=_BASE_LOADER):
+        for ev in yaml.parse(text, Loader=base):
             if isinstance(ev, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > _C_SAFE_DEPTH:
@@ -119,10 +131,11 @@ def _yaml_depth_ok(text: str) -> bool:
 def parse_config_text(text: str, kind: str, where: str) -> Any:
     """Parse a YAML or JSON document within bounded time and memory; ConfigError otherwise.
     Strings longer than CONFIG_MAX_SCALAR characters are clipped (clip_scalar)."""
+    import yaml
     try:
         if kind != "JSON" and not _yaml_depth_ok(text):
             raise RecursionError
-        data = json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_LenientLoader)  # noqa: S506
+        data = json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_loaders()[1])  # noqa: S506
         _expansion(data)
         data = _clipped(data)
     except (json.JSONDecodeError, yaml.YAMLError) as e:

@@ -1,21 +1,17 @@
 """The report formats and `render`, which makes any of them from an analysis."""
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
-from ..findings import Analysis
 from ..redact import redact, redact_obj
 from .contract import json_text, report_dict, to_dict
-from .html import render_html
-from .jira import render_jira
-from .junit import render_junit
-from .markdown import render_markdown
+from .names import FORMATS, SUFFIX_FORMAT
 from .text import render_text
 
-FORMATS = ("text", "json", "markdown", "html", "junit", "jira")
-SUFFIX_FORMAT = MappingProxyType({".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html",
-                                  ".htm": "html", ".txt": "text", ".xml": "junit", ".jira": "jira", ".wiki": "jira"})
+if TYPE_CHECKING:
+    from ..findings import Analysis
+
+__all__ = ["FORMATS", "SUFFIX_FORMAT", "render", "text_report"]
 
 
 def text_report(a: Analysis, redact_secrets: bool = True) -> str:
@@ -38,10 +34,15 @@ def render(a: Analysis, fmt: str, redact_secrets: bool = True,
     d = report_dict(a, redact_secrets)
     if fmt == "json":
         return json_text(d)
+    # each rendering is imported when asked for (a text or JSON report loads none of them)
     if fmt == "markdown":
+        from .markdown import render_markdown
         return render_markdown(d)
     if fmt == "html":
+        from .html import render_html
         return render_html(d)
     if fmt == "junit":
+        from .junit import render_junit
         return render_junit(d, pitfall_ids)
+    from .jira import render_jira
     return render_jira(d)

@@ -59,6 +59,7 @@ from .state import CONTEXT_LINES, Core, Event, InputState, View
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule, Pattern
+    from .digest import InputHash
     from .live import LiveScan
 
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
@@ -173,10 +174,12 @@ class Engine:
     # --- the block driver ---------------------------------------------------------------------
     def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,
                    progress: Optional[Callable[[int], None]] = None, block_size: int = 0,
-                   max_bytes: int = 0) -> ScanResult:
+                   max_bytes: int = 0, content_hash: bool = False) -> ScanResult:
         """Scan files / directories / stdin in large blocks; the same result as `scan` over their lines.
         `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
-        cannot be read is a note when others can be; an InputError when it is the only one."""
+        cannot be read is a note when others can be; an InputError when it is the only one.
+        `content_hash`: hash the inputs' bytes as they are read (ScanResult.content_hash, see digest.py)."""
+        from .digest import InputsDigest
         from .sources import BLOCK_SIZE
         core, obs, rules = self._observers(extra)
         core.blocks_limit = blocks_limit
@@ -187,6 +190,7 @@ class Engine:
         nbytes = 0
         done_bytes = 0
         all_paths = expand_paths(paths, core.notes)
+        digest = InputsDigest(paths, all_paths) if content_hash else None
         batchers = _batchers(obs)
         k = _Pool.jobs(all_paths)
         pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k, max_bytes) if k else None
@@ -194,10 +198,13 @@ class Engine:
         failed: List[InputError] = []
         try:
             for path in all_paths:
+                sink = digest.input(path) if digest is not None else None
                 try:
                     n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
-                                                      pool, total_lines, done_bytes)
+                                                      pool, total_lines, done_bytes, sink)
                 except InputError as e:
+                    if digest is not None:
+                        digest.failed()
                     if len(all_paths) == 1:
                         raise
                     failed.append(e)
@@ -213,13 +220,17 @@ class Engine:
         finally:
             if pool is not None:
                 pool.close()
+            if digest is not None:
+                digest.close()
         if failed and len(failed) == len(all_paths):
             raise InputError(f"no input could be read: {failed[0]}")
-        return self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
+        res = self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
+        res.content_hash = digest.hexdigest() if digest is not None else None    # closed: all hashed
+        return res
 
     def _scan_one(self, path: str, core: Core, obs: List[Observer], rules_idx: int, aset: AnchorSet,
                   block_size: int, progress, pool: Optional["_Pool"], seq_base: int,
-                  done_bytes: int) -> Tuple[int, int]:
+                  done_bytes: int, sink: Optional["InputHash"] = None) -> Tuple[int, int]:
         from .sources import BLOCK_SIZE
         inp = InputState(describe_input(path), seq_base=seq_base)
         core.inputs[inp.inp.label] = inp
@@ -228,10 +239,11 @@ class Engine:
             if progress is not None:
                 progress(done_bytes + n)
         return self._scan_input(inp, core, obs, rules_idx, aset, block_size or BLOCK_SIZE,
-                                prog if progress is not None else None, pool)
+                                prog if progress is not None else None, pool, sink)
 
     def _scan_input(self, inp: InputState, core: Core, obs: List[Observer], rules_idx: int,
-                    aset: AnchorSet, block_size: int, progress, pool: Optional["_Pool"] = None) -> Tuple[int, int]:
+                    aset: AnchorSet, block_size: int, progress, pool: Optional["_Pool"] = None,
+                    sink: Optional["InputHash"] = None) -> Tuple[int, int]:
         view = BlockView(self.window, inp.inp)
         scan = _InputScan(inp, core, obs, rules_idx, view)
         scanned = [0]             # bytes scanned, for reading a re-readable input again (_ranks_by_attempt)
@@ -239,7 +251,7 @@ class Engine:
             core.rank_segments.append((inp.inp.path, inp.inp.file_rank, scan.changes, scanned))
         consumed = [0]
         blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
-                                       consumed)
+                                       consumed, sink)
         head, last, whole = b"", b"", True      # the input's first and last bytes: its job facts (jobfacts)
         for bi, (buf, lo) in enumerate(blocks):
             if bi == 0:

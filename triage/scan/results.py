@@ -73,6 +73,9 @@ class ScanResult:
     # scan order number (seq) of each input's last line, when the inputs' seqs are not contiguous
     # (the live driver numbers input i from i * SEQ_STRIDE); None: worked out from `lines` (crashes._input_ends)
     input_ends: Optional[Dict[str, int]] = field(default=None, repr=False)
+    # store.content_hash of the inputs, hashed as the block driver read them (scan_paths(content_hash=True));
+    # None when not asked for or an input was not read whole (digest.py)
+    content_hash: Optional[str] = None
     _ranks: Optional[List[int]] = field(default=None, repr=False)
 
     @property

@@ -20,7 +20,7 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import regex
 
@@ -30,6 +30,9 @@ from .ranks import inner_rank, split_prefix
 from .rx import TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
 from .text import MAX_LINE, normalise
+
+if TYPE_CHECKING:
+    from .digest import InputHash
 
 
 class InputError(TriageError):
@@ -386,10 +389,77 @@ def _open_file(path: str, label: str) -> Tuple[IO[bytes], bytes]:
         raise InputError(f"cannot read {label}: {e.strerror or e}") from None
 
 
-def _open_binary(path: str) -> Tuple[_Binary, str]:
+class _Tap(io.BufferedIOBase):
+    """A raw input whose bytes go to a digest as they are read (digest.InputHash): what a
+    decompressor or the UTF-16 decoder reads of a compressed or UTF-16 input is its bytes as stored.
+    Only reading in order is hashed: a seek gives the hash up."""
+    mode = "rb"
+
+    def __init__(self, f: IO[bytes], sink: "InputHash"):
+        super().__init__()
+        self._f, self._sink = f, sink
+
+    def read(self, n: Optional[int] = -1) -> bytes:
+        data = self._f.read(-1 if n is None else n)
+        if data:
+            self._sink.update(data)
+        return data
+
+    def read1(self, n: int = -1) -> bytes:
+        read1 = getattr(self._f, "read1", None)
+        data = read1(n) if read1 is not None else self._f.read(n)
+        if data:
+            self._sink.update(data)
+        return data
+
+    def readinto(self, b: Any) -> int:
+        n = getattr(self._f, "readinto")(b)  # noqa: B009 - IO[bytes] does not declare it
+        if n:
+            self._sink.update(memoryview(b)[:n])
+        return n or 0
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._sink.broken()
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    @property
+    def name(self) -> Any:
+        return getattr(self._f, "name", "")
+
+    @property
+    def closed(self) -> bool:
+        return self._f.closed
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+    def drain(self) -> None:
+        """Read (and hash) what the reader left of the input: a compressed file's trailing bytes."""
+        while self.read(1 << 20):
+            pass
+
+
+def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary, str]:
     """Open a file or stdin as bytes, decompressing gzip/bzip2/xz/zstd (by magic bytes, with a
     decompression-bomb bound); also return the text encoding (UTF-16 when a byte-order mark says
-    so, as PowerShell writes, else UTF-8)."""
+    so, as PowerShell writes, else UTF-8).  SINK: where the input's bytes as stored go as they are
+    read (a _Tap under the decompressor or decoder; a plain UTF-8 input's blocks are hashed by _chunks)."""
     label = "<stdin>" if path == "-" else repr(path)
     if path == "-":
         f, head = _with_head(sys.stdin.buffer)
@@ -398,6 +468,8 @@ def _open_binary(path: str) -> Tuple[_Binary, str]:
     else:
         f, head = _open_file(path, label)
     kind = next((k for m, k in _MAGIC if head.startswith(m)), None)
+    if sink is not None and kind is not None:
+        f = _Tap(f, sink)  # type: ignore[assignment]   # a raw file to the decompressor
     fb: _Binary = f
     if kind is not None:
         try:
@@ -408,6 +480,8 @@ def _open_binary(path: str) -> Tuple[_Binary, str]:
         except _READ_ERRORS + (ValueError,) as e:
             raise InputError(f"cannot read {label}: not a valid {kind} file ({e})") from None
     enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
+    if sink is not None and kind is None and enc == "utf-16":
+        fb = _Tap(f, sink)  # type: ignore[assignment]   # the decoder reads the bytes as stored
     if isinstance(fb, _Limited):
         head = fb.peek(BINARY_PROBE)[:BINARY_PROBE]
     if enc == "utf-8" and _binary(head):
@@ -620,22 +694,26 @@ def _note_stops(notes: Optional[List[str]], fb: _Binary, label: str, got: bool, 
 
 
 def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Optional[Callable[[int], object]],
-            max_bytes: int, notes: Optional[List[str]], consumed: Optional[List[int]]) -> Iterator[bytes]:
+            max_bytes: int, notes: Optional[List[str]], consumed: Optional[List[int]],
+            sink: "Optional[InputHash]" = None) -> Iterator[bytes]:
     """The input's bytes (UTF-8), up to `block_size` at a time, until its end or `max_bytes`
-    (see iter_blocks_with_tail)."""
+    (see iter_blocks_with_tail).  SINK: gets a plain input's bytes here (a compressed or UTF-16
+    one's through its _Tap), and is told at the end whether the input was read whole."""
     read = _block_reader(fb, enc)
     raw_f: _Binary = getattr(fb, "fileobj", None) or fb
     total = 0
     broken = [False]
     size = _size_at_open(fb, enc)      # a plain file is read up to the size it had when opened
     lone_cr: Optional[bool] = None
+    tap = _tap_of(fb)
+    feed = sink.update if sink is not None and tap is None else None    # the bytes read are the bytes stored
     while not broken[0]:
-        want = block_size if not max_bytes else min(block_size, max_bytes - total)
-        if size is not None:
-            want = min(want, size - total)
+        want = _want(block_size, max_bytes, size, total)
         if want <= 0:
             break
         data = _read_salvaging(read, want, isinstance(fb, _Limited), label, total, notes, broken)
+        if feed is not None:
+            feed(data)
         total += len(data)
         if consumed is not None:
             consumed[0] = total     # bytes of the (decompressed) stream read so far
@@ -644,15 +722,48 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
         if not data:
             break
         if lone_cr is None:
-            lone_cr = _lone_cr(data)
-            if lone_cr and notes is not None:
-                notes.append(f"{label}: its lines end with a lone carriage return (CR, old Mac OS style): "
-                             "read as line breaks")
+            lone_cr = _lone_cr_noted(data, label, notes)
         if lone_cr:
             data = data.replace(b"\r", b"\n")
         yield data
-    if size is not None and total >= size and notes is not None and _grew(fb, size):
+    grew = size is not None and total >= size and _grew(fb, size)
+    if grew and notes is not None:
         notes.append(f"{label} grew while it was read: triaged up to the {size:,} bytes it had when opened")
+    if sink is not None:
+        _hashed_to_end(fb, tap, sink, broken[0] or grew or bool(max_bytes and total >= max_bytes))
+
+
+def _tap_of(fb: _Binary) -> Optional[_Tap]:
+    """The _Tap an input's bytes as stored are read through (compressed or UTF-16), if any."""
+    raw = fb.raw if isinstance(fb, _Limited) else fb
+    return raw if isinstance(raw, _Tap) else None
+
+
+def _hashed_to_end(fb: _Binary, tap: Optional[_Tap], sink: "InputHash", short: bool) -> None:
+    """Tell SINK whether the input was read whole (not SHORT: cut by --max-bytes, broken off, grown
+    since it was opened; nor stopped as a decompression bomb), hashing what a decompressor left of it."""
+    whole = not short and not (isinstance(fb, _Limited) and fb.stopped)
+    if whole and tap is not None:
+        try:
+            tap.drain()
+        except _READ_ERRORS:
+            whole = False
+    sink.finish(whole)
+
+
+def _want(block_size: int, max_bytes: int, size: Optional[int], total: int) -> int:
+    """Bytes to read next: a block, short of --max-bytes and of a plain file's size at open."""
+    want = block_size if not max_bytes else min(block_size, max_bytes - total)
+    return want if size is None else min(want, size - total)
+
+
+def _lone_cr_noted(data: bytes, label: str, notes: Optional[List[str]]) -> bool:
+    """_lone_cr of an input's first block, noted in NOTES when so."""
+    lone = _lone_cr(data)
+    if lone and notes is not None:
+        notes.append(f"{label}: its lines end with a lone carriage return (CR, old Mac OS style): "
+                     "read as line breaks")
+    return lone
 
 
 def _lone_cr(data: bytes) -> bool:
@@ -754,16 +865,19 @@ def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[byt
 
 def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress: Optional[Callable[[int], object]] = None,
                           tail: int = 0, max_bytes: int = 0, notes: Optional[List[str]] = None,
-                          consumed: Optional[List[int]] = None) -> Iterator[Tuple[bytes, int]]:
+                          consumed: Optional[List[int]] = None,
+                          sink: "Optional[InputHash]" = None) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
     lines before it (for looking back across the boundary).  One copy per block.  Reading stops
     after `max_bytes` bytes (0: no cap) or at a decompression bomb, with a note in `notes`;
-    `consumed[0]` tells how many bytes of the stream were read (over-long lines included)."""
+    `consumed[0]` tells how many bytes of the stream were read (over-long lines included).
+    `sink` (digest.InputHash): gets the input's bytes as stored, as they are read (the content
+    hash of `analyze --record`, folded into this one read), then whether all were read."""
     label = "<stdin>" if path == "-" else path
-    fb, enc = _open_binary(path)
+    fb, enc = _open_binary(path, sink)
     try:
-        yield from _whole_line_blocks(_chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed),
-                                      tail)
+        yield from _whole_line_blocks(_chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed,
+                                              sink), tail)
     finally:
         if path != "-":
             fb.close()

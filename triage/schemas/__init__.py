@@ -17,7 +17,6 @@ object closed) so that a key the code starts to emit must be described here as w
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any, Dict, Tuple
 
 from ..errors import TriageError
@@ -40,6 +39,7 @@ def _file(name: str) -> str:
 
 def text(name: str) -> str:
     """The schema NAME as shipped (JSON text)."""
+    from importlib import resources  # ~10 ms of imports: only `triage schema` and the tests read one
     return resources.files(__name__).joinpath(_file(name)).read_text(encoding="utf-8")
 
 

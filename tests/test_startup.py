@@ -1,0 +1,174 @@
+"""Issue 27, start-up: a text `triage analyze` of a small log imports only what it uses (the lazy
+imports of cli.py, report/, config/), and the shipped catalog's parsed YAML comes from a cache
+(patterns.CatalogCache) that a changed pattern file invalidates and that is never trusted blindly."""
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from triage import patterns as P
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# modules a text report of a small log never needs
+HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3fs", "zstandard")
+NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
+                "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
+                "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
+                "triage.watch", "triage.config.settings")
+
+PROBE = """
+import json, sys
+sys.argv = ["triage"] + json.loads(sys.argv[1])
+import triage.cli
+try:
+    triage.cli.main()
+except SystemExit:
+    pass
+print("\\nMODULES " + json.dumps(sorted(sys.modules)))
+"""
+
+
+def _modules(args, tmp_path):
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env.pop("TRIAGE_DB", None)
+    r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=120)
+    line = [x for x in r.stdout.splitlines() if x.startswith("MODULES ")]
+    assert line, r.stdout + r.stderr
+    return set(json.loads(line[-1][len("MODULES "):])), r
+
+
+def _loaded(mods, names):
+    return sorted(m for m in mods for n in names if m == n or m.startswith(n + "."))
+
+
+def test_text_analyze_of_a_tiny_log_imports_no_heavy_module(tmp_path):
+    log = tmp_path / "tiny.log"
+    log.write_text("hello\n")
+    _modules(["analyze", str(log), "-q"], tmp_path)          # the first run fills the cache
+    mods, r = _modules(["analyze", str(log), "-q"], tmp_path)
+    assert "no known pitfall found" in r.stdout, r.stderr
+    assert "triage.cli" in mods and "triage.report.text" in mods
+    assert _loaded(mods, HEAVY) == []
+    assert _loaded(mods, NOT_FOR_TEXT) == []
+
+
+def test_json_report_imports_no_rendering_either(tmp_path):
+    log = tmp_path / "tiny.log"
+    log.write_text("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    mods, r = _modules(["analyze", str(log), "--format", "json"], tmp_path)
+    assert json.loads(r.stdout[:r.stdout.rindex("\nMODULES ")])["outcome"] == "pitfall"
+    assert _loaded(mods, ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis")) == []
+    assert _loaded(mods, NOT_FOR_TEXT) == []
+
+
+def test_help_imports_neither_the_engine_nor_the_catalog(tmp_path):
+    mods, r = _modules(["--help"], tmp_path)
+    assert "Usage:" in r.stdout
+    assert _loaded(mods, HEAVY + ("regex", "hyperscan", "triage.pipeline", "triage.patterns", "triage.scan",
+                                  "triage.verdict", "triage.config", "triage.report.formats")) == []
+
+
+def test_report_package_names_still_import():
+    from triage.report import FORMATS, SUFFIX_FORMAT, render, render_html, render_markdown, to_dict  # noqa: F401
+    import triage.report as R
+    assert set(R.__all__) <= set(dir(R))
+    with pytest.raises(AttributeError):
+        R.no_such_name  # noqa: B018
+    assert FORMATS[0] == "text" and SUFFIX_FORMAT[".md"] == "markdown"
+
+
+# --- the catalog cache ------------------------------------------------------------------------------------
+@pytest.fixture
+def catalog(tmp_path, monkeypatch):
+    """A copy of the shipped pattern files, and a cache directory of the test's own."""
+    d = tmp_path / "patterns"
+    shutil.copytree(P.builtin_dir(), d)
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    return d
+
+
+def _cache_files(tmp_path):
+    c = tmp_path / "cache"
+    return sorted(f for f in os.listdir(c) if f.startswith("catalog-")) if c.exists() else []
+
+
+def _no_yaml(monkeypatch):
+    def refuse(raw, where):
+        raise AssertionError(f"{where} parsed: the cache was not used")
+    monkeypatch.setattr(P, "_document", refuse)
+
+
+def test_catalog_cache_is_written_then_read(catalog, tmp_path, monkeypatch):
+    first = P.load_dir(str(catalog), cache=True)
+    assert len(_cache_files(tmp_path)) == 1
+    _no_yaml(monkeypatch)
+    again = P.load_dir(str(catalog), cache=True)
+    assert [(p.id, p.title, len(p.match)) for p in again] == [(p.id, p.title, len(p.match)) for p in first]
+    assert [m.rx.pattern for p in again for m in p.match] == [m.rx.pattern for p in first for m in p.match]
+
+
+def test_catalog_cache_is_invalidated_when_a_pattern_file_changes(catalog, tmp_path, monkeypatch):
+    P.load_dir(str(catalog), cache=True)
+    f = catalog / "cuda-oom.yaml"
+    text = f.read_text()
+    st = os.stat(f)
+    f.write_text(text.replace("\ntitle: ", "\ntitle: CHANGED ", 1))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))           # the same mtime: the bytes are what count
+    pats = {p.id: p for p in P.load_dir(str(catalog), cache=True)}
+    assert pats["cuda-oom"].title.startswith("CHANGED ")
+    assert len(_cache_files(tmp_path)) == 2                     # another key
+    os.remove(catalog / "gpu-hardware-fault.yaml")              # a file removed: another key again
+    assert "gpu-hardware-fault" not in {p.id for p in P.load_dir(str(catalog), cache=True)}
+    assert len(_cache_files(tmp_path)) == 3
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00garbage{", b"[]", b'{"key": "x", "docs": []}', b"{" * 100000])
+def test_corrupt_catalog_cache_is_ignored(catalog, tmp_path, content):
+    good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
+    (path,) = _cache_files(tmp_path)
+    full = tmp_path / "cache" / path
+    full.write_bytes(content)
+    assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good
+    assert json.loads(full.read_text())["docs"]                 # rewritten whole
+
+
+def test_doctored_catalog_cache_is_validated_and_ignored(catalog, tmp_path):
+    good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
+    (path,) = _cache_files(tmp_path)
+    full = tmp_path / "cache" / path
+    data = json.loads(full.read_text())
+    data["docs"][0]["severity"] = "apocalyptic"                 # of the right key, but not a valid pattern
+    full.write_text(json.dumps(data))
+    assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good
+
+
+def test_catalog_cache_writable_by_others_is_not_read(catalog, tmp_path, monkeypatch):
+    P.load_dir(str(catalog), cache=True)
+    (path,) = _cache_files(tmp_path)
+    full = tmp_path / "cache" / path
+    os.chmod(full, 0o666)
+    assert os.stat(full).st_mode & stat.S_IWOTH
+    called = []
+    real = P._document
+    monkeypatch.setattr(P, "_document", lambda raw, where: called.append(where) or real(raw, where))
+    P.load_dir(str(catalog), cache=True)
+    assert called                                               # read from the YAML, not from that file
+
+
+def test_unwritable_cache_directory_is_no_error(catalog, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "file-not-dir"))
+    (tmp_path / "file-not-dir").write_text("x")
+    assert len(P.load_dir(str(catalog), cache=True)) == len(os.listdir(catalog))
+
+
+def test_load_all_uses_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    n = len(P.load_all())
+    _no_yaml(monkeypatch)
+    assert len(P.load_all()) == n

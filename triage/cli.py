@@ -627,7 +627,7 @@ def schema_cmd(name: str) -> None:
     """Print the JSON Schema (draft 2020-12) of a --format json output.
 
     \b
-    NAME is one of: analyze, check-config, diff, fleet, recheck, known.
+    NAME is one of: analyze, check-config, diff, fleet, recheck, known, watch-event.
     Example:  triage schema analyze > analyze.schema.json"""
     from .schemas import text as schema_text
     click.echo(schema_text(name), nl=False)

@@ -42,3 +42,27 @@ def store_url(request, tmp_path):
     if request.param == "sqlite":
         return str(tmp_path / "store" / "triage.db")
     return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(scope="session")
+def chromium(tmp_path_factory):
+    """One headless Chromium per test run (per xdist worker), talked to over the DevTools protocol
+    (tests/test_browser.py); its profile in this worker's own pytest tmp dir."""
+    from test_browser import start_chromium, stop_chromium
+    proc, cdp = start_chromium(tmp_path_factory.mktemp("chromium-profile"))
+    yield cdp
+    stop_chromium(proc, cdp)
+
+
+@pytest.fixture
+def browser(chromium):
+    """The session's Chromium for one test: each test opens its own page (open_report), closed after
+    the test with every other page it made, and no event of one test is left for the next."""
+    def pages():
+        return {t["targetId"] for t in chromium.call("Target.getTargets")["targetInfos"] if t["type"] == "page"}
+    before = pages()
+    chromium.events.clear()
+    yield chromium
+    for target in pages() - before:
+        chromium.call("Target.closeTarget", targetId=target)
+    chromium.events.clear()

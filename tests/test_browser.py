@@ -71,10 +71,9 @@ class CDP:
                 break
 
 
-@pytest.fixture
-def browser(tmp_path):
-    prof = tmp_path / "profile"
-    prof.mkdir()
+def start_chromium(profile_dir):
+    """(process, CDP) of a headless Chromium with its profile in PROFILE_DIR."""
+    prof = profile_dir
     proc = subprocess.Popen(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -87,18 +86,23 @@ def browser(tmp_path):
         while not (port_file.exists() and len(port_file.read_text().splitlines()) >= 2):
             assert proc.poll() is None, "chromium exited before it opened the DevTools port"
             assert time.time() < end, "chromium did not open the DevTools port in 60 s"
-            time.sleep(0.1)
+            time.sleep(0.1)       # polling for Chromium's DevToolsActivePort file, once a test session
         port, path = port_file.read_text().splitlines()[:2]
-        cdp = CDP(f"ws://127.0.0.1:{port.strip()}{path.strip()}")
-        yield cdp
+        return proc, CDP(f"ws://127.0.0.1:{port.strip()}{path.strip()}")
+    except BaseException:
+        stop_chromium(proc, None)
+        raise
+
+
+def stop_chromium(proc, cdp):
+    if cdp is not None:
         cdp.ws.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
 
 
 def png_size(data):

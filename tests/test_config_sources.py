@@ -17,6 +17,7 @@ from triage.config import load_config
 from triage.config.launch import is_launch_line, parse_launch
 from triage.patterns import builtin_dir, load_dir
 from triage.sources import Line
+import inproc  # noqa: E402
 
 PATS = load_dir(builtin_dir())
 
@@ -26,8 +27,7 @@ def lines_of(text):
 
 
 def run(args, stdin=None):
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, input=stdin,
-                          timeout=120)
+    return inproc.run(args, input=stdin)       # in-process: tests/inproc.py
 
 
 def enum(cls, v):

@@ -16,14 +16,14 @@ import gen_fleet  # noqa: E402
 
 from triage.fleet import FleetError, find_jobs, parse_since, view  # noqa: E402
 from triage.store import Record, Store  # noqa: E402
+import inproc  # noqa: E402
 
 ENV = {k: v for k, v in os.environ.items() if k not in ("TRIAGE_DB", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")}
 REAL = os.path.join(ROOT, "tests", "fixtures", "logs", "real")
 
 
 def triage(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=dict(ENV, **(env or {})), timeout=300)
+    return inproc.run(args, cwd=ROOT, env=dict(ENV, **(env or {})))       # in-process: tests/inproc.py
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,8 @@ import pytest
 from triage.fleet_html import JOBS_SHOWN, render_html
 from triage.svg import SERIES_CLASSES, daily_chart_svg
 
-from test_browser import CHROMIUM, browser, open_report, png_size, problems, shot  # noqa: F401 (browser: a fixture)
+from test_browser import CHROMIUM, open_report, png_size, problems, shot  # noqa: F401
+import inproc  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -308,8 +309,7 @@ def make_jobs(d):
 
 def triage_cli(*args):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), PYTHONDONTWRITEBYTECODE="1")
-    r = subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = inproc.run(args, cwd=ROOT, env=env)       # in-process: tests/inproc.py
     assert r.returncode == 0, (args, r.stdout, r.stderr)
     return r.stdout
 
@@ -341,7 +341,7 @@ chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
 
 
 @chromium
-def test_cli_fleet_report_in_chromium(cli_fleet, browser, tmp_path):  # noqa: F811 (the fixture)
+def test_cli_fleet_report_in_chromium(cli_fleet, browser, tmp_path):
     out, view = cli_fleet
     s, url = open_report(browser, out)
     assert any(e.get("method") == "Network.requestWillBeSent" and e["params"]["request"]["url"] == url

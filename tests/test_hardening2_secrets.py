@@ -20,6 +20,7 @@ import pytest
 
 from triage import redact as R
 from triage.redact import MARK, name_class, redact, redact_lines, redact_obj
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {k: v for k, v in os.environ.items() if k not in ("TRIAGE_DB", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")}
@@ -31,8 +32,7 @@ IMA = "[rank0]: RuntimeError: CUDA error: an illegal memory access was encounter
 
 
 def triage(*args, input=None):
-    return subprocess.run([sys.executable, "-m", "triage", *args], input=input, capture_output=True, text=True,
-                          env=ENV, cwd=ROOT, timeout=120)
+    return inproc.run(args, input=input, env=ENV, cwd=ROOT)       # in-process: tests/inproc.py
 
 
 def _traceback(message: str) -> str:

@@ -2,6 +2,7 @@
 import os
 import subprocess
 import sys
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -9,8 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def triage(*args):
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("TRIAGE_DB", None)
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return inproc.run(args, env=env)       # in-process: tests/inproc.py
 
 
 def test_fleet_report_on_a_store_path_that_does_not_exist_is_an_error_not_a_new_store(tmp_path):

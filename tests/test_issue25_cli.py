@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
@@ -14,8 +15,7 @@ CFG = os.path.join(ROOT, "tests", "fixtures", "configs")
 def triage(*args, input=None, cwd=None):
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("TRIAGE_DB", None)
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, env=env,
-                          timeout=120, input=input, cwd=cwd)
+    return inproc.run(args, env=env, input=input, cwd=cwd)       # in-process: tests/inproc.py
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown", "html", "junit", "jira"])

@@ -5,6 +5,7 @@ import os
 import re
 import subprocess
 import sys
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SYN = os.path.join(ROOT, "tests", "fixtures", "logs", "synthetic")
@@ -16,7 +17,7 @@ UNEXPLAINED = os.path.join(SYN, "unrelated_dataset_error.log")
 def triage(*args):
     env = dict(os.environ, PYTHONPATH=ROOT)
     env.pop("TRIAGE_DB", None)
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, env=env, timeout=120)
+    return inproc.run(args, env=env)       # in-process: tests/inproc.py
 
 
 def steps(fmt):

@@ -2,13 +2,14 @@
 import os
 import subprocess
 import sys
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "hf_" + "abcdefghijklmnopqrstuvwxyz012345"        # a fake Hugging Face token shape
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT)
+    return inproc.run(args, cwd=ROOT)       # in-process: tests/inproc.py
 
 
 def test_check_config_and_diff_never_print_a_token(tmp_path):

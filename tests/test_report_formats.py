@@ -15,7 +15,7 @@ from triage.pipeline import add_config_analysis, run_analysis
 from triage.report import (CLIP, FORMATS, JUNIT_UNEXPLAINED, MD_LIMIT, SUFFIX_FORMAT, render, render_check_config_markdown,
                            render_html, render_jira, render_junit, render_markdown, report_dict)
 
-from test_browser import CHROMIUM, browser, open_report  # noqa: F401 (browser: a fixture)
+from test_browser import CHROMIUM, open_report  # noqa: F401
 from test_report import ATTR, TOKEN, XSS, finding, rich
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -380,7 +380,7 @@ def test_html_evidence_lines_are_wrapped_not_clipped(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} not installed")
-def test_html_evidence_lines_wrap_in_chromium(browser, tmp_path):  # noqa: F811 (the fixture)
+def test_html_evidence_lines_wrap_in_chromium(browser, tmp_path):
     """In a browser no log line is clipped or scrolled out of sight: every <pre> shows all its text."""
     d = rich()
     unbroken = "X" * 3000

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from triage.cli import cli
 from triage.store import SCHEMA_VERSION, Record, Store, StoreError, content_hash, resolve_url
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
@@ -143,8 +144,7 @@ def test_job_id_and_content_hash(tmp_path):
 # --- the CLI ---------------------------------------------------------------------------------------
 def run(args, input=None, env_extra=None):
     env = dict(ENV, **(env_extra or {}))
-    return subprocess.run([sys.executable, "-m", "triage", *args], input=input, capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=120)
+    return inproc.run(args, input=input, env=env, cwd=ROOT)       # in-process: tests/inproc.py
 
 
 def test_cli_record_twice_and_stdin_is_one_record(db):

@@ -57,7 +57,8 @@ def _cascade_clause(findings: List[Finding], first_ranks: Sequence[Optional[int]
     casc = [f for f in findings if f.role == "cascade"]
     if not casc:
         return ""
-    cranks = sorted({r for f in casc for r in f.ranks if r not in first_ranks})
+    firsts = set(first_ranks)
+    cranks = sorted({r for f in casc for r in f.ranks if r not in firsts})
     kinds = sorted({f.pitfall for f in casc})
     verbs = sorted({f.cascade_verb or "failed as a cascade" for f in casc})
     verb = verbs[0] if len(verbs) == 1 else "failed as a cascade"

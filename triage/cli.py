@@ -51,27 +51,13 @@ def write_atomic(path: str, text: str, force: bool) -> None:
         with open(path, "w", encoding="utf-8") as f:     # a FIFO or device: write into it, never replace it
             f.write(text)
         return
-    d = os.path.dirname(os.path.abspath(path))
     try:
         st = os.lstat(path)
         mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
     except OSError:
         mode = None
-    import tempfile
-    fd, tmp = tempfile.mkstemp(prefix=".triage-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask       # mkstemp makes 0600; a new report is meant to be shared
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .files import replace_atomically
+    replace_atomically(path, text, mode)
 
 
 def write_new(path: str, text: str) -> None:

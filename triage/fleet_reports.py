@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
@@ -75,18 +74,8 @@ def plan(jobs: Sequence[Any], directory: str, force: bool) -> List[Any]:
 def write_report(path: str, text: str) -> None:
     """Write a report atomically (a temp file beside it, then a rename: a link is replaced, never
     followed)."""
-    fd, tmp = tempfile.mkstemp(prefix=".triage-", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    from .files import replace_atomically
+    replace_atomically(path, text)
 
 
 def href(path: str, base: str) -> str:

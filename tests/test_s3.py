@@ -151,7 +151,10 @@ def test_truncated_gz_object_reads_as_the_truncated_file(aws, s3, tmp_path):
     want = invoke("analyze", "--format", "json", str(local))
     got = invoke("analyze", "--format", "json", url)
     assert "breaks off" in want.output and got.exit_code == want.exit_code
-    assert got.output.replace(url, str(local)) == want.output
+    w, g = json.loads(want.output), json.loads(got.output.replace(url, str(local)))
+    for d in (w, g):      # the job header: its id is the path or the URL, the analysis time ticks
+        d.pop("job", None)
+    assert g == w
 
 
 def test_prefix_of_per_rank_files_is_the_local_directory(aws):

@@ -60,6 +60,18 @@ def write_atomic(path: str, text: str, force: bool) -> None:
     replace_atomically(path, text, mode)
 
 
+def write_output(output: Optional[str], text: str, force: bool, said: str) -> None:
+    """A command's result: written to OUTPUT (atomically; SAID on stderr), or to stdout without one."""
+    if not output:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    try:
+        write_atomic(output, text, force)
+    except OSError as e:
+        raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
+    click.echo(said, err=True)
+
+
 def write_new(path: str, text: str) -> None:
     """Create PATH and write TEXT to it; never overwrites, and never follows a symbolic link (a
     link, even one to nowhere, is there: O_EXCL refuses it rather than create its target)."""
@@ -281,11 +293,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     if quiet and fmt == "text":
         out = _quiet(out)
     if output:
-        try:
-            write_atomic(output, out, force)
-        except OSError as e:
-            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
-        click.echo(f"triage: {a.summary}; {fmt} report written to {output}", err=True)
+        write_output(output, out, force, f"triage: {a.summary}; {fmt} report written to {output}")
     else:
         colored = False
         if fmt == "text":
@@ -544,15 +552,7 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
     unknown, open_rules = unknown_values(cfg), undecided(cfg, pats)
     fmt = fmt or format_for(output, {k: v for k, v in SUFFIX_FORMAT.items() if v in CHECK_FORMATS})
     out = _check_config_out(fmt, vs, cfg, unknown, open_rules, typos, files + over)
-    if output:
-        try:
-            write_atomic(output, out, force)
-        except OSError as e:
-            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
-        n = len(vs)
-        click.echo(f"triage: check-config: {n} pitfall(s); {fmt} written to {output}", err=True)
-    else:
-        click.echo(out, nl=False)
+    write_output(output, out, force, f"triage: check-config: {len(vs)} pitfall(s); {fmt} written to {output}")
     if vs:
         raise click.exceptions.Exit(EXIT_FOUND)
 
@@ -717,15 +717,8 @@ def _fleet_output(view: dict, fmt: Optional[str], output: Optional[str], force: 
     if fmt is None:
         fmt = format_for(output, {k: v for k, v in SUFFIX_FORMAT.items() if v in FLEET_FORMATS})
     out = render_fleet(view, fmt)
-    if output:
-        try:
-            write_atomic(output, out, force)
-        except OSError as e:
-            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
-        click.echo(f"triage: {view['jobs']} job(s), {len(view['groups'])} group(s); {fmt} fleet report written to "
-                   f"{output}", err=True)
-    else:
-        click.echo(out, nl=not out.endswith("\n"))
+    write_output(output, out, force, f"triage: {view['jobs']} job(s), {len(view['groups'])} group(s); {fmt} fleet "
+                                     f"report written to {output}")
 
 
 @cli.group(cls=_DefaultRun)
@@ -919,14 +912,7 @@ def fleet_recheck(since: str, db: Optional[str], pattern_dirs: List[str], worker
             if b is not None:
                 b.close()
     out = json.dumps(res.as_dict(), indent=2, ensure_ascii=False) + "\n" if fmt == "json" else render_text(res)
-    if output:
-        try:
-            write_atomic(output, out, force)
-        except OSError as e:
-            raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
-        click.echo(f"triage: rechecked {res.checked} job(s); {fmt} written to {output}", err=True)
-    else:
-        click.echo(out, nl=False)
+    write_output(output, out, force, f"triage: rechecked {res.checked} job(s); {fmt} written to {output}")
 
 
 @cli.group()

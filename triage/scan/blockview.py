@@ -127,11 +127,15 @@ class BlockView(View):
 
     def _walk(self, line: Line):
         """Previous lines of the buffer, newest first, as resolved Lines."""
-        if line.source != self.inp.label:
-            return
+        if line.source == self.inp.label:
+            yield from self._back(0, WALK_BACK)
+
+    def _back(self, stop: int, limit: int):
+        """The lines before the current one, newest first, as resolved Lines: at most LIMIT of
+        them, none numbered below STOP (a look back that an earlier one already covered)."""
         off, n = self.cur_off, self.cur_lineno
-        for _ in range(WALK_BACK):
-            if off <= 0:
+        for _ in range(limit):
+            if off <= 0 or n - 1 < stop:
                 return
             off = self.buf.rfind(b"\n", 0, off - 1) + 1
             n -= 1
@@ -147,13 +151,8 @@ class BlockView(View):
             return self._ts_memo[1]
         if line.source == self.inp.label:
             seen: Set[Optional[int]] = set()
-            off, n, stop = self.cur_off, self.cur_lineno, self._ts_from
-            for _ in range(WALK_BACK):
-                if off <= 0 or n - 1 < stop:
-                    break
-                off = self.buf.rfind(b"\n", 0, off - 1) + 1
-                n -= 1
-                prev = self.line_at(off, n)
+            stop = self._ts_from
+            for prev in self._back(stop, WALK_BACK):
                 if prev.ts is not None and prev.rank not in seen:
                     seen.add(prev.rank)
                     self._ts_rank[prev.rank] = prev.ts
@@ -195,17 +194,7 @@ class BlockView(View):
             return None
         limit = min(n, WALK_BACK)
         frontier, hit = self._newest.get(key, (0, None))
-        off, ln = self.cur_off, self.cur_lineno
-        found: Optional[Line] = None
-        for _ in range(limit):
-            if off <= 0 or ln - 1 < frontier:
-                break
-            off = self.buf.rfind(b"\n", 0, off - 1) + 1
-            ln -= 1
-            x = self.line_at(off, ln)
-            if test(x):
-                found = x
-                break
+        found = next((x for x in self._back(frontier, limit) if test(x)), None)
         if found is None and hit is not None and self.cur_lineno - hit.lineno <= limit:
             found = hit
         self._newest[key] = (max(frontier, self.cur_lineno), found or hit)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from typing import Sequence
 
 from . import prepare
@@ -28,6 +29,7 @@ def _owner(g: int, k: int) -> int:
 def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int,
             max_bytes: int = 0) -> None:
     """Worker process: prepare_block for its share of the blocks of the inputs (_owner), in order."""
+    _own_signals()
     try:
         g = 0
         for path in paths:
@@ -62,14 +64,22 @@ class _Pool:
         self.k = k
         self.conns = []
         self.procs = []
-        for w in range(k):
-            r, wr = ctx.Pipe(duplex=False)
-            p = ctx.Process(target=_worker, args=(wr, list(paths), aset, batchers, block_size, w, k, max_bytes),
-                            daemon=True)
-            p.start()
-            wr.close()
-            self.conns.append(r)
-            self.procs.append(p)
+        # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
+        # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
+        # and run on as a second copy of triage.  The child takes the default actions (_own_signals)
+        # before it lets them in; the parent gets a held one when the workers have started.
+        held = _hold_signals()
+        try:
+            for w in range(k):
+                r, wr = ctx.Pipe(duplex=False)
+                p = ctx.Process(target=_worker, args=(wr, list(paths), aset, batchers, block_size, w, k, max_bytes),
+                                daemon=True)
+                p.start()
+                wr.close()
+                self.conns.append(r)
+                self.procs.append(p)
+        finally:
+            _release_signals(held)
         self.counter = 0
         self.broken = False
 
@@ -106,12 +116,35 @@ class _Pool:
         return msg[3]
 
     def close(self) -> None:
-        for c in self.conns:
+        for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
         for p in self.procs:
             if p.is_alive():
                 p.terminate()
             p.join(timeout=5)
+
+
+_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
+
+
+def _hold_signals():
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+
+
+def _release_signals(held) -> None:
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _own_signals() -> None:
+    """A worker dies of SIGTERM and ignores Ctrl-C (the scanner stops it), whatever handlers the
+    scanner's process had installed; then it lets the held signals in."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
 
 
 

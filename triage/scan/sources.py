@@ -589,6 +589,8 @@ def _tagged_lines(stream: io.TextIOWrapper, inp: Input) -> Iterator[Line]:
             break
         lineno += 1
         raw = raw.rstrip("\n")
+        if raw.endswith("\r") and "\r" not in raw[:-1]:
+            raw = raw[:-1]               # a CRLF line end (as the block view reads it)
         if "\r" in raw and "train_step_timing" in raw:
             # a progress bar written to a file: every update is a step record, keep them all
             for seg in raw.split("\r"):

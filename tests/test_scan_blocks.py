@@ -11,6 +11,7 @@ from triage.scan import anchors   # the module that owns the settings patched be
 from triage.engine import Engine
 from triage.patterns import load_all
 from triage.pipeline import Seen, _tee
+from triage.scan.sources import iter_blocks_with_tail
 from triage.sources import iter_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -180,13 +181,20 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
     monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers, blocks dealt round-robin
     paths = [p for p in fixture_logs()[::4] if not p.endswith(".gz")]
     assert pool._Pool.jobs(paths) == 2
-    assert pool._Pool.jobs(paths + [os.path.join(LOGS, "x.log.gz")]) == 1   # gz: one decompressing worker
+    gz = [p for p in fixture_logs() if p.endswith(".gz")][:1]
+    plain = pool.plain_inputs(paths + gz, 512, 0)
+    assert gz and gz[0] not in plain                    # the scanner decompresses, not the workers
+    assert plain == [p for p in paths if p in plain] and len(plain) >= len(paths) - 3
+    # a line longer than a 512-byte chunk: the reader clips it, so the scanner cuts that input itself
+    others = [p for p in paths if p not in plain]
+    assert all(any(len(x) > 512 for x in open(p, "rb")) for p in others)
     calls = []
     real_prepare = engine.prepare_block
     monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
     line, block = both(paths, 512)                         # several inputs, many blocks each
     assert block == line
-    assert calls == []               # every block came from a worker (their calls are in their processes)
+    # every block of a plain input came from a worker (their calls are in their processes)
+    assert len(calls) == sum(1 for p in others for _ in iter_blocks_with_tail(p, 512))
 
 
 def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
@@ -334,4 +342,52 @@ def test_random_logs_and_split_points_among_workers_are_the_line_scan(monkeypatc
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
         line, blk = both([str(p)], block)
         assert blk == line
+    check()
+
+
+def test_a_workers_own_cut_of_a_plain_file_is_the_readers(tmp_path):
+    """Property (issue 27): a worker cuts its blocks from the file's offsets alone (pool._Geometry).
+    Wherever its block has the offset and size of the reader's block, the bytes are the reader's
+    (the scanner trusts a worker's result only then); a plain file whose lines fit in a chunk is
+    cut exactly as the reader cuts it; and what it cannot cut (compressed, UTF-16, lone CRs, a
+    chunk without a newline) it refuses."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as hs
+
+    from triage.scan import pool
+    piece = hs.sampled_from([b"x", b"abc", b"\n", b"\r\n", b"\r", b"[rank3]: Traceback\n", b"y" * 700,
+                             b"\xc3\xa9", b"\x00"])
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(hs.lists(piece, max_size=80).map(b"".join), hs.integers(16, 3000), hs.sampled_from([0, 0, 100, 2000]))
+    def check(data, block, max_bytes):
+        p = tmp_path / "r.log"
+        p.write_bytes(data)
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            try:
+                geo = pool._Geometry(fd, block, max_bytes)
+                mine = [os.pread(fd, e - s, s) + (b"\n" if added else b"") for s, e, added in geo.blocks()]
+                starts = [s for s, _, _ in geo.blocks()]
+            except pool._NotPlain:
+                mine = None
+        finally:
+            os.close(fd)
+        try:
+            theirs = [buf[lo:] for buf, lo in iter_blocks_with_tail(str(p), block, max_bytes=max_bytes)]
+        except Exception:           # not a text log: the reader refuses it, and so must the workers
+            assert mine is None
+            return
+        view = data[:max_bytes] if max_bytes else data
+        fits = all(len(x) < min(block, 2000) for x in view.split(b"\n"))
+        if mine is None:
+            assert not fits or b"\r" in view or b"\x00" in view
+            return
+        off = 0
+        for i, b in enumerate(theirs):
+            if i < len(mine) and (starts[i], len(mine[i])) == (off, len(b)):
+                assert mine[i] == b
+            off += len(b)
+        if b"\r" not in view and fits:
+            assert mine == theirs
     check()

@@ -41,7 +41,8 @@ from .followups import Followups
 from .jobfacts import EDGE_BYTES, facts_of
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
-from .pool import _Pool, _size
+from .pool import _Pool, _size, plain_inputs
+from .prefetch import Prefetched
 from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
 from .ranks import ranks_in
 from .results import Match, ScanResult
@@ -192,8 +193,10 @@ class Engine:
         all_paths = expand_paths(paths, core.notes)
         digest = InputsDigest(paths, all_paths) if content_hash else None
         batchers = _batchers(obs)
-        k = _Pool.jobs(all_paths)
-        pool = _Pool(all_paths, aset, batchers, block_size or BLOCK_SIZE, k, max_bytes) if k else None
+        bs = block_size or BLOCK_SIZE
+        plain = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
+        k = _Pool.jobs(plain)
+        pool = _Pool(plain, aset, batchers, bs, k, max_bytes) if k else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
         try:
@@ -250,15 +253,24 @@ class Engine:
         if not scan.eager_ranks:
             core.rank_segments.append((inp.inp.path, inp.inp.file_rank, scan.changes, scanned))
         consumed = [0]
-        blocks = iter_blocks_with_tail(inp.inp.path, block_size, progress, TAIL_BYTES, core.max_bytes, core.notes,
-                                       consumed, sink)
+        path = inp.inp.path
+
+        def make(notes, prog):
+            return iter_blocks_with_tail(path, block_size, prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink)
+        # a big local file is read ahead by a thread (prefetch.py); anything else as the scanner asks
+        ahead = _size(path) > block_size and "://" not in path
+        blocks = Prefetched(make, core.notes, progress) if ahead else make(core.notes, progress)
         head, last, whole = b"", b"", True      # the input's first and last bytes: its job facts (jobfacts)
-        for bi, (buf, lo) in enumerate(blocks):
-            if bi == 0:
-                head = buf[lo:lo + EDGE_BYTES]
-            last, whole = buf, bi == 0 and lo == 0
-            view.reset(buf)
-            scan.block(buf, lo, _prepared(pool, inp.inp.path, bi, buf, lo, aset, scan.batchers))
+        try:
+            for bi, (buf, lo) in enumerate(blocks):
+                if bi == 0:
+                    head = buf[lo:lo + EDGE_BYTES]
+                last, whole = buf, bi == 0 and lo == 0
+                view.reset(buf)
+                scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers))
+        finally:
+            if isinstance(blocks, Prefetched):
+                blocks.close()
         scanned[0] = consumed[0]
         if last:
             core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole and len(last) <= EDGE_BYTES))
@@ -266,10 +278,11 @@ class Engine:
 
 
 
-def _prepared(pool: Optional["_Pool"], path: str, bi: int, buf: bytes, lo: int, aset: AnchorSet,
+def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,
               batchers: Sequence[Tuple[Feeder, int]]) -> tuple:
-    """Anchor hits, batch records and line count of block BI: a worker's, else made here."""
-    prepared = pool.get(path, bi, len(buf) - lo) if pool is not None else None
+    """Anchor hits, batch records and line count of block BI (at offset START of the input): a
+    worker's, else made here."""
+    prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
     if prepared is not None and lo:      # a worker's offsets are relative to the block
         h, r, nl_, idx = prepared
         prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r], nl_,

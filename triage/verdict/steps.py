@@ -10,6 +10,7 @@ MIN_EFFECT_PCT.
 """
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import random
@@ -108,6 +109,8 @@ class StepLog:
     _ev_next: int = 0                                      # steps after the latest capture still to keep
     _ev_early: set = field(default_factory=set)            # the first EVIDENCE_KEEP iterations
     _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
+    _order: List[int] = field(default_factory=list)        # sorted(times), while no iteration is added
+    _steady: Dict[Tuple[int, int], List[Tuple[int, float]]] = field(default_factory=dict)   # steady() asked again
 
     # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
     ANCHORS = [
@@ -163,6 +166,7 @@ class StepLog:
         through feed_record, so the result is the same."""
         times, tfl, ev, window, capset = self.times, self.tflops, self.evidence, self._ev_window, self._capture_set
         pending = self._capture_pending
+        self._steady = {}              # times may change
         for at, rec in items:
             it, ms, tflops = rec[0], rec[1], rec[2]
             if self._cts_open or pending.get(source) or it in capset or it in ev or len(ev) < EVIDENCE_KEEP \
@@ -246,6 +250,8 @@ class StepLog:
             self._place_captures(it, ts)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
+            if self._steady:
+                self._steady = {}
             self._keep_evidence(it, source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
@@ -300,17 +306,31 @@ class StepLog:
     def graphs_seen(self) -> bool:
         return bool(self.capture_iters) or self.graphs_built is not None
 
+    def iterations(self) -> List[int]:
+        """The iterations with a time, in order (sorted once while no iteration is added; a
+        million-step log asks for them several times)."""
+        if len(self._order) != len(self.times):
+            self._order = sorted(self.times)
+        return self._order
+
     def steady(self, warmup: Optional[int] = None) -> List[Tuple[int, float]]:
         w = DEFAULT_WARMUP if warmup is None else max(int(warmup), 0)
         first = max([w, 1] + self.capture_iters)
-        return [(i, self.times[i]) for i in sorted(self.times) if i > first]
+        key = (first, len(self.times))
+        got = self._steady.get(key)
+        if got is None:
+            its, times = self.iterations(), self.times
+            got = [(i, times[i]) for i in its[bisect.bisect_right(its, first):]]
+            self._steady = {key: got}
+        return list(got)
 
     def pre_capture(self) -> List[Tuple[int, float]]:
         """Eager steps of a graph run: after iteration 1, before the first capture step."""
         if not self.capture_iters:
             return []
         c = min(self.capture_iters)
-        return [(i, self.times[i]) for i in sorted(self.times) if 1 < i < c]
+        its, times = self.iterations(), self.times
+        return [(i, times[i]) for i in its[bisect.bisect_right(its, 1):bisect.bisect_left(its, c)]]
 
 
 @dataclass
@@ -395,13 +415,14 @@ def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comp
 
 def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:
     st = s.steady(warmup)
+    times = s.times
     d: Dict[str, object] = {
-        "iterations": len(s.times),
+        "iterations": len(times),
         "steady_iterations": [i for i, _ in st],
         "steady_median_ms": round(statistics.median([t for _, t in st]), 3) if st else None,
         "capture_iterations": s.capture_iters,
         "warmup_steps": DEFAULT_WARMUP if warmup is None else warmup,
-        "series": [[i, s.times[i]] for i in sorted(s.times)],
+        "series": [[i, times[i]] for i in s.iterations()],
     }
     if s.capture_seconds is not None:
         d["capture_seconds"] = s.capture_seconds

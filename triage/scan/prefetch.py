@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable, Generator, List, Optional, Tuple
 
 DEPTH = 2                  # blocks read ahead at most (each is a block of the input in memory)
 _END, _ERROR = object(), object()
+_Blocks = Generator[Tuple[bytes, int], None, None]
 
 
 class Prefetched:
@@ -20,7 +21,7 @@ class Prefetched:
     (the reader's notes are appended with their block); PROGRESS: called with the reader's figure
     with its block.  close() stops the reader (also when the scanner stops early)."""
 
-    def __init__(self, make: Callable[[List[str], Optional[Callable[[int], None]]], Iterator[Tuple[bytes, int]]],
+    def __init__(self, make: Callable[[List[str], Optional[Callable[[int], None]]], _Blocks],
                  notes: Optional[List[str]], progress: Optional[Callable[[int], None]]):
         self._notes = notes
         self._progress = progress

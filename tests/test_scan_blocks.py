@@ -12,7 +12,7 @@ from triage.engine import Engine
 from triage.patterns import load_all
 from triage.pipeline import Seen, _tee
 from triage.scan.sources import iter_blocks_with_tail
-from triage.sources import iter_inputs
+from triage.sources import InputError, iter_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, "fixtures", "logs")
@@ -253,7 +253,14 @@ def test_ranks_seen_regressions_found_by_the_property_tests(tmp_path):
     cases = [("rank_0.log", b"[rank5]:\n", [5]),                       # a prefix beats the file's rank
              ("rank_0.log", b"\x1b[31m[rank5]:\n", [5]),               # ... even behind a colour code
              ("rank_0.log", b"plain\n[rank5]: x\n", [0, 5]),
-             ("rank_0.log", "\n".encode("utf-16"), [0])]              # UTF-16, one empty line
+             ("rank_0.log", "\n".encode("utf-16"), [0]),             # UTF-16, one empty line
+             # an unprefixed line naming its rank ("[... Rank 0]") after a prefixed one (real lines of
+             # ProcessGroupNCCL's watchdog, tests/fixtures/logs): each line is tagged on its own
+             ("job.log", b"[rank2]:[E1204 06:03:28.521728077 ProcessGroupNCCL.cpp:2636] [PG ID 0 PG GUID "
+                         b"0(default_pg) Rank 2] First PG on this rank to signal dumping.\n"
+                         b"  what():  [PG ID 0 PG GUID 0(default_pg) Rank 0] Process group watchdog thread "
+                         b"terminated with exception: [Rank 0] Watchdog caught collective operation timeout\n", [0, 2]),
+             ("job.log", b"x [Rank 3] then [Rank 4]\n[rank1]: y\n", [1, 3])]   # a line's first rank only
     for name, data, ranks in cases:
         d = tmp_path / str(len(list(tmp_path.iterdir())))
         d.mkdir()
@@ -346,7 +353,7 @@ def test_random_logs_and_split_points_among_workers_are_the_line_scan(monkeypatc
 
 
 def test_a_workers_own_cut_of_a_plain_file_is_the_readers(tmp_path):
-    """Property (issue 27): a worker cuts its blocks from the file's offsets alone (pool._Geometry).
+    """Property (issue 27): a worker cuts its blocks from the file's offsets alone (geometry.Geometry).
     Wherever its block has the offset and size of the reader's block, the bytes are the reader's
     (the scanner trusts a worker's result only then); a plain file whose lines fit in a chunk is
     cut exactly as the reader cuts it; and what it cannot cut (compressed, UTF-16, lone CRs, a
@@ -354,7 +361,7 @@ def test_a_workers_own_cut_of_a_plain_file_is_the_readers(tmp_path):
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as hs
 
-    from triage.scan import pool
+    from triage.scan import geometry
     piece = hs.sampled_from([b"x", b"abc", b"\n", b"\r\n", b"\r", b"[rank3]: Traceback\n", b"y" * 700,
                              b"\xc3\xa9", b"\x00"])
 
@@ -366,10 +373,10 @@ def test_a_workers_own_cut_of_a_plain_file_is_the_readers(tmp_path):
         fd = os.open(p, os.O_RDONLY)
         try:
             try:
-                geo = pool._Geometry(fd, block, max_bytes)
+                geo = geometry.Geometry(fd, block, max_bytes)
                 mine = [os.pread(fd, e - s, s) + (b"\n" if added else b"") for s, e, added in geo.blocks()]
                 starts = [s for s, _, _ in geo.blocks()]
-            except pool._NotPlain:
+            except geometry.NotPlain:
                 mine = None
         finally:
             os.close(fd)
@@ -391,3 +398,69 @@ def test_a_workers_own_cut_of_a_plain_file_is_the_readers(tmp_path):
         if b"\r" not in view and fits:
             assert mine == theirs
     check()
+
+
+def test_the_plain_reader_reads_what_the_reader_reads(tmp_path):
+    """Property (issue 27): a big plain file is read one block at a time with its tail in one read
+    (geometry.PlainFile.blocks); blocks, tails, notes, progress, bytes consumed and the content
+    hash are the general reader's (sources.iter_blocks_with_tail), with --max-bytes or without."""
+    import hashlib
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as hs
+
+    from triage.scan import geometry
+    piece = hs.sampled_from([b"x", b"abc", b"\n", b"\r\n", b"[rank3]: Traceback\n", b"y" * 700, b"\xc3\xa9\n"])
+
+    class Sink:
+        def __init__(self):
+            self.h, self.whole = hashlib.sha256(), None
+
+        def update(self, data):
+            self.h.update(data)
+
+        def finish(self, whole):
+            self.whole = whole
+
+    def run(reader):
+        notes, consumed, prog, sink = [], [0], [], Sink()
+        blocks = [(bytes(b), lo, len(notes), len(prog)) for b, lo in reader(notes, consumed, prog.append, sink)]
+        return blocks, notes, consumed, prog, sink.h.hexdigest(), sink.whole
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(hs.lists(piece, max_size=80).map(b"".join), hs.integers(16, 3000), hs.sampled_from([0, 0, 100, 2000]),
+           hs.sampled_from([0, 40, 1000]))
+    def check(data, block, max_bytes, tail):
+        p = str(tmp_path / "r.log")
+        with open(p, "wb") as f:
+            f.write(data)
+        plain = geometry.open_plain(p, block, max_bytes)
+        if plain is None:
+            return
+        mine = run(lambda n, c, pr, sk: plain.blocks(pr, tail, max_bytes, n, c, sk))
+        theirs = run(lambda n, c, pr, sk: iter_blocks_with_tail(p, block, pr, tail, max_bytes, n, c, sk))
+        assert mine == theirs
+    check()
+    # the files the property skips are the ones it should: compressed, UTF-16, binary, not there
+    gz = tmp_path / "x.log.gz"
+    gz.write_bytes(gzip.compress(b"a\n" * 100))
+    (tmp_path / "u.log").write_bytes("a\n".encode("utf-16"))
+    (tmp_path / "b.log").write_bytes(b"\x00\x01" * 100)
+    assert [geometry.open_plain(str(tmp_path / n), 64, 0) for n in ("x.log.gz", "u.log", "b.log", "none")] == [None] * 4
+    assert geometry.open_plain(os.path.join(LOGS, "real", "gpu", "illegal_memory_access.log"), 4096, 0) is not None
+
+
+def test_a_plain_file_cut_short_while_it_is_read_is_an_input_error(tmp_path):
+    """A big log truncated (copytruncate) between the cut and the read: one clear input error (the
+    scan of several inputs notes it and goes on, as for any unreadable input), no traceback."""
+    from triage.scan import geometry
+    p = tmp_path / "big.log"
+    p.write_bytes(b"[rank0]: iteration 1\n" * 400)
+    plain = geometry.open_plain(str(p), 1024, 0)
+    assert plain is not None
+    blocks = plain.blocks(None, 0, 0, [], [0])
+    next(blocks)
+    with open(p, "r+b") as f:
+        f.truncate(2000)
+    with pytest.raises(InputError, match="got shorter while it was read"):
+        list(blocks)

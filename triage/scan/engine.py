@@ -38,10 +38,11 @@ from .blocks import Blocks
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .followups import Followups
+from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
-from .pool import _Pool, _size, plain_inputs
+from .pool import _Pool, _size
 from .prefetch import Prefetched
 from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
 from .ranks import ranks_in
@@ -255,7 +256,11 @@ class Engine:
         consumed = [0]
         path = inp.inp.path
 
+        plain = open_plain(path, block_size, core.max_bytes) if _size(path) > block_size else None
+
         def make(notes, prog):
+            if plain is not None:      # one read per block (geometry.py), the same blocks
+                return plain.blocks(prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink)
             return iter_blocks_with_tail(path, block_size, prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink)
         # a big local file is read ahead by a thread (prefetch.py); anything else as the scanner asks
         ahead = _size(path) > block_size and "://" not in path

@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
-from typing import Dict, Iterator, List, Sequence, Tuple
+from typing import Sequence
 
 from . import prepare
 from .anchors import AnchorSet
-from .sources import _MAGIC, BINARY_PROBE, _binary, _lone_cr
+from .geometry import Geometry, NotPlain, plain_inputs  # noqa: F401  (plain_inputs: the pool's inputs)
 
 # Inputs smaller than this are scanned in one process.  Measured on the 16-core H200 host (issue 27,
 # bench/README.md): 256 MiB production-like 1.92 s in one process, 1.40 s with 2, 0.98 s with 4, 0.75 s
@@ -27,89 +26,22 @@ def _owner(g: int, k: int) -> int:
     return g % k
 
 
-class _NotPlain(Exception):
-    """An input a worker cannot cut into the scanner's blocks by itself (see _Geometry)."""
-
-
-TAIL_PROBE = 64 << 10      # bytes read back from a chunk's end to find its last newline
-
-
-class _Geometry:
-    """The blocks the scanner's reader (sources.iter_blocks_with_tail) cuts a plain file into,
-    worked out from the file's offsets alone, so that a worker reads only its own blocks.
-
-    The reader reads chunk j = bytes [j*B, (j+1)*B) (up to --max-bytes and the size at open) and
-    yields the whole lines read so far: block j ends after the last newline of chunk j, and the
-    bytes after the last newline of the input are a last block with a newline added.  That holds
-    for a plain file (uncompressed, UTF-8, lines ending with LF) in which every chunk holds a
-    newline; anything else raises _NotPlain.  A line longer than MAX_RAW, which the reader clips,
-    and a file changed between the reads are caught by the scanner, which checks each block's
-    offset and size against its own (_Pool.get)."""
-
-    def __init__(self, fd: int, block_size: int, max_bytes: int):
-        self.fd = fd
-        self.b = block_size
-        size = os.fstat(fd).st_size
-        self.size = min(size, max_bytes) if max_bytes else size
-        head = os.pread(fd, min(self.size, max(BINARY_PROBE, 1 << 20), block_size), 0)
-        if (any(head.startswith(m) for m, _ in _MAGIC) or head[:2] in (b"\xff\xfe", b"\xfe\xff")
-                or _binary(head[:BINARY_PROBE]) or _lone_cr(head)):
-            raise _NotPlain()
-        self.n_chunks = -(-self.size // block_size)
-        self._ends: Dict[int, int] = {-1: 0}
-
-    def end(self, j: int) -> int:
-        """1 + the offset of the last newline of chunk j (0 for j = -1; -1 for a chunk without one)."""
-        e = self._ends.get(j)
-        if e is not None:
-            return e
-        lo, hi = j * self.b, min((j + 1) * self.b, self.size)
-        at = hi
-        e = -1
-        while at > lo:                      # back from the chunk's end, a probe at a time
-            n = min(TAIL_PROBE, at - lo)
-            piece = os.pread(self.fd, n, at - n)
-            if len(piece) != n:
-                raise _NotPlain()           # shorter than it was: changed under us
-            nl = piece.rfind(b"\n")
-            if nl >= 0:
-                e = at - n + nl + 1
-                break
-            at -= n
-        self._ends[j] = e
-        return e
-
-    def blocks(self) -> Iterator[Tuple[int, int, bool]]:
-        """(start, end, newline added) of each block, in order."""
-        start = 0
-        for j in range(self.n_chunks):
-            e = self.end(j)
-            if e < 0:
-                if j < self.n_chunks - 1:
-                    raise _NotPlain()       # a chunk without a newline: the reader clips a line
-                break                       # the last chunk: its bytes end the last block
-            yield start, e, False
-            start = e
-        if start < self.size:
-            yield start, self.size, True
-
-
 def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int,
             max_bytes: int = 0) -> None:
     """Worker process: prepare_block for its share of the blocks of the plain inputs PATHS
-    (_owner), in order; it reads only those blocks (_Geometry)."""
+    (_owner), in order; it reads only those blocks (Geometry)."""
     _own_signals()
     try:
         g = 0
         for path in paths:
             fd = os.open(path, os.O_RDONLY)
             try:
-                geo = _Geometry(fd, block_size, max_bytes)
+                geo = Geometry(fd, block_size, max_bytes)
                 for bi, (start, end, added) in enumerate(geo.blocks()):
                     if _owner(g, k) == w:
                         block = os.pread(fd, end - start, start)
                         if len(block) != end - start:
-                            raise _NotPlain()
+                            raise NotPlain()
                         if added:
                             block += b"\n"
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
@@ -130,32 +62,10 @@ def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: i
             os._exit(0)
 
 
-def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[str]:
-    """The PATHS the workers can cut into blocks themselves (see _Geometry); the scanner prepares
-    the blocks of the others (compressed, UTF-16, pipes, URLs, ...)."""
-    out = []
-    for p in paths:
-        if p == "-" or "://" in p:
-            continue
-        try:
-            if not stat.S_ISREG(os.stat(p).st_mode):
-                continue
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                for _ in _Geometry(fd, block_size, max_bytes).blocks():
-                    pass
-            finally:
-                os.close(fd)
-        except (OSError, _NotPlain):
-            continue
-        out.append(p)
-    return out
-
-
 class _Pool:
     """Worker processes that run prepare_block ahead of the scanner (see _owner for who does which).
 
-    Each worker reads its own blocks of the plain inputs PATHS (plain_inputs; _Geometry); the
+    Each worker reads its own blocks of the plain inputs PATHS (plain_inputs; Geometry); the
     scanner takes their results in block order and checks path, block number, offset and size
     against its own read, so results merge exactly as a serial scan; on any mismatch or a dead
     worker it prepares the remaining blocks itself.  Blocks of other inputs are the scanner's."""

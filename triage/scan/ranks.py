@@ -155,8 +155,7 @@ class RankReader:
             if not out or unprefixed.search(seg[:-1] if seg.endswith(b"\n") else seg):
                 out.add(file_rank)
             return out
-        if not out:
-            out |= self.inner_ranks(seg)
+        out |= self.inner_ranks(seg)
         return out
 
     def dirty_ranks(self, seg: bytes, file_rank: Optional[int], out: Set[int]) -> bytes:
@@ -192,10 +191,24 @@ class RankReader:
         return out
 
     def inner_ranks(self, seg: bytes) -> Set[int]:
-        """The ranks that lines without a prefix name in their text (inner_rank)."""
+        """The ranks that lines without a prefix name in their text (inner_rank: the first a line
+        names), line by line as make_line tags them; only lines that name one are decoded."""
         if not any(p in seg for p in self.inner_probes_b):
             return set()
-        return {_one_of(m.groups()) for m in self.inner_b.finditer(seg)}
+        out: Set[int] = set()
+        done = -1
+        for m in self.inner_b.finditer(seg):
+            if m.start() < done:
+                continue                      # a line already tagged
+            start = seg.rfind(b"\n", 0, m.start()) + 1
+            end = seg.find(b"\n", m.end())
+            done = end if end >= 0 else len(seg)
+            text, rank = self.split_prefix(normalise(seg[start:done].decode("utf-8", "replace")))
+            if rank is None:
+                rank = self.inner_rank(text)
+            if rank is not None:
+                out.add(rank)
+        return out
 
 
 def distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:

@@ -176,13 +176,13 @@ def test_garbled_numbers_on_step_lines_are_ignored(tmp_path):
 
 
 def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
-    from triage.scan import engine, pool
+    from triage.scan import engine, geometry, pool
     monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers, blocks dealt round-robin
     paths = [p for p in fixture_logs()[::4] if not p.endswith(".gz")]
     assert pool._Pool.jobs(paths) == 2
     gz = [p for p in fixture_logs() if p.endswith(".gz")][:1]
-    plain = pool.plain_inputs(paths + gz, 512, 0)
+    plain = [p for p, _ in geometry.plain_inputs(paths + gz, 512, 0)]
     assert gz and gz[0] not in plain                    # the scanner decompresses, not the workers
     assert plain == [p for p in paths if p in plain] and len(plain) >= len(paths) - 3
     # a line longer than a 512-byte chunk: the reader clips it, so the scanner cuts that input itself
@@ -198,13 +198,14 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
 
 
 def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
-    from triage.scan import engine, pool
+    from triage.scan import engine, geometry, pool
     monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "2")
     real_worker = pool._worker
 
-    def lying_worker(conn, paths, *a):     # reports other block sizes: a file that changed under us
-        real_worker(conn, [str(tmp_path / "other.log")] * len(paths), *a)
+    def lying_worker(conn, plan, *a):      # reports other block sizes: a file that changed under us
+        other = geometry.plain_inputs([str(tmp_path / "other.log")], 256, 0)
+        real_worker(conn, other * len(plan), *a)
     (tmp_path / "other.log").write_text("x\n" * 1000)
     monkeypatch.setattr(pool, "_worker", lying_worker)
     path = os.path.join(LOGS, "real", "gpu", "illegal_memory_access.log")

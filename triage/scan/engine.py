@@ -195,9 +195,9 @@ class Engine:
         digest = InputsDigest(paths, all_paths) if content_hash else None
         batchers = _batchers(obs)
         bs = block_size or BLOCK_SIZE
-        plain = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
-        k = _Pool.jobs(plain)
-        pool = _Pool(plain, aset, batchers, bs, k, max_bytes) if k else None
+        plan = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
+        k = _Pool.jobs([p for p, _ in plan])
+        pool = _Pool(plan, aset, batchers, k) if k else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
         try:

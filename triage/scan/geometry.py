@@ -34,9 +34,12 @@ class Geometry:
         size = os.fstat(fd).st_size
         self.size_at_open = size
         self.size = min(size, max_bytes) if max_bytes else size
-        head = os.pread(fd, min(self.size, max(BINARY_PROBE, 1 << 20), block_size), 0)
+        probe = min(self.size, max(BINARY_PROBE, 1 << 20), block_size)    # what the reader looks at
+        head = os.pread(fd, min(probe, 64 << 10), 0)
         if (any(head.startswith(m) for m, _ in _MAGIC) or head[:2] in (b"\xff\xfe", b"\xfe\xff")
-                or _binary(head[:BINARY_PROBE]) or _lone_cr(head)):
+                or _binary(head[:BINARY_PROBE])):
+            raise NotPlain()
+        if b"\n" not in head and _lone_cr(os.pread(fd, probe, 0)):     # (a newline in it: no lone CRs)
             raise NotPlain()
         self.n_chunks = -(-self.size // block_size)
         self._ends: Dict[int, int] = {-1: 0}
@@ -183,13 +186,17 @@ def _tail_start(prev: bytes, p: int, start: int, tail: int) -> int:
         return p
     nl = prev.find(b"\n", len(prev) - tail - 1)
     return p + nl + 1 if nl >= 0 else start
-def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[str]:
-    """The PATHS the workers can cut into blocks themselves (see Geometry); the scanner prepares
-    the blocks of the others (compressed, UTF-16, pipes, URLs, ...)."""
+Span = Tuple[int, int, bool]        # a block: start, end, and whether a newline is added after it
+
+
+def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[Tuple[str, List[Span]]]:
+    """The PATHS the workers can cut into blocks (see Geometry), each with its blocks, cut once
+    here for every worker; the scanner prepares the blocks of the others (compressed, UTF-16,
+    pipes, URLs, ...)."""
     out = []
     for p in paths:
         f = open_plain(p, block_size, max_bytes)
         if f is not None:
             os.close(f.fd)
-            out.append(p)
+            out.append((p, f.spans))
     return out

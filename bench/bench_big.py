@@ -5,7 +5,8 @@
 
 Each run starts `python -m triage analyze FILE --format json` as a child process, one after another,
 and prints its wall seconds, CPU seconds (user+sys of the child, from os.wait4), MB/s (file bytes /
-wall; MB = 10^6 bytes), MB per CPU-second, peak RSS of the child (MB), the JSON size and the JSON's
+wall; MB = 10^6 bytes), MB per CPU-second, peak RSS of the child (MB), the peak memory of the child and
+its worker processes together (tree_MB: the sum of their Pss, sampled every 10 ms), the JSON size and the JSON's
 `primary` and `first_failing_rank`. Exit code 1 from triage means a pitfall was found: that is the
 expected outcome here, not a failure.
 
@@ -24,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
@@ -44,19 +46,53 @@ class Run:
     rss_mb: float
     rc: int
     out: bytes
+    tree_mb: float = 0.0      # peak memory of the process and its workers (tree_pss)
 
 
 def run_child(cmd: Sequence[str], cwd: str = REPO) -> Run:
-    """Run `cmd` to completion; its stdout is kept (via a temp file, so a big JSON cannot block a pipe)."""
+    """Run `cmd` to completion; its stdout is kept (via a temp file, so a big JSON cannot block a pipe).
+    While it runs, a thread samples the memory of its whole process tree (tree_pss)."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=cwd, stdout=out)
+        peak = [0.0]
+        done = threading.Event()
+        sampler = threading.Thread(target=_sample_tree, args=(p.pid, peak, done), daemon=True)
+        sampler.start()
         _, status, ru = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t0
+        done.set()
+        sampler.join()
         p.returncode = os.waitstatus_to_exitcode(status)  # reaped here; keep Popen from waiting again
         out.seek(0)
         data = out.read()
-    return Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, data)  # ru_maxrss: KiB
+    return Run(wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024, p.returncode, data, peak[0])  # maxrss: KiB
+
+
+def tree_pss(pid: int) -> float:
+    """MB of memory of PID and its descendants: the sum of their proportional set sizes (Pss, from
+    /proc/PID/smaps_rollup: a page that forked workers share with the scanner counts once); 0 where
+    /proc does not tell."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += next((int(ln.split()[1]) for ln in f if ln.startswith("Pss:")), 0)
+            for t in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total / 1024
+
+
+def _sample_tree(pid: int, peak: List[float], done: threading.Event) -> None:
+    while not done.wait(0.01):
+        peak[0] = max(peak[0], tree_pss(pid))
 
 
 def warm(path: str) -> None:
@@ -79,8 +115,8 @@ def bench_triage(path: str, runs: int) -> List[float]:
     size = _size(path)
     cmd = [sys.executable, "-m", "triage", "analyze", path, "--format", "json"]
     print(f"triage: {' '.join(['python'] + cmd[1:])}")
-    print(f"{'run':>3} {'wall_s':>8} {'cpu_s':>8} {'MB/s':>8} {'MB/cpu_s':>8} {'rss_MB':>7} {'json_B':>10} "
-          f"{'rc':>2}  primary / first_failing_rank")
+    print(f"{'run':>3} {'wall_s':>8} {'cpu_s':>8} {'MB/s':>8} {'MB/cpu_s':>8} {'rss_MB':>7} {'tree_MB':>7} "
+          f"{'json_B':>10} {'rc':>2}  primary / first_failing_rank")
     walls = []
     for i in range(1, runs + 1):
         r = run_child(cmd)
@@ -89,7 +125,8 @@ def bench_triage(path: str, runs: int) -> List[float]:
         doc = json.loads(r.out)
         walls.append(r.wall)
         print(f"{i:>3} {r.wall:8.2f} {r.cpu:8.2f} {size / MB / r.wall:8.2f} {size / MB / max(r.cpu, 1e-9):8.2f} "
-              f"{r.rss_mb:7.1f} {len(r.out):10,} {r.rc:>2}  {doc.get('primary')} / {doc.get('first_failing_rank')}",
+              f"{r.rss_mb:7.1f} {r.tree_mb:7.1f} {len(r.out):10,} {r.rc:>2}  "
+              f"{doc.get('primary')} / {doc.get('first_failing_rank')}",
               flush=True)
     return walls
 

@@ -6,7 +6,7 @@
 Each run starts `python -m triage analyze FILE --format json` as a child process, one after another,
 and prints its wall seconds, CPU seconds (user+sys of the child, from os.wait4), MB/s (file bytes /
 wall; MB = 10^6 bytes), MB per CPU-second, peak RSS of the child (MB), the peak memory of the child and
-its worker processes together (tree_MB: the sum of their Pss, sampled every 10 ms), the JSON size and the JSON's
+its worker processes together (tree_MB: the sum of their Pss, sampled every 20 ms), the JSON size and the JSON's
 `primary` and `first_failing_rank`. Exit code 1 from triage means a pitfall was found: that is the
 expected outcome here, not a failure.
 
@@ -91,7 +91,7 @@ def tree_pss(pid: int) -> float:
 
 
 def _sample_tree(pid: int, peak: List[float], done: threading.Event) -> None:
-    while not done.wait(0.01):
+    while not done.wait(0.02):
         peak[0] = max(peak[0], tree_pss(pid))
 
 

@@ -172,3 +172,87 @@ def test_load_all_uses_the_cache(tmp_path, monkeypatch):
     n = len(P.load_all())
     _no_yaml(monkeypatch)
     assert len(P.load_all()) == n
+
+
+# --- record: dataclasses whose methods are generated on first use ----------------------------------------
+def _twins(frozen):
+    """The same class made by @dataclass and by @record."""
+    import dataclasses
+    from typing import List, Optional, Tuple
+
+    from triage.record import record
+    out = []
+    for deco in (dataclasses.dataclass(frozen=frozen), record(frozen=frozen)):
+        @deco
+        class Row:
+            x: int
+            y: Optional[str] = None
+            z: List[int] = dataclasses.field(default_factory=list)
+            w: Tuple[int, ...] = dataclasses.field(default=(), repr=False)
+            h: int = dataclasses.field(default=0, compare=False)
+        out.append(Row)
+    return out
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_record_behaves_as_dataclass(frozen):
+    import dataclasses
+    import inspect
+    D, R = _twins(frozen)
+    assert R.__doc__ == D.__doc__ and repr(R.__dataclass_params__) == repr(D.__dataclass_params__)
+    assert dataclasses.is_dataclass(R) and R.__match_args__ == D.__match_args__
+    assert [(f.name, f.type, f.default, f.compare, f.repr) for f in dataclasses.fields(R)] == \
+        [(f.name, f.type, f.default, f.compare, f.repr) for f in dataclasses.fields(D)]
+    assert (R.__hash__ is None) == (D.__hash__ is None) == (not frozen)
+    for args, kw in [((1,), {}), ((1, "a", [2], (3,), 4), {}), ((), {"x": 2, "h": 9}), ((), {}), ((1,) * 6, {}),
+                     ((1,), {"q": 2})]:
+        assert _outcome(lambda: repr(R(*args, **kw))) == _outcome(lambda: repr(D(*args, **kw)))
+    assert str(inspect.signature(R.__init__)) == str(inspect.signature(D.__init__))
+    r, d = R(1, "a", (2,), (3,), 4), D(1, "a", (2,), (3,), 4)
+    assert r == R(1, "a", (2,), (3,), 5) and r != R(2) and r != d and (r == 1) is False
+    if frozen:
+        assert hash(r) == hash(d) == hash(R(1, "a", (2,), (3,), 7))
+    for change in (lambda o: setattr(o, "x", 5), lambda o: setattr(o, "new", 1), lambda o: delattr(o, "x")):
+        assert _outcome(lambda: change(R(1))) == _outcome(lambda: change(D(1)))
+    assert dataclasses.asdict(r) == dataclasses.asdict(d)
+    assert repr(dataclasses.replace(r, x=7)) == repr(dataclasses.replace(d, x=7))
+
+
+def test_record_refuses_what_it_does_not_support():
+    import dataclasses
+
+    from triage.record import record
+    with pytest.raises(TypeError, match="__post_init__"):
+        @record
+        class A:
+            x: int
+
+            def __post_init__(self):
+                pass
+
+    @dataclasses.dataclass
+    class Base:
+        x: int
+    with pytest.raises(TypeError, match="dataclass base"):
+        @record
+        class B(Base):
+            y: int
+
+
+def test_shipped_records_are_dataclasses():
+    """The report view and verdict types are records: dataclasses to every reader."""
+    import dataclasses
+
+    from triage.report import view
+    from triage.verdict import types
+    for cls in (view.ReportView, view.StatsView, types.Verdict, types.Finding):
+        assert dataclasses.is_dataclass(cls) and dataclasses.fields(cls)
+    assert types.Verdict.__dataclass_params__.frozen and not types.Finding.__dataclass_params__.frozen
+    assert types.Finding.__hash__ is None

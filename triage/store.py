@@ -28,10 +28,10 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import TriageError
+from .record import record
 
 SCHEMA_VERSION = 3
 DEFAULT_TIMEOUT_S = 5.0        # TRIAGE_DB_TIMEOUT: all the waiting one transaction may do, in seconds
@@ -171,7 +171,7 @@ def store_given(db: Optional[str], record: bool = False) -> bool:
 
 
 # --- what is stored ------------------------------------------------------------------------------
-@dataclass
+@record
 class Record:
     """One analysed job's verdict.  A job is (job_id, attempt): analysing it again replaces its
     verdict (the old one kept in the history when it differs); the content hash only tells whether

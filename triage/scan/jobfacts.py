@@ -13,9 +13,10 @@ a year-less one takes the year of a dated line of the same input, else the scan'
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..record import record
 from .sources import parse_ts
 from .text import normalise
 
@@ -39,7 +40,7 @@ HOST_RX: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
 _ISO_YEAR = re.compile(r"(?<!\d)(\d{4})-\d\d-\d\d[ T_]\d\d:\d\d")
 
 
-@dataclass
+@record
 class LogFacts:
     """One log's (or several inputs') first and last timestamps and the hosts it names."""
     start: Optional[float] = None

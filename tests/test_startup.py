@@ -256,3 +256,64 @@ def test_shipped_records_are_dataclasses():
         assert dataclasses.is_dataclass(cls) and dataclasses.fields(cls)
     assert types.Verdict.__dataclass_params__.frozen and not types.Finding.__dataclass_params__.frozen
     assert types.Finding.__hash__ is None
+
+
+# --- lazy regexes: compiled on first use -----------------------------------------------------------------
+def test_lazy_re_is_the_compiled_pattern_once_used():
+    import copy
+    import re
+
+    from triage.lazyre import lazy_re
+    x = lazy_re(r"(?P<k>\w+)=(\d+)", re.I)
+    assert x.pattern == r"(?P<k>\w+)=(\d+)" and "compiled" not in vars(x)        # .pattern compiles nothing
+    ref = re.compile(r"(?P<k>\w+)=(\d+)", re.I)
+    assert x.search("a A=12").groups() == ref.search("a A=12").groups()
+    assert x.flags == ref.flags and x.groupindex == ref.groupindex and x.groups == 2
+    assert x.sub(r"\2", "k=1 j=2") == "1 2" and x.findall("k=1") == [("k", "1")]
+    assert vars(x)["compiled"] is re.compile(r"(?P<k>\w+)=(\d+)", re.I)          # re's own cache: the same object
+    assert copy.copy(x).pattern == x.pattern
+    b = lazy_re(rb"\n[^\n]*\x01")
+    assert b.search(b"a\nb\x01").start() == 1
+    with pytest.raises(AttributeError):
+        x.no_such_method  # noqa: B018
+
+
+LAZY_PROBE = """
+import json, sys
+sys.argv = ["triage"] + json.loads(sys.argv[1])
+import triage.cli
+try:
+    triage.cli.main()
+except SystemExit:
+    pass
+from triage import redact
+from triage.lazyre import LazyPattern
+from triage.scan.ranks import RANKS
+built = sorted(n for n, v in vars(redact).items() if isinstance(v, LazyPattern) and "compiled" in vars(v))
+print("\\nLAZY " + json.dumps({"redact": built, "ranks": sorted(vars(RANKS))}))
+"""
+
+
+def test_text_analyze_of_a_tiny_log_compiles_no_redaction_or_rank_regex(tmp_path):
+    log = tmp_path / "tiny.log"
+    log.write_text("hello\n")
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env.pop("TRIAGE_DB", None)
+    for _ in range(2):                                          # the first run fills the caches
+        r = subprocess.run([sys.executable, "-c", LAZY_PROBE, json.dumps(["analyze", str(log)])],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    line = [x for x in r.stdout.splitlines() if x.startswith("LAZY ")]
+    assert line, r.stdout + r.stderr
+    got = json.loads(line[-1][len("LAZY "):])
+    assert got == {"redact": [], "ranks": ["inner", "launchers"]}   # no matcher built: a line of no launcher
+
+
+def test_rank_reader_builds_each_side_on_first_use():
+    from triage.scan.ranks import RankReader
+    r = RankReader()
+    assert r.split_prefix("[rank3]: boom") == ("boom", 3)
+    assert "prefixes" in vars(r) and "kinds" not in vars(r)
+    assert r.ranks_in(b"[rank1]: a\n[rank2]: b\n", 0, 22, None) == {1, 2}
+    assert "outer_quoted_b" in vars(r)
+    with pytest.raises(AttributeError):
+        r.no_such_matcher  # noqa: B018

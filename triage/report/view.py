@@ -24,6 +24,7 @@ from ..caps import (
     MAX_UNMATCHED,
     MAX_VERSIONS,
 )
+from ..lazyre import lazy_re
 from ..record import record
 from .util import (
     as_dict,
@@ -499,7 +500,7 @@ def _evidence_view(e: Dict[str, Any]) -> EvidenceView:
                         rows=tuple(rows))
 
 
-_REF_HEAD = re.compile(r"^(.*?)(?::\s|\s['\"]|$)")
+_REF_HEAD = lazy_re(r"^(.*?)(?::\s|\s['\"]|$)")
 
 
 def short_reference(source: Any) -> str:

@@ -19,7 +19,7 @@ HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3f
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
                 "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
-                "triage.watch", "triage.config.settings")
+                "triage.watch", "triage.config.settings", "triage.commands")
 
 PROBE = """
 import json, sys
@@ -317,3 +317,17 @@ def test_rank_reader_builds_each_side_on_first_use():
     assert "outer_quoted_b" in vars(r)
     with pytest.raises(AttributeError):
         r.no_such_matcher  # noqa: B018
+
+
+def test_every_command_but_analyze_is_defined_lazily_and_listed(tmp_path):
+    mods, r = _modules(["analyze", "--help"], tmp_path)
+    assert "triage.commands" not in mods and "--format" in r.stdout
+    mods, r = _modules(["--help"], tmp_path)
+    assert "triage.commands" in mods
+    from triage.cli import _LazyCommands, cli
+    help_text = r.stdout.split("\nMODULES ")[0]
+    listed = [ln.split()[0] for ln in help_text.split("Commands:")[1].splitlines() if ln.strip()]
+    assert listed == sorted(("analyze",) + _LazyCommands.LAZY)     # commands.py defines exactly the lazy ones
+    assert "fleet" in cli.commands and sorted(cli.commands) == listed
+    assert cli.get_command(None, "known").name == "known"
+    assert "nope" not in cli.commands and cli.commands.get("nope") is None

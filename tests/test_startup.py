@@ -65,6 +65,7 @@ def test_json_report_imports_no_rendering_either(tmp_path):
     assert json.loads(r.stdout[:r.stdout.rindex("\nMODULES ")])["outcome"] == "pitfall"
     assert _loaded(mods, ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis")) == []
     assert _loaded(mods, NOT_FOR_TEXT) == []
+    assert _loaded(mods, ("triage.report.view", "triage.report.text", "triage.commands")) == []   # the text's
 
 
 def test_help_imports_neither_the_engine_nor_the_catalog(tmp_path):

@@ -191,6 +191,8 @@ def _twins(frozen):
             z: List[int] = dataclasses.field(default_factory=list)
             w: Tuple[int, ...] = dataclasses.field(default=(), repr=False)
             h: int = dataclasses.field(default=0, compare=False)
+            n: int = dataclasses.field(default=3, init=False)
+            m: List[int] = dataclasses.field(default_factory=list, init=False, compare=False)
         out.append(Row)
     return out
 
@@ -216,6 +218,8 @@ def test_record_behaves_as_dataclass(frozen):
                      ((1,), {"q": 2})]:
         assert _outcome(lambda: repr(R(*args, **kw))) == _outcome(lambda: repr(D(*args, **kw)))
     assert str(inspect.signature(R.__init__)) == str(inspect.signature(D.__init__))
+    assert R.__init__.__annotations__ == D.__init__.__annotations__ and R.__init__.__qualname__ == D.__init__.__qualname__
+    assert (R(1).n, R(1).m, R(1).m is R(1).m) == (D(1).n, D(1).m, False) == (3, [], False)
     r, d = R(1, "a", (2,), (3,), 4), D(1, "a", (2,), (3,), 4)
     assert r == R(1, "a", (2,), (3,), 5) and r != R(2) and r != d and (r == 1) is False
     if frozen:

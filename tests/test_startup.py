@@ -19,7 +19,7 @@ HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3f
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
                 "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
-                "triage.watch", "triage.config.settings")
+                "triage.watch", "triage.config.settings", "triage.commands")
 
 PROBE = """
 import json, sys
@@ -65,6 +65,7 @@ def test_json_report_imports_no_rendering_either(tmp_path):
     assert json.loads(r.stdout[:r.stdout.rindex("\nMODULES ")])["outcome"] == "pitfall"
     assert _loaded(mods, ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis")) == []
     assert _loaded(mods, NOT_FOR_TEXT) == []
+    assert _loaded(mods, ("triage.report.view", "triage.report.text", "triage.commands")) == []   # the text's
 
 
 def test_help_imports_neither_the_engine_nor_the_catalog(tmp_path):
@@ -172,3 +173,194 @@ def test_load_all_uses_the_cache(tmp_path, monkeypatch):
     n = len(P.load_all())
     _no_yaml(monkeypatch)
     assert len(P.load_all()) == n
+
+
+# --- record: dataclasses whose methods are generated on first use ----------------------------------------
+def _twins(frozen):
+    """The same class made by @dataclass and by @record."""
+    import dataclasses
+    from typing import List, Optional, Tuple
+
+    from triage.record import record
+    out = []
+    for deco in (dataclasses.dataclass(frozen=frozen), record(frozen=frozen)):
+        @deco
+        class Row:
+            x: int
+            y: Optional[str] = None
+            z: List[int] = dataclasses.field(default_factory=list)
+            w: Tuple[int, ...] = dataclasses.field(default=(), repr=False)
+            h: int = dataclasses.field(default=0, compare=False)
+            n: int = dataclasses.field(default=3, init=False)
+            m: List[int] = dataclasses.field(default_factory=list, init=False, compare=False)
+        out.append(Row)
+    return out
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except Exception as e:  # noqa: BLE001 - the exception is what is compared
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("frozen", [False, True])
+def test_record_behaves_as_dataclass(frozen):
+    import dataclasses
+    import inspect
+    D, R = _twins(frozen)
+    assert R.__doc__ == D.__doc__ and repr(R.__dataclass_params__) == repr(D.__dataclass_params__)
+    assert dataclasses.is_dataclass(R) and R.__match_args__ == D.__match_args__
+    assert [(f.name, f.type, f.default, f.compare, f.repr) for f in dataclasses.fields(R)] == \
+        [(f.name, f.type, f.default, f.compare, f.repr) for f in dataclasses.fields(D)]
+    assert (R.__hash__ is None) == (D.__hash__ is None) == (not frozen)
+    for args, kw in [((1,), {}), ((1, "a", [2], (3,), 4), {}), ((), {"x": 2, "h": 9}), ((), {}), ((1,) * 6, {}),
+                     ((1,), {"q": 2})]:
+        assert _outcome(lambda: repr(R(*args, **kw))) == _outcome(lambda: repr(D(*args, **kw)))
+    assert str(inspect.signature(R.__init__)) == str(inspect.signature(D.__init__))
+    assert R.__init__.__annotations__ == D.__init__.__annotations__ and R.__init__.__qualname__ == D.__init__.__qualname__
+    assert (R(1).n, R(1).m, R(1).m is R(1).m) == (D(1).n, D(1).m, False) == (3, [], False)
+    r, d = R(1, "a", (2,), (3,), 4), D(1, "a", (2,), (3,), 4)
+    assert r == R(1, "a", (2,), (3,), 5) and r != R(2) and r != d and (r == 1) is False
+    if frozen:
+        assert hash(r) == hash(d) == hash(R(1, "a", (2,), (3,), 7))
+    for change in (lambda o: setattr(o, "x", 5), lambda o: setattr(o, "new", 1), lambda o: delattr(o, "x")):
+        assert _outcome(lambda: change(R(1))) == _outcome(lambda: change(D(1)))
+    assert dataclasses.asdict(r) == dataclasses.asdict(d)
+    assert repr(dataclasses.replace(r, x=7)) == repr(dataclasses.replace(d, x=7))
+
+
+def test_record_refuses_what_it_does_not_support():
+    import dataclasses
+
+    from triage.record import record
+    with pytest.raises(TypeError, match="__post_init__"):
+        @record
+        class A:
+            x: int
+
+            def __post_init__(self):
+                pass
+
+    @dataclasses.dataclass
+    class Base:
+        x: int
+    with pytest.raises(TypeError, match="dataclass base"):
+        @record
+        class B(Base):
+            y: int
+
+
+def test_shipped_records_are_dataclasses():
+    """The report view and verdict types are records: dataclasses to every reader."""
+    import dataclasses
+
+    from triage.report import view
+    from triage.verdict import types
+    for cls in (view.ReportView, view.StatsView, types.Verdict, types.Finding):
+        assert dataclasses.is_dataclass(cls) and dataclasses.fields(cls)
+    assert types.Verdict.__dataclass_params__.frozen and not types.Finding.__dataclass_params__.frozen
+    assert types.Finding.__hash__ is None
+
+
+# --- lazy regexes: compiled on first use -----------------------------------------------------------------
+def test_lazy_re_is_the_compiled_pattern_once_used():
+    import copy
+    import re
+
+    from triage.lazyre import lazy_re
+    x = lazy_re(r"(?P<k>\w+)=(\d+)", re.I)
+    assert x.pattern == r"(?P<k>\w+)=(\d+)" and "compiled" not in vars(x)        # .pattern compiles nothing
+    ref = re.compile(r"(?P<k>\w+)=(\d+)", re.I)
+    assert x.search("a A=12").groups() == ref.search("a A=12").groups()
+    assert x.flags == ref.flags and x.groupindex == ref.groupindex and x.groups == 2
+    assert x.sub(r"\2", "k=1 j=2") == "1 2" and x.findall("k=1") == [("k", "1")]
+    assert vars(x)["compiled"] is re.compile(r"(?P<k>\w+)=(\d+)", re.I)          # re's own cache: the same object
+    assert copy.copy(x).pattern == x.pattern
+    b = lazy_re(rb"\n[^\n]*\x01")
+    assert b.search(b"a\nb\x01").start() == 1
+    with pytest.raises(AttributeError):
+        x.no_such_method  # noqa: B018
+
+
+LAZY_PROBE = """
+import json, sys
+sys.argv = ["triage"] + json.loads(sys.argv[1])
+import triage.cli
+try:
+    triage.cli.main()
+except SystemExit:
+    pass
+from triage import redact
+from triage.lazyre import LazyPattern
+from triage.scan.ranks import RANKS
+built = sorted(n for n, v in vars(redact).items() if isinstance(v, LazyPattern) and "compiled" in vars(v))
+print("\\nLAZY " + json.dumps({"redact": built, "ranks": sorted(vars(RANKS))}))
+"""
+
+
+def test_text_analyze_of_a_tiny_log_compiles_no_redaction_or_rank_regex(tmp_path):
+    log = tmp_path / "tiny.log"
+    log.write_text("hello\n")
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    env.pop("TRIAGE_DB", None)
+    for _ in range(2):                                          # the first run fills the caches
+        r = subprocess.run([sys.executable, "-c", LAZY_PROBE, json.dumps(["analyze", str(log)])],
+                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    line = [x for x in r.stdout.splitlines() if x.startswith("LAZY ")]
+    assert line, r.stdout + r.stderr
+    got = json.loads(line[-1][len("LAZY "):])
+    assert got == {"redact": [], "ranks": ["inner", "launchers"]}   # no matcher built: a line of no launcher
+
+
+def test_rank_reader_builds_each_side_on_first_use():
+    from triage.scan.ranks import RankReader
+    r = RankReader()
+    assert r.split_prefix("[rank3]: boom") == ("boom", 3)
+    assert "prefixes" in vars(r) and "kinds" not in vars(r)
+    assert r.ranks_in(b"[rank1]: a\n[rank2]: b\n", 0, 22, None) == {1, 2}
+    assert "outer_quoted_b" in vars(r)
+    with pytest.raises(AttributeError):
+        r.no_such_matcher  # noqa: B018
+
+
+def test_every_command_but_analyze_is_defined_lazily_and_listed(tmp_path):
+    mods, r = _modules(["analyze", "--help"], tmp_path)
+    assert "triage.commands" not in mods and "--format" in r.stdout
+    mods, r = _modules(["--help"], tmp_path)
+    assert "triage.commands" in mods
+    from triage.cli import _LazyCommands, cli
+    help_text = r.stdout.split("\nMODULES ")[0]
+    listed = [ln.split()[0] for ln in help_text.split("Commands:")[1].splitlines() if ln.strip()]
+    assert listed == sorted(("analyze",) + _LazyCommands.LAZY)     # commands.py defines exactly the lazy ones
+    assert "fleet" in cli.commands and sorted(cli.commands) == listed
+    assert cli.get_command(None, "known").name == "known"
+    assert "nope" not in cli.commands and cli.commands.get("nope") is None
+
+
+def test_view_reads_times_as_strptime_did():
+    """report.view._when parses the JSON's ISO times without time.strptime (~1 ms of start-up), exactly as it did."""
+    import calendar
+    import random
+    import time
+
+    from triage.report.view import _when
+
+    def before(x):
+        import re
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?", x)
+        if not m:
+            return None
+        try:
+            t = calendar.timegm(time.strptime(m.group(1) + " " + m.group(2), "%Y-%m-%d %H:%M:%S"))
+        except ValueError:
+            return None
+        return m.group(1), m.group(2), float(t)
+    rng = random.Random(27)
+    cases = ["2026-12-04T12:39:04Z", "2024-02-29T23:59:60.5Z", "2023-02-29T00:00:00", "0000-01-01T00:00:00Z",
+             "9999-12-31T23:59:61Z", "2026-04-31T10:00:00Z", "2026-13-01T00:00:00Z", "2026-00-10T00:00:00Z",
+             "2026-01-00T00:00:00Z", "2026-01-01T24:00:00Z", "2026-01-01T00:60:00Z", "2026-01-01T00:00:62Z", "x"]
+    cases += [f"{rng.randint(0, 9999):04d}-{rng.randint(0, 14):02d}-{rng.randint(0, 33):02d}T"
+              f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 63):02d}Z" for _ in range(3000)]
+    for x in cases:
+        assert _when(x) == before(x), x

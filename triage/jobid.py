@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Mapping, Optional, Sequence
+
+from .record import record
 
 ID_VARS = ("TRIAGE_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
 # SLURM_JOB_RESTART_COUNT: what a Slurm Epilog gets (since 22.05); SLURM_RESTART_COUNT: the job's own steps
@@ -35,7 +36,7 @@ MAX_ID = 400
 SLURM_OUTPUT = re.compile(r"^slurm-(\d+)(?:([_-])(\d+))?\.(?:out|err|log)(?:\.(?:gz|bz2|xz|zst))?$", re.I)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class JobIdentity:
     job_id: str
     attempt: int = 0

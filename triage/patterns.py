@@ -13,7 +13,7 @@ import json
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import regex
@@ -22,6 +22,7 @@ from . import __version__
 from .config.rules import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
+from .record import record
 from .rx import LazyRx, compile_rx, remember_valid, risky
 
 DEFAULT_PRIORITY: Dict[Kind, int] = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
@@ -46,14 +47,14 @@ class PatternError(TriageError):
     """A pattern file is malformed; the message names the file and the problem."""
 
 
-@dataclass
+@record
 class ContextReq:
     rx: LazyRx
     literals: List[str]
     window: int
 
 
-@dataclass
+@record
 class MatchRule:
     rx: LazyRx
     literals: List[str]
@@ -68,7 +69,7 @@ class MatchRule:
     min_share: Optional[float] = None
 
 
-@dataclass
+@record
 class ConfigRule:
     when: List[Dict[str, Any]]
     message: str
@@ -78,13 +79,13 @@ class ConfigRule:
     ok: List[Dict[str, Any]] = field(default_factory=list)         # ... and configs it must not flag
 
 
-@dataclass
+@record
 class PatternNote:
     when_any: List[Dict[str, Any]]
     text: str
 
 
-@dataclass
+@record
 class Pattern:
     id: str
     title: str

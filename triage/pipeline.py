@@ -5,18 +5,19 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
 from .engine import Engine, Feeder
 from .patterns import Pattern, load_all
 from .progress import for_inputs
+from .record import record
 from .sources import InputError, Line
 from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, analyse, assess, blame, make_finding
 
 
-@dataclass
+@record
 class Seen:
     """What the single pass over a log collected besides pattern matches."""
     config: LogConfigCollector = field(default_factory=LogConfigCollector)

@@ -55,6 +55,7 @@ from typing import (
 
 import regex
 
+from .lazyre import lazy_re
 from .rx import TIMEOUT, LazyRx, lazy
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def _trie(words: Sequence[str]) -> str:
     return emit(t)
 
 
-_HINT = re.compile(_trie(_LITS))       # searched in the lower-cased string
+_HINT = lazy_re(_trie(_LITS))       # searched in the lower-cased string
 
 
 def _groups_of(found: Iterable[str]) -> FrozenSet[int]:
@@ -124,7 +125,7 @@ def _groups_of_ids(ids: Iterable[int]) -> FrozenSet[int]:
 
 # a line that is only base64 of a key block's width (64: PEM, 70: OpenSSH, 76: MIME), a block
 # whose BEGIN and END are both out of sight; the hint is a run of 64 such characters
-_B64_RUN = re.compile(r"[A-Za-z0-9+/]{64}")
+_B64_RUN = lazy_re(r"[A-Za-z0-9+/]{64}")
 _B64_HS = rb"(?:^|[^A-Za-z0-9+/=])[A-Za-z0-9+/]{64}(?:[A-Za-z0-9+/]{6}|[A-Za-z0-9+/]{12})?(?:[^A-Za-z0-9+/=]|$)"
 
 
@@ -223,7 +224,7 @@ def _hint_many(strings: List[str]) -> Dict[int, FrozenSet[int]]:
 # ----------------------------------------------------------------------------------------------
 # key names: whole words, the secret word last
 
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_WORD = lazy_re(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _ALWAYS = {"password", "passwd", "passphrase", "secret"}
 # words that make `..._token` / `..._key` an access credential (not a tokenizer token, a dict key)
 _CRED = {"access", "auth", "api", "app", "bearer", "refresh", "session", "id", "oauth", "oauth2", "private",
@@ -290,9 +291,9 @@ def _words_class(ws: List[str], tail: str) -> int:
     return _LAST_WORD_CLASS.get(last, 0)
 
 
-_PLACEHOLDER = re.compile(r"(?i)(?:none|null|nil|undefined|true|false|yes|no|on|off|\**|x+|\.+|#+|\?+|-+"
+_PLACEHOLDER = lazy_re(r"(?i)(?:none|null|nil|undefined|true|false|yes|no|on|off|\**|x+|\.+|#+|\?+|-+"
                           r"|<[^<>]*>|\[[^\[\]]*\]|\$\{[^}]*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\w+%|\{\{.*\}\})")
-_CREDLIKE = re.compile(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+/=~]{16,}")
+_CREDLIKE = lazy_re(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+/=~]{16,}")
 
 
 def _keep_value(v: str, cls: int) -> bool:
@@ -313,14 +314,14 @@ _NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|passw|passphr|pwd|key|auth))"
 # name characters), and its cost is the name (the look-ahead and the back-tracking to the separator
 # stay inside it) plus the blanks and dots after it; _KVVAL runs once per secret name, from the end
 # of its separator, and what it matches is consumed (its alternatives are disjoint single passes).
-_KV = re.compile(r"""(?<![\w.\-$@/])(?:
+_KV = lazy_re(r"""(?<![\w.\-$@/])(?:
     (?P<flag>--?""" + _NAMEHINT + r"""[A-Za-z][\w.\-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?=[^\s\-])
   | (?P<q>["']?)""" + _NAMEHINT + r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)
     (?P<sep>[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+
       |(?<=["'])\][ \t]*=[ \t]*|(?<=["']),[ \t]*(?=["']))
   | (?<=setenv[ \t])""" + _NAMEHINT + r"""(?P<env>[A-Za-z_]\w*)[ \t]+(?=\S)
 )""", re.X)
-_KVVAL = re.compile(_VAL)
+_KVVAL = lazy_re(_VAL)
 _NETRC = lazy(r"(?i)\b(?:login|user(?:name)?)[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?P<val>\S+)")
 _AUTHZ = lazy(r"""(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|bearer|token|digest|bot|"""
               r"""negotiate|ntlm|apikey|sso-key|hoba|mutual|vapid|aws4-hmac-sha256|scram-sha-\d+)[ \t]+)?"""
@@ -367,7 +368,7 @@ _SAS = lazy(r"(?i)[?&]sig=(?P<val>[A-Za-z0-9%+/=]{16,})")
 # an HTTP Cookie / Set-Cookie header (curl -v, a requests dump, a headers dict): the rest of its line
 # (inside a quoted string, to its quote: `'Cookie': 'a=b'`)
 _COOKIE = lazy(r"""(?i)\b(?P<set>set-)?cookie["']?[ \t]*:[ \t]*(?:["'](?P<val>[^\r\n"']+)|(?P<val>[^\r\n]+))""")
-_COOKIE_PAIR = re.compile(r"([ \t]*[^=;\s]+[ \t]*=[ \t]*)([^;]*)")
+_COOKIE_PAIR = lazy_re(r"([ \t]*[^=;\s]+[ \t]*=[ \t]*)([^;]*)")
 # a password on a client's command line: mysql / mariadb -pPASS (attached: `-p PASS` prompts, PASS is then the
 # database), sshpass -p PASS (among sshpass's own options, before the command: ssh's `-p 22` is a port),
 # redis-cli -a PASS / --pass PASS
@@ -461,11 +462,11 @@ def _with_change(text: str, end: int, rep: str, cls: int) -> Tuple[int, str]:
     return end, rep
 
 
-_ARROW = re.compile(r"[ \t]*->[ \t]*")
-_WANDB_KEY = re.compile(r"""["']?(?:local-)?[0-9a-f]{40}(?![\w\-])""")
-_CODE = re.compile(r"[A-Za-z_][\w.]*[(\[]")
-_KVWORD = re.compile(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
-_KVWORD_I = re.compile(r"token|secret|passw|passphr|pwd|key|auth", re.I)
+_ARROW = lazy_re(r"[ \t]*->[ \t]*")
+_WANDB_KEY = lazy_re(r"""["']?(?:local-)?[0-9a-f]{40}(?![\w\-])""")
+_CODE = lazy_re(r"[A-Za-z_][\w.]*[(\[]")
+_KVWORD = lazy_re(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
+_KVWORD_I = lazy_re(r"token|secret|passw|passphr|pwd|key|auth", re.I)
 _IDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
@@ -547,9 +548,9 @@ def _bearer(m: regex.Match[str]) -> str:
     return _val(m)
 
 
-_B64LINE = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})"
+_B64LINE = lazy_re(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{76}|[A-Za-z0-9+/]{70}|[A-Za-z0-9+/]{64})"
                       r"(?=[ \t\"',]*$)", re.M)
-_PATHLIKE = re.compile(r"/[a-z_]{2,}/")
+_PATHLIKE = lazy_re(r"/[a-z_]{2,}/")
 
 
 def _b64_token(m: re.Match[str]) -> str:
@@ -619,17 +620,17 @@ def _apply(text: str, groups: FrozenSet[int]) -> str:
 # ----------------------------------------------------------------------------------------------
 # private key blocks: every line from BEGIN to END
 
-_BEGIN = re.compile(r"-{4,5} ?BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
-_END = re.compile(r"-{4,5} ?END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
-_PUTTY = re.compile(r"(?:^|\s)Private-Lines:[ \t]*(\d{1,4})[ \t]*$")    # PuTTY: the next N lines
-_END_ANY = re.compile(r"-{4,5} ?END [A-Z0-9 ]{1,40}-{4,5}")
-_PUBLIC = re.compile(r"-{4,5} ?BEGIN (?:CERTIFICATE|(?:[A-Z0-9]+ )?PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|"
+_BEGIN = lazy_re(r"-{4,5} ?BEGIN (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_END = lazy_re(r"-{4,5} ?END (?:[A-Z0-9]+ ){0,4}PRIVATE KEY(?: BLOCK)? ?-{4,5}")
+_PUTTY = lazy_re(r"(?:^|\s)Private-Lines:[ \t]*(\d{1,4})[ \t]*$")    # PuTTY: the next N lines
+_END_ANY = lazy_re(r"-{4,5} ?END [A-Z0-9 ]{1,40}-{4,5}")
+_PUBLIC = lazy_re(r"-{4,5} ?BEGIN (?:CERTIFICATE|(?:[A-Z0-9]+ )?PUBLIC KEY|X509 CRL|CERTIFICATE REQUEST|"
                      r"PGP PUBLIC KEY BLOCK|SSH2 PUBLIC KEY) ?-{4,5}")
-_B64RUN = re.compile(r"[A-Za-z0-9+/=]{16,}")
-_BODY = re.compile(r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]*={1,2})[\"',\\]*")
-_ARMOR_HEADER = re.compile(r"(?:^|\s)(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset|Subject):\s")
+_B64RUN = lazy_re(r"[A-Za-z0-9+/=]{16,}")
+_BODY = lazy_re(r"(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]*={1,2})[\"',\\]*")
+_ARMOR_HEADER = lazy_re(r"(?:^|\s)(?:Proc-Type|DEK-Info|Comment|Version|Hash|Charset|Subject):\s")
 MAX_BLOCK = 400            # lines looked ahead for the END of a block (an 8192-bit RSA key is ~100)
-_HAS_ALNUM = re.compile(r"[A-Za-z0-9]")
+_HAS_ALNUM = lazy_re(r"[A-Za-z0-9]")
 
 
 def _cut_body(line: str) -> str:

@@ -28,10 +28,11 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from .errors import TriageError
+from .lazyre import lazy_re
+from .record import record
 
 SCHEMA_VERSION = 3
 DEFAULT_TIMEOUT_S = 5.0        # TRIAGE_DB_TIMEOUT: all the waiting one transaction may do, in seconds
@@ -45,9 +46,9 @@ RETRY_WAITS = (0.25, 0.5, 1.0, 2.0)   # seconds before each new attempt (the las
 # is given up at once, so a store that is down costs an epilog about a second, not the whole budget (issue
 # 24); anything else (a wrong password, a missing database or role, no pg_hba entry, a bad option) fails
 # the same again.
-_TRANSIENT_PG = re.compile(r"(?i)too many clients|too many connections|starting up|shutting down|in recovery"
+_TRANSIENT_PG = lazy_re(r"(?i)too many clients|too many connections|starting up|shutting down|in recovery"
                            r"|server closed the connection|connection reset|terminating connection")
-_TRANSIENT_SQLITE = re.compile(r"(?i)database is locked|database table is locked")
+_TRANSIENT_SQLITE = lazy_re(r"(?i)database is locked|database table is locked")
 
 
 class StoreError(TriageError):
@@ -108,7 +109,7 @@ def _at_in_password(url: str) -> str:
     return f"{scheme}://{rest}"
 
 
-_QUERY_PASSWORD = re.compile(r"(?i)([?&](?:password|sslpassword)=)([^&]*)")
+_QUERY_PASSWORD = lazy_re(r"(?i)([?&](?:password|sslpassword)=)([^&]*)")
 
 
 def _ambiguous(db: str) -> bool:
@@ -171,7 +172,7 @@ def store_given(db: Optional[str], record: bool = False) -> bool:
 
 
 # --- what is stored ------------------------------------------------------------------------------
-@dataclass
+@record
 class Record:
     """One analysed job's verdict.  A job is (job_id, attempt): analysing it again replaces its
     verdict (the old one kept in the history when it differs); the content hash only tells whether

@@ -1,13 +1,13 @@
 """Diff two canonical configs."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List
 
+from ..record import record
 from .keys import META, Config
 
 
-@dataclass
+@record
 class Change:
     key: str
     old: Any

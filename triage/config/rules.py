@@ -2,11 +2,11 @@
 (nothing is eval'ed).  Every operator a condition may use is in OPERATORS."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
 
 import regex
 
+from ..record import record
 from .enums import Unknown
 from .keys import Config
 
@@ -108,7 +108,7 @@ def rule_holds_when(cfg: Config, when: Sequence[Dict[str, Any]]) -> bool:
     return all(cond_holds(cfg, c) for c in when)
 
 
-@dataclass
+@record
 class Violation:
     pitfall: str
     keys: List[str]
@@ -125,7 +125,7 @@ def check(cfg: Config, patterns: Sequence[Pattern]) -> List[Violation]:
     return out
 
 
-@dataclass
+@record
 class Undecided:
     """A rule that could not be decided: the config does not say what its keys are."""
     pitfall: str

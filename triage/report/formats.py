@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from ..redact import redact, redact_obj
 from .contract import json_text, report_dict, to_dict
 from .names import FORMATS, SUFFIX_FORMAT
-from .text import render_text
 
 if TYPE_CHECKING:
     from ..findings import Analysis
@@ -17,6 +16,7 @@ __all__ = ["FORMATS", "SUFFIX_FORMAT", "render", "text_report"]
 def text_report(a: Analysis, redact_secrets: bool = True) -> str:
     """The text report: the view of the report dict at its first level (the terminal's report is not
     cut to the JSON's size), redacted as the JSON is, then as a whole (a key block spans lines)."""
+    from .text import render_text  # with the view: a JSON report needs neither
     d = to_dict(a)
     if not redact_secrets:
         return render_text(d)

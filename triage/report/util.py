@@ -8,10 +8,11 @@ from typing import Any, Callable, Dict, List
 
 from ..caps import CLIP, DIFF_CLIP
 from ..findings import rank_ranges
+from ..lazyre import lazy_re
 
 # what could end a line, move the cursor or reorder the text where a report is shown: C0 and C1 controls
 # (a tab aside), Unicode's line and paragraph separators, the bidirectional overrides and isolates
-_CONTROL = re.compile("[\x01-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = lazy_re("[\x01-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SHORT = {"\n": "\\n", "\x0b": "\\v", "\x0c": "\\f", "\x1b": "\\e"}
 
 

@@ -6,8 +6,6 @@ partial or old dict (the store's, a saved report) renders instead of raising."""
 from __future__ import annotations
 
 import re
-import time
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..caps import (
@@ -25,6 +23,8 @@ from ..caps import (
     MAX_UNMATCHED,
     MAX_VERSIONS,
 )
+from ..lazyre import lazy_re
+from ..record import record
 from .util import (
     as_dict,
     as_list,
@@ -45,7 +45,7 @@ VERSION_LABELS = (("torch_version", "PyTorch"), ("te_version", "Transformer Engi
 Number = float     # an int or a float as the JSON has it (PEP 484: an int is a float)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EvidenceRow:
     """One log line of an evidence block: `text` in full (HTML, JUnit; wrapped), `short` clipped for a
     comment; `n` its line number (None: unknown), `hit` the evidence line itself (not context)."""
@@ -55,7 +55,7 @@ class EvidenceRow:
     hit: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EvidenceView:
     """An evidence line (`text`, clipped) at `loc` (source:line) of `rank`, with its context rows."""
     loc: str
@@ -64,7 +64,7 @@ class EvidenceView:
     rows: Tuple[EvidenceRow, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReferenceView:
     """A pattern's source reference: `source` (its file and what it prints, clipped), `short` (the
     file or tool alone: what a ticket reader is shown), `version`."""
@@ -73,7 +73,7 @@ class ReferenceView:
     short: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FindingView:
     """One finding: its first EVIDENCE_MAX evidence lines (`more_evidence` counts the rest)."""
     pitfall: str
@@ -95,7 +95,7 @@ class FindingView:
     implicates: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BlockView:
     """An error block's lines: `lines` in full (HTML), `short` clipped for a comment (markdown, jira),
     `more` how many were not shown, `tail` its last lines (the text report), `n` how many it has."""
@@ -106,7 +106,7 @@ class BlockView:
     n: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FirstFailureView:
     """The first failure: `rank` the failing rank (its own, else the first failing rank), `own_rank`
     the one its error block showed ("?" when none)."""
@@ -118,7 +118,7 @@ class FirstFailureView:
     block: BlockView
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class UnmatchedView:
     """An error block no pattern explains."""
     loc: str
@@ -129,13 +129,13 @@ class UnmatchedView:
     block: BlockView
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HangSuspect:
     who: str                   # "rank 3" or "peer HOST"
     because: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FlightRecorderView:
     ranks: str
     dumps: str
@@ -143,7 +143,7 @@ class FlightRecorderView:
     evidence: Tuple[EvidenceView, ...]     # without context rows
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class KnownView:
     """The known issue of the verdict: `href` only for an http(s) URL."""
     url: str
@@ -153,7 +153,7 @@ class KnownView:
     since: Optional[str]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SuspectRow:
     """A config change and its blame: values as text (`old`, `new`) and as Python writes them
     (`old_repr`, `new_repr`: the text report); `score` as text ("" when none)."""
@@ -167,7 +167,7 @@ class SuspectRow:
     unrelated: bool
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DiffRow:
     """A row of the config diff: `cls` "suspect", "unrelated" or "" (no blame)."""
     key: str
@@ -178,7 +178,7 @@ class DiffRow:
     because: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ViolationView:
     pitfall: str
     settings: Tuple[str, ...]
@@ -186,13 +186,13 @@ class ViolationView:
     fix: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VersionRow:
     name: str
     value: str                 # "" when the log does not show it
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class AttemptView:
     attempt: str
     primary: str
@@ -200,7 +200,7 @@ class AttemptView:
     summary: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RunView:
     """One run's step times: as text (`median`, `captures`, ...) and as numbers (`median_ms`,
     `capture_list`, `capture_s`: the text report)."""
@@ -219,7 +219,7 @@ class RunView:
     capture_s: Optional[Number]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ComparisonView:
     """A step-time comparison: as text and as numbers (`delta_pct`, `ci95`: the text report)."""
     key: str
@@ -233,13 +233,13 @@ class ComparisonView:
     ci95: Optional[Tuple[Number, Number]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StepsView:
     runs: Tuple[RunView, ...]
     comparisons: Tuple[ComparisonView, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class StatsView:
     lines: str
     sources: Tuple[str, ...]
@@ -247,7 +247,7 @@ class StatsView:
     attempts: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class JobView:
     """Which job the report is about (the JSON's `job`): every part as text, "" when unknown;
     `span` the log's time span ("2026-11-02 10:00:03 – 12:41:17 UTC (2 h 41 min)")."""
@@ -281,7 +281,7 @@ class JobView:
         return tuple((k, v) for k, v in out if v)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PatternView:
     """A pattern file that fired, once, with its regexes, fingerprints and roles."""
     file: str
@@ -293,7 +293,7 @@ class PatternView:
     roles: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReportView:
     """The view of one report dict, for the renderers."""
     # the verdict
@@ -350,14 +350,21 @@ _ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
 def _when(x: Any) -> Optional[Tuple[str, str, float]]:
     """(date, time, epoch seconds) of an ISO-8601 UTC time of the JSON; None for anything else."""
     import calendar
+    import datetime
     m = _ISO.fullmatch(x) if isinstance(x, str) and len(x) <= 40 else None
     if not m:
         return None
+    y, mo, d = (int(v) for v in m.group(1).split("-"))
+    h, mi, s = (int(v) for v in m.group(2).split(":"))
+    # what time.strptime(..., "%Y-%m-%d %H:%M:%S") takes (it costs ~1 ms of start-up): a real date, 0-23 h,
+    # 0-59 min, 0-61 s
+    if h > 23 or mi > 59 or s > 61:
+        return None
     try:
-        t = calendar.timegm(time.strptime(m.group(1) + " " + m.group(2), "%Y-%m-%d %H:%M:%S"))
+        datetime.date(y, mo, d)
     except ValueError:
         return None
-    return m.group(1), m.group(2), float(t)
+    return m.group(1), m.group(2), float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
 
 
 def duration_text(s: float) -> str:
@@ -499,7 +506,7 @@ def _evidence_view(e: Dict[str, Any]) -> EvidenceView:
                         rows=tuple(rows))
 
 
-_REF_HEAD = re.compile(r"^(.*?)(?::\s|\s['\"]|$)")
+_REF_HEAD = lazy_re(r"^(.*?)(?::\s|\s['\"]|$)")
 
 
 def short_reference(source: Any) -> str:

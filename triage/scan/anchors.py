@@ -14,9 +14,10 @@ import hashlib
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+
+from ..record import record
 
 if TYPE_CHECKING:
     from hyperscan import Database, Scratch
@@ -29,7 +30,7 @@ except Exception:  # noqa: BLE001 - any import problem means "no hyperscan"
     _hs = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Anchor:
     text: str                 # a literal, or a regex when `regex` is true
     tag: int                  # what a hit means to the scanner (an observer / rule index)

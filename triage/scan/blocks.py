@@ -2,10 +2,10 @@
 for `unmatched`."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Set
 
 from ..caps import BLOCK_HEAD_LINES, BLOCK_MAX_LINES
+from ..lazyre import lazy_re
 from .observer import Observer, lit, rxa
 from .results import ErrorBlock, StreamKey
 from .rx import TIMEOUT, TextMemo, lazy
@@ -20,7 +20,7 @@ EXC_LINE = lazy(    # an exception line "pkg.SomeError: ..." (findings and sugge
 _TB_AFTER = ": " + _TB_START
 # a log record's level in a stripped logger header (vLLM "ERROR 12-04 07:00:05 [core.py:1759] ")
 LOG_RECORD = lazy(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL|WARNING|EXCEPTION)(?:[\]:|]|\s)")
-_ERR_HEAD = re.compile(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)(?:[\]:|]|\s)")
+_ERR_HEAD = lazy_re(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)(?:[\]:|]|\s)")
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )

@@ -3,11 +3,12 @@ requirements of rules."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from heapq import merge
 from time import perf_counter
 from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Tuple
 
+from ..record import record
 from .observer import Observer
 from .results import Match, StreamKey
 from .rx import Timeouts, search
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 AFTER_SPAN = 200           # physical lines after a match searched for its "after" context
 
 
-@dataclass
+@record
 class _Pending:
     """The matches of one rule in one input that wait for the same unmet context requirements: a
     line is checked against those requirements once for all of them (20,000 identical warnings

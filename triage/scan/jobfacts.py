@@ -13,9 +13,11 @@ a year-less one takes the year of a dated line of the same input, else the scan'
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..lazyre import lazy_re
+from ..record import record
 from .sources import parse_ts
 from .text import normalise
 
@@ -27,19 +29,19 @@ _HOST = r"([A-Za-z0-9][A-Za-z0-9.\-_]{0,62})"
 # never searched); ASCII host names only: nothing else of a line reaches a report.
 HOST_RX: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     # NCCL's "host:pid:tid [dev]" prefix (an optional [time] before the device)
-    ("NCCL ", re.compile(r"(?:^|[\s\]>:])([A-Za-z][A-Za-z0-9.\-_]{0,62}):\d+:\d+ (?:\[[^\]]{0,40}\] )?\[\d+\] "
-                         r"(?:\S+:\d+ )?NCCL ")),
+    ("NCCL ", lazy_re(r"(?:^|[\s\]>:])([A-Za-z][A-Za-z0-9.\-_]{0,62}):\d+:\d+ (?:\[[^\]]{0,40}\] )?\[\d+\] "
+                      r"(?:\S+:\d+ )?NCCL ")),
     # torchrun's failure summary "  host      : node-1" (a line of its own)
-    ("host", re.compile(r"^[ \t]*host[ \t]+: " + _HOST + r"[ \t]*$")),
+    ("host", lazy_re(r"^[ \t]*host[ \t]+: " + _HOST + r"[ \t]*$")),
     # srun's "srun: error: node-3: task 5: Exited with exit code 1" / "tasks 0-3: ..."
-    ("srun: error: ", re.compile(r"srun: error: " + _HOST + r": tasks? \d")),
+    ("srun: error: ", lazy_re(r"srun: error: " + _HOST + r": tasks? \d")),
     # slurmstepd's "*** STEP 4242.0 ON node-1 CANCELLED AT ..." / "*** JOB 4242 ON node-1 ..."
-    (" CANCELLED", re.compile(r"\*\*\* (?:STEP|JOB) [\w.+]{1,40} ON " + _HOST + r" CANCELLED")),
+    (" CANCELLED", lazy_re(r"\*\*\* (?:STEP|JOB) [\w.+]{1,40} ON " + _HOST + r" CANCELLED")),
 )
 _ISO_YEAR = re.compile(r"(?<!\d)(\d{4})-\d\d-\d\d[ T_]\d\d:\d\d")
 
 
-@dataclass
+@record
 class LogFacts:
     """One log's (or several inputs') first and last timestamps and the hosts it names."""
     start: Optional[float] = None

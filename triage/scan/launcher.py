@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..lazyre import lazy_re
 from .observer import Observer, lit, rxa
 from .results import LauncherExit
 from .rx import lazy
@@ -46,13 +47,13 @@ class LauncherRoot(Observer):
 _TORCHRUN_LEAD = "failed (exitcode: "
 _SIGNAL_LEAD = "SignalException: Process "
 _TERMINATE_LEAD = "terminate called after throwing an instance of "
-_EXIT_TORCHRUN = re.compile(re.escape(_TORCHRUN_LEAD) + r"(-?\d+)\) local_rank: (\d+) \(pid: \d+\)")
-_EXIT_SIGNAL = re.compile(re.escape(_SIGNAL_LEAD) + r"\d+ got signal: (\d+)")
+_EXIT_TORCHRUN = lazy_re(re.escape(_TORCHRUN_LEAD) + r"(-?\d+)\) local_rank: (\d+) \(pid: \d+\)")
+_EXIT_SIGNAL = lazy_re(re.escape(_SIGNAL_LEAD) + r"\d+ got signal: (\d+)")
 # libstdc++'s verbose terminate handler (the process aborts): "terminate called after throwing an
 # instance of '%s'" then "  what():  %s"
-_TERMINATE = re.compile("^" + re.escape(_TERMINATE_LEAD))
+_TERMINATE = lazy_re("^" + re.escape(_TERMINATE_LEAD))
 _SIGNALS = r"(?:Segmentation fault|Aborted|Bus error|Killed|Floating point exception|Illegal instruction)"
-_EXIT_SHELL = re.compile(r"^(?:\S+: line \d+: +\d+ +" + _SIGNALS + r"\b.*|" + _SIGNALS + r"(?: +\(core dumped\))?\s*)$")
+_EXIT_SHELL = lazy_re(r"^(?:\S+: line \d+: +\d+ +" + _SIGNALS + r"\b.*|" + _SIGNALS + r"(?: +\(core dumped\))?\s*)$")
 
 
 class LauncherExits(Observer):

@@ -12,13 +12,14 @@ A row's `prefix` is a regex valid for str and bytes alike (ASCII classes only; `
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Tuple
+
+from ..record import record
 
 RANK_GROUP = "(?P<rank>"       # how a prefix regex marks the digits of its rank
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launcher:
     name: str
     example: str              # a line as the launcher prints it (rank `rank`)
@@ -34,7 +35,7 @@ class Launcher:
         return RANK_GROUP in self.prefix
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class InnerRank:
     """A rank named inside a message (not stripped; only read when no prefix or file name gives one)."""
     name: str

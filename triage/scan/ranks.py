@@ -16,17 +16,18 @@ on every line; tests/test_launchers.py checks each row's example and random vari
 from __future__ import annotations
 
 import re
-from typing import FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 import regex as _regex
 
+from ..lazyre import lazy_re
 from .launchers import INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
 from .text import normalise
 
-_QUOTE = re.compile(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
+_QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
 _QUOTE_B = rb"(?:> ?)"
-_CTRL_B = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")
-_DIRTY_LINE_B = re.compile(rb"\n[^\n]*[\x00-\x08\x0b-\x1f\x7f][^\n]*")
+_CTRL_B = lazy_re(rb"[\x00-\x08\x0b-\x1f\x7f]")
+_DIRTY_LINE_B = lazy_re(rb"\n[^\n]*[\x00-\x08\x0b-\x1f\x7f][^\n]*")
 MAX_NESTED = 3            # prefixes read off one line ("[default0]:[rank0]: ..." nests)
 MAX_ELIMINATE = 64        # past this many ranks in one block, one findall is cheaper
 
@@ -64,25 +65,59 @@ def _one_of(groups: Sequence[Optional[bytes]]) -> int:
 
 
 class RankReader:
-    """Every rank matcher, str and bytes, built from a launcher table and an inner-rank table."""
+    """Every rank matcher, str and bytes, built from a launcher table and an inner-rank table.
+    Each side's matchers are built on the first look-up of one of them (a small log may need none:
+    building both took ~5 ms of start-up)."""
+    # str side: (regex at the line start, reads a rank, stops the prefixes); the first characters
+    # of a prefix; the inner-rank regex and its probe
+    prefixes: List[Tuple["re.Pattern[str]", bool, bool]]
+    starts: FrozenSet[str]
+    inner_rx: "re.Pattern[str]"
+    inner_probe: str
+    # bytes side: per launcher with a rank, (probe, head, tail): head + a lookahead + tail finds a
+    # line of a rank not seen yet (the lookahead goes right before the rank's digits)
+    kinds: List[Tuple[Optional[bytes], bytes, bytes]]
+    quoted_b: "re.Pattern[bytes]"
+    unprefixed_b: "re.Pattern[bytes]"
+    outer_probes_b: List[Optional[bytes]]
+    outer_kinds: List[Tuple[Optional[bytes], bytes, bytes]]
+    outer_quoted_b: "re.Pattern[bytes]"
+    outer_unprefixed_b: "re.Pattern[bytes]"
+    inner_b: "re.Pattern[bytes]"
+    inner_probes_b: List[bytes]
+    _STR = frozenset(("prefixes", "starts", "inner_rx", "inner_probe"))
+    _BYTES = frozenset(("kinds", "quoted_b", "unprefixed_b", "outer_probes_b", "outer_kinds", "outer_quoted_b",
+                        "outer_unprefixed_b", "inner_b", "inner_probes_b"))
 
     def __init__(self, launchers: Sequence[Launcher] = LAUNCHERS, inner: Sequence[InnerRank] = INNER_RANKS):
         self.launchers = tuple(launchers)
         self.inner = tuple(inner)
-        ranked = [x for x in self.launchers if x.has_rank]
-        # str side: (regex at the line start, reads a rank, stops the prefixes)
-        self.prefixes: List[Tuple["re.Pattern[str]", bool, bool]] = [
+
+    if not TYPE_CHECKING:
+        def __getattr__(self, name: str):         # a matcher not built yet: build its side
+            if name in RankReader._STR:
+                self._build_str()
+            elif name in RankReader._BYTES:
+                self._build_bytes()
+            else:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            return self.__dict__[name]
+
+    def _build_str(self) -> None:
+        self.prefixes = [
             (re.compile("^" + x.prefix + x.sep, re.ASCII), x.has_rank, x.keeps_time) for x in self.launchers]
-        self.starts: FrozenSet[str] = frozenset().union(*(_first_chars(x.prefix) for x in self.launchers))
+        self.starts = frozenset().union(*(_first_chars(x.prefix) for x in self.launchers))
         self.inner_rx = re.compile("|".join(r.rx for r in self.inner), re.ASCII)
         self.inner_probe = _common_probe([r.probe for r in self.inner])
-        # bytes side: per launcher with a rank, (probe, head, tail): head + a lookahead + tail finds a
-        # line of a rank not seen yet (the lookahead goes right before the rank's digits)
-        self.kinds: List[Tuple[Optional[bytes], bytes, bytes]] = []
+
+    def _build_bytes(self) -> None:
+        ranked = [x for x in self.launchers if x.has_rank]
+        kinds: List[Tuple[Optional[bytes], bytes, bytes]] = []
         for x in ranked:
             head, tail = x.prefix.split(RANK_GROUP, 1)
-            self.kinds.append((x.probe.encode() if x.probe is not None else None,
-                               b"\n" + head.encode(), b"(" + tail.encode()))
+            kinds.append((x.probe.encode() if x.probe is not None else None,
+                          b"\n" + head.encode(), b"(" + tail.encode()))
+        self.kinds = kinds
         alts = "|".join(_numbered(x.prefix) for x in ranked).encode()
         self.quoted_b = re.compile(rb"\n" + _QUOTE_B + rb"+(?:" + alts + rb")")
         plain = "|".join(_plain(x.prefix) for x in ranked).encode()
@@ -92,7 +127,7 @@ class RankReader:
         # holds one, the searches above are repeated with any run of them allowed at the line start
         outer = [x for x in self.launchers if not x.has_rank and not x.keeps_time]
         self.outer_probes_b = [x.probe.encode() if x.probe is not None else None for x in outer]
-        self.outer_kinds: List[Tuple[Optional[bytes], bytes, bytes]] = []
+        self.outer_kinds = []
         self.outer_quoted_b = self.quoted_b
         self.outer_unprefixed_b = self.unprefixed_b
         if outer:
@@ -100,7 +135,7 @@ class RankReader:
                                     for x in outer) + ")*").encode()
             # (a probe holding the line start, torchrun's "\n[", no longer follows the newline)
             self.outer_kinds = [(probe.lstrip(b"\n") or None if probe is not None else None,
-                                 head[:1] + run + head[1:], tail) for probe, head, tail in self.kinds]
+                                 head[:1] + run + head[1:], tail) for probe, head, tail in kinds]
             self.outer_quoted_b = re.compile(rb"\n" + _QUOTE_B + rb"+" + run + rb"(?:" + alts + rb")")
             self.outer_unprefixed_b = re.compile(rb"\n(?!" + _QUOTE_B + rb"*" + run + rb"(?:" + plain + rb"))")
         self.inner_b = re.compile("|".join(r.rx for r in self.inner).encode())

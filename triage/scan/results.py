@@ -2,9 +2,10 @@
 launcher reports, and the scan's own counts (ScanResult)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
+from ..record import record
 from .jobfacts import LogFacts
 from .sources import Line
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 StreamKey = Tuple[str, Optional[int]]
 
 
-@dataclass
+@record
 class Match:
     pattern: Pattern
     rule: MatchRule
@@ -32,7 +33,7 @@ class Match:
         return self.rule.role
 
 
-@dataclass
+@record
 class ErrorBlock:
     source: str
     rank: Optional[int]
@@ -50,7 +51,7 @@ class ErrorBlock:
     #                          "ERROR 12-04 07:00:05 [core.py:1759] Traceback ...") -- a caught one
 
 
-@dataclass
+@record
 class ScanResult:
     matches: List[Match]
     blocks: List[ErrorBlock]
@@ -88,7 +89,7 @@ class ScanResult:
 
 
 
-@dataclass
+@record
 class LauncherExit:
     source: str
     line: int

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import functools
-import re
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from ..lazyre import lazy_re
 from .followups import Followups, _ctx_hit
 from .observer import Observer
 from .results import Match
@@ -32,7 +32,7 @@ CONTEXT_MATCHES = 300      # matches that get context (bounded memory on huge lo
 
 
 _UNITS = {"bytes": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bytes|B|[KMGTP]iB)\s*$")
+_SIZE = lazy_re(r"^\s*(\d+(?:\.\d+)?)\s*(bytes|B|[KMGTP]iB)\s*$")
 
 
 def size_bytes(text: str) -> Optional[float]:

@@ -4,9 +4,10 @@ observers build: matches, blocks, restarts, ranks)."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
 
+from ..record import record
 from .jobfacts import LogFacts
 from .results import ErrorBlock, LauncherExit, Match, StreamKey
 from .rx import TIMEOUT, TextMemo, Timeouts, lazy
@@ -26,7 +27,7 @@ MAX_DROPPED_KEYS = 10_000  # distinct dropped messages counted apart; the rest p
 _DIGITS = bytes.maketrans(b"0123456789", b"##########")
 
 
-@dataclass
+@record
 class Stream:
     """What is known of one (input, rank) stream."""
     last_ts: Optional[float] = None
@@ -39,7 +40,7 @@ class Stream:
     block_seen: int = 0                                # line no. of the block's last line of this stream
 
 
-@dataclass
+@record
 class InputState:
     inp: Input
     restarts: int = 0
@@ -89,7 +90,7 @@ class View:
         d.append(line)
 
 
-@dataclass
+@record
 class Event:
     """What the driver tells an observer about the line it feeds."""
     seq: int

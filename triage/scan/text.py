@@ -2,15 +2,14 @@
 characters removed, over-long lines clipped."""
 from __future__ import annotations
 
-import re
-
 from ..caps import CLIP_MARK, MAX_LINE
+from ..lazyre import lazy_re
 
 __all__ = ["CLIP_MARK", "MAX_LINE", "normalise"]
 
 # anchored or linear: the stdlib `re` (pattern-catalog regexes always run with rx's timeout)
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = lazy_re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CTRL = lazy_re(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def normalise(text: str) -> str:

@@ -2,16 +2,17 @@
 decided by one explicit call (`Analysis.decide`) once every analyser has run."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..record import record
 from ..scan.jobfacts import LogFacts
 from .decide import decide
 from .job import JobInfo
 from .types import Case, ConfigAnalysis, Finding, FirstFailure, TimelineEvent, Unmatched, Verdict
 
 
-@dataclass
+@record
 class Analysis:
     """One triaged log: the scan's facts and the analysers' results, as plain typed fields, and the
     verdict, decided by ONE explicit call (`decide`) once every analyser has run.  Its fields are

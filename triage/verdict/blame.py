@@ -12,11 +12,12 @@ and marked unrelated.  No diff means no suspects.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..config import GRAPH_KEYS, Config, check, diff
 from ..patterns import Pattern
+from ..record import record
 from ..scan.rx import lazy
 from .types import Finding
 
@@ -30,7 +31,7 @@ BOOKKEEPING = lazy(
 )
 
 
-@dataclass
+@record
 class Suspect:
     """A changed config key, scored by what blames it."""
     key: str

@@ -10,10 +10,11 @@ failure.  A verdict whose primary is a timeout, a hung watchdog or a lost peer i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..kinds import Role
+from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
 from .crashes import first_crash
@@ -27,7 +28,7 @@ from .unexplained import _block_kind, _block_message
 _ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
 
 
-@dataclass
+@record
 class _Draft:
     """A verdict being decided (decide's working state; the result is the frozen Verdict)."""
     log: List[Finding]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Sequence, Tuple
 
+from ..lazyre import lazy_re
 from ..redact import redact
 from ..scan.blocks import EXC_LINE
 from .fingerprint import mask
@@ -45,9 +46,9 @@ from .fingerprint import mask
 KEY_MAX = 200          # characters of a group key (and of the masked message), as the old signature
 _TB_HEAD = "Traceback (most recent call last):"
 # CPython's traceback.StackSummary.format: '  File "{filename}", line {lineno}, in {name}'
-_FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)\s*$')
+_FRAME = lazy_re(r'^\s*File "(?P<path>[^"]+)", line \d+, in (?P<func>\S+)\s*$')
 # a file that is not the job's own code
-_LIBRARY = re.compile(
+_LIBRARY = lazy_re(
     r"(?:^|[/\\])(?:site|dist)-packages[/\\]"          # installed packages
     r"|(?:^|[/\\])lib(?:64)?[/\\]python\d+(?:\.\d+)?t?[/\\]"   # the standard library (the above live under it)
     r"|^[A-Za-z]:\\.*\\Lib\\"                            # ... on Windows
@@ -55,12 +56,12 @@ _LIBRARY = re.compile(
     r"|(?:^|/)torchinductor_[^/]*/|(?:^|/)\.triton/"     # generated code: inductor's and Triton's caches
     r"|(?:^|/)s?bin/[^/.]+$"                             # a console-script entry point (torchrun, deepspeed)
 )
-_PACKAGE = re.compile(r"(?:^|[/\\])(?:site|dist)-packages[/\\]")     # an installed package's file
-_VARIES = re.compile(r"\d{4,}|[0-9a-f]{8,}")          # a date, a build number, a hash in a file name
-_PSEUDO_NUM = re.compile(r"\d+")
+_PACKAGE = lazy_re(r"(?:^|[/\\])(?:site|dist)-packages[/\\]")     # an installed package's file
+_VARIES = lazy_re(r"\d{4,}|[0-9a-f]{8,}")          # a date, a build number, a hash in a file name
+_PSEUDO_NUM = lazy_re(r"\d+")
 # Python's exception line when the type has no Error/Exception suffix (StopIteration,
 # torch._dynamo.exc.Unsupported, ray's RayTaskError(ValueError)): read only where the traceback ends
-_TYPE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?)(?::\s|:$|$)")
+_TYPE = lazy_re(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.]*\))?)(?::\s|:$|$)")
 
 Frame = Tuple[str, str]        # (path, function)
 

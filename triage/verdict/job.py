@@ -5,18 +5,18 @@ the span (store.record_of), and a job's date is its log's last timestamp."""
 from __future__ import annotations
 
 import os
-import re
 import time
-from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
+from ..lazyre import lazy_re
+from ..record import record
 from ..scan.jobfacts import HOSTS_MAX, LogFacts, hosts_in
 
 NODELIST_MAX = 200
-_NODELIST = re.compile(r"[A-Za-z0-9.\-_\[\],]{1,%d}" % NODELIST_MAX)     # Slurm's "node-[1-4,7],gpu-9"
+_NODELIST = lazy_re(r"[A-Za-z0-9.\-_\[\],]{1,%d}" % NODELIST_MAX)     # Slurm's "node-[1-4,7],gpu-9"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class JobInfo:
     """The report's job header.  Times are epoch seconds (UTC); None when the log prints none."""
     job_id: str

@@ -8,10 +8,11 @@ only counted included), TIMELINE_MAX timeline events, UNMATCHED_MAX unexplained 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..kinds import Kind, Role, Severity
+from ..record import record
 from ..scan.results import ErrorBlock
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (blame and config import this module's types)
@@ -40,7 +41,7 @@ def rank_ranges(ranks: Sequence[int]) -> str:
     return ",".join(out)
 
 
-@dataclass
+@record
 class Evidence:
     source: str
     line: int
@@ -52,7 +53,7 @@ class Evidence:
     after_lines: List[int] = field(default_factory=list)
 
 
-@dataclass
+@record
 class Finding:
     pitfall: str
     title: str
@@ -87,7 +88,7 @@ class Finding:
         return rank_ranges(self.ranks)
 
 
-@dataclass
+@record
 class Unmatched:
     source: str
     line: int
@@ -98,7 +99,7 @@ class Unmatched:
     fingerprint: str
 
 
-@dataclass
+@record
 class TimelineEvent:
     rank: Optional[int]
     t: Optional[float]
@@ -110,7 +111,7 @@ class TimelineEvent:
     line: int
 
 
-@dataclass
+@record
 class FirstFailure:
     """An error no pattern explains that came first; the generic findings are its cascade."""
     rank: Optional[int]
@@ -122,7 +123,7 @@ class FirstFailure:
     kind: str = "error"           # uncaught-exception | fatal-python-error | srun | slurm | launcher | error
 
 
-@dataclass
+@record
 class Crash:
     """Evidence, outside the patterns, that a process or the job died: see `crashes`."""
     kind: str                     # uncaught-exception | fatal-python-error | srun | slurm | launcher-exit
@@ -135,7 +136,7 @@ class Crash:
     weight: int = 0               # 0 a process's own error, 1 a launcher's report, 2 a scheduler's cancel
 
 
-@dataclass
+@record
 class HangSuspect:
     """A likely culprit of a hang: a rank that logged nothing failing, or a peer NCCL names."""
     rank: Optional[int]
@@ -143,14 +144,14 @@ class HangSuspect:
     because: str
 
 
-@dataclass
+@record
 class FlightRecorder:
     """PyTorch Flight Recorder dump lines seen in the log (ProcessGroupNCCL's dump on a timeout)."""
     ranks: List[int]
     evidence: List[Evidence]
 
 
-@dataclass
+@record
 class AttemptVerdict:
     attempt: int
     primary: Optional[str]
@@ -163,7 +164,7 @@ EXIT_OK, EXIT_FOUND, EXIT_UNEXPLAINED = 0, 1, 3
 OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """What the log says, decided once (`decide`) after every analyser ran: everything that reports,
     the exit code, the store record and fleet groups read.  Frozen: nothing re-derives or changes it."""
@@ -209,7 +210,7 @@ class Verdict:
         return EXIT_FOUND if sevs & {"error", "critical"} else EXIT_OK
 
 
-@dataclass
+@record
 class Case:
     """What one attempt of the log shows: the inputs of its verdict."""
     findings: List[Finding]                    # roles as their rules give them (decide works on copies)
@@ -223,7 +224,7 @@ class Case:
     ended: bool = False                        # an earlier attempt (the job restarted after it)
 
 
-@dataclass
+@record
 class ConfigAnalysis:
     config: Dict[str, Any]                     # the run's canonical config
     violations: List["Violation"]              # the config rules it breaks

@@ -6,7 +6,7 @@ import os
 import stat
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .sources import _MAGIC, BINARY_PROBE, MAX_RAW, InputError, _binary, _lone_cr
+from .sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
 
 
 class NotPlain(Exception):
@@ -34,11 +34,12 @@ class Geometry:
         size = os.fstat(fd).st_size
         self.size_at_open = size
         self.size = min(size, max_bytes) if max_bytes else size
-        probe = min(self.size, max(BINARY_PROBE, 1 << 20), block_size)    # what the reader looks at
-        head = os.pread(fd, min(probe, 64 << 10), 0)
+        probe = min(self.size, LONE_CR_PROBE)        # what the reader looks at
+        head = os.pread(fd, max(min(probe, 64 << 10), BINARY_PROBE), 0)    # (its binary probe: the file's)
         if (any(head.startswith(m) for m, _ in _MAGIC) or head[:2] in (b"\xff\xfe", b"\xfe\xff")
                 or _binary(head[:BINARY_PROBE])):
             raise NotPlain()
+        head = head[:probe]
         if b"\n" not in head and _lone_cr(os.pread(fd, probe, 0)):     # (a newline in it: no lone CRs)
             raise NotPlain()
         self.n_chunks = -(-self.size // block_size)

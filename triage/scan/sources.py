@@ -613,10 +613,57 @@ def read_lines(path: str) -> Iterator[Line]:
     fb, enc = _open_binary(path)
     stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     try:
-        yield from _tagged_lines(stream, inp)
+        yield from _tagged_lines(_LoneCr.of(stream, inp.label), inp)  # type: ignore[arg-type]
     finally:
         if path != "-":
             fb.close()
+
+
+class _LoneCr:
+    """A text stream whose lines end with lone CRs (the block reader's _lone_cr rule on the first
+    LONE_CR_PROBE bytes), read with each CR a line break, as the block reader reads it."""
+
+    def __init__(self, stream: io.TextIOWrapper, head: str):
+        self.stream, self.buf = stream, head.replace("\r", "\n")
+
+    @staticmethod
+    def of(stream: io.TextIOWrapper, label: str) -> Any:
+        try:
+            head = stream.read(LONE_CR_PROBE)
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {label!r}: {e}") from None
+        if _lone_cr(head.encode("utf-8", "replace")):
+            return _LoneCr(stream, head)
+        return _HeadFirst(stream, head)
+
+    def readline(self, limit: int) -> str:
+        while "\n" not in self.buf[:limit] and len(self.buf) < limit:
+            more = self.stream.read(1 << 16)
+            if not more:
+                break
+            self.buf += more.replace("\r", "\n")
+        nl = self.buf.find("\n", 0, limit)
+        cut = nl + 1 if nl >= 0 else min(limit, len(self.buf))
+        line, self.buf = self.buf[:cut], self.buf[cut:]
+        return line
+
+
+class _HeadFirst(_LoneCr):
+    """A text stream with its first characters (read for the probe) put back in front."""
+
+    def __init__(self, stream: io.TextIOWrapper, head: str):
+        self.stream, self.buf = stream, head
+
+    def readline(self, limit: int) -> str:
+        if not self.buf:
+            return self.stream.readline(limit)
+        nl = self.buf.find("\n", 0, limit)
+        if nl >= 0 or len(self.buf) >= limit:
+            cut = nl + 1 if nl >= 0 else limit
+            line, self.buf = self.buf[:cut], self.buf[cut:]
+            return line
+        line, self.buf = self.buf, ""
+        return line + self.stream.readline(limit - len(line))
 
 
 def iter_inputs(paths: Iterable[str]) -> Iterator[Line]:
@@ -709,11 +756,12 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
     lone_cr: Optional[bool] = None
     tap = _tap_of(fb)
     feed = sink.update if sink is not None and tap is None else None    # the bytes read are the bytes stored
+    src = _Ahead(read, isinstance(fb, _Limited), label, notes, broken)
     while not broken[0]:
         want = _want(block_size, max_bytes, size, total)
         if want <= 0:
             break
-        data = _read_salvaging(read, want, isinstance(fb, _Limited), label, total, notes, broken)
+        data = src.take(want, total)
         if feed is not None:
             feed(data)
         total += len(data)
@@ -723,8 +771,10 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
         _report_progress(progress, raw_f)
         if not data:
             break
-        if lone_cr is None:
-            lone_cr = _lone_cr_noted(data, label, notes)
+        if lone_cr is None:         # the probe: the input's first LONE_CR_PROBE bytes, whatever the block size
+            more = b"" if len(data) >= LONE_CR_PROBE or b"\n" in data else \
+                src.ahead(_want(LONE_CR_PROBE, max_bytes, size, total - len(data)) - len(data), total)
+            lone_cr = _lone_cr_noted(data + more, label, notes)
         if lone_cr:
             data = data.replace(b"\r", b"\n")
         yield data
@@ -733,6 +783,40 @@ def _chunks(fb: _Binary, enc: str, label: str, block_size: int, progress: Option
         notes.append(f"{label} grew while it was read: triaged up to the {size:,} bytes it had when opened")
     if sink is not None:
         _hashed_to_end(fb, tap, sink, broken[0] or grew or bool(max_bytes and total >= max_bytes))
+
+
+class _Ahead:
+    """An input's reads (_read_salvaging), with bytes read ahead served first: the lone-CR probe
+    reads past a block smaller than the probe."""
+
+    def __init__(self, read: Callable[[int], bytes], compressed: bool, label: str, notes: Optional[List[str]],
+                 broken: List[bool]):
+        self.read, self.compressed, self.label, self.notes, self.broken = read, compressed, label, notes, broken
+        self.pending = b""
+        self.pending_broken = [False]      # the read ahead broke off: the input ends after the pending bytes
+
+    def take(self, n: int, total: int) -> bytes:
+        if not self.pending:
+            return _read_salvaging(self.read, n, self.compressed, self.label, total, self.notes, self.broken)
+        d, self.pending = self.pending[:n], self.pending[n:]
+        if not self.pending:
+            if self.pending_broken[0]:
+                self.broken[0] = True
+            elif len(d) < n:
+                d += _read_salvaging(self.read, n - len(d), self.compressed, self.label, total + len(d), self.notes,
+                                     self.broken)
+        return d
+
+    def ahead(self, n: int, total: int) -> bytes:
+        """Up to N bytes read ahead (served by take() before any new read)."""
+        if n <= 0:
+            return b""
+        more = _read_salvaging(self.read, n, self.compressed, self.label, total, self.notes, self.pending_broken)
+        if more:
+            self.pending = more
+        elif self.pending_broken[0]:
+            self.broken[0] = True
+        return more
 
 
 def _tap_of(fb: _Binary) -> Optional[_Tap]:
@@ -768,10 +852,13 @@ def _lone_cr_noted(data: bytes, label: str, notes: Optional[List[str]]) -> bool:
     return lone
 
 
+LONE_CR_PROBE = 1 << 20    # bytes at the start of an input that tell lone-CR line ends
+
+
 def _lone_cr(data: bytes) -> bool:
-    """The input's lines end with a lone CR (no LF in its first block, CRs in it): old Mac OS
-    line endings, or a logger that writes them. A progress bar's CRs come with LFs."""
-    probe = data[:1 << 20]
+    """The input's lines end with a lone CR (no LF in its first LONE_CR_PROBE bytes, CRs in them):
+    old Mac OS line endings, or a logger that writes them. A progress bar's CRs come with LFs."""
+    probe = data[:LONE_CR_PROBE]
     return b"\n" not in probe and probe.count(b"\r") >= 2
 
 

@@ -16,6 +16,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # modules a text report of a small log never needs
 HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3fs", "zstandard")
+# stdlib modules a text analyze of a small log does without (each cost milliseconds to import)
+STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime")
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
                 "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
@@ -56,6 +58,7 @@ def test_text_analyze_of_a_tiny_log_imports_no_heavy_module(tmp_path):
     assert "triage.cli" in mods and "triage.report.text" in mods
     assert _loaded(mods, HEAVY) == []
     assert _loaded(mods, NOT_FOR_TEXT) == []
+    assert _loaded(mods, STDLIB_NOT_NEEDED) == []
 
 
 def test_json_report_imports_no_rendering_either(tmp_path):

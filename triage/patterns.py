@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
@@ -650,6 +649,7 @@ class CatalogCache:
         d = os.path.dirname(path)
         try:
             os.makedirs(d, exist_ok=True)
+            import tempfile  # (writing the cache only)
             fd, tmp = tempfile.mkstemp(prefix=".catalog-", dir=d)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -4,7 +4,6 @@ file or a pipe gets the plain text, byte for byte."""
 from __future__ import annotations
 
 import os
-import shutil
 from typing import IO, List, Optional
 
 COLOR_CHOICES = ("auto", "always", "never")
@@ -42,6 +41,7 @@ def width(stream: Optional[IO[str]] = None) -> Optional[int]:
             return None
     except (ValueError, OSError):
         return None
+    import shutil  # (a terminal only)
     return max(40, shutil.get_terminal_size((100, 24)).columns)
 
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-import random
 import re
-import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -394,18 +392,28 @@ def mann_whitney(base: List[float], cur: List[float]) -> Tuple[float, float]:
     return p_slower, p_faster
 
 
+def _median(xs: Sequence[float]) -> float:
+    """The median, as statistics.median computes it (statistics' import costs a start-up 5 ms)."""
+    data = sorted(xs)
+    n = len(data)
+    if n == 0:
+        raise ValueError("no median for empty data")
+    return data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
+
+
 def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comparison]:
     """Relative difference of medians (cur vs base, %) with a bootstrap 95% interval."""
     if len(base) < MIN_SAMPLES or len(cur) < MIN_SAMPLES:
         return None
-    mb, mc = statistics.median(base), statistics.median(cur)
+    mb, mc = _median(base), _median(cur)
     if mb <= 0:
         return None
+    import random  # (only when two runs are compared)
     rng = random.Random(seed)
     deltas = []
     for _ in range(BOOTSTRAP):
-        b = statistics.median(rng.choices(base, k=len(base)))
-        c = statistics.median(rng.choices(cur, k=len(cur)))
+        b = _median(rng.choices(base, k=len(base)))
+        c = _median(rng.choices(cur, k=len(cur)))
         deltas.append((c - b) / b * 100.0)
     deltas.sort()
     lo, hi = deltas[int(0.025 * BOOTSTRAP)], deltas[int(0.975 * BOOTSTRAP) - 1]
@@ -419,7 +427,7 @@ def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:
     d: Dict[str, object] = {
         "iterations": len(times),
         "steady_iterations": [i for i, _ in st],
-        "steady_median_ms": round(statistics.median([t for _, t in st]), 3) if st else None,
+        "steady_median_ms": round(_median([t for _, t in st]), 3) if st else None,
         "capture_iterations": s.capture_iters,
         "warmup_steps": DEFAULT_WARMUP if warmup is None else warmup,
         "series": [[i, times[i]] for i in s.iterations()],
@@ -435,7 +443,7 @@ def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:
     if s.tflops:
         tf = [s.tflops[i] for i, _ in st if i in s.tflops]
         if tf:
-            d["steady_median_tflops"] = round(statistics.median(tf), 2)
+            d["steady_median_tflops"] = round(_median(tf), 2)
     return d
 
 

@@ -59,6 +59,15 @@ def test_text_analyze_of_a_tiny_log_imports_no_heavy_module(tmp_path):
     assert _loaded(mods, HEAVY) == []
     assert _loaded(mods, NOT_FOR_TEXT) == []
     assert _loaded(mods, STDLIB_NOT_NEEDED) == []
+    assert "regex" not in mods          # no rule regex met: the `regex` engine is never imported (scan/rx.py)
+
+
+def test_the_regex_flags_triage_names_are_the_regex_modules():
+    import regex
+
+    from triage.scan import rx
+    assert (rx.V0, rx.IGNORECASE, rx.ASCII) == (regex.V0, regex.IGNORECASE, regex.ASCII)
+    assert rx.regex.compile is regex.compile and rx.regex.error is regex.error    # the stand-in is the module
 
 
 def test_json_report_imports_no_rendering_either(tmp_path):

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from dataclasses import field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
-
-import regex
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from . import __version__
 from .config.rules import OPERATORS
@@ -23,6 +22,7 @@ from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
 from .record import record
 from .rx import LazyRx, compile_rx, remember_valid, risky
+from .scan.rx import regex
 
 DEFAULT_PRIORITY: Dict[Kind, int] = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
 RULE_OPS = tuple(OPERATORS)      # the operators a config rule's condition may use
@@ -38,7 +38,7 @@ MACROS = {
     # an NCCL WARN line: optional [launcher] prefix, host:pid:tid, optional [time], [device], file:line
     "nccl_warn": r"^(?:\[[^\]]*\] )?\S+:\d+:\d+ (?:\[[^\]]*\] )?\[\d+\] (?:\S+:\d+ )?(?:\([^)]*\) )?NCCL WARN ",
 }
-_MACRO_RX = regex.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")
+_MACRO_RX = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*\}\}")     # (stdlib: the same on this regex)
 MIN_DERIVED_LITERAL = 4     # a derived prefilter shorter than this is refused: give a `literal`
 
 
@@ -294,9 +294,18 @@ def _min_share(m: Dict[str, Any], rx: LazyRx, where: str) -> Optional[float]:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
         raise PatternError(f"{where}: min_share must be a number in (0, 1]")
-    if not {"part", "whole"} <= set(rx.groupindex):
+    if not {"part", "whole"} <= _group_names(rx):
         raise PatternError(f"{where}: min_share needs the named groups (?P<part>...) and (?P<whole>...) in the regex")
     return float(v)
+
+
+def _group_names(rx: LazyRx) -> Set[str]:
+    """The named groups of RX, read by the stdlib parser (compiling it with `regex` only to ask
+    costs a start-up its import); by `regex` itself where the stdlib cannot read it."""
+    try:
+        return set(_sre()[0].parse(rx.pattern).state.groupdict)
+    except Exception:  # noqa: BLE001 - regex-only syntax: ask regex
+        return set(rx.groupindex)
 
 
 def _parse_cond(cond: Any, cw: str) -> Dict[str, Any]:
@@ -340,7 +349,7 @@ _TOP_FIELDS = {"id", "title", "severity", "kind", "generic", "priority", "match"
 
 def _parse_id(data: Dict[str, Any], where: str, known_ids: Optional[Sequence[str]]) -> str:
     pid: str = _req(data, "id", str, where)
-    if not regex.fullmatch(_ID_RX, pid):
+    if not re.fullmatch(_ID_RX, pid):
         raise PatternError(f"{where}: id {pid!r} must be lower-case-with-dashes")
     if known_ids is not None and pid not in known_ids:
         raise PatternError(f"{where}: id {pid!r} is not in the taxonomy")
@@ -383,7 +392,7 @@ def _examples(data: Dict[str, Any], where: str, log_pattern: bool) -> Tuple[List
 def _overlaps(data: Dict[str, Any], where: str, pid: str) -> List[str]:
     overlaps = _str_list(data.get("overlaps"), where, "overlaps")
     for o in overlaps:
-        if not regex.fullmatch(_ID_RX, o) or o == pid:
+        if not re.fullmatch(_ID_RX, o) or o == pid:
             raise PatternError(f"{where}: overlaps: {o!r} must be the id of another pattern")
     return list(dict.fromkeys(overlaps))
 

@@ -53,10 +53,9 @@ from typing import (
     Union,
 )
 
-import regex
-
 from .lazyre import lazy_re
 from .rx import TIMEOUT, LazyRx, lazy
+from .scan.rx import regex
 
 if TYPE_CHECKING:
     from hyperscan import Database, Scratch

@@ -7,10 +7,9 @@ from __future__ import annotations
 import ast
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import regex
-
 from ..errors import TriageError
 from ..rx import TIMEOUT, lazy
+from ..scan.rx import regex
 from .enums import Unknown, decode
 
 Config = Dict[str, Any]

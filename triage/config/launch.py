@@ -19,10 +19,9 @@ from __future__ import annotations
 import shlex
 from typing import Any, Dict, List, Optional, Tuple
 
-import regex
-
 from ..anchors import Anchor
 from ..rx import TIMEOUT, lazy
+from ..scan.rx import regex
 
 # What may stand before the command on an echoed line: (name, regex of the lead, an anchor literal).
 LEADS: List[Tuple[str, str, Optional[str]]] = [

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Sequence, Tuple
 
-import regex
-
 from ..record import record
+from ..scan.rx import regex
 from .enums import Unknown
 from .keys import Config
 

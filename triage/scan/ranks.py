@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-import regex as _regex
-
 from ..lazyre import lazy_re
 from .launchers import INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
+from .rx import ASCII, V0
+from .rx import regex as _regex
 from .text import normalise
 
 _QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
@@ -45,7 +45,7 @@ def _numbered(prefix: str) -> str:
 def _first_chars(rx: str) -> FrozenSet[str]:
     """The ASCII characters a line matching RX at its start can begin with (a partial match of one
     character says so): lines starting with anything else skip the prefix regexes."""
-    compiled = _regex.compile(rx, _regex.ASCII | _regex.V0)
+    compiled = _regex.compile(rx, ASCII | V0)
     return frozenset(c for c in map(chr, range(128)) if compiled.match(c, partial=True))
 
 

@@ -2,18 +2,40 @@
 
 Pattern regexes are compiled on first use (a scan meets only the rules whose literals a line
 holds; compiling all ~150 at start-up took ~0.3 s).  They are still validated when the catalog
-is loaded, except a source that compiled before with this `regex` version: those are remembered
-in a small file in the cache directory (anchors.cache_dir)."""
+is loaded, except a source that compiled before with this installation of `regex`: those are
+remembered in a small file in the cache directory (anchors.cache_dir).  The `regex` module itself is
+imported on first use (_Regex)."""
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
-import regex
+if TYPE_CHECKING:
+    import regex
+else:
+    regex = None        # the _Regex stand-in below: the `regex` module is imported on first use
 
 TIMEOUT = 0.05  # seconds allowed for one search of one line
+# the `regex` flags triage uses, as constants (a test checks them against the module): taking them
+# from the module would import it at start-up
+V0, IGNORECASE, ASCII = 0x2000, 0x2, 0x80
+
+
+class _Regex:
+    """The `regex` package, imported on its first use (~8 ms of start-up that a small log, which no
+    rule regex meets, never needs); then its names are this object's own."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name != "__version__":
+            raise AttributeError(name)
+        import regex as module
+        self.__dict__.update(vars(module))
+        return getattr(module, name)
+
+
+if not TYPE_CHECKING:
+    regex = _Regex()    # noqa: F811
 
 
 class Timeouts:
@@ -155,12 +177,25 @@ class TextMemo:
 
 def lazy(pattern: str, flags: int = 0) -> LazyRx:
     """A module-level helper regex compiled on first use (keeps `import triage` fast)."""
-    return LazyRx(pattern, flags | regex.V0)
+    return LazyRx(pattern, flags | V0)
 
 
 def _cache_file() -> str:
     from .anchors import cache_dir
-    return os.path.join(cache_dir(), f"regex-ok-{regex.__version__}.txt")
+    return os.path.join(cache_dir(), f"regex-ok-{_regex_install()}.txt")
+
+
+def _regex_install() -> str:
+    """Which installation of `regex` validates (its file's place, size and time): a source that
+    compiled with it compiles with it again; found without importing it."""
+    import importlib.util
+    spec = importlib.util.find_spec("regex")
+    try:
+        st = os.stat(spec.origin) if spec is not None and spec.origin else None
+    except OSError:
+        st = None
+    where = f"{spec.origin if spec else ''}\0{st.st_size if st else 0}\0{st.st_mtime_ns if st else 0}"
+    return hashlib.sha1(where.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _key(pattern: str, flags: int) -> str:
@@ -169,7 +204,7 @@ def _key(pattern: str, flags: int) -> str:
 
 def compile_rx(pattern: str, ignore_case: bool = False) -> LazyRx:
     """Validate (raises regex.error) and return a lazily compiled pattern."""
-    flags = regex.V0 | (regex.IGNORECASE if ignore_case else 0)
+    flags = V0 | (IGNORECASE if ignore_case else 0)
     known = VALIDATED.loaded()
     k = _key(pattern, flags)
     if k in known:
@@ -187,6 +222,7 @@ def remember_valid() -> None:
     path = _cache_file()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        import tempfile
         fd, tmp = tempfile.mkstemp(prefix=".regex-ok-", dir=os.path.dirname(path))
         with os.fdopen(fd, "w", encoding="ascii") as f:
             f.write("\n".join(sorted(VALIDATED.known)) + "\n")

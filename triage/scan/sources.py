@@ -22,12 +22,10 @@ import zlib
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-import regex
-
 from ..errors import TriageError
 from . import remote
 from .ranks import inner_rank, split_prefix
-from .rx import TIMEOUT, lazy
+from .rx import IGNORECASE, TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
 from .text import MAX_LINE, normalise
 
@@ -55,9 +53,9 @@ class Line:
 # Normalisation is text.normalise; launcher rank prefixes are ranks.split_prefix / inner_rank (generated
 # from the launcher table, launchers.py).
 _FILE_RANK = [
-    lazy(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", regex.I),
-    lazy(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", regex.I),
-    lazy(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", regex.I),
+    lazy(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", IGNORECASE),
+    lazy(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", IGNORECASE),
+    lazy(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", IGNORECASE),
 ]
 
 
@@ -69,7 +67,10 @@ def rank_from_filename(path: str) -> Optional[int]:
     for suffix in COMPRESSED:
         if name.endswith(suffix):
             name = name[:-len(suffix)]
-    for rx_ in _FILE_RANK[:2]:
+    low = name.lower()
+    for rx_, needs in zip(_FILE_RANK[:2], ("rank", "slurm-")):
+        if needs not in low:        # (the literal each regex needs: a plain name imports no regex engine)
+            continue
         m = rx_.search(name, timeout=TIMEOUT)
         if m:
             return int(m.group(1))
@@ -558,6 +559,8 @@ _ATTEMPT_DIR = lazy(r"(?:^|/)attempt_(\d+)(?:/|$)")
 
 def attempt_from_path(path: str) -> Optional[int]:
     """torchrun --log-dir keeps each restart in attempt_N/."""
+    if "attempt_" not in path:
+        return None
     m = _ATTEMPT_DIR.search(path.replace(os.sep, "/"), timeout=TIMEOUT)
     return int(m.group(1)) if m else None
 

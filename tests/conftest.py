@@ -8,9 +8,10 @@ import pytest  # noqa: E402
 
 # The tests that take longest (seconds of wall time each: installs, many processes, a live writer, a
 # store's timeout, a big generated log), longest first.  They run before every other test, so that
-# pytest-xdist (README: -n auto, one test at a time to the next free worker: --maxschedchunk=1 in
-# pyproject.toml) spreads them over the workers and the run does not end on one of them.  Only the
-# order changes: every test still runs.  A node id prefix each.
+# pytest-xdist (README: -n auto; pytest_cmdline_main below: --dist loadgroup in this order, one test
+# or group at a time to the next free worker) spreads them over the workers and the run
+# does not end on one of them.  Only the order changes: every test still runs.  A node id prefix
+# each; a group (GROUPS below) runs where its first test would.
 SLOW_FIRST = (
     "tests/test_gates.py::test_action_steps_end_to_end",
     "tests/test_gates.py::test_precommit_try_repo",
@@ -46,14 +47,46 @@ SLOW_FIRST = (
 )
 
 
+# Tests that share an expensive session or module fixture run on one worker (pyproject.toml: --dist
+# loadgroup), so that it is made once: moto's S3 server with its 80 MiB of objects, the analysis of
+# every corpus case that test_schemas validates, one headless Chromium (pytest_cmdline_main: --dist
+# loadgroup).  Every other test is a unit of its own and goes to whichever worker is free.
+GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"))
+
+
+def _group(item):
+    if "chromium" in getattr(item, "fixturenames", ()):
+        return "chromium"
+    for prefix, name in GROUPS:
+        if item.nodeid.startswith(prefix):
+            return name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)          # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Longest first (SLOW_FIRST), the rest in pytest's own order (a stable sort)."""
+    """Longest first (SLOW_FIRST), the rest in pytest's own order (a stable sort); the groups marked."""
     def rank(item):
         for i, prefix in enumerate(SLOW_FIRST):
             if item.nodeid.startswith(prefix):
                 return i
         return len(SLOW_FIRST)
     items[:] = sorted(items, key=rank)
+    for item in items:
+        name = _group(item)
+        if name:
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
+@pytest.hookimpl(tryfirst=True)          # before pytest-xdist's own, which makes a bare -n mean --dist load
+def pytest_cmdline_main(config):
+    """With -n and no --dist of the command line's: --dist loadgroup, keeping the order above (no
+    reordering of the groups by size)."""
+    opt = config.option
+    if getattr(opt, "numprocesses", None) and getattr(opt, "dist", None) == "no" and not getattr(opt, "distload", False):
+        opt.dist = "loadgroup"
+        if hasattr(opt, "loadscopereorder"):
+            opt.loadscopereorder = False
 
 
 def pytest_xdist_auto_num_workers(config):

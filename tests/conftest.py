@@ -8,8 +8,8 @@ import pytest  # noqa: E402
 
 # The tests that take longest (seconds of wall time each: installs, many processes, a live writer, a
 # store's timeout, a big generated log), longest first.  They run before every other test, so that
-# pytest-xdist (README: -n auto; pytest_cmdline_main below: --dist loadgroup in this order, one test
-# or group at a time to the next free worker) spreads them over the workers and the run
+# pytest-xdist (README: -n auto; pyproject.toml: --dist loadgroup, one test or group at a time to the
+# next free worker, in this order) spreads them over the workers and the run
 # does not end on one of them.  Only the order changes: every test still runs.  A node id prefix
 # each; a group (GROUPS below) runs where its first test would.
 SLOW_FIRST = (
@@ -49,14 +49,24 @@ SLOW_FIRST = (
 
 # Tests that share an expensive session or module fixture run on one worker (pyproject.toml: --dist
 # loadgroup), so that it is made once: moto's S3 server with its 80 MiB of objects, the analysis of
-# every corpus case that test_schemas validates, one headless Chromium (pytest_cmdline_main: --dist
+# every corpus case that test_schemas validates, one headless Chromium (pyproject.toml: --dist
 # loadgroup).  Every other test is a unit of its own and goes to whichever worker is free.
 GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"))
+
+
+# A corpus case's tests (its expectation, its verdict's agreement, its JUnit counts): one worker, so
+# tests/corpus.py analyses the case once.
+CASE_TESTS = ("tests/test_corpus.py::test_case_matches_expectation[",
+              "tests/test_verdict_agreement.py::test_findings_timeline_and_exit_agree_with_the_verdict[",
+              "tests/test_verdict_agreement.py::test_junit_counts_agree_with_the_verdict[")
 
 
 def _group(item):
     if "chromium" in getattr(item, "fixturenames", ()):
         return "chromium"
+    for prefix in CASE_TESTS:
+        if item.nodeid.startswith(prefix) and item.nodeid.endswith("]"):
+            return "case:" + item.nodeid[len(prefix):-1]
     for prefix, name in GROUPS:
         if item.nodeid.startswith(prefix):
             return name
@@ -78,15 +88,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(name))
 
 
-@pytest.hookimpl(tryfirst=True)          # before pytest-xdist's own, which makes a bare -n mean --dist load
-def pytest_cmdline_main(config):
-    """With -n and no --dist of the command line's: --dist loadgroup, keeping the order above (no
-    reordering of the groups by size)."""
-    opt = config.option
-    if getattr(opt, "numprocesses", None) and getattr(opt, "dist", None) == "no" and not getattr(opt, "distload", False):
-        opt.dist = "loadgroup"
-        if hasattr(opt, "loadscopereorder"):
-            opt.loadscopereorder = False
+def pytest_configure(config):
+    """pyproject.toml's --dist loadgroup: the units in the order above, not reordered by size."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -49,8 +49,8 @@ SLOW_FIRST = (
 
 # Tests that share an expensive session or module fixture run on one worker (pyproject.toml: --dist
 # loadgroup), so that it is made once: moto's S3 server with its 80 MiB of objects, the analysis of
-# every corpus case that test_schemas validates, one headless Chromium.  Every other test is a unit of its own and goes to whichever worker is free.
-GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"))
+# every corpus case that test_schemas validates, test_bounded's hostile analysis, one headless Chromium.  Every other test is a unit of its own and goes to whichever worker is free.
+GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"), ("tests/test_bounded.py::", "bounded"))
 
 
 # A corpus case's tests (its expectation, its verdict's agreement, its JUnit counts): one worker, so

@@ -49,7 +49,8 @@ SLOW_FIRST = (
 
 # Tests that share an expensive session or module fixture run on one worker (pyproject.toml: --dist
 # loadgroup), so that it is made once: moto's S3 server with its 80 MiB of objects, the analysis of
-# every corpus case that test_schemas validates, test_bounded's hostile analysis, one headless Chromium.  Every other test is a unit of its own and goes to whichever worker is free.
+# every corpus case that test_schemas validates, test_bounded's hostile analysis, one headless
+# Chromium.  Every other test is a unit of its own and goes to whichever worker is free.
 GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"), ("tests/test_bounded.py::", "bounded"))
 
 
@@ -96,7 +97,9 @@ def pytest_configure(config):
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: one worker more than the usable cores.  Many of the slow tests mostly wait (a live log
     written at training speed, a store's lock or connect timeout, pip, a browser): the extra worker
-    keeps the cores busy meanwhile."""
+    keeps the cores busy meanwhile.  PYTEST_XDIST_AUTO_NUM_WORKERS, when set, still decides (xdist's own)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:

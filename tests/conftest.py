@@ -6,6 +6,106 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pytest  # noqa: E402
 
+# The tests that take longest (seconds of wall time each: installs, many processes, a live writer, a
+# store's timeout, a big generated log), longest first.  They run before every other test, so that
+# pytest-xdist (README: -n auto; pyproject.toml: --dist loadgroup, one test or group at a time to the
+# next free worker, in this order) spreads them over the workers and the run
+# does not end on one of them.  Only the order changes: every test still runs.  A node id prefix
+# each; a group (GROUPS below) runs where its first test would.
+SLOW_FIRST = (
+    "tests/test_gates.py::test_action_steps_end_to_end",
+    "tests/test_gates.py::test_precommit_try_repo",
+    "tests/test_recipes.py::test_epilog_requeue_is_a_second_record_and_a_rerun_keeps_one",
+    "tests/test_watch.py::test_checkpoint_save_is_no_hang_and_a_clean_end_exits_0",
+    "tests/test_watch.py::test_directory_where_per_rank_files_appear",
+    "tests/test_watch.py::test_rotation_and_copytruncate",
+    "tests/test_store.py::test_32_concurrent_record_processes",
+    "tests/test_recipes.py::test_k8s_collector_records_one_verdict_per_pod",
+    "tests/test_s3.py::test_object_gives_the_local_files_verdict",
+    "tests/test_store_faults.py::test_postgresql_server_that_never_answers_gives_up_within_the_budget",
+    "tests/test_watch.py::test_stdin_from_a_pipe",
+    "tests/test_fleet.py::test_known_issue_linked_and_text_view",
+    "tests/test_recipes.py::test_epilog_exits_zero_within_its_bound_whatever_fails",
+    "tests/test_bounded.py::test_huge_log_json_stays_small_and_counts_are_right",
+    "tests/test_hardening2_bounds.py::test_identical_cleanup_warnings_share_one_pending_check",
+    "tests/test_watch.py::test_text_alerts_on_a_finished_log_and_the_launcher_end",
+    "tests/test_recipes.py::test_epilog_",
+    "tests/test_browser.py::test_report_in_chromium_no_console_errors_no_network",
+    "tests/test_store_faults.py::test_locked_sqlite_store_gives_up_within_the_budget",
+    "tests/test_fleet.py::test_parallel_equals_serial_and_store_is_idempotent",
+    "tests/test_hardening2_inputs.py::test_a_file_growing_faster_than_it_is_read_is_finished_with_a_note",
+    "tests/test_corpus.py::test_corpus_script_exits_0_on_a_clean_corpus_and_lists_the_cases",
+    "tests/test_store.py::test_concurrent_first_open",
+    "tests/test_watch.py::test_record_stores_the_verdict_the_epilog_finds",
+    "tests/test_recipes.py::test_k8s_pipeline_on_stdin_as_the_recipe_runs_it",
+    "tests/test_s3.py::test_a_big_object_is_streamed",
+    "tests/test_bounded.py::",
+    "tests/test_hardening2_bounds.py::test_dense_untimed_error_lines",
+    "tests/test_store_faults.py::test_lock_released_within_the_budget_is_waited_for",
+    "tests/test_store_faults.py::test_read_only_sqlite_store_is_a_warning_after_the_report",
+    "tests/test_gates.py::test_action_script_",
+)
+
+
+# Tests that share an expensive session or module fixture run on one worker (pyproject.toml: --dist
+# loadgroup), so that it is made once: moto's S3 server with its 80 MiB of objects, the analysis of
+# every corpus case that test_schemas validates, test_bounded's hostile analysis, one headless
+# Chromium.  Every other test is a unit of its own and goes to whichever worker is free.
+GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"), ("tests/test_bounded.py::", "bounded"))
+
+
+# A corpus case's tests (its expectation, its verdict's agreement, its JUnit counts): one worker, so
+# tests/corpus.py analyses the case once.
+CASE_TESTS = ("tests/test_corpus.py::test_case_matches_expectation[",
+              "tests/test_verdict_agreement.py::test_findings_timeline_and_exit_agree_with_the_verdict[",
+              "tests/test_verdict_agreement.py::test_junit_counts_agree_with_the_verdict[")
+
+
+def _group(item):
+    if "chromium" in getattr(item, "fixturenames", ()):
+        return "chromium"
+    for prefix in CASE_TESTS:
+        if item.nodeid.startswith(prefix) and item.nodeid.endswith("]"):
+            return "case:" + item.nodeid[len(prefix):-1]
+    for prefix, name in GROUPS:
+        if item.nodeid.startswith(prefix):
+            return name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)          # before pytest-xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config, items):
+    """Longest first (SLOW_FIRST), the rest in pytest's own order (a stable sort); the groups marked."""
+    def rank(item):
+        for i, prefix in enumerate(SLOW_FIRST):
+            if item.nodeid.startswith(prefix):
+                return i
+        return len(SLOW_FIRST)
+    items[:] = sorted(items, key=rank)
+    for item in items:
+        name = _group(item)
+        if name:
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
+def pytest_configure(config):
+    """pyproject.toml's --dist loadgroup: the units in the order above, not reordered by size."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker more than the usable cores.  Many of the slow tests mostly wait (a live log
+    written at training speed, a store's lock or connect timeout, pip, a browser): the extra worker
+    keeps the cores busy meanwhile.  PYTEST_XDIST_AUTO_NUM_WORKERS, when set, still decides (xdist's own)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return cores + 1
+
 
 @pytest.fixture(scope="module")
 def engine():

@@ -90,22 +90,32 @@ def _cwd(path: str):
         os.chdir(old)
 
 
+_RUNS: Dict[str, Tuple[int, str, str]] = {}
+
+
 def analyze_json(case: str) -> Tuple[int, Dict[str, Any]]:
-    """(exit code, JSON report) of `triage analyze <case> --format json` run in tests/fixtures/logs."""
-    from click.testing import CliRunner
+    """(exit code, JSON report) of `triage analyze <case> --format json` run in tests/fixtures/logs.
 
-    from triage.cli import cli
-
+    Each case is run once a process (test_corpus and test_verdict_agreement read the same report;
+    tests/conftest.py keeps a case's tests on one xdist worker); each call parses the printed JSON
+    afresh, so a caller may change what it gets."""
     rel = os.path.relpath(case, LOGS)
-    with _cwd(LOGS):
-        r = CliRunner().invoke(cli, ["analyze", rel, "--format", "json"], env={"TRIAGE_DB": None})
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
+    if case not in _RUNS:
+        from click.testing import CliRunner
+
+        from triage.cli import cli
+
+        with _cwd(LOGS):
+            r = CliRunner().invoke(cli, ["analyze", rel, "--format", "json"], env={"TRIAGE_DB": None})
+        if r.exception is not None and not isinstance(r.exception, SystemExit):
+            raise r.exception
+        _RUNS[case] = (r.exit_code, r.stdout, r.output)
+    code, out, both = _RUNS[case]
     try:
-        doc = json.loads(r.stdout)
+        doc = json.loads(out)
     except ValueError:
-        raise AssertionError(f"{rel}: triage analyze exited {r.exit_code} without a JSON report: {r.output[-2000:]!r}")
-    return r.exit_code, doc
+        raise AssertionError(f"{rel}: triage analyze exited {code} without a JSON report: {both[-2000:]!r}")
+    return code, doc
 
 
 def pinned(code: int, d: Dict[str, Any]) -> Dict[str, Any]:

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import inproc  # the CLI in this process: tests/inproc.py
+
 from triage.scan import sources as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,7 +25,14 @@ def run(args, stdin=None, timeout=120):
 
 
 def analyze_json(*paths, stdin=None):
+    """A subprocess: for the inputs that once blocked forever (a FIFO, a growing file), its timeout."""
     r = run(["analyze", *map(str, paths), "--format", "json"], stdin=stdin)
+    return r.returncode, json.loads(r.stdout)
+
+
+def analyze_json_here(*paths):
+    """The same in this process (tests/inproc.py), for inputs that are plain files."""
+    r = inproc.run(["analyze", *map(str, paths), "--format", "json"])
     return r.returncode, json.loads(r.stdout)
 
 
@@ -40,7 +49,7 @@ def test_more_than_500_error_blocks_before_the_crash_keep_the_crash_and_say_so(t
     p = tmp_path / "job.log"
     p.write_text("".join(CAUGHT.format(i=i) + "".join(f"iteration {i} ok\n" for _ in range(45))
                          for i in range(n)) + CRASH)
-    rc, d = analyze_json(p)
+    rc, d = analyze_json_here(p)
     assert rc == 3 and d["first_failure"]["message"] == "ValueError: checkpoint shard 3 is corrupt"
     dropped = [x for x in d.get("notes", []) if "were only counted" in x]
     assert (n > 500) == bool(dropped)
@@ -54,14 +63,14 @@ def test_a_caught_traceback_is_a_failure_only_within_40_lines_of_the_end(tmp_pat
     exception line are no longer counted as the block's, which made 41-99 lines a failure."""
     p = tmp_path / "job.log"
     p.write_text(CAUGHT.format(i=0) + "".join(f"iteration {i} loss 1.0\n" for i in range(after)))
-    rc, d = analyze_json(p)
+    rc, d = analyze_json_here(p)
     assert (rc == 3) == failed and (d["outcome"] == "unexplained-failure") == failed
 
 
 def test_lone_cr_line_endings_are_lines(tmp_path):
     p = tmp_path / "mac.log"
     p.write_bytes(b"step 1 ok\rstep 2 ok\rRuntimeError: CUDA error: an illegal memory access was encountered\r")
-    rc, d = analyze_json(p)
+    rc, d = analyze_json_here(p)
     assert rc == 1 and d["primary"] == "illegal-memory-access"
     assert any("lone carriage return" in n for n in d["notes"])
 

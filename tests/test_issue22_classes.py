@@ -3,6 +3,7 @@ OOM, an NCCL timeout whose headline was cut off.  Messages are the real software
 file's references say where from); the layouts are labelled where synthetic."""
 import pytest
 
+import inproc
 from triage.engine import Engine
 from triage.patterns import PatternError, builtin_dir, load_dir, parse_pattern
 from triage.scan.rules import size_bytes
@@ -93,17 +94,15 @@ def test_a_caught_exception_the_run_went_on_from_stays_healthy():
 
 
 def test_empty_and_binary_inputs_are_input_errors(tmp_path):
-    import subprocess
-    import sys
     empty, elf = tmp_path / "empty.log", tmp_path / "core.log"
     empty.write_bytes(b"")
     elf.write_bytes(b"\x7fELF\x02\x01\x01" + b"\x00" * 500)
     for p, why in ((empty, "the input is empty"), (elf, "not a text log")):
-        r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p)], capture_output=True, text=True)
+        r = inproc.run(["analyze", str(p)])
         assert r.returncode == 2 and why in r.stderr and "Traceback" not in r.stderr, r.stderr
     utf16 = tmp_path / "w.log"
     utf16.write_bytes("RuntimeError: CUDA error: an illegal memory access was encountered\n".encode("utf-16"))
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(utf16), "-q"], capture_output=True, text=True)
+    r = inproc.run(["analyze", str(utf16), "-q"])
     assert r.returncode == 1 and "illegal-memory-access" in r.stdout     # UTF-16 has NULs and is text
 
 
@@ -116,8 +115,6 @@ def _zstd():
 def test_a_truncated_archive_is_triaged_up_to_where_it_breaks(tmp_path, suffix, compress):
     import importlib
     import json
-    import subprocess
-    import sys
     text = "".join(f"iteration {i} ok\n" for i in range(3000)) + \
         "RuntimeError: CUDA error: an illegal memory access was encountered\n" + \
         "".join(f"filler {i} " * 8 + "\n" for i in range(20000))
@@ -125,8 +122,7 @@ def test_a_truncated_archive_is_triaged_up_to_where_it_breaks(tmp_path, suffix, 
         importlib.import_module(compress).compress(text.encode())
     p = tmp_path / f"node7.log{suffix}"
     p.write_bytes(data[:len(data) * 2 // 3])          # a crashed node's log, cut off
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"],
-                       capture_output=True, text=True)
+    r = inproc.run(["analyze", str(p), "--format", "json"])
     d = json.loads(r.stdout)
     assert r.returncode == 1 and d["primary"] == "illegal-memory-access", r.stderr
     assert any("breaks off after" in n and "triaged up to there" in n for n in d["notes"])
@@ -196,14 +192,11 @@ def test_torch_compile_graph_trees_overwritten_output_has_its_own_id():
 def test_a_whole_zst_of_several_frames_has_no_note(tmp_path):
     """zstd -c a >> log.zst; zstd -c b >> log.zst: every frame is read, and a whole file gets no note."""
     import json
-    import subprocess
-    import sys
     z = _zstd()
     p = tmp_path / "job.log.zst"
     p.write_bytes(z.compress(b"first frame\n" * 10) +
                   z.compress(b"RuntimeError: CUDA error: an illegal memory access was encountered\n"))
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"],
-                       capture_output=True, text=True)
+    r = inproc.run(["analyze", str(p), "--format", "json"])
     d = json.loads(r.stdout)
     assert r.returncode == 1 and d["primary"] == "illegal-memory-access"
     assert not any("breaks off" in n for n in d.get("notes", []))
@@ -213,10 +206,7 @@ def test_a_whole_zst_of_several_frames_has_no_note(tmp_path):
 
 def _cli_json(path):
     import json
-    import subprocess
-    import sys
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(path), "--format", "json"],
-                       capture_output=True, text=True)
+    r = inproc.run(["analyze", str(path), "--format", "json"])
     return r.returncode, json.loads(r.stdout)
 
 

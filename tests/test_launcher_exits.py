@@ -4,10 +4,9 @@ the real format strings: libstdc++'s verbose terminate handler, torch/distribute
 local_rank: %s (pid: %s) of binary: %s", SignalException "Process %d got signal: %d") and bash's
 job-control messages (strsignal texts, "(core dumped)")."""
 import os
-import subprocess
-import sys
-
 import pytest
+
+import inproc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -27,8 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_launcher_and_shell_reports_of_a_death(tmp_path, line, code, rank):
     p = tmp_path / "job.log"
     p.write_text("[rank0]: training step 1\n" + line + "\n")
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = inproc.run(["analyze", str(p), "--format", "json"], cwd=ROOT)      # in-process: tests/inproc.py
     assert r.returncode == code, r.stdout[-500:]
     import json
     d = json.loads(r.stdout)

@@ -1,10 +1,9 @@
 """User patterns (--patterns): malformed files, risky regexes and shipped ids are clear errors (issue 13)."""
 import os
-import subprocess
-import sys
 
 import pytest
 
+import inproc  # the CLI in this process: tests/inproc.py
 from triage.patterns import PatternError, load_all
 from triage.rx import risky
 
@@ -70,9 +69,7 @@ def test_a_user_pattern_cannot_reuse_a_shipped_id(tmp_path):
 ])
 def test_malformed_user_patterns_are_one_line_errors(tmp_path, text, needle):
     p = write(tmp_path, text)
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--patterns", p,
-                        os.path.join(ROOT, "examples", "sample_job.log")], capture_output=True, text=True, cwd=ROOT,
-                       timeout=60)
+    r = inproc.run(["analyze", "--patterns", p, os.path.join(ROOT, "examples", "sample_job.log")], cwd=ROOT)
     assert r.returncode == 2 and r.stdout == "" and needle in r.stderr and r.stderr.count("\n") == 1
     # the argument first, then the file and what is wrong in it
     assert r.stderr.startswith(f"triage: error: --patterns {p}: mine.yaml") and "Traceback" not in r.stderr
@@ -83,6 +80,5 @@ def test_patterns_check_reports_risky_regexes(tmp_path):
     d.mkdir()
     # shipped check: the file is read as a catalog (not refused at load), and `check` names the risk
     (d / "mine.yaml").write_text(GOOD.format(rx="(x+)+y", lit="x"))
-    r = subprocess.run([sys.executable, "-m", "triage", "patterns", "check", str(d)], capture_output=True, text=True,
-                       cwd=ROOT)
+    r = inproc.run(["patterns", "check", str(d)], cwd=ROOT)
     assert r.returncode == 1 and "nested unbounded quantifiers" in r.stderr

@@ -9,7 +9,7 @@ from triage.engine import Engine
 from triage.findings import analyse
 from triage.patterns import builtin_dir, load_dir
 from triage.report import render
-from triage.scan import blockscan
+from triage.scan import blockscan, rules
 
 ENG = Engine(load_dir(builtin_dir()))
 
@@ -22,6 +22,10 @@ KINDS = ["ERROR: retrying", "RuntimeError: the data loader worker raised an erro
 
 def _scan(path, fast, block_size, monkeypatch):
     with monkeypatch.context() as m:
+        # counts, not seconds (as in test_bounded): on a loaded machine (xdist, a busy CI host) preemption
+        # can make a rule's searches look slow and add up to the per-rule time budget, switching it off
+        # in one of the two scans compared (seen with seed 3); the budget has tests of its own
+        m.setattr(rules, "RULE_TIME_BUDGET", float("inf"))
         if not fast:
             m.setattr(blockscan._InputScan, "_repeats", lambda *a, **k: 0)
         s = ENG.scan_paths([str(path)], block_size=block_size)

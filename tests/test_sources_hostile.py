@@ -3,12 +3,11 @@ import bz2
 import gzip
 import lzma
 import os
-import subprocess
-import sys
 import threading
 
 import pytest
 
+import inproc  # the CLI in this process: tests/inproc.py
 from triage.scan import sources   # the module that owns MAX_EXPANDED (patched below)
 from triage.engine import Engine
 from triage.patterns import load_all
@@ -100,11 +99,9 @@ def test_unreadable_inputs_are_notes_and_the_rest_is_triaged(tmp_path):
 def test_cli_max_bytes_and_empty_input(tmp_path):
     p = tmp_path / "job.log"
     p.write_bytes(b"[rank0]: fine\n" * 100 + IMA)
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "--max-bytes", "200", str(p), "--format", "json"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = inproc.run(["analyze", "--max-bytes", "200", str(p), "--format", "json"], cwd=ROOT)
     assert "--max-bytes" in r.stdout and "illegal-memory-access" not in r.stdout
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
-    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(empty), "--format", "json"],
-                       capture_output=True, text=True, cwd=ROOT)
+    r = inproc.run(["analyze", str(empty), "--format", "json"], cwd=ROOT)
     assert r.returncode == 2 and "the input is empty" in r.stderr and "Traceback" not in r.stderr

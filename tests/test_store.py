@@ -242,17 +242,28 @@ def _job_logs(tmp_path, n):
     return paths
 
 
+FORKRUN = os.path.join(ROOT, "tests", "forkrun.py")
+
+
+def at_once(arg_lists):
+    """`python -m triage ARGS` for every ARGS, all running at the same time, each its own process
+    (tests/forkrun.py: forked from one interpreter that imported triage once): [(exit code, stderr)]."""
+    p = subprocess.run([sys.executable, FORKRUN], input=json.dumps(arg_lists), cwd=ROOT, env=ENV,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = [tuple(x) for x in json.loads(p.stdout)]
+    assert len(out) == len(arg_lists)
+    return out
+
+
 def test_32_concurrent_record_processes(db, tmp_path):
     """32 job epilogs at once (`triage analyze --record --exit-zero`): every verdict lands once;
     then the same 32 again: still 32 records."""
     Store(db).close()          # also proven below from nothing: see test_concurrent_first_open
     logs = _job_logs(tmp_path, 32)
     for _ in range(2):
-        procs = [subprocess.Popen([sys.executable, "-m", "triage", "analyze", p, "--record", "--db", db,
-                                   "--exit-zero", "-q", "--job-id", f"job-{i}"], cwd=ROOT, env=ENV,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                 for i, p in enumerate(logs)]
-        errs = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+        errs = at_once([["analyze", p, "--record", "--db", db, "--exit-zero", "-q", "--job-id", f"job-{i}"]
+                        for i, p in enumerate(logs)])
         assert all(rc == 0 and not err for rc, err in errs), [e for e in errs if e != (0, "")]
         with Store(db) as st:
             rows = list(st.records())
@@ -263,10 +274,7 @@ def test_32_concurrent_record_processes(db, tmp_path):
 def test_concurrent_first_open(db, tmp_path):
     """16 processes opening a store that does not exist yet: it is created once, all record."""
     logs = _job_logs(tmp_path, 16)
-    procs = [subprocess.Popen([sys.executable, "-m", "triage", "analyze", p, "--db", db, "-q", "--exit-zero"],
-                              cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-             for p in logs]
-    errs = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    errs = at_once([["analyze", p, "--db", db, "-q", "--exit-zero"] for p in logs])
     assert all(rc == 0 and not err for rc, err in errs), [e for e in errs if e != (0, "")]
     with Store(db) as st:
         assert st.count() == 16 and st.version() == SCHEMA_VERSION

@@ -22,6 +22,7 @@ import time
 import pytest
 
 from triage.store import SCHEMA_VERSION, Record, Store, StoreError
+import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")      # a moe-scope-conflict: exit 1
@@ -32,9 +33,13 @@ NOT_RECORDED = "; the verdict was not recorded"
 
 
 def triage(*args, env=None, prefix=()):
+    """`python -m triage ARGS`: in this process (tests/inproc.py), or a subprocess under PREFIX (setpriv)."""
     t = time.monotonic()
-    r = subprocess.run([*prefix, sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT,
-                       env=dict(ENV, **(env or {})), timeout=300)
+    if prefix:
+        r = subprocess.run([*prefix, sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=ROOT,
+                           env=dict(ENV, **(env or {})), timeout=300)
+    else:
+        r = inproc.run(args, env=dict(ENV, **(env or {})), cwd=ROOT)
     r.elapsed = time.monotonic() - t
     return r
 

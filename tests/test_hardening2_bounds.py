@@ -211,17 +211,24 @@ def test_a_rule_whose_slow_searches_pass_its_budget_is_switched_off_with_a_note_
     assert ok.disabled_rules == [] and sum(m.pattern.id == "user-slow" for m in ok.matches) == 30
     # the rule's searches (its regex, or its context regex) now take 3 ms each on a 16-character line:
     # superlinear (more than SLOW_SEARCH + LINEAR_COST a character); a budget of 10 ms lasts 4 lines
+    # (3 ms of CPU: the budget counts the scanning thread's CPU time, so a sleep, like preemption on a
+    # busy host, would not count)
     slow = [0]
+
+    def burn(seconds):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < seconds:
+            pass
 
     def slow_search(rx, text, timeouts=None, real=rules.search):
         if "widget" in rx.pattern:
             slow[0] += 1
-            time.sleep(0.003)
+            burn(0.003)
         return real(rx, text, timeouts)
 
     def slow_ctx(ctx, line, timeouts, real=followups._ctx_hit):
         slow[0] += 1
-        time.sleep(0.003)
+        burn(0.003)
         return real(ctx, line, timeouts)
     if context:
         monkeypatch.setattr(rules, "_ctx_hit", slow_ctx)
@@ -330,3 +337,22 @@ def test_triage_diff_clips_each_value_15MiB_scalar_under_5s(tmp_path):
     assert line.startswith("data_path: short -> xxx") and len(line) < 300 and "chars]" in line
     j = json.loads(CliRunner().invoke(cli, ["diff", str(old), str(new), "--format", "json"]).output)
     assert len(j[0]["new"]) < CONFIG_MAX_SCALAR + 40
+
+
+def test_a_scan_preempted_on_a_busy_host_switches_no_rule_off(tmp_path, monkeypatch):
+    """The per-rule budget counts the CPU time of the search, not the wall clock: searches that only
+    wait (a scan preempted by other jobs on a loaded host: here a sleep of 3 ms each) switch no rule
+    off and lose no match."""
+    (tmp_path / "slow.yaml").write_text(SLOW_RULE.format(context="", ex=""))
+    log = tmp_path / "job.log"
+    log.write_text("gadget ready\n" + "widget failure 7\n" * 30)
+    pats = load_all([str(tmp_path / "slow.yaml")])
+
+    def waiting_search(rx, text, timeouts=None, real=rules.search):
+        if "widget" in rx.pattern:
+            time.sleep(0.003)
+        return real(rx, text, timeouts)
+    monkeypatch.setattr(rules, "search", waiting_search)
+    monkeypatch.setattr(rules, "RULE_TIME_BUDGET", 0.01)
+    scan = Engine(pats).scan_paths([str(log)])
+    assert scan.disabled_rules == [] and sum(m.pattern.id == "user-slow" for m in scan.matches) == 30

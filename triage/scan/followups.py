@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import field
 from heapq import merge
-from time import perf_counter
+from time import thread_time
 from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Tuple
 
 from ..record import record
@@ -106,9 +106,9 @@ class Followups(Observer):
         last line it was stop waiting (as if each match were checked on its own, in the order made)."""
         moved: List[_Pending] = []
         for key, pd in list(groups.items()):
-            c0 = perf_counter()
+            c0 = thread_time()
             left = pd.check(line, self.core.timeouts)
-            if self.charge(pd.rule, perf_counter() - c0, len(line.text)):      # switched off: its matches stop waiting
+            if self.charge(pd.rule, thread_time() - c0, len(line.text)):      # switched off: its matches stop waiting
                 del groups[key]
                 continue
             if not left:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import functools
-from time import perf_counter
+from time import thread_time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..lazyre import lazy_re
@@ -25,6 +25,8 @@ MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is swi
 # LINEAR_COST a character of the line: superlinear.  The slowest shipped regex takes ~2 ms on a
 # 4,000-character line (lines are clipped to MAX_LINE), a `.*` followed by alternatives 10-14 ms on a
 # crafted one; only slow searches count, so a rule that matches millions of lines is never switched off.
+# A search's time is the CPU time of the scanning thread (time.thread_time): a scan preempted on a busy
+# host (other jobs, a loaded CI runner) has not searched slowly, and switched no rule off for it.
 SLOW_SEARCH = 0.001        # seconds
 LINEAR_COST = 1e-6         # seconds a character
 RULE_TIME_BUDGET = 0.5     # seconds
@@ -79,11 +81,11 @@ class Rules(Observer):
             return False
         timeouts = self.core.timeouts
         t0 = timeouts.count
-        c0 = perf_counter()
+        c0 = thread_time()
         m = search(rule.rx, text, timeouts)
         hit = m is not None and not any(search(n, text, timeouts) for n in rule.negative) and (
             rule.min_share is None or share_of(m) >= rule.min_share)
-        self.charge(rule, perf_counter() - c0, len(text))
+        self.charge(rule, thread_time() - c0, len(text))
         if timeouts.count > t0:
             n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
             if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
@@ -105,9 +107,9 @@ class Rules(Observer):
 
     def _ctx_test(self, rule: MatchRule, ctx: ContextReq, line: Line) -> bool:
         """LINE meets the context requirement CTX of RULE (the search's time charged to RULE)."""
-        c0 = perf_counter()
+        c0 = thread_time()
         hit = _ctx_hit(ctx, line, self.core.timeouts)
-        return not self.charge(rule, perf_counter() - c0, len(line.text)) and hit
+        return not self.charge(rule, thread_time() - c0, len(line.text)) and hit
 
     def feed(self, line: Line, ev: Event) -> None:
         text = line.text

@@ -45,6 +45,7 @@ class CDP:
         if session:
             msg["sessionId"] = session
         self.ws.send(json.dumps(msg))
+        self.ws.settimeout(30)          # (wait_for and drain leave a short one behind)
         while True:
             m = json.loads(self.ws.recv())
             if m.get("id") == i:

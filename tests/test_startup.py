@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # modules a text report of a small log never needs
 HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3fs", "zstandard")
 # stdlib modules a text analyze of a small log does without (each cost milliseconds to import)
-STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime")
+STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime", "hashlib", "_hashlib")
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
                 "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
@@ -60,6 +60,19 @@ def test_text_analyze_of_a_tiny_log_imports_no_heavy_module(tmp_path):
     assert _loaded(mods, NOT_FOR_TEXT) == []
     assert _loaded(mods, STDLIB_NOT_NEEDED) == []
     assert "regex" not in mods          # no rule regex met: the `regex` engine is never imported (scan/rx.py)
+
+
+def test_the_builtin_hashes_are_hashlibs():
+    import hashlib
+
+    from triage import hashing
+    for data in (b"", b"x", bytes(range(256)) * 300):
+        assert hashing.sha256(data).hexdigest() == hashlib.sha256(data).hexdigest()
+        assert hashing.sha1(data).hexdigest() == hashlib.sha1(data).hexdigest()
+    h = hashing.sha256()
+    h.update(b"a")
+    h.update(b"b")
+    assert h.hexdigest() == hashlib.sha256(b"ab").hexdigest()
 
 
 def test_the_regex_flags_triage_names_are_the_regex_modules():

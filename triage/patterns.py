@@ -8,7 +8,6 @@ entry without a `literal` gets the prefilter derived from its regex (derive_lite
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -17,6 +16,7 @@ from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 from . import __version__
+from . import hashing as hashlib
 from .config.rules import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity

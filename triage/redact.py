@@ -31,7 +31,6 @@ a report in one Hyperscan scan and rebuilds only the dicts and lists that hold a
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from bisect import bisect_left, bisect_right
 from functools import lru_cache
@@ -53,6 +52,7 @@ from typing import (
     Union,
 )
 
+from . import hashing as hashlib
 from .lazyre import lazy_re
 from .rx import TIMEOUT, LazyRx, lazy
 from .scan.rx import regex

@@ -21,7 +21,6 @@ Times are stored as UTC epoch seconds (REAL / double precision): the same on bot
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import math
 import os
@@ -205,6 +204,8 @@ class Record:
 def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> str:
     """SHA-256 over the job's input bytes (each file's name relative to the job, then its bytes),
     so the same log analysed twice, from anywhere, is one record."""
+    import hashlib  # (OpenSSL's: many bytes; imported only when a job is recorded)
+
     from .scan.remote import is_url, open_url
     from .sources import InputError, expand_paths
     h = hashlib.sha256()
@@ -243,6 +244,7 @@ class _StdinDigest(io.RawIOBase):
     def __init__(self, raw):
         super().__init__()
         self.raw = raw
+        import hashlib
         self.h = hashlib.sha256()
 
     def readable(self) -> bool:

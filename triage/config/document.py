@@ -1,11 +1,11 @@
 """Parse one YAML or JSON document within bounded time and memory (config files, a log's YAML block)."""
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Tuple
 
+from .. import hashing as hashlib
 from .keys import ConfigError
 
 CONFIG_MAX_BYTES = 16 << 20      # a YAML/JSON config bigger than this is refused

@@ -10,13 +10,13 @@ Anchor regexes must not cross a newline: they use `[ \\t]` instead of `\\s` and 
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tempfile
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from .. import hashing as hashlib
 from ..record import record
 
 if TYPE_CHECKING:

@@ -61,7 +61,7 @@ from .state import CONTEXT_LINES, Core, Event, InputState, View
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule, Pattern
-    from .digest import InputHash
+    from .digest import InputHash, InputsDigest
     from .live import LiveScan
 
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
@@ -181,7 +181,6 @@ class Engine:
         `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
         cannot be read is a note when others can be; an InputError when it is the only one.
         `content_hash`: hash the inputs' bytes as they are read (ScanResult.content_hash, see digest.py)."""
-        from .digest import InputsDigest
         from .sources import BLOCK_SIZE
         core, obs, rules = self._observers(extra)
         core.blocks_limit = blocks_limit
@@ -192,7 +191,7 @@ class Engine:
         nbytes = 0
         done_bytes = 0
         all_paths = expand_paths(paths, core.notes)
-        digest = InputsDigest(paths, all_paths) if content_hash else None
+        digest = _digest(paths, all_paths) if content_hash else None
         batchers = _batchers(obs)
         bs = block_size or BLOCK_SIZE
         plan = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
@@ -281,6 +280,12 @@ class Engine:
             core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole and len(last) <= EDGE_BYTES))
         return scan.lineno, scan.nbytes
 
+
+
+def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
+    """The content hash of a recorded job's inputs (digest.py: hashlib only when one is recorded)."""
+    from .digest import InputsDigest
+    return InputsDigest(paths, all_paths)
 
 
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,

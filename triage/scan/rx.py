@@ -7,9 +7,10 @@ remembered in a small file in the cache directory (anchors.cache_dir).  The `reg
 imported on first use (_Regex)."""
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
+
+from .. import hashing as hashlib
 
 if TYPE_CHECKING:
     import regex

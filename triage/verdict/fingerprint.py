@@ -5,9 +5,9 @@ digits are <n>, `://svc:PASS@db:5432/x` is a <path>), and it would reach the sig
 and every fleet output; redacted, two jobs that differ only in a secret have the same identity."""
 from __future__ import annotations
 
-import hashlib
 from typing import Dict, List, Optional, Sequence
 
+from .. import hashing as hashlib
 from ..redact import redact, redact_lines
 from ..scan.rx import TIMEOUT, lazy
 

@@ -3,11 +3,11 @@ a block's error line (`exception_line`, `block_message`), tracebacks a log recor
 (caught and logged), and the first block of each distinct masked signature (`Unmatched`)."""
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from .. import hashing as hashlib
 from ..scan.blocks import EXC_LINE
 from ..scan.blocks import LOG_RECORD as _LOG_RECORD
 from ..scan.results import ErrorBlock, Match

@@ -107,7 +107,7 @@ class PlainFile:
 def open_plain(path: str, block_size: int, max_bytes: int) -> Optional[PlainFile]:
     """PATH opened as a PlainFile, or None when it is not one (sources' reader reads it, and says
     why it cannot when it cannot)."""
-    if path == "-" or "://" in path:
+    if path == "-" or "://" in path or not hasattr(os, "pread"):     # (no pread: Windows)
         return None
     try:
         fd = os.open(path, os.O_RDONLY)

@@ -23,7 +23,8 @@ NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.j
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
                 "triage.watch", "triage.config.settings", "triage.commands")
 
-PROBE = """
+# a fresh interpreter runs `triage ARGS`, then the probe's own lines print what it left behind
+RUN = """
 import json, sys
 sys.argv = ["triage"] + json.loads(sys.argv[1])
 import triage.cli
@@ -31,18 +32,25 @@ try:
     triage.cli.main()
 except SystemExit:
     pass
-print("\\nMODULES " + json.dumps(sorted(sys.modules)))
+"""
+PROBE = RUN + """print("\\nMODULES " + json.dumps(sorted(sys.modules)))
 """
 
 
-def _modules(args, tmp_path):
+def _probe(probe, args, tmp_path, tag):
+    """(what the probe printed after TAG, the process) of PROBE run in a fresh interpreter."""
     env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
     env.pop("TRIAGE_DB", None)
-    r = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], capture_output=True, text=True, env=env,
+    r = subprocess.run([sys.executable, "-c", probe, json.dumps(args)], capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=120)
-    line = [x for x in r.stdout.splitlines() if x.startswith("MODULES ")]
+    line = [x for x in r.stdout.splitlines() if x.startswith(tag + " ")]
     assert line, r.stdout + r.stderr
-    return set(json.loads(line[-1][len("MODULES "):])), r
+    return json.loads(line[-1][len(tag) + 1:]), r
+
+
+def _modules(args, tmp_path):
+    mods, r = _probe(PROBE, args, tmp_path, "MODULES")
+    return set(mods), r
 
 
 def _loaded(mods, names):
@@ -308,14 +316,7 @@ def test_lazy_re_is_the_compiled_pattern_once_used():
         x.no_such_method  # noqa: B018
 
 
-LAZY_PROBE = """
-import json, sys
-sys.argv = ["triage"] + json.loads(sys.argv[1])
-import triage.cli
-try:
-    triage.cli.main()
-except SystemExit:
-    pass
+LAZY_PROBE = RUN + """
 from triage import redact
 from triage.lazyre import LazyPattern
 from triage.scan.ranks import RANKS
@@ -327,14 +328,8 @@ print("\\nLAZY " + json.dumps({"redact": built, "ranks": sorted(vars(RANKS))}))
 def test_text_analyze_of_a_tiny_log_compiles_no_redaction_or_rank_regex(tmp_path):
     log = tmp_path / "tiny.log"
     log.write_text("hello\n")
-    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
-    env.pop("TRIAGE_DB", None)
     for _ in range(2):                                          # the first run fills the caches
-        r = subprocess.run([sys.executable, "-c", LAZY_PROBE, json.dumps(["analyze", str(log)])],
-                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
-    line = [x for x in r.stdout.splitlines() if x.startswith("LAZY ")]
-    assert line, r.stdout + r.stderr
-    got = json.loads(line[-1][len("LAZY "):])
+        got, _r = _probe(LAZY_PROBE, ["analyze", str(log)], tmp_path, "LAZY")
     assert got == {"redact": [], "ranks": ["inner", "launchers"]}   # no matcher built: a line of no launcher
 
 

@@ -52,10 +52,11 @@ class Line:
 # pattern-catalog regexes always run with the `regex` timeout (rx.search).
 # Normalisation is text.normalise; launcher rank prefixes are ranks.split_prefix / inner_rank (generated
 # from the launcher table, launchers.py).
+# (a literal every match holds, lower case; the regex): a name without the literal is not searched,
+# so a plain input name imports no regex engine
 _FILE_RANK = [
-    lazy(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", IGNORECASE),
-    lazy(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", IGNORECASE),
-    lazy(r"(?:^|[_\-./])(?:node|proc|worker)[_\-]?(\d+)(?:\D|$)", IGNORECASE),
+    ("rank", lazy(r"(?:^|[_\-./])rank[_\-]?(\d+)(?:\D|$)", IGNORECASE)),
+    ("slurm-", lazy(r"slurm-\d+[_\-](\d+)\.(?:out|err|log)", IGNORECASE)),
 ]
 
 
@@ -68,8 +69,8 @@ def rank_from_filename(path: str) -> Optional[int]:
         if name.endswith(suffix):
             name = name[:-len(suffix)]
     low = name.lower()
-    for rx_, needs in zip(_FILE_RANK[:2], ("rank", "slurm-")):
-        if needs not in low:        # (the literal each regex needs: a plain name imports no regex engine)
+    for needs, rx_ in _FILE_RANK:
+        if needs not in low:
             continue
         m = rx_.search(name, timeout=TIMEOUT)
         if m:

@@ -108,7 +108,6 @@ class StepLog:
     _ev_early: set = field(default_factory=set)            # the first EVIDENCE_KEEP iterations
     _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
     _order: List[int] = field(default_factory=list)        # sorted(times), while no iteration is added
-    _steady: Dict[Tuple[int, int], List[Tuple[int, float]]] = field(default_factory=dict)   # steady() asked again
 
     # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
     ANCHORS = [
@@ -164,7 +163,6 @@ class StepLog:
         through feed_record, so the result is the same."""
         times, tfl, ev, window, capset = self.times, self.tflops, self.evidence, self._ev_window, self._capture_set
         pending = self._capture_pending
-        self._steady = {}              # times may change
         for at, rec in items:
             it, ms, tflops = rec[0], rec[1], rec[2]
             if self._cts_open or pending.get(source) or it in capset or it in ev or len(ev) < EVIDENCE_KEEP \
@@ -248,8 +246,6 @@ class StepLog:
             self._place_captures(it, ts)
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
-            if self._steady:
-                self._steady = {}
             self._keep_evidence(it, source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
@@ -314,13 +310,8 @@ class StepLog:
     def steady(self, warmup: Optional[int] = None) -> List[Tuple[int, float]]:
         w = DEFAULT_WARMUP if warmup is None else max(int(warmup), 0)
         first = max([w, 1] + self.capture_iters)
-        key = (first, len(self.times))
-        got = self._steady.get(key)
-        if got is None:
-            its, times = self.iterations(), self.times
-            got = [(i, times[i]) for i in its[bisect.bisect_right(its, first):]]
-            self._steady = {key: got}
-        return list(got)
+        its, times = self.iterations(), self.times
+        return [(i, times[i]) for i in its[bisect.bisect_right(its, first):]]
 
     def pre_capture(self) -> List[Tuple[int, float]]:
         """Eager steps of a graph run: after iteration 1, before the first capture step."""
@@ -421,8 +412,10 @@ def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comp
     return Comparison(mb, mc, (mc - mb) / mb * 100.0, lo, hi, len(base), len(cur), ps, pf)
 
 
-def summary(s: StepLog, warmup: Optional[int]) -> Dict[str, object]:
-    st = s.steady(warmup)
+def summary(s: StepLog, warmup: Optional[int], st: Optional[List[Tuple[int, float]]] = None) -> Dict[str, object]:
+    """The numbers of a run's steps; ST: its steady steps when the caller has them (s.steady(warmup))."""
+    if st is None:
+        st = s.steady(warmup)
     times = s.times
     d: Dict[str, object] = {
         "iterations": len(times),
@@ -470,15 +463,16 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
     if not cur.times:
         return verdicts, info
     w_cur = cur_cfg.get("cuda_graph_warmup_steps")
-    info["current"] = summary(cur, w_cur)  # type: ignore[arg-type]
     cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
+    info["current"] = summary(cur, w_cur, cur_steady)  # type: ignore[arg-type]
     ev = [cur.evidence_of(i) for i, _ in cur_steady[:2] if i in cur.evidence] + [
         cur.evidence_of(i) for i in cur.capture_iters[:1] if i in cur.evidence]
     on_cur = _graphs_on(cur_cfg, cur)
     if base is not None and base.times:
         w_base = base_cfg.get("cuda_graph_warmup_steps")
-        info["baseline"] = summary(base, w_base)  # type: ignore[arg-type]
-        c = compare([t for _, t in base.steady(w_base)], [t for _, t in cur_steady])  # type: ignore[arg-type]
+        base_steady = base.steady(w_base)  # type: ignore[arg-type]
+        info["baseline"] = summary(base, w_base, base_steady)  # type: ignore[arg-type]
+        c = compare([t for _, t in base_steady], [t for _, t in cur_steady])
         if c is not None:
             info["run_vs_run"] = c.as_dict()
             on_base = _graphs_on(base_cfg, base)

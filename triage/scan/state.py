@@ -61,6 +61,8 @@ class View:
     def __init__(self, window: int):
         self.window = window
         self.by_source: Dict[str, Deque[Line]] = {}
+        # per (input, key): the lowest line number not looked at yet, and the newest line that passed
+        self._newest: Dict[Tuple[str, Hashable], Tuple[int, Optional[Line]]] = {}
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
         return st.last_ts
@@ -77,9 +79,26 @@ class View:
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """The newest of the N lines of LINE's input before it that pass TEST (KEY names the test:
-        the block driver remembers what it looked at per key), or None."""
-        found = [x for x in self.recent_in_source(line, n) if test(x)]
-        return found[-1] if found else None
+        the block driver remembers what it looked at per key), or None.  Amortised O(1) a call per
+        key, as BlockView's: a look back stops at the lines an earlier call with KEY looked at (the
+        newest of them that passed is remembered), so a run of lines waiting on a context that never
+        comes costs each line one test, not N."""
+        d = self.by_source.get(line.source)
+        if not d:
+            return None
+        k = (line.source, key)
+        stop, hit = self._newest.get(k, (0, None))
+        found = None
+        for i, x in enumerate(reversed(d)):
+            if i >= n or x.lineno < stop:
+                break
+            if test(x):
+                found = x
+                break
+        if found is None and hit is not None and hit.lineno >= d[-min(n, len(d))].lineno:
+            found = hit
+        self._newest[k] = (max(stop, line.lineno), found or hit)
+        return found
 
     def done(self, line: Line, st: Stream) -> None:
         st.after_frame = bool(_FRAME.match(line.text)) if "File" in line.text else False

@@ -62,7 +62,7 @@ class View:
         self.window = window
         self.by_source: Dict[str, Deque[Line]] = {}
         # per (input, key): the lowest line number not looked at yet, and the newest line that passed
-        self._newest: Dict[Tuple[str, Hashable], Tuple[int, Optional[Line]]] = {}
+        self._looked: Dict[Tuple[str, Hashable], Tuple[int, Optional[Line]]] = {}
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
         return st.last_ts
@@ -87,7 +87,7 @@ class View:
         if not d:
             return None
         k = (line.source, key)
-        stop, hit = self._newest.get(k, (0, None))
+        stop, hit = self._looked.get(k, (0, None))
         found = None
         for i, x in enumerate(reversed(d)):
             if i >= n or x.lineno < stop:
@@ -97,7 +97,7 @@ class View:
                 break
         if found is None and hit is not None and hit.lineno >= d[-min(n, len(d))].lineno:
             found = hit
-        self._newest[k] = (max(stop, line.lineno), found or hit)
+        self._looked[k] = (max(stop, line.lineno), found or hit)
         return found
 
     def done(self, line: Line, st: Stream) -> None:

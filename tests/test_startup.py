@@ -17,15 +17,19 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # modules a text report of a small log never needs
 HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3fs", "zstandard")
 # stdlib modules a text analyze of a small log does without (each cost milliseconds to import)
-STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime", "hashlib", "_hashlib")
+STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime", "hashlib", "_hashlib", "calendar", "tempfile", "gzip",
+                     "lzma", "shlex")
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
                 "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
                 "triage.watch", "triage.config.settings", "triage.commands")
 
-# a fresh interpreter runs `triage ARGS`, then the probe's own lines print what it left behind
+# a fresh interpreter runs `triage ARGS`, then the probe's own lines print what it left behind (the
+# modules: those that triage imported, not those the interpreter's start-up (site, a .pth file) had)
 RUN = """
-import json, sys
+import sys
+_before = set(sys.modules)
+import json
 sys.argv = ["triage"] + json.loads(sys.argv[1])
 import triage.cli
 try:
@@ -33,16 +37,20 @@ try:
 except SystemExit:
     pass
 """
-PROBE = RUN + """print("\\nMODULES " + json.dumps(sorted(sys.modules)))
+PROBE = RUN + """print("\\nMODULES " + json.dumps(sorted(set(sys.modules) - _before)))
 """
 
 
 def _probe(probe, args, tmp_path, tag):
     """(what the probe printed after TAG, the process) of PROBE run in a fresh interpreter."""
-    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    # without `site` (-S: a .pth file of this machine's, e.g. one importing certifi, loads tempfile, shutil,
+    # lzma, ... before triage starts), the site-packages on PYTHONPATH instead
+    import site
+    path = [ROOT] + site.getsitepackages() + [site.getusersitepackages()]
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(path))
     env.pop("TRIAGE_DB", None)
-    r = subprocess.run([sys.executable, "-c", probe, json.dumps(args)], capture_output=True, text=True, env=env,
-                       cwd=ROOT, timeout=120)
+    r = subprocess.run([sys.executable, "-S", "-c", probe, json.dumps(args)], capture_output=True, text=True,
+                       env=env, cwd=ROOT, timeout=120)
     line = [x for x in r.stdout.splitlines() if x.startswith(tag + " ")]
     assert line, r.stdout + r.stderr
     return json.loads(line[-1][len(tag) + 1:]), r
@@ -384,3 +392,21 @@ def test_view_reads_times_as_strptime_did():
               f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 63):02d}Z" for _ in range(3000)]
     for x in cases:
         assert _when(x) == before(x), x
+
+
+def test_timegm_is_calendars():
+    """scan.sources.timegm (the timestamp parser's, without importing calendar and datetime) is
+    calendar.timegm on every date it is given: a day past the month's end runs on into the next."""
+    import calendar
+    import random
+
+    from triage.scan.sources import timegm
+    rng = random.Random(4)
+    cases = [(1970, 1, 1), (1, 1, 1), (9999, 12, 31), (2000, 2, 29), (1900, 2, 29), (2026, 4, 31), (2024, 12, 31)]
+    cases += [(rng.randint(1, 9999), rng.randint(1, 12), rng.randint(1, 31)) for _ in range(20000)]
+    for y, mo, d in cases:
+        h, mi, s = rng.randint(0, 23), rng.randint(0, 59), rng.randint(0, 61)
+        assert timegm(y, mo, d, h, mi, s) == calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)), (y, mo, d)
+    for bad in ((0, 1, 1), (10000, 1, 1), (2026, 0, 1), (2026, 13, 1)):
+        with pytest.raises(ValueError):
+            timegm(*bad)

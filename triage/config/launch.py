@@ -16,7 +16,6 @@ overrides (`model.cuda_graph_modules=[attn,mlp]`, `+x.y=1`, `~x.y`).
 """
 from __future__ import annotations
 
-import shlex
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..anchors import Anchor
@@ -95,6 +94,7 @@ def _strip_lead(text: str) -> str:
 def split_words(text: str) -> List[str]:
     """A command line's words as the shell splits them (a paste with an unbalanced quote: on blanks)."""
     try:
+        import shlex
         return shlex.split(text, posix=True)
     except ValueError:               # an unbalanced quote in a pasted line
         return text.split()

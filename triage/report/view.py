@@ -349,8 +349,6 @@ _ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
 
 def _when(x: Any) -> Optional[Tuple[str, str, float]]:
     """(date, time, epoch seconds) of an ISO-8601 UTC time of the JSON; None for anything else."""
-    import calendar
-    import datetime
     m = _ISO.fullmatch(x) if isinstance(x, str) and len(x) <= 40 else None
     if not m:
         return None
@@ -360,11 +358,16 @@ def _when(x: Any) -> Optional[Tuple[str, str, float]]:
     # 0-59 min, 0-61 s
     if h > 23 or mi > 59 or s > 61:
         return None
-    try:
-        datetime.date(y, mo, d)
-    except ValueError:
+    if not (1 <= y <= 9999 and 1 <= mo <= 12 and 1 <= d <= _month_days(y, mo)):
         return None
-    return m.group(1), m.group(2), float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
+    from ..scan.sources import timegm  # (calendar.timegm's, without importing calendar and datetime)
+    return m.group(1), m.group(2), float(timegm(y, mo, d, h, mi, s))
+
+
+def _month_days(y: int, mo: int) -> int:
+    if mo == 2:
+        return 29 if y % 4 == 0 and (y % 100 != 0 or y % 400 == 0) else 28
+    return 30 if mo in (4, 6, 9, 11) else 31
 
 
 def duration_text(s: float) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from types import ModuleType
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
@@ -91,6 +90,7 @@ def store_cached(key: str, db: Database) -> None:
     d = cache_dir()
     try:
         os.makedirs(d, exist_ok=True)
+        import tempfile  # (writing the cache only)
         fd, tmp = tempfile.mkstemp(prefix=".anchors-", dir=d)
         with os.fdopen(fd, "wb") as f:
             f.write(_hs.dumpb(db))

@@ -1,7 +1,6 @@
 """The block driver's View: context around a hit read back from the block (instead of ring buffers)."""
 from __future__ import annotations
 
-import calendar
 import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
@@ -13,6 +12,7 @@ from .sources import (
     Line,
     continues,
     make_line,
+    timegm,
 )
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
@@ -209,5 +209,5 @@ class BlockView(View):
         if ts is not None and not (self._year_span[0] <= ts < self._year_span[1]) and "-" in line.raw[:40]:
             y = time.gmtime(ts).tm_year     # a dated line tells glog lines (no year) their year
             self.year = y
-            self._year_span = (calendar.timegm((y, 1, 1, 0, 0, 0)), calendar.timegm((y + 1, 1, 1, 0, 0, 0)))
+            self._year_span = (timegm(y, 1, 1), timegm(y + 1, 1, 1))
 

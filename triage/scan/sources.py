@@ -9,10 +9,7 @@ any fsspec URL) is expanded and opened by remote.py and then read here like a lo
 """
 from __future__ import annotations
 
-import calendar
-import gzip
 import io
-import lzma
 import os
 import re
 import stat
@@ -20,7 +17,21 @@ import sys
 import time
 import zlib
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Type,
+    Union,
+)
 
 from ..errors import TriageError
 from . import remote
@@ -111,6 +122,20 @@ class _MinuteMemo:
 _MINUTES = _MinuteMemo()
 
 
+def timegm(y: int, mo: int, d: int, h: int = 0, mi: int = 0, sec: int = 0) -> int:
+    """calendar.timegm((Y, MO, D, H, MI, SEC, ...)) without importing calendar and datetime: the days
+    from 1970-01-01 to the first of the month (the proleptic Gregorian calendar, H. Hinnant's
+    days_from_civil), plus D - 1 (a day past the month's end runs on into the next, as there).
+    A year outside 1..9999 is a ValueError, as datetime.date's."""
+    if not 1 <= y <= 9999 or not 1 <= mo <= 12:
+        raise ValueError(f"year {y} or month {mo} is out of range")
+    yy = y - (mo <= 2)
+    era, yoe = divmod(yy, 400)
+    doy = (153 * (mo - 3 if mo > 2 else mo + 9) + 2) // 5
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468 + d - 1
+    return ((days * 24 + h) * 60 + mi) * 60 + sec
+
+
 def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
     probe = text[:200]
     if ":" not in probe:
@@ -144,7 +169,7 @@ def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
             y = year
         if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60):
             return None
-        return calendar.timegm((y, mo, d, h, mi, 0, 0, 0, 0))
+        return timegm(y, mo, d, h, mi)
     except (ValueError, OverflowError):
         return None
 
@@ -260,7 +285,11 @@ def continues(text: str, prev_text: str) -> bool:
     return bool(_CONTINUATION.match(text)) or prev_text.startswith("Last error:")
 
 
-_READ_ERRORS = (OSError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeError, lzma.LZMAError)
+def _read_errors() -> Tuple[Type[BaseException], ...]:
+    """What reading an input can raise: gzip's and bz2's errors are OSErrors; lzma's only once an .xz
+    input imported lzma (an `except _read_errors()` is evaluated only when something was raised)."""
+    lz = sys.modules.get("lzma")
+    return (OSError, EOFError, zlib.error, UnicodeError) + ((lz.LZMAError,) if lz is not None else ())
 
 
 # compressed inputs, by their magic bytes: (name, opener)
@@ -316,6 +345,7 @@ class _Limited(io.BufferedIOBase):
 
 def _decompressor(kind: str, f: IO[bytes]) -> "Union[io.BufferedIOBase, _ZstdFrames]":
     import bz2
+    import gzip
     import lzma
     if kind == "gzip":
         return gzip.GzipFile(fileobj=f)
@@ -479,7 +509,7 @@ def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary
             head = fb.peek(4)[:4]
         except InputError:
             raise
-        except _READ_ERRORS + (ValueError,) as e:
+        except _read_errors() + (ValueError,) as e:
             raise InputError(f"cannot read {label}: not a valid {kind} file ({e})") from None
     enc = "utf-16" if head[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8"
     if sink is not None and kind is None and enc == "utf-16":
@@ -576,7 +606,7 @@ def _readline(stream: io.TextIOWrapper, label: str) -> str:
             rest = raw
             while rest and not rest.endswith("\n"):
                 rest = stream.readline(MAX_LINE * 4)
-    except _READ_ERRORS as e:
+    except _read_errors() as e:
         raise InputError(f"cannot read {label!r}: {e}") from None
     return raw
 
@@ -634,7 +664,7 @@ class _LoneCr:
     def of(stream: io.TextIOWrapper, label: str) -> Any:
         try:
             head = stream.read(LONE_CR_PROBE)
-        except _READ_ERRORS as e:
+        except _read_errors() as e:
             raise InputError(f"cannot read {label!r}: {e}") from None
         if _lone_cr(head.encode("utf-8", "replace")):
             return _LoneCr(stream, head)
@@ -836,7 +866,7 @@ def _hashed_to_end(fb: _Binary, tap: Optional[_Tap], sink: "InputHash", short: b
     if whole and tap is not None:
         try:
             tap.drain()
-        except _READ_ERRORS:
+        except _read_errors():
             whole = False
     sink.finish(whole)
 
@@ -895,14 +925,14 @@ def _read_salvaging(read: Callable[[int], bytes], want: int, compressed: bool, l
     if not compressed:
         try:
             return read(want)
-        except _READ_ERRORS as e:
+        except _read_errors() as e:
             raise InputError(f"cannot read {label!r}: {e}") from None
     parts: List[bytes] = []
     got = 0
     while got < want:
         try:
             piece = read(min(SALVAGE_STEP, want - got))
-        except _READ_ERRORS as e:
+        except _read_errors() as e:
             if total + got == 0:
                 raise InputError(f"cannot read {label!r}: {e}") from None
             if notes is not None:

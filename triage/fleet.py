@@ -61,7 +61,7 @@ class FleetError(TriageError):
 def log_like(name: str) -> bool:
     """A file that reads as a log (the suffixes a job directory's logs have, or none), not an
     expected-result .json, a README or a MANIFEST.tsv beside them."""
-    from .sources import COMPRESSED, LOG_SUFFIXES
+    from .scan.sources import COMPRESSED, LOG_SUFFIXES
     n = name.lower()
     for c in COMPRESSED:
         if n.endswith(c):
@@ -114,7 +114,7 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     from .config import ConfigError
     from .patterns import PatternError
     from .pipeline import add_config_analysis, run_analysis
-    from .sources import InputError
+    from .scan.sources import InputError
     try:
         a, seen = run_analysis([job.path], pats=list(pats), decide_now=False, content_hash=True)
         add_config_analysis(a, list(pats), seen)

@@ -24,6 +24,7 @@ import os
 import re
 from typing import Mapping, Optional, Sequence
 
+from .lazyre import lazy_re
 from .record import record
 
 ID_VARS = ("TRIAGE_JOB_ID", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")
@@ -33,7 +34,7 @@ MAX_ID = 400
 # Slurm's output names: slurm-%j.out, an array task's slurm-%A_%a.out, a task's slurm-%j-%t.out / _%t
 # (also .err / .log, and compressed).  One name, read two ways: a file alone is its job (an array
 # task's id is %A_%a, as squeue shows it); in one directory the files of one %j are one job's (sources).
-SLURM_OUTPUT = re.compile(r"^slurm-(\d+)(?:([_-])(\d+))?\.(?:out|err|log)(?:\.(?:gz|bz2|xz|zst))?$", re.I)
+SLURM_OUTPUT = lazy_re(r"^slurm-(\d+)(?:([_-])(\d+))?\.(?:out|err|log)(?:\.(?:gz|bz2|xz|zst))?$", re.I)
 
 
 @record(frozen=True)

@@ -21,8 +21,7 @@ from .config.rules import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
 from .record import record
-from .rx import LazyRx, compile_rx, remember_valid, risky
-from .scan.rx import regex
+from .scan.rx import LazyRx, compile_rx, regex, remember_valid, risky
 
 DEFAULT_PRIORITY: Dict[Kind, int] = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
 RULE_OPS = tuple(OPERATORS)      # the operators a config rule's condition may use

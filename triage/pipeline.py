@@ -9,11 +9,12 @@ from dataclasses import field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
-from .engine import Engine, Feeder
 from .patterns import Pattern, load_all
 from .progress import for_inputs
 from .record import record
-from .sources import InputError, Line
+from .scan.engine import Engine
+from .scan.observer import Feeder
+from .scan.sources import InputError, Line
 from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, analyse, assess, blame, make_finding
 
 

@@ -59,7 +59,7 @@ def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[st
     s = stream if stream is not None else sys.stderr
     if not _on_terminal(s, quiet):
         return None
-    from .sources import expand_paths
+    from .scan.sources import expand_paths
     total = 0
     for p in expand_paths(paths):
         if p == "-":

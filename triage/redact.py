@@ -54,8 +54,7 @@ from typing import (
 
 from . import hashing as hashlib
 from .lazyre import lazy_re
-from .rx import TIMEOUT, LazyRx, lazy
-from .scan.rx import regex
+from .scan.rx import TIMEOUT, LazyRx, lazy, regex
 
 if TYPE_CHECKING:
     from hyperscan import Database, Scratch
@@ -170,7 +169,7 @@ def _hs() -> Union[Literal[False], _HsDb]:
     try:
         import hyperscan
 
-        from . import anchors  # its cache of compiled databases (compiling: ~50 ms)
+        from .scan import anchors  # its cache of compiled databases (compiling: ~50 ms)
         exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
         flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
         key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))

@@ -207,7 +207,7 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
     import hashlib  # (OpenSSL's: many bytes; imported only when a job is recorded)
 
     from .scan.remote import is_url, open_url
-    from .sources import InputError, expand_paths
+    from .scan.sources import InputError, expand_paths
     h = hashlib.sha256()
     files = expand_paths(paths)
     single = len(files) == 1
@@ -285,7 +285,7 @@ class hashing_stdin:
 
 def job_time(paths: Sequence[str]) -> float:
     from .scan.remote import is_url, mtime
-    from .sources import expand_paths
+    from .scan.sources import expand_paths
     best = 0.0
     for p in expand_paths(paths):
         if p == "-":

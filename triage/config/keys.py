@@ -8,8 +8,7 @@ import ast
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import TriageError
-from ..rx import TIMEOUT, lazy
-from ..scan.rx import regex
+from ..scan.rx import TIMEOUT, lazy, regex
 from .enums import Unknown, decode
 
 Config = Dict[str, Any]

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..anchors import Anchor
-from ..rx import TIMEOUT, lazy
-from ..scan.rx import regex
+from ..scan.anchors import Anchor
+from ..scan.rx import TIMEOUT, lazy, regex
 
 # What may stand before the command on an echoed line: (name, regex of the lead, an anchor literal).
 LEADS: List[Tuple[str, str, Optional[str]]] = [

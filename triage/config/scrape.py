@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional
 
-from ..anchors import Anchor
-from ..rx import TIMEOUT, lazy
-from ..scan.rx import IGNORECASE
-from ..sources import Line
+from ..scan.anchors import Anchor
+from ..scan.rx import IGNORECASE, TIMEOUT, lazy
+from ..scan.sources import Line
 from .defaults import apply_defaults
 from .document import parse_config_text
 from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten, parse_scalar

@@ -7,9 +7,11 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..caps import CLIP_MARK, FINDINGS_MAX, LEVELS, MAX_DEPTH, MAX_JSON_BYTES, SERIES_MAX, SUMMARY_MAX, Caps  # noqa: F401
-from ..findings import FR_ANALYSE, FR_DUMPS, Analysis, Evidence, Finding
 from ..redact import redact_obj
+from ..verdict.analysis import Analysis
 from ..verdict.fingerprint import signature_id
+from ..verdict.hangs import FR_ANALYSE, FR_DUMPS
+from ..verdict.types import Evidence, Finding
 
 SCHEMA_VERSION = 1
 

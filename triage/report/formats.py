@@ -8,7 +8,7 @@ from .contract import json_text, report_dict, to_dict
 from .names import FORMATS, SUFFIX_FORMAT
 
 if TYPE_CHECKING:
-    from ..findings import Analysis
+    from ..verdict.analysis import Analysis
 
 __all__ = ["FORMATS", "SUFFIX_FORMAT", "render", "text_report"]
 

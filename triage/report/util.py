@@ -7,8 +7,8 @@ import re
 from typing import Any, Callable, Dict, List
 
 from ..caps import CLIP, DIFF_CLIP
-from ..findings import rank_ranges
 from ..lazyre import lazy_re
+from ..verdict.types import rank_ranges
 
 # what could end a line, move the cursor or reorder the text where a report is shown: C0 and C1 controls
 # (a tab aside), Unicode's line and paragraph separators, the bidirectional overrides and isolates

@@ -344,7 +344,7 @@ class ReportView:
     job: Optional[JobView] = None       # the job header (None: a dict without `job`)
 
 
-_ISO = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
+_ISO = lazy_re(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
 
 
 def _when(x: Any) -> Optional[Tuple[str, str, float]]:

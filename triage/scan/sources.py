@@ -16,7 +16,6 @@ import stat
 import sys
 import time
 import zlib
-from dataclasses import dataclass
 from typing import (
     IO,
     TYPE_CHECKING,
@@ -34,6 +33,8 @@ from typing import (
 )
 
 from ..errors import TriageError
+from ..lazyre import lazy_re
+from ..record import record
 from . import remote
 from .ranks import inner_rank, split_prefix
 from .rx import IGNORECASE, TIMEOUT, lazy
@@ -48,7 +49,7 @@ class InputError(TriageError):
     """A user-facing input problem (missing file, unreadable archive, ...)."""
 
 
-@dataclass
+@record
 class Line:
     text: str                 # normalised text, launcher prefix removed
     source: str               # file name as given ("<stdin>" for stdin)
@@ -92,11 +93,11 @@ def rank_from_filename(path: str) -> Optional[int]:
 # --- timestamps ---------------------------------------------------------------
 _TS = [
     # ISO-ish / Megatron "[2026-12-03 06:41:56.123456]" / python logging "2026-12-03 06:41:56,123"
-    (re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
+    (lazy_re(r"(\d{4})-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?"), "iso"),
     # glog "E1203 07:12:01.426415" (no year)
-    (re.compile(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
+    (lazy_re(r"(?:^|[\s\[\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,9})"), "glog"),
     # vLLM's logger "ERROR 12-04 07:00:05 [core.py:1759]" (_DATE_FORMAT "%m-%d %H:%M:%S", no year)
-    (re.compile(r"(?:^|[\s)])(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)()(?=[ .])"),
+    (lazy_re(r"(?:^|[\s)])(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)()(?=[ .])"),
      "glog"),
 ]
 _DEFAULT_YEAR = 2026
@@ -710,7 +711,7 @@ BLOCK_SIZE = 8 << 20          # bytes read at a time
 MAX_RAW = MAX_LINE * 4 * 4    # bytes of one physical line kept (readline kept MAX_LINE*4 characters)
 
 
-@dataclass
+@record
 class Input:
     """One input of a scan: its label and what its path says (rank, restart attempt)."""
     path: str

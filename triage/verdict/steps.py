@@ -13,10 +13,11 @@ from __future__ import annotations
 import bisect
 import functools
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from ..lazyre import lazy_re
+from ..record import record
 from ..scan.anchors import Anchor
 from ..scan.ranks import split_prefix
 from ..scan.rx import TIMEOUT, lazy
@@ -33,8 +34,8 @@ _MEGATRON = lazy(
     r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
     r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
 )
-_HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
-_NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
+_HEAD_B = lazy_re(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
+_NUM_B = lazy_re(rb"[ \t\x0b\x0c]*([\d.]+)")
 _MS_KEY = b"elapsed time per iteration (ms):"
 _TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
 
@@ -74,7 +75,7 @@ def _parse_step(buf: bytes, ls: int, le: int) -> Optional[Tuple[int, float, Opti
 
 # the same on the bytes of a plain line (no `\\s` that could cross a newline; linear per line)
 _SP = rb"[ \t\x0b\x0c]"
-_MEGATRON_B = re.compile(
+_MEGATRON_B = lazy_re(
     rb"iteration" + _SP + rb"+(\d+)" + _SP + rb"*/" + _SP + rb"*\d+" + _SP + rb"*\|[^\n]*?elapsed time per iteration "
     rb"\(ms\):" + _SP + rb"*([\d.]+)(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):" + _SP + rb"*([\d.]+))?")
 _NEMO = lazy(r"train_step_timing in s[=:]\s*([\d.]+)")
@@ -88,7 +89,7 @@ _TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s"
 _GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
 
 
-@dataclass
+@record
 class StepLog:
     times: Dict[int, float] = field(default_factory=dict)          # iteration -> ms (slowest rank)
     tflops: Dict[int, float] = field(default_factory=dict)
@@ -322,7 +323,7 @@ class StepLog:
         return [(i, times[i]) for i in its[bisect.bisect_right(its, 1):bisect.bisect_left(its, c)]]
 
 
-@dataclass
+@record
 class Comparison:
     base_median: float
     cur_median: float
@@ -440,7 +441,7 @@ def summary(s: StepLog, warmup: Optional[int], st: Optional[List[Tuple[int, floa
     return d
 
 
-@dataclass
+@record
 class PerfVerdict:
     pitfall: str
     message: str

@@ -3,6 +3,7 @@ gives: on every fixture log, with blocks small enough to cut lines and traceback
 and without Hyperscan, and on the traps of reading raw blocks (ANSI codes inside an anchor,
 carriage returns, UTF-16, gzip, lines longer than a block, no final newline)."""
 import gzip
+import math
 import os
 
 import pytest
@@ -195,6 +196,64 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
     assert block == line
     # every block of a plain input came from a worker (their calls are in their processes)
     assert len(calls) == sum(1 for p in others for _ in iter_blocks_with_tail(p, 512))
+
+
+def _parent_searches(monkeypatch):
+    """The rule searches made in this process (the scanner's), not in its forked workers."""
+    from triage.scan import rules
+    parent, calls = os.getpid(), []
+    real = rules.search_rule
+
+    def counting(rule, text, timeouts):
+        if os.getpid() == parent:
+            calls.append(text)
+        return real(rule, text, timeouts)
+    monkeypatch.setattr(rules, "search_rule", counting)
+    return calls
+
+
+def _block_scan(path, block_size=512):
+    seen = Seen()
+    return summary(Engine(PATS).scan_paths([path], extra=seen.observers(), block_size=block_size), seen)
+
+
+@pytest.mark.parametrize("name", ["real/gpu/illegal_memory_access.log", "real/gpu/capture_invalidated.log",
+                                  "real/gpu-multirank/nccl_rank_error_vs_timeouts.log"])
+def test_workers_search_the_rules_and_the_scanner_charges_them_in_order(monkeypatch, name):
+    """Issue 27: the catalog's rule searches of a worker's blocks are made by the worker; the scanner
+    only charges them to their rules in the log's order (the matches, their context and the report
+    are the serial scan's)."""
+    from triage.scan import pool
+    path = os.path.join(LOGS, name)
+    serial = _block_scan(path)
+    assert serial["matches"]
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers: every block is a worker's
+    calls = _parent_searches(monkeypatch)
+    split = _block_scan(path)
+    assert calls == []                                      # not one search in the scanner
+    assert split == serial
+
+
+def test_lines_a_worker_did_not_search_are_searched_by_the_scanner(monkeypatch):
+    """A worker's searches are used only for the very text the scanner feeds; any other line (or none
+    sent) the scanner searches itself, with the same result."""
+    from triage.scan import pool, prepare
+    path = os.path.join(LOGS, "real", "gpu", "illegal_memory_access.log")
+    serial = _block_scan(path, 4096)
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "3")
+    real = prepare.rule_searches
+
+    def half_wrong(buf, hits, rules):           # the first line of a block dropped, the others' text altered
+        out = real(buf, hits, rules)
+        return {k: (v[0] + " (another text)", {i: (not r[0], r[1], r[2]) for i, r in v[1].items()})
+                for j, (k, v) in enumerate(sorted(out.items())) if j}
+    monkeypatch.setattr(prepare, "rule_searches", half_wrong)
+    calls = _parent_searches(monkeypatch)
+    split = _block_scan(path, 4096)
+    assert calls                                            # the scanner searched them itself
+    assert split == serial
 
 
 def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
@@ -465,3 +524,25 @@ def test_a_plain_file_cut_short_while_it_is_read_is_an_input_error(tmp_path):
         f.truncate(2000)
     with pytest.raises(InputError, match="got shorter while it was read"):
         list(blocks)
+
+
+def test_a_worker_stops_searching_a_rule_its_own_searches_found_slow(monkeypatch):
+    """A pathological regex must not make a worker crawl: once a rule's slow searches (or timeouts) in
+    the worker reach the thresholds the scanner switches rules off at, the worker searches it no more
+    (the scanner, charging every search in order, has switched it off by then)."""
+    from triage.scan import prepare, rules
+    eng = Engine(PATS)
+    i, rule = next((i, r) for i, (_, r) in enumerate(eng.rules) if r.literals and not r.ignore_case)
+    lit = rule.literals[0]
+    buf = "".join(f"[rank0]: {lit} line {n}\n" for n in range(10)).encode()
+    starts = [0] + [k + 1 for k, c in enumerate(buf) if c == 10][:-1]
+    hits = {s: {prepare.RULE_TAG + i} for s in starts}
+    all_rules = [r for _, r in eng.rules]
+    assert len(prepare.rule_searches(buf, hits, all_rules)) == 10          # a rule as fast as usual
+    monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (False, 0.2, 0))   # 0.2 s a line: slow
+    done = prepare.rule_searches(buf, hits, all_rules)
+    assert len(done) == math.ceil(rules.RULE_TIME_BUDGET / 0.2)              # then no more
+    monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (False, 0.0, 1))   # every search timed out
+    assert len(prepare.rule_searches(buf * 3, {**hits, **{s + len(buf): hits[s] for s in starts},
+                                               **{s + 2 * len(buf): hits[s] for s in starts}}, all_rules)) \
+        == rules.MAX_RULE_TIMEOUTS

@@ -10,6 +10,7 @@ from .blockview import BlockView
 from .observer import Feeder, Observer
 from .prepare import RULE_TAG, _batchers
 from .ranks import ranks_in
+from .rules import Searched
 from .sources import (
     MAX_RAW,
     Input,
@@ -46,6 +47,7 @@ class _InputScan:
         index of the hits (prepare.line_index)."""
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
+        self.searched: Dict[int, Tuple[str, Dict[int, Searched]]] = prepared[4] if len(prepared) > 4 else {}
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -160,7 +162,8 @@ class _InputScan:
         inp, view, lineno = self.inp, self.view, self.lineno
         view.cur_off, view.cur_lineno = start, lineno
         ln = view.line_at(start, lineno)
-        _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, self.obs, woken, view, rule_ids)
+        _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, self.obs, woken, view, rule_ids,
+                       self.searched.get(start))
         att = inp.attempt(ln)
         if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
             if self.eager_ranks:
@@ -190,13 +193,15 @@ def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observ
 
 
 def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: InputState, core: Core,
-                   obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int]) -> None:
-    """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers."""
+                   obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int],
+                   searched: Optional[Tuple[str, Dict[int, Searched]]] = None) -> None:
+    """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers
+    (SEARCHED: the rule searches a pool worker made for the line)."""
     for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
         st = core.stream(seg_line.source, seg_line.rank)
         if seg_line.ts is not None:
             st.last_ts = seg_line.ts
-        ev = Event(seq, st, inp, view, rule_ids)
+        ev = Event(seq, st, inp, view, rule_ids, searched)
         for o in obs:
             if id(o) in woken:
                 o.feed(seg_line, ev)

@@ -6,11 +6,11 @@ from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from .rx import TextMemo
 from .sources import (
-    MAX_LINE,
     MAX_RAW,
     Input,
     Line,
     continues,
+    decode_line,
     make_line,
     timegm,
 )
@@ -68,12 +68,7 @@ class BlockView(View):
         if memo is not None and memo[0] == self.year:
             _, text, rank, ts, norm = memo
             return Line(text, inp.label, lineno, rank, ts, norm, inp.attempt)
-        raw = data.decode("utf-8", "replace")
-        if len(raw) > MAX_LINE * 4:
-            raw = raw[:MAX_LINE * 4]
-        if raw.endswith("\r") and "\r" not in raw[:-1]:
-            raw = raw[:-1]
-        ln = make_line(raw, inp.label, lineno, inp.file_rank, self.year, inp.attempt)
+        ln = make_line(decode_line(data), inp.label, lineno, inp.file_rank, self.year, inp.attempt)
         if len(data) <= PARSED_TEXT:
             if len(self._parsed) >= PARSED_KEEP:
                 self._parsed.clear()

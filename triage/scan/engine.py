@@ -196,7 +196,8 @@ class Engine:
         bs = block_size or BLOCK_SIZE
         plan = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
         k = _Pool.jobs([p for p, _ in plan])
-        pool = _Pool(plan, aset, batchers, k) if k else None
+        live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
+        pool = _Pool(plan, aset, batchers, k, live) if k else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
         try:
@@ -294,9 +295,9 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: byte
     worker's, else made here."""
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
     if prepared is not None and lo:      # a worker's offsets are relative to the block
-        h, r, nl_, idx = prepared
+        h, r, nl_, idx, done = prepared
         prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r], nl_,
-                    {k + lo: v for k, v in idx.items()})
+                    {k + lo: v for k, v in idx.items()}, {k + lo: v for k, v in done.items()})
     if prepared is None:
         prepared = prepare_block(buf, lo, aset, batchers)
     return prepared

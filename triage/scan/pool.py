@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import List, Sequence, Tuple
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
 from . import prepare
 from .anchors import AnchorSet
 from .geometry import NotPlain, Span
+
+if TYPE_CHECKING:
+    from ..patterns import MatchRule
 
 # Inputs smaller than this are scanned in one process.  Measured on the 16-core H200 host (issue 27,
 # bench/README.md): 256 MiB production-like 1.92 s in one process, 1.40 s with 2, 0.98 s with 4, 0.75 s
@@ -26,9 +29,11 @@ def _owner(g: int, k: int) -> int:
     return g % k
 
 
-def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, w: int, k: int) -> None:
-    """Worker process: prepare_block for its share (_owner) of the blocks of the plain inputs in
-    PLAN (geometry.plain_inputs: each input with its blocks), in order; it reads only those."""
+def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers,
+            rules: Sequence[Optional[MatchRule]], w: int, k: int) -> None:
+    """Worker process: prepare_block and the catalog's RULES' searches of the hit lines
+    (prepare.rule_searches) for its share (_owner) of the blocks of the plain inputs in PLAN
+    (geometry.plain_inputs: each input with its blocks), in order; it reads only those."""
     _own_signals()
     try:
         g = 0
@@ -44,7 +49,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             block += b"\n"
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
                         conn.send((path, bi, start, len(block),
-                                   (h, r, nl, prepare.line_index(block, 0, sorted(h)))))
+                                   (h, r, nl, prepare.line_index(block, 0, sorted(h)),
+                                    prepare.rule_searches(block, h, rules))))
                     g += 1
             finally:
                 os.close(fd)
@@ -61,14 +67,16 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
 
 
 class _Pool:
-    """Worker processes that run prepare_block ahead of the scanner (see _owner for who does which).
+    """Worker processes that run prepare_block and the rule searches ahead of the scanner (see
+    _owner for who does which).
 
     Each worker reads its own blocks of the plain inputs of PLAN (geometry.plain_inputs); the
     scanner takes their results in block order and checks path, block number, offset and size
     against its own read, so results merge exactly as a serial scan; on any mismatch or a dead
     worker it prepares the remaining blocks itself.  Blocks of other inputs are the scanner's."""
 
-    def __init__(self, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, k: int):
+    def __init__(self, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, k: int,
+                 rules: Sequence[Optional[MatchRule]] = ()):
         import multiprocessing
         ctx = multiprocessing.get_context("fork")
         self.k = k
@@ -82,7 +90,7 @@ class _Pool:
         try:
             for w in range(k):
                 r, wr = ctx.Pipe(duplex=False)
-                p = ctx.Process(target=_worker, args=(wr, list(plan), aset, batchers, w, k), daemon=True)
+                p = ctx.Process(target=_worker, args=(wr, list(plan), aset, batchers, list(rules), w, k), daemon=True)
                 p.start()
                 wr.close()
                 self.conns.append(r)

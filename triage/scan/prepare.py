@@ -3,15 +3,22 @@ worker process can do ahead of the scanner; the compiled anchor set of an observ
 from __future__ import annotations
 
 import functools
-from typing import Dict, List, Sequence, Set, Tuple, cast
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, cast
 
 from .anchors import Anchor, AnchorSet
 from .observer import Feeder, Observer
+from .ranks import split_prefix
+from .rx import Timeouts
 from .sources import (
     MAX_LINE,
     MAX_RAW,
+    decode_line,
     normalise,
 )
+
+if TYPE_CHECKING:
+    from ..patterns import MatchRule
+    from .rules import Searched
 
 # a line with a control byte, hit once (at its end) however many it holds: an anchor hit per byte
 # made a 4 MiB line of control bytes 4 million hits
@@ -97,3 +104,45 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
         else:
             del hits[s]
 
+
+
+def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]]
+                  ) -> Dict[int, Tuple[str, Dict[int, "Searched"]]]:
+    """The catalog's rule searches of the block's hit lines, made by a pool worker ahead of the
+    scanner: {line start: (the line's text, {rule index: (hit, CPU seconds, timeouts)})} for the
+    rules whose anchors hit the line and whose literals it holds.  The scanner charges each search
+    to its rule in the log's order, as a search of its own (rules.Rules._hits), and searches itself
+    any line or rule not here.  A rule this worker's own searches find slow (rules.py's thresholds)
+    is no longer searched here: by then the scanner, charging every worker's searches in order,
+    has switched it off."""
+    from .rules import _CODE, MAX_RULE_TIMEOUTS, RULE_TIME_BUDGET, has_literal, search_rule, slow
+    out: Dict[int, Tuple[str, Dict[int, "Searched"]]] = {}
+    timeouts = Timeouts()
+    spent: Dict[int, float] = {}
+    timed_out: Dict[int, int] = {}
+    off: Set[int] = set()
+    for start, tags in hits.items():
+        ids = [t - RULE_TAG for t in tags if t >= RULE_TAG and t - RULE_TAG not in off]
+        if not ids:
+            continue
+        nl = buf.find(b"\n", start)
+        end = nl if nl >= 0 else len(buf)
+        text = split_prefix(normalise(decode_line(buf[start:min(end, start + MAX_RAW)])))[0]
+        if _CODE.match(text):                   # a source-code echo line: the scanner searches nothing
+            continue
+        lower = text.lower()
+        done: Dict[int, "Searched"] = {}
+        for i in ids:
+            rule = rules[i]
+            if rule is None or not has_literal(rule, text, lower):      # None: switched off before the scan
+                continue
+            r = done[i] = search_rule(rule, text, timeouts)
+            if r[2]:
+                timed_out[i] = timed_out.get(i, 0) + 1
+            if slow(r[1], len(text)):
+                spent[i] = spent.get(i, 0.0) + r[1]
+            if timed_out.get(i, 0) >= MAX_RULE_TIMEOUTS or spent.get(i, 0.0) >= RULE_TIME_BUDGET:
+                off.add(i)
+        if done:
+            out[start] = (text, done)
+    return out

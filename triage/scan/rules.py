@@ -9,7 +9,7 @@ from ..lazyre import lazy_re
 from .followups import Followups, _ctx_hit
 from .observer import Observer
 from .results import Match
-from .rx import lazy, search
+from .rx import Timeouts, lazy, search
 from .sources import Line
 from .state import CONTEXT_LINES, Core, Event, View
 
@@ -49,6 +49,33 @@ def share_of(m: Any) -> float:
     return part / whole if part is not None and whole else 0.0
 
 
+Searched = Tuple[bool, float, int]      # one rule's search of one line: (hit, CPU seconds, timeouts)
+
+
+def slow(seconds: float, chars: int) -> bool:
+    """A search of a line of CHARS characters that took SECONDS is slow (superlinear): it counts
+    toward its rule's RULE_TIME_BUDGET."""
+    return seconds > SLOW_SEARCH + chars * LINEAR_COST
+
+
+def has_literal(rule: MatchRule, text: str, lower: str) -> bool:
+    """TEXT holds one of RULE's literals (LOWER: TEXT in lower case), the cheap test before its regex."""
+    if rule.ignore_case:
+        return any(lit_.lower() in lower for lit_ in rule.literals)
+    return any(lit_ in text for lit_ in rule.literals)
+
+
+def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Searched:
+    """RULE's regex, `not` regexes and min_share on TEXT: a pure function of the line (what a pool
+    worker runs ahead of the scanner), with the CPU time it took and the searches that timed out."""
+    t0 = timeouts.count
+    c0 = thread_time()
+    m = search(rule.rx, text, timeouts)
+    hit = m is not None and not any(search(n, text, timeouts) for n in rule.negative) and (
+        rule.min_share is None or share_of(m) >= rule.min_share)
+    return hit, thread_time() - c0, timeouts.count - t0
+
+
 class Rules(Observer):
     """The catalog's match rules; each hit line meets only the rules whose literals it holds."""
 
@@ -65,27 +92,26 @@ class Rules(Observer):
     def charge(self, rule: MatchRule, seconds: float, chars: int) -> bool:
         """Count a search of RULE on a line of CHARS characters that took SECONDS when it was slow;
         True when the rule is (now) switched off."""
-        if seconds > SLOW_SEARCH + chars * LINEAR_COST:
+        if slow(seconds, chars):
             spent = self._spent[id(rule)] = self._spent.get(id(rule), 0.0) + seconds
             if spent >= RULE_TIME_BUDGET:
                 self.disabled[id(rule)] = rule.source_text
         return id(rule) in self.disabled
 
-    def _hits(self, rule: MatchRule, text: str, lower: str) -> bool:
-        if rule.ignore_case:
-            if not any(lit_.lower() in lower for lit_ in rule.literals):
-                return False
-        elif not any(lit_ in text for lit_ in rule.literals):
-            return False
-        if id(rule) in self.disabled:
+    def _hits(self, rule: MatchRule, text: str, lower: str, done: Optional[Searched] = None) -> bool:
+        """RULE matches TEXT (its regex, not its `not` regexes, its min_share), its search's time and
+        timeouts charged to it in the log's order.  DONE: the search as a pool worker made it ahead of
+        the scanner (prepare.rule_searches), charged here exactly as a search made here."""
+        if not has_literal(rule, text, lower) or id(rule) in self.disabled:
             return False
         timeouts = self.core.timeouts
         t0 = timeouts.count
-        c0 = thread_time()
-        m = search(rule.rx, text, timeouts)
-        hit = m is not None and not any(search(n, text, timeouts) for n in rule.negative) and (
-            rule.min_share is None or share_of(m) >= rule.min_share)
-        self.charge(rule, thread_time() - c0, len(text))
+        if done is None:
+            done = search_rule(rule, text, timeouts)
+        else:
+            timeouts.count += done[2]
+        hit, seconds, _ = done
+        self.charge(rule, seconds, len(text))
         if timeouts.count > t0:
             n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
             if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
@@ -121,10 +147,12 @@ class Rules(Observer):
             return
         ids = range(len(self.rules)) if ev.rule_ids is None else sorted(ev.rule_ids)
         lower = text.lower()
+        # the searches a pool worker made for this line, when it read the very text fed here
+        done = ev.searched[1] if ev.searched is not None and ev.searched[0] == text else None
         hit_any = False
         for i in ids:
             pat, rule = self.rules[i]
-            if not self._hits(rule, text, lower):
+            if not self._hits(rule, text, lower, done.get(i) if done is not None else None):
                 continue
             m = Match(pat, rule, line, ev.seq, view.last_ts(line, st), group=ev.inp.attempt(line))
             if self.with_context < CONTEXT_MATCHES:

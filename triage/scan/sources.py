@@ -573,6 +573,18 @@ def _binary(head: bytes) -> bool:
     return head.startswith(b"\x7fELF") or head.count(b"\x00") > max(2, len(head) // 100)
 
 
+def decode_line(data: bytes) -> str:
+    """One physical line's bytes (at most MAX_RAW, without its newline) as the text the scanner
+    reads: decoded (a bad byte replaced), cut to MAX_LINE * 4 characters, a lone CR at its end
+    dropped (a CRLF line end)."""
+    raw = data.decode("utf-8", "replace")
+    if len(raw) > MAX_LINE * 4:
+        raw = raw[:MAX_LINE * 4]
+    if raw.endswith("\r") and "\r" not in raw[:-1]:
+        raw = raw[:-1]
+    return raw
+
+
 def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,
               year_hint: Optional[int] = None, attempt: Optional[int] = None) -> Line:
     """Normalise one physical line and tag it with its rank and time."""

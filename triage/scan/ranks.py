@@ -85,9 +85,10 @@ class RankReader:
     outer_unprefixed_b: "re.Pattern[bytes]"
     inner_b: "re.Pattern[bytes]"
     inner_probes_b: List[bytes]
+    ranked_start_b: "re.Pattern[bytes]"
     _STR = frozenset(("prefixes", "starts", "inner_rx", "inner_probe"))
     _BYTES = frozenset(("kinds", "quoted_b", "unprefixed_b", "outer_probes_b", "outer_kinds", "outer_quoted_b",
-                        "outer_unprefixed_b", "inner_b", "inner_probes_b"))
+                        "outer_unprefixed_b", "inner_b", "inner_probes_b", "ranked_start_b"))
 
     def __init__(self, launchers: Sequence[Launcher] = LAUNCHERS, inner: Sequence[InnerRank] = INNER_RANKS):
         self.launchers = tuple(launchers)
@@ -139,6 +140,8 @@ class RankReader:
             self.outer_quoted_b = re.compile(rb"\n" + _QUOTE_B + rb"+" + run + rb"(?:" + alts + rb")")
             self.outer_unprefixed_b = re.compile(rb"\n(?!" + _QUOTE_B + rb"*" + run + rb"(?:" + plain + rb"))")
         self.inner_b = re.compile("|".join(r.rx for r in self.inner).encode())
+        # a line that starts with a launcher prefix naming its rank: prefixed_ranks has its rank
+        self.ranked_start_b = re.compile(rb"(?:" + alts + rb")")
         self.inner_probes_b = [r.probe.encode() for r in self.inner]
 
     # --- str: one line ------------------------------------------------------------------------
@@ -238,6 +241,8 @@ class RankReader:
             start = seg.rfind(b"\n", 0, m.start()) + 1
             end = seg.find(b"\n", m.end())
             done = end if end >= 0 else len(seg)
+            if self.ranked_start_b.match(seg, start):
+                continue                      # its rank is its prefix's (prefixed_ranks): not decoded
             text, rank = self.split_prefix(normalise(seg[start:done].decode("utf-8", "replace")))
             if rank is None:
                 rank = self.inner_rank(text)

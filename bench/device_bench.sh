@@ -6,7 +6,8 @@
 # rg -c -f, best of N) on generated production-like and dense logs, with TRIAGE_JOBS=1 and the
 # default, and times a tiny log.  Prints numbers; writes nothing but the venv and /tmp files.
 #
-#   bash bench/device_bench.sh [SIZES...]      (default: "256M 1G 64M:dense 1G:ranks"; :ranks = per-rank files)
+#   bash bench/device_bench.sh [SIZES...]      (default: "256M 1G 64M:dense 1G:ranks"; :ranks = per-rank files,
+#                                              :storm = a 4,096-rank watchdog storm, every line a rule's match)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -29,8 +30,8 @@ done
 echo "tiny log: best of 5 $(python -c "print(f'{$best:.3f}')") s  (python -c pass: $( { /usr/bin/time -f %e python -c pass; } 2>&1 ))"
 for spec in ${@:-256M 1G 64M:dense 1G:ranks}; do
   size=${spec%%:*}; kind=${spec#*:}; [ "$kind" = "$spec" ] && kind=""
-  dense=""; [ "$kind" = dense ] && dense="--dense"
-  log="/tmp/bench-$size${dense:+-dense}.log"
+  dense=""; [ "$kind" = dense ] && dense="--dense"; [ "$kind" = storm ] && dense="--storm"
+  log="/tmp/bench-$size${dense:+-$kind}.log"
   [ -f "$log" ] || python bench/gen_biglog.py --size "$size" $dense "$log" >/dev/null
   if [ "$kind" = ranks ]; then        # the same log as per-rank files (torchrun --tee keeps the prefixes)
     dir="/tmp/bench-$size-ranks"; rm -rf "$dir"; mkdir -p "$dir"

@@ -25,6 +25,8 @@ Mixes:
 - production-like (default): per-rank NCCL INFO, warnings and debug lines make up most of the log;
   iteration lines come from the last rank only (about 3% of lines); capture lines only at start-up.
 - `--dense` (worst case): every third line is a step line, or (one slot in 32) a capture line.
+- `--storm` (rule-dense): after start-up, every line is one of a 4,096-rank job's NCCL watchdog
+  timeouts (each meets a catalog rule: the rule searches and the per-match work).
 
 The job runs normally, then rank 5 hits an illegal memory access, then every other rank's NCCL
 watchdog times out 15 s later. `triage analyze` should name `illegal-memory-access` on rank 5 as the
@@ -280,6 +282,19 @@ class Job:
             self.log.rank(r, f"INFO:megatron.core.transformer.cuda_graphs:Time spent in CUDA Graphs capture on rank {r}: 7.41s")
         self.capture_built(0)
 
+    def storm(self, n: int) -> None:
+        """`--storm`: 64 lines of a hang on a 4,096-rank job, every rank's NCCL watchdog timing out
+        (real lines of tests/fixtures/logs/real/gpu/nccl_rank_hang_timeout.log, rank, sequence id and
+        time changed): each line meets the nccl-watchdog-timeout rule's literals and regex."""
+        for i in range(64):
+            g = n * 64 + i
+            r = g % 4096
+            self.t += timedelta(microseconds=173)
+            work = (f"WorkNCCL(SeqNum={2 + g // 4096}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+                    "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+            self.log.rank(r % RANKS, f"{glog('E', self.t, 'ProcessGroupNCCL.cpp:689')} [Rank {r}] Watchdog caught "
+                                     f"collective operation timeout: {work}")
+
     def iteration(self, dense: bool) -> None:
         if dense:
             for _ in range(2):
@@ -350,14 +365,19 @@ class Job:
 TAIL_RESERVE = 16 << 10  # bytes left for the failure section
 
 
-def generate(out: str, size: int, dense: bool = False, seed: int = 0) -> int:
+def generate(out: str, size: int, dense: bool = False, seed: int = 0, storm: bool = False) -> int:
     """Write the log to `out`; return its size in bytes (close to `size`)."""
     with open(out, "w", encoding="ascii", newline="\n", buffering=FLUSH_BYTES) as f:
         log = Log(f)
         job = Job(log, random.Random(seed))
         job.startup()
+        n = 0
         while log.size < size - TAIL_RESERVE:
-            job.iteration(dense)
+            if storm:
+                job.storm(n)
+                n += 1
+            else:
+                job.iteration(dense)
         job.failure()
         log.flush()
         return log.written
@@ -369,10 +389,13 @@ def main() -> None:
     ap.add_argument("out", metavar="OUT", help="file to write")
     ap.add_argument("--size", default="256M", help="target size: 64M, 256M, 1G, ... (binary units; default 256M)")
     ap.add_argument("--dense", action="store_true", help="worst case: a step or capture line on every third line")
+    ap.add_argument("--storm", action="store_true",
+                    help="a 4,096-rank hang: after start-up every line is a rank's NCCL watchdog timeout (rule-dense)")
     ap.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     a = ap.parse_args()
-    n = generate(a.out, parse_size(a.size), a.dense, a.seed)
-    print(f"wrote {a.out}: {n:,} bytes ({n / (1 << 20):.1f} MiB){', dense' if a.dense else ''}")
+    n = generate(a.out, parse_size(a.size), a.dense, a.seed, a.storm)
+    print(f"wrote {a.out}: {n:,} bytes ({n / (1 << 20):.1f} MiB){', dense' if a.dense else ''}"
+          f"{', storm' if a.storm else ''}")
 
 
 if __name__ == "__main__":

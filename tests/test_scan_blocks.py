@@ -245,9 +245,10 @@ def test_lines_a_worker_did_not_search_are_searched_by_the_scanner(monkeypatch):
     monkeypatch.setenv("TRIAGE_JOBS", "3")
     real = prepare.rule_searches
 
-    def half_wrong(buf, hits, rules):           # the first line of a block dropped, the others' text altered
-        out = real(buf, hits, rules)
-        return {k: (v[0] + " (another text)", {i: (not r[0], r[1], r[2]) for i, r in v[1].items()})
+    def half_wrong(buf, hits, rules, guard):   # the first line of a block dropped, the others' text altered
+        out = real(buf, hits, rules, guard)        # (and each rule said to match where it did not, and back)
+        every = tuple(range(len(rules)))
+        return {k: (hash("another text"), tuple(i for i in every if i not in v[1]), v[2], v[3])
                 for j, (k, v) in enumerate(sorted(out.items())) if j}
     monkeypatch.setattr(prepare, "rule_searches", half_wrong)
     calls = _parent_searches(monkeypatch)
@@ -538,11 +539,17 @@ def test_a_worker_stops_searching_a_rule_its_own_searches_found_slow(monkeypatch
     starts = [0] + [k + 1 for k, c in enumerate(buf) if c == 10][:-1]
     hits = {s: {prepare.RULE_TAG + i} for s in starts}
     all_rules = [r for _, r in eng.rules]
-    assert len(prepare.rule_searches(buf, hits, all_rules)) == 10          # a rule as fast as usual
+
+    def searched(done):
+        return sum(1 for v in done.values() if i not in v[3])
+    assert searched(prepare.rule_searches(buf, hits, all_rules)) == 10          # a rule as fast as usual
     monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (False, 0.2, 0))   # 0.2 s a line: slow
-    done = prepare.rule_searches(buf, hits, all_rules)
-    assert len(done) == math.ceil(rules.RULE_TIME_BUDGET / 0.2)              # then no more
+    guard = prepare.WorkerBudget(all_rules)
+    done = prepare.rule_searches(buf, hits, all_rules, guard)
+    assert searched(done) == math.ceil(rules.RULE_TIME_BUDGET / 0.2)            # then no more ...
+    assert searched(prepare.rule_searches(buf, hits, all_rules, guard)) == 0     # ... in this worker's next block
+    assert all(v[2] for v in done.values() if i not in v[3])                     # each slow search is sent
     monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (False, 0.0, 1))   # every search timed out
-    assert len(prepare.rule_searches(buf * 3, {**hits, **{s + len(buf): hits[s] for s in starts},
-                                               **{s + 2 * len(buf): hits[s] for s in starts}}, all_rules)) \
+    guard = prepare.WorkerBudget(all_rules)
+    assert sum(searched(prepare.rule_searches(buf, hits, all_rules, guard)) for _ in range(3)) \
         == rules.MAX_RULE_TIMEOUTS

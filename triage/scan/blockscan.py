@@ -47,7 +47,7 @@ class _InputScan:
         index of the hits (prepare.line_index)."""
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
-        self.searched: Dict[int, Tuple[str, Dict[int, Searched]]] = prepared[4] if len(prepared) > 4 else {}
+        self.searched: Dict[int, Searched] = prepared[4] if len(prepared) > 4 else {}
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -194,7 +194,7 @@ def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observ
 
 def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: InputState, core: Core,
                    obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int],
-                   searched: Optional[Tuple[str, Dict[int, Searched]]] = None) -> None:
+                   searched: Optional[Searched] = None) -> None:
     """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers
     (SEARCHED: the rule searches a pool worker made for the line)."""
     for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):

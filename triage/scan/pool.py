@@ -36,6 +36,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
     (geometry.plain_inputs: each input with its blocks), in order; it reads only those."""
     _own_signals()
     try:
+        guard = prepare.WorkerBudget(rules)
         g = 0
         for path, spans in plan:
             fd = os.open(path, os.O_RDONLY)
@@ -50,7 +51,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, sorted(h)),
-                                    prepare.rule_searches(block, h, rules))))
+                                    prepare.rule_searches(block, h, rules, guard))))
                     g += 1
             finally:
                 os.close(fd)

@@ -106,43 +106,64 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
 
 
 
-def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]]
-                  ) -> Dict[int, Tuple[str, Dict[int, "Searched"]]]:
+def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]],
+                  guard: Optional["WorkerBudget"] = None) -> Dict[int, "Searched"]:
     """The catalog's rule searches of the block's hit lines, made by a pool worker ahead of the
-    scanner: {line start: (the line's text, {rule index: (hit, CPU seconds, timeouts)})} for the
-    rules whose anchors hit the line and whose literals it holds.  The scanner charges each search
-    to its rule in the log's order, as a search of its own (rules.Rules._hits), and searches itself
-    any line or rule not here.  A rule this worker's own searches find slow (rules.py's thresholds)
-    is no longer searched here: by then the scanner, charging every worker's searches in order,
-    has switched it off."""
-    from .rules import _CODE, MAX_RULE_TIMEOUTS, RULE_TIME_BUDGET, has_literal, search_rule, slow
-    out: Dict[int, Tuple[str, Dict[int, "Searched"]]] = {}
-    timeouts = Timeouts()
-    spent: Dict[int, float] = {}
-    timed_out: Dict[int, int] = {}
-    off: Set[int] = set()
+    scanner, for the rules whose anchors hit a line and whose literals it holds: {line start:
+    (hash of the line's text, the rules that matched, (rule, CPU seconds, timeouts) of the searches
+    that were slow or timed out, the rules not searched)} -- a search neither slow nor timed out
+    costs its rule nothing (rules.Rules.charge), so it is not sent.  The scanner charges each
+    search to its rule in the log's order, as a search of its own (rules.Rules._hits), and
+    searches itself a line whose text hashes otherwise (its hash is the forked worker's) or that
+    is not here.  A rule this worker's own searches find slow (rules.py's thresholds) is no longer
+    searched here: by then the scanner, charging every worker's searches in order, has switched
+    it off (GUARD: the worker's tally, kept from block to block)."""
+    from .rules import _CODE
+    guard = guard if guard is not None else WorkerBudget(rules)
+    out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
-        ids = [t - RULE_TAG for t in tags if t >= RULE_TAG and t - RULE_TAG not in off]
+        ids = [t - RULE_TAG for t in tags if t >= RULE_TAG]
         if not ids:
             continue
         nl = buf.find(b"\n", start)
         end = nl if nl >= 0 else len(buf)
         text = split_prefix(normalise(decode_line(buf[start:min(end, start + MAX_RAW)])))[0]
-        if _CODE.match(text):                   # a source-code echo line: the scanner searches nothing
-            continue
+        if not _CODE.match(text):               # a source-code echo line: the scanner searches nothing
+            out[start] = guard.search(text, ids)
+    return out
+
+
+class WorkerBudget:
+    """A worker's rule searches, with its own tally of each rule's slow searches and timeouts
+    (rules.py's thresholds): a rule past them is not searched any more by this worker."""
+
+    def __init__(self, rules: Sequence[Optional["MatchRule"]]):
+        self.rules = rules
+        self.timeouts = Timeouts()
+        self.spent: Dict[int, float] = {}
+        self.timed_out: Dict[int, int] = {}
+        self.off: Set[int] = set()
+
+    def search(self, text: str, ids: List[int]) -> "Searched":
+        from .rules import MAX_RULE_TIMEOUTS, RULE_TIME_BUDGET, has_literal, search_rule, slow
         lower = text.lower()
-        done: Dict[int, "Searched"] = {}
+        matched: List[int] = []
+        costly: List[Tuple[int, float, int]] = []
+        skipped: List[int] = []
         for i in ids:
-            rule = rules[i]
+            rule = self.rules[i]
             if rule is None or not has_literal(rule, text, lower):      # None: switched off before the scan
                 continue
-            r = done[i] = search_rule(rule, text, timeouts)
-            if r[2]:
-                timed_out[i] = timed_out.get(i, 0) + 1
-            if slow(r[1], len(text)):
-                spent[i] = spent.get(i, 0.0) + r[1]
-            if timed_out.get(i, 0) >= MAX_RULE_TIMEOUTS or spent.get(i, 0.0) >= RULE_TIME_BUDGET:
-                off.add(i)
-        if done:
-            out[start] = (text, done)
-    return out
+            if i in self.off:
+                skipped.append(i)
+                continue
+            hit, seconds, n_out = search_rule(rule, text, self.timeouts)
+            if hit:
+                matched.append(i)
+            if n_out or slow(seconds, len(text)):
+                costly.append((i, seconds, n_out))
+                self.timed_out[i] = self.timed_out.get(i, 0) + (1 if n_out else 0)
+                self.spent[i] = self.spent.get(i, 0.0) + (seconds if slow(seconds, len(text)) else 0.0)
+                if self.timed_out[i] >= MAX_RULE_TIMEOUTS or self.spent[i] >= RULE_TIME_BUDGET:
+                    self.off.add(i)
+        return hash(text), tuple(matched), tuple(costly), tuple(skipped)

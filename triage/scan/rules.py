@@ -49,7 +49,21 @@ def share_of(m: Any) -> float:
     return part / whole if part is not None and whole else 0.0
 
 
-Searched = Tuple[bool, float, int]      # one rule's search of one line: (hit, CPU seconds, timeouts)
+Search = Tuple[bool, float, int]        # one rule's search of one line: (hit, CPU seconds, timeouts)
+# a pool worker's searches of one line (prepare.rule_searches): (hash of its text, the rules that
+# matched, (rule, CPU seconds, timeouts) of the searches slow or timed out, the rules not searched)
+Searched = Tuple[int, Tuple[int, ...], Tuple[Tuple[int, float, int], ...], Tuple[int, ...]]
+
+
+def _done(searched: Searched, i: int) -> Optional[Search]:
+    """Rule I's search of the line as the worker made it, or None (not searched there)."""
+    _, matched, costly, skipped = searched
+    if i in skipped:
+        return None
+    for j, seconds, n_out in costly:
+        if j == i:
+            return i in matched, seconds, n_out
+    return i in matched, 0.0, 0
 
 
 def slow(seconds: float, chars: int) -> bool:
@@ -65,7 +79,7 @@ def has_literal(rule: MatchRule, text: str, lower: str) -> bool:
     return any(lit_ in text for lit_ in rule.literals)
 
 
-def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Searched:
+def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Search:
     """RULE's regex, `not` regexes and min_share on TEXT: a pure function of the line (what a pool
     worker runs ahead of the scanner), with the CPU time it took and the searches that timed out."""
     t0 = timeouts.count
@@ -98,7 +112,7 @@ class Rules(Observer):
                 self.disabled[id(rule)] = rule.source_text
         return id(rule) in self.disabled
 
-    def _hits(self, rule: MatchRule, text: str, lower: str, done: Optional[Searched] = None) -> bool:
+    def _hits(self, rule: MatchRule, text: str, lower: str, done: Optional[Search] = None) -> bool:
         """RULE matches TEXT (its regex, not its `not` regexes, its min_share), its search's time and
         timeouts charged to it in the log's order.  DONE: the search as a pool worker made it ahead of
         the scanner (prepare.rule_searches), charged here exactly as a search made here."""
@@ -148,11 +162,11 @@ class Rules(Observer):
         ids = range(len(self.rules)) if ev.rule_ids is None else sorted(ev.rule_ids)
         lower = text.lower()
         # the searches a pool worker made for this line, when it read the very text fed here
-        done = ev.searched[1] if ev.searched is not None and ev.searched[0] == text else None
+        done = ev.searched if ev.searched is not None and ev.searched[0] == hash(text) else None
         hit_any = False
         for i in ids:
             pat, rule = self.rules[i]
-            if not self._hits(rule, text, lower, done.get(i) if done is not None else None):
+            if not self._hits(rule, text, lower, _done(done, i) if done is not None else None):
                 continue
             m = Match(pat, rule, line, ev.seq, view.last_ts(line, st), group=ev.inp.attempt(line))
             if self.with_context < CONTEXT_MATCHES:

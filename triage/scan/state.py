@@ -117,9 +117,9 @@ class Event:
     inp: InputState
     view: View
     rule_ids: Optional[Set[int]] = None     # rules whose anchors hit (None: every rule)
-    # (the line's text, {rule index: (hit, CPU seconds, timeouts)}): the rule searches a pool worker
-    # made for the line (prepare.rule_searches), used when the text is the one fed
-    searched: Optional[Tuple[str, Dict[int, Tuple[bool, float, int]]]] = None
+    # the rule searches a pool worker made for the line (prepare.rule_searches: rules.Searched), used
+    # when the text fed hashes as the worker's did
+    searched: Optional[Tuple[int, Tuple[int, ...], Tuple[Tuple[int, float, int], ...], Tuple[int, ...]]] = None
 
 
 

@@ -223,12 +223,13 @@ def test_workers_search_the_rules_and_the_scanner_charges_them_in_order(monkeypa
     """Issue 27: the catalog's rule searches of a worker's blocks are made by the worker; the scanner
     only charges them to their rules in the log's order (the matches, their context and the report
     are the serial scan's)."""
-    from triage.scan import pool
+    from triage.scan import pool, prepare
     path = os.path.join(LOGS, name)
     serial = _block_scan(path)
     assert serial["matches"]
     monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers: every block is a worker's
+    monkeypatch.setattr(prepare, "SHIP_SECONDS", 0.0)      # every search sent, however cheap
     calls = _parent_searches(monkeypatch)
     split = _block_scan(path)
     assert calls == []                                      # not one search in the scanner
@@ -243,6 +244,7 @@ def test_lines_a_worker_did_not_search_are_searched_by_the_scanner(monkeypatch):
     serial = _block_scan(path, 4096)
     monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "3")
+    monkeypatch.setattr(prepare, "SHIP_SECONDS", 0.0)
     real = prepare.rule_searches
 
     def half_wrong(buf, hits, rules, guard):   # the first line of a block dropped, the others' text altered
@@ -527,8 +529,9 @@ def test_a_plain_file_cut_short_while_it_is_read_is_an_input_error(tmp_path):
         list(blocks)
 
 
-def test_a_worker_stops_searching_a_rule_its_own_searches_found_slow(monkeypatch):
-    """A pathological regex must not make a worker crawl: once a rule's slow searches (or timeouts) in
+def test_a_worker_sends_slow_searches_and_stops_searching_a_rule_its_own_searches_found_slow(monkeypatch):
+    """A worker sends the scanner only the searches that cost more than receiving them (SHIP_SECONDS)
+    or timed out.  A pathological regex must not make a worker crawl: once a rule's slow searches (or timeouts) in
     the worker reach the thresholds the scanner switches rules off at, the worker searches it no more
     (the scanner, charging every search in order, has switched it off by then)."""
     from triage.scan import prepare, rules
@@ -542,7 +545,10 @@ def test_a_worker_stops_searching_a_rule_its_own_searches_found_slow(monkeypatch
 
     def searched(done):
         return sum(1 for v in done.values() if i not in v[3])
+    assert prepare.rule_searches(buf, hits, all_rules) == {}       # fast searches: the scanner redoes them
+    monkeypatch.setattr(prepare, "SHIP_SECONDS", 0.0)
     assert searched(prepare.rule_searches(buf, hits, all_rules)) == 10          # a rule as fast as usual
+    monkeypatch.setattr(prepare, "SHIP_SECONDS", 50e-6)
     monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (False, 0.2, 0))   # 0.2 s a line: slow
     guard = prepare.WorkerBudget(all_rules)
     done = prepare.rule_searches(buf, hits, all_rules, guard)

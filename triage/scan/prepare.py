@@ -26,6 +26,11 @@ _CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f][^\n]*$"
 NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
 NORMED_TAG = -2          # ... and its tags come from its normalised text
 RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
+# A worker sends the scanner its searches of a line only when they took at least this much CPU time
+# (or one timed out): a search of a few microseconds costs the scanner less to redo than to receive
+# (measured on the H200 host, issue 27: a 32 MiB watchdog storm, every line a match, took 6.4-6.9 s
+# with one process and 6.6-8.8 s with every search sent), a slow regex (milliseconds a line) far more.
+SHIP_SECONDS = 50e-6
 
 
 @functools.lru_cache(maxsize=8)
@@ -109,7 +114,8 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
 def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]],
                   guard: Optional["WorkerBudget"] = None) -> Dict[int, "Searched"]:
     """The catalog's rule searches of the block's hit lines, made by a pool worker ahead of the
-    scanner, for the rules whose anchors hit a line and whose literals it holds: {line start:
+    scanner, for the rules whose anchors hit a line and whose literals it holds, of the lines whose
+    searches took SHIP_SECONDS or more (or timed out; the scanner redoes the others): {line start:
     (hash of the line's text, the rules that matched, (rule, CPU seconds, timeouts) of the searches
     that were slow or timed out, the rules not searched)} -- a search neither slow nor timed out
     costs its rule nothing (rules.Rules.charge), so it is not sent.  The scanner charges each
@@ -129,7 +135,9 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
         end = nl if nl >= 0 else len(buf)
         text = split_prefix(normalise(decode_line(buf[start:min(end, start + MAX_RAW)])))[0]
         if not _CODE.match(text):               # a source-code echo line: the scanner searches nothing
-            out[start] = guard.search(text, ids)
+            done, seconds = guard.search(text, ids)
+            if seconds >= SHIP_SECONDS or done[2]:
+                out[start] = done
     return out
 
 
@@ -144,12 +152,14 @@ class WorkerBudget:
         self.timed_out: Dict[int, int] = {}
         self.off: Set[int] = set()
 
-    def search(self, text: str, ids: List[int]) -> "Searched":
+    def search(self, text: str, ids: List[int]) -> Tuple["Searched", float]:
+        """The searches of TEXT by the rules IDS (rules.Searched) and the CPU time they took."""
         from .rules import MAX_RULE_TIMEOUTS, RULE_TIME_BUDGET, has_literal, search_rule, slow
         lower = text.lower()
         matched: List[int] = []
         costly: List[Tuple[int, float, int]] = []
         skipped: List[int] = []
+        total = 0.0
         for i in ids:
             rule = self.rules[i]
             if rule is None or not has_literal(rule, text, lower):      # None: switched off before the scan
@@ -158,6 +168,7 @@ class WorkerBudget:
                 skipped.append(i)
                 continue
             hit, seconds, n_out = search_rule(rule, text, self.timeouts)
+            total += seconds
             if hit:
                 matched.append(i)
             if n_out or slow(seconds, len(text)):
@@ -166,4 +177,4 @@ class WorkerBudget:
                 self.spent[i] = self.spent.get(i, 0.0) + (seconds if slow(seconds, len(text)) else 0.0)
                 if self.timed_out[i] >= MAX_RULE_TIMEOUTS or self.spent[i] >= RULE_TIME_BUDGET:
                     self.off.add(i)
-        return hash(text), tuple(matched), tuple(costly), tuple(skipped)
+        return (hash(text), tuple(matched), tuple(costly), tuple(skipped)), total

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, cast
 
+from . import rules as rules_  # (read at call time: tests patch its search)
 from .anchors import Anchor, AnchorSet
 from .observer import Feeder, Observer
 from .ranks import split_prefix
@@ -124,7 +125,6 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
     is not here.  A rule this worker's own searches find slow (rules.py's thresholds) is no longer
     searched here: by then the scanner, charging every worker's searches in order, has switched
     it off (GUARD: the worker's tally, kept from block to block)."""
-    from .rules import _CODE
     guard = guard if guard is not None else WorkerBudget(rules)
     out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
@@ -134,7 +134,7 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
         nl = buf.find(b"\n", start)
         end = nl if nl >= 0 else len(buf)
         text = split_prefix(normalise(decode_line(buf[start:min(end, start + MAX_RAW)])))[0]
-        if not _CODE.match(text):               # a source-code echo line: the scanner searches nothing
+        if not rules_.SOURCE_ECHO.match(text):     # a source-code echo line: the scanner searches nothing
             done, seconds = guard.search(text, ids)
             if seconds >= SHIP_SECONDS or done[2]:
                 out[start] = done
@@ -155,7 +155,6 @@ class WorkerBudget:
 
     def search(self, text: str, ids: List[int]) -> Tuple["Searched", float]:
         """The searches of TEXT by the rules IDS (rules.Searched) and the CPU time they took."""
-        from .rules import MAX_RULE_TIMEOUTS, RULE_TIME_BUDGET, has_literal, search_rule, slow
         lower = text.lower()
         matched: List[int] = []
         costly: List[Tuple[int, float, int]] = []
@@ -163,7 +162,7 @@ class WorkerBudget:
         total = 0.0
         for i in ids:
             rule = self.rules[i]
-            if rule is None or not has_literal(rule, text, lower):      # None: switched off before the scan
+            if rule is None or not rules_.has_literal(rule, text, lower):      # None: switched off before the scan
                 continue
             if i in self.off:
                 skipped.append(i)
@@ -172,14 +171,14 @@ class WorkerBudget:
                 for rx in [rule.rx, *rule.negative]:
                     rx.compiled()
                 self.ready.add(i)
-            hit, seconds, n_out = search_rule(rule, text, self.timeouts)
+            hit, seconds, n_out = rules_.search_rule(rule, text, self.timeouts)
             total += seconds
             if hit:
                 matched.append(i)
-            if n_out or slow(seconds, len(text)):
+            if n_out or rules_.slow(seconds, len(text)):
                 costly.append((i, seconds, n_out))
                 self.timed_out[i] = self.timed_out.get(i, 0) + (1 if n_out else 0)
-                self.spent[i] = self.spent.get(i, 0.0) + (seconds if slow(seconds, len(text)) else 0.0)
-                if self.timed_out[i] >= MAX_RULE_TIMEOUTS or self.spent[i] >= RULE_TIME_BUDGET:
+                self.spent[i] = self.spent.get(i, 0.0) + (seconds if rules_.slow(seconds, len(text)) else 0.0)
+                if self.timed_out[i] >= rules_.MAX_RULE_TIMEOUTS or self.spent[i] >= rules_.RULE_TIME_BUDGET:
                     self.off.add(i)
         return (hash(text), tuple(matched), tuple(costly), tuple(skipped)), total

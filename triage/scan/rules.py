@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..patterns import ContextReq, MatchRule, Pattern
 
 # Source-code echo lines and caret markers never carry a message.
-_CODE = lazy(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
+SOURCE_ECHO = lazy(r"^\s+(?:assert\b|raise\b|f?[\"'])|^\s*[~^]+\s*$")
 MAX_RULE_TIMEOUTS = 20     # a rule that times out this often in one scan is switched off
 # ... and so is a rule whose slow searches add up to RULE_TIME_BUDGET in one scan: a regex that costs
 # 14 ms a line, under the timeout, must not make the scan crawl either.  A search of one line (its
@@ -157,7 +157,7 @@ class Rules(Observer):
         view = ev.view
         # the line after a frame line is its source code only when indented (a frame without
         # source, e.g. File "<frozen runpy>", is followed directly by the exception line)
-        if (text[:1] in (" ", "\t") and view.after_frame(line, st)) or _CODE.match(text):
+        if (text[:1] in (" ", "\t") and view.after_frame(line, st)) or SOURCE_ECHO.match(text):
             return
         ids = range(len(self.rules)) if ev.rule_ids is None else sorted(ev.rule_ids)
         lower = text.lower()

@@ -10,14 +10,13 @@ from .blockview import BlockView
 from .observer import Feeder, Observer
 from .prepare import RULE_TAG, _batchers
 from .ranks import ranks_in
-from .rules import Searched
 from .sources import (
     MAX_RAW,
     Input,
     Line,
     make_line,
 )
-from .state import Core, Event, InputState, _wrapper
+from .state import Core, Event, InputState, Searched, _wrapper
 
 
 class _InputScan:

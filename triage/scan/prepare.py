@@ -19,7 +19,7 @@ from .sources import (
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule
-    from .rules import Searched
+    from .state import Searched
 
 # a line with a control byte, hit once (at its end) however many it holds: an anchor hit per byte
 # made a 4 MiB line of control bytes 4 million hits
@@ -154,7 +154,7 @@ class WorkerBudget:
         self.ready: Set[int] = set()       # rules whose regexes are compiled (not timed as a search)
 
     def search(self, text: str, ids: List[int]) -> Tuple["Searched", float]:
-        """The searches of TEXT by the rules IDS (rules.Searched) and the CPU time they took."""
+        """The searches of TEXT by the rules IDS (state.Searched) and the CPU time they took."""
         lower = text.lower()
         matched: List[int] = []
         costly: List[Tuple[int, float, int]] = []

@@ -11,7 +11,7 @@ from .observer import Observer
 from .results import Match
 from .rx import Timeouts, lazy, search
 from .sources import Line
-from .state import CONTEXT_LINES, Core, Event, View
+from .state import CONTEXT_LINES, Core, Event, Searched, View
 
 if TYPE_CHECKING:
     from ..patterns import ContextReq, MatchRule, Pattern
@@ -50,9 +50,6 @@ def share_of(m: Any) -> float:
 
 
 Search = Tuple[bool, float, int]        # one rule's search of one line: (hit, CPU seconds, timeouts)
-# a pool worker's searches of one line (prepare.rule_searches): (hash of its text, the rules that
-# matched, (rule, CPU seconds, timeouts) of the searches slow or timed out, the rules not searched)
-Searched = Tuple[int, Tuple[int, ...], Tuple[Tuple[int, float, int], ...], Tuple[int, ...]]
 
 
 def _done(searched: Searched, i: int) -> Optional[Search]:

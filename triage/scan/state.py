@@ -109,6 +109,11 @@ class View:
         d.append(line)
 
 
+# a pool worker's searches of one line (prepare.rule_searches): (hash of its text, the rules that
+# matched, (rule, CPU seconds, timeouts) of the searches slow or timed out, the rules not searched)
+Searched = Tuple[int, Tuple[int, ...], Tuple[Tuple[int, float, int], ...], Tuple[int, ...]]
+
+
 @record
 class Event:
     """What the driver tells an observer about the line it feeds."""
@@ -117,9 +122,9 @@ class Event:
     inp: InputState
     view: View
     rule_ids: Optional[Set[int]] = None     # rules whose anchors hit (None: every rule)
-    # the rule searches a pool worker made for the line (prepare.rule_searches: rules.Searched), used
-    # when the text fed hashes as the worker's did
-    searched: Optional[Tuple[int, Tuple[int, ...], Tuple[Tuple[int, float, int], ...], Tuple[int, ...]]] = None
+    # the rule searches a pool worker made for the line (prepare.rule_searches), used when the text
+    # fed hashes as the worker's did
+    searched: Optional[Searched] = None
 
 
 

@@ -43,6 +43,19 @@ def child(args, err_path):
             os._exit(code)
 
 
+def warm(specs):
+    """What a long-lived triage process holds after its first analysis, made once here rather than in
+    every child: the catalog loaded and the rule regexes compiled that the first child's log meets (the
+    `regex` package compiles in Python, ~50 ms a process).  No store is opened and nothing is written:
+    the children still each connect, create and record on their own."""
+    logs = [a for a in (specs[0] if specs else []) if os.path.isfile(a)]
+    if not logs:
+        return
+    from triage.cli import load_patterns
+    from triage.pipeline import run_analysis
+    run_analysis(logs[:1], pats=load_patterns([]))
+
+
 def main():
     specs = json.load(sys.stdin)
     import importlib
@@ -55,6 +68,7 @@ def main():
             importlib.import_module(mod)
         except ImportError:
             pass
+    warm(specs)
     tmp = tempfile.mkdtemp(prefix="forkrun-")
     pids = []
     sys.stdout.flush()

@@ -27,9 +27,11 @@ def pats():
     return load_all()
 
 
-@pytest.fixture
-def inputs(tmp_path):
-    d = tmp_path
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """Every kind of input, made once for the module (compressing LOG three ways takes ~0.3 s): the
+    tests only read them; what a test writes goes to its own tmp_path."""
+    d = tmp_path_factory.mktemp("inputs")
     (d / "a.log").write_bytes(LOG)
     (d / "a.log.gz").write_bytes(gzip.compress(LOG))
     (d / "a.log.bz2").write_bytes(bz2.compress(LOG))
@@ -84,11 +86,11 @@ def test_folded_hash_of_stdin_among_files(monkeypatch, inputs, pats):
     assert a.content_hash == content_hash(paths, hashlib.sha256(LOG).hexdigest())
 
 
-def test_no_folded_hash_when_an_input_is_not_read_whole(inputs, pats):
+def test_no_folded_hash_when_an_input_is_not_read_whole(inputs, pats, tmp_path):
     p = str(inputs / "a.log")
     assert run_analysis([p], pats=pats, content_hash=True, max_bytes=1000)[0].content_hash is None
     assert run_analysis([p], pats=pats)[0].content_hash is None              # not asked for
-    bad = inputs / "bin.log"
+    bad = tmp_path / "bin.log"
     bad.write_bytes(b"\x7fELF" + b"\x00" * 5000)                             # unreadable: a note
     assert run_analysis([p, str(bad)], pats=pats, content_hash=True)[0].content_hash is None
 

@@ -567,3 +567,62 @@ def test_a_worker_sends_slow_searches_and_stops_searching_a_rule_its_own_searche
     guard = prepare.WorkerBudget(all_rules)
     assert sum(searched(prepare.rule_searches(buf, hits, all_rules, guard)) for _ in range(3)) \
         == rules.MAX_RULE_TIMEOUTS
+
+
+def _arguments_block_lines(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return data.count(b" ..") if b"---------- arguments ----------" in data else 0
+
+
+# the fixture logs printing a whole arguments block (the real Megatron-LM runs: ~800 lines)
+ARGS_LOGS = [p for p in fixture_logs() if p.endswith(".log") and _arguments_block_lines(p) > 100]
+
+
+@pytest.mark.parametrize("jobs", [0, 2])
+def test_the_lines_of_an_arguments_block_go_to_the_collector_as_records(monkeypatch, jobs):
+    """Issue 27, config lines: the `  name ..... value` lines of Megatron-LM's arguments block are
+    parsed ahead of the scanner (LogConfigCollector.follow_records, in the pool workers when there are
+    some) and taken as records: the collector's feed() sees only the lines around them, the config is
+    the line scan's, at every block size, whether the block cuts the arguments block or not."""
+    from triage.config import scrape
+    from triage.scan import pool
+    assert len(ARGS_LOGS) >= 2, ARGS_LOGS
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    fed, made = [], []
+    real_feed, real_records = scrape.LogConfigCollector.feed, scrape.LogConfigCollector.follow_records
+    monkeypatch.setattr(scrape.LogConfigCollector, "feed", lambda self, line: fed.append(1) or real_feed(self, line))
+    monkeypatch.setattr(scrape.LogConfigCollector, "follow_records",
+                        staticmethod(lambda buf, lo: made.append(1) or real_records(buf, lo)))
+    for path in ARGS_LOGS:
+        line = line_scan([path])
+        args_lines = _arguments_block_lines(path)
+        for bs in (1 << 23, 4096, 257):
+            fed.clear()
+            made.clear()
+            assert block_scan([path], bs) == line, (path, bs)
+            assert len(fed) < args_lines // 4, (path, bs, len(fed), args_lines)
+            blocks = os.path.getsize(path) // bs + 1
+            if jobs:          # the workers made the records (the scanner prepares every MAIN_EVERY-th block)
+                assert len(made) <= blocks // pool.MAIN_EVERY + 1, (path, bs, len(made), blocks)
+            else:
+                assert made, (path, bs)
+
+
+def test_follow_records_are_bounded_on_hostile_blocks():
+    """A block of lines that name arguments but are no header, or of headers that never end, is
+    looked at once a line: linear."""
+    from triage.config.scrape import FOLLOW_RECORDS, LogConfigCollector
+    assert LogConfigCollector.follow_records(b"missing arguments - see --help\n" * 50000, 0) == {}
+    hdr = b"------------------------ arguments ------------------------\n"
+    calls = []
+    from triage.config import scrape
+    real = scrape.scanned_text
+    try:
+        scrape.scanned_text = lambda data: calls.append(1) or real(data)
+        recs = LogConfigCollector.follow_records((hdr + b"  lr ........ 3e-4\n" * 10) * 5000, 0)
+    finally:
+        scrape.scanned_text = real
+    assert 50000 - 5000 * 10 // FOLLOW_RECORDS * 10 <= len(recs) <= 50000     # a run stops after FOLLOW_RECORDS lines
+    assert len(calls) <= 55000                    # each line decoded once at most (headers and records)

@@ -26,7 +26,7 @@ class Seen:
 
     def observers(self) -> List[Feeder]:
         """The config collector and the step-time parser as line observers of a block scan."""
-        return [Feeder(self.config, LogConfigCollector.ANCHORS, self.config.following),
+        return [Feeder(self.config, LogConfigCollector.ANCHORS, self.config.following, records=True),
                 Feeder(self.steps, StepLog.ANCHORS, batch=True)]
 
 

@@ -5,11 +5,12 @@ transformer_engine --cuda-graph-scope attn`), environment lines (`PYTORCH_CUDA_A
 NCCL's `... set by environment to ...`) and software versions."""
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..scan.anchors import Anchor
+from ..scan.prepare import scanned_text
 from ..scan.rx import IGNORECASE, TIMEOUT, lazy
-from ..scan.sources import Line
+from ..scan.sources import MAX_RAW, Line
 from .defaults import apply_defaults
 from .document import parse_config_text
 from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten, parse_scalar
@@ -19,6 +20,8 @@ from .launch import ANNOUNCE_NEXT, NOT_A_COMMAND, is_launch_line, parse_args, pa
 _ARGS_START = lazy(r"^-{10,} arguments -{10,}$")
 _ARGS_END = lazy(r"^-{10,} end of arguments -{10,}$")
 _ARG_LINE = lazy(r"^\s+(\S+) \.{2,} (.*)$")
+FOLLOW_RECORDS = 20_000     # lines after an arguments-block header parsed ahead of the scanner, at most
+_ARGS_NEEDLE = b"---------- arguments ----------"     # what a header line (_ARGS_START) holds
 _TASK_START = lazy(r"^-{3,} Task Configuration -{3,}$")
 _TASK_END = lazy(r"^-{10,}$")
 _SUMMARY_START = lazy(r"^Configuration Summary \(Non-Default Values vs Megatron Core\)")
@@ -58,6 +61,32 @@ def parse_cmdline(text: str) -> Dict[str, Any]:
         flags = parse_args(split_words(text))
     flags.update({f"env.{k}": v for k, v in env.items() if k in ENV_KEYS})
     return flags
+
+
+def _follow_run(buf: bytes, pos: int, n: int, leading: bool, out: Dict[int, Tuple[str, str]]) -> int:
+    """Records (LogConfigCollector.follow_records) of the `  name ..... value` lines from buf[pos:], up
+    to an arguments block's end line, at most FOLLOW_RECORDS lines (LEADING: while the lines are
+    indented, as an arguments block's are: a name too long for its dots prints none); returns where
+    it stopped."""
+    for _ in range(FOLLOW_RECORDS):
+        if pos >= n:
+            break
+        nl = buf.find(b"\n", pos)
+        end = nl if nl >= 0 else n
+        data = buf[pos:min(end, pos + MAX_RAW)]
+        if b"end of arguments" in data:
+            break
+        if b" .." in data:
+            text = scanned_text(data)
+            if leading and not text[:1].isspace():
+                break
+            m = _ARG_LINE.match(text) if b"\r" not in data else None
+            if m is not None:
+                out[pos] = (m.group(1), m.group(2))
+        elif leading and data[:1] not in (b" ", b"\t"):      # (an indented line prefixed by a launcher
+            break                                              # ends the run too: only slower)
+        pos = end + 1
+    return pos
 
 
 class LogConfigCollector:
@@ -100,6 +129,38 @@ class LogConfigCollector:
         """Inside an arguments / task configuration / summary block, or right after a line that
         announces the command: every line matters."""
         return self._mode is not None or self._next_is_command
+
+    @staticmethod
+    def follow_records(buf: bytes, lo: int) -> Dict[int, Tuple[str, str]]:
+        """The lines of the block buf[lo:] that an arguments block's `  name ..... value` lines may
+        be, parsed ahead of the scanner (a pool worker; see observer.Feeder.records): {line start:
+        (name, value)}, exactly what _feed_args takes from the line's text (prepare.scanned_text).
+        Looked for after each arguments-block header of the block, up to its end line (at most
+        FOLLOW_RECORDS lines), and from the block's start while its lines have that shape (a block
+        that starts inside an arguments block).  Pure: whether the scan is inside an arguments block
+        is for feed_follow to say."""
+        out: Dict[int, Tuple[str, str]] = {}
+        n = len(buf)
+        pos = _follow_run(buf, lo, n, True, out)        # the block may start inside an arguments block
+        i = buf.find(_ARGS_NEEDLE, pos)
+        while i >= 0:
+            ls = buf.rfind(b"\n", 0, i) + 1
+            nl = buf.find(b"\n", i)
+            end = nl if nl >= 0 else n
+            if _ARGS_START.match(scanned_text(buf[ls:min(end, ls + MAX_RAW)])) and nl >= 0:
+                pos = _follow_run(buf, nl + 1, n, False, out)
+            else:
+                pos = end + 1
+            i = buf.find(_ARGS_NEEDLE, pos)        # every line is looked at once at most
+        return out
+
+    def feed_follow(self, rec: Tuple[str, str]) -> bool:
+        """A record of follow_records for the next line: taken (True) inside an arguments block, where
+        feed() would take the same name and value from the line; else the line goes to feed()."""
+        if self._mode != "args":
+            return False
+        self.flat.setdefault(rec[0], rec[1])
+        return True
 
     def feed(self, line: Line) -> None:
         mode = self._mode

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple, cast
 
 from ..caps import BLOCK_MAX_LINES
 from .blocks import Blocks
@@ -54,7 +54,9 @@ class _InputScan:
         # lines an observer parsed in one pass over the block (see prepare_block) are fed back
         # to it in line order, interleaved with the lines it gets through feed()
         batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view.year)
-                   for (o, _), recs in zip(self.batchers, recs_all)]
+                   for (o, _), recs in zip(self.batchers, recs_all) if o.batch]
+        # records of lines an observer may follow (Feeder.records), by observer
+        followed = {id(o): recs for (o, _), recs in zip(self.batchers, recs_all) if not o.batch and recs}
         starts = sorted(hits)
         hi_idx = 0
         pos = lo
@@ -64,6 +66,11 @@ class _InputScan:
             if following:
                 start = pos
                 tags = hits.get(start)
+                if tags is None and followed and _took_record(following, followed, start):
+                    nl = buf.find(b"\n", start)       # the line was taken as its record: no Line made
+                    pos = nl + 1 if nl >= 0 else n
+                    self.lineno += 1
+                    continue
             else:
                 while hi_idx < len(starts) and starts[hi_idx] < pos:
                     hi_idx += 1
@@ -171,6 +178,14 @@ class _InputScan:
             self.changes.append((self.nbytes + start - lo, att))
             self.seg_start, self.seg_attempt = start, att
 
+
+
+def _took_record(following: List[Observer], followed: Dict[int, Dict[int, tuple]], start: int) -> bool:
+    """Whether the one observer following the line at START took its record (Feeder.records)."""
+    if len(following) != 1:
+        return False
+    rec = followed.get(id(following[0]), {}).get(start)
+    return rec is not None and bool(cast(Feeder, following[0]).obj.feed_follow(rec))
 
 
 def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observer],

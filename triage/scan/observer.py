@@ -31,7 +31,7 @@ class Feeder(Observer):
     """Adapts an object with `feed(line)` (the config collector, the step-time parser)."""
 
     def __init__(self, obj, anchors: Sequence[Anchor], following: Optional[Callable[[], bool]] = None,
-                 batch: bool = False):
+                 batch: bool = False, records: bool = False):
         self.obj = obj
         self.anchors = list(anchors)
         self._following = following
@@ -40,6 +40,11 @@ class Feeder(Observer):
         # records back in line order with obj.feed_records(buf, [(start, record)], source,
         # lineno_at, year), interleaved with the lines fed through feed()
         self.batch = batch
+        # records: obj.follow_records(buf, lo) parses, ahead of the scanner (a pool worker), the
+        # lines of the block buf[lo:] it may follow ({line start: record}; pure: it knows nothing of
+        # the scan); a line the observer follows alone, that no anchor hits and that has a record,
+        # goes to obj.feed_follow(record) first, and through feed() only when that returns False
+        self.records = records
         self._since: Dict[str, int] = {}
 
     def feed(self, line: Line, ev: Event) -> None:

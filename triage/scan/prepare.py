@@ -43,8 +43,16 @@ def anchor_set(anchors: Tuple[Anchor, ...]) -> AnchorSet:
 
 
 def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:
-    """The batch observers of OBS (see Feeder.batch) with their indexes."""
-    return [(o, i) for i, o in enumerate(obs) if isinstance(o, Feeder) and o.batch]
+    """The observers of OBS that parse lines of a block ahead of the scanner, with their indexes: the
+    batch observers (Feeder.batch) and those that take records of the lines they follow
+    (Feeder.records)."""
+    return [(o, i) for i, o in enumerate(obs) if isinstance(o, Feeder) and (o.batch or o.records)]
+
+
+def scanned_text(data: bytes) -> str:
+    """The text the scanner reads of one physical line (DATA: at most MAX_RAW bytes, without its
+    newline): decoded, normalised, its launcher prefix split off (sources.make_line's Line.text)."""
+    return split_prefix(normalise(decode_line(data)))[0]
 
 
 def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
@@ -65,7 +73,8 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
                   ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
-    (those leave the hits when they wake nobody else) and the block's line count.  Offsets are
+    (those leave the hits when they wake nobody else), the records of the lines an observer may
+    follow (Feeder.records: no hit is taken) and the block's line count.  Offsets are
     offsets in buf.  (The scanner counts the lines before a hit itself: an index per hit line
     cost a dict entry per line of a block of dense hits.)"""
     # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
@@ -74,6 +83,9 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
     _retag_normalised(hits, buf, aset)
     recs_all: List[Dict[int, tuple]] = []
     for o, idx in batchers:
+        if not o.batch:                  # records of the lines it may follow (Feeder.records): no hit taken
+            recs_all.append(o.obj.follow_records(buf, lo))
+            continue
         only = {idx}
         mine = [ls for ls, t in hits.items() if t == only]
         recs = o.obj.scan_lines(buf, mine)
@@ -133,7 +145,7 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
             continue
         nl = buf.find(b"\n", start)
         end = nl if nl >= 0 else len(buf)
-        text = split_prefix(normalise(decode_line(buf[start:min(end, start + MAX_RAW)])))[0]
+        text = scanned_text(buf[start:min(end, start + MAX_RAW)])
         if not rules_.SOURCE_ECHO.match(text):     # a source-code echo line: the scanner searches nothing
             done, seconds = guard.search(text, ids)
             if seconds >= SHIP_SECONDS or done[2]:

@@ -17,10 +17,11 @@ from .unexplained import _unmatched, logged_tracebacks, merge_continuations
 
 
 def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
-                  text: str) -> Optional[Finding]:
-    """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any."""
+                  text: str, memo: Dict[str, str]) -> Optional[Finding]:
+    """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any (MEMO:
+    fingerprint's, for all the dropped texts)."""
     if text:
-        return by_fp.get(fingerprint(pid, text))
+        return by_fp.get(fingerprint(pid, text, memo))
     cands = by_pid.get(pid) or []
     return next((x for x in cands if rank in x.ranks), cands[0] if cands else None)
 
@@ -38,8 +39,9 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
             by_fp.setdefault(cf.fingerprint, cf)
             by_pid.setdefault(cf.pitfall, []).append(cf)
     total = 0
+    memo: Dict[str, str] = {}
     for (pid, rank, text), n in dropped.items():
-        f = _dropped_into(by_fp, by_pid, pid, rank, text)
+        f = _dropped_into(by_fp, by_pid, pid, rank, text, memo)
         if f is None:
             continue
         f.matched_lines += n

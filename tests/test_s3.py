@@ -6,7 +6,7 @@ port of 127.0.0.1, over HTTP with real credentials in the environment: never a m
 Without moto / s3fs installed the module is skipped; with TRIAGE_REQUIRE_S3=1 (set by .ci/run, whose
 `.[test]` install brings them) a missing one is an error instead, so CI never skips it silently."""
 import gzip
-import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -18,18 +18,16 @@ import urllib.request
 
 import pytest
 
-for _mod in ("boto3", "fsspec", "s3fs", "moto.server"):
-    try:
-        importlib.import_module(_mod)
-    except ImportError as _e:
+# installed? (found, not imported: boto3, s3fs and moto's server take ~0.7 s to import, and every
+# xdist worker collects this module while one of them runs it: they are imported by the s3 fixture)
+for _mod in ("boto3", "fsspec", "s3fs", "moto"):
+    if importlib.util.find_spec(_mod) is None:
         if os.environ.get("TRIAGE_REQUIRE_S3"):
-            raise ImportError(f"the S3 tests are required (TRIAGE_REQUIRE_S3) but {_mod} is missing: {_e}; "
-                              "pip install '.[test]'") from _e
+            raise ImportError(f"the S3 tests are required (TRIAGE_REQUIRE_S3) but {_mod} is missing: "
+                              "pip install '.[test]'")
         pytest.skip(f"S3 tests need {_mod} (pip install '.[test]')", allow_module_level=True)
 
-import boto3  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
 
 from triage.cli import cli  # noqa: E402
 
@@ -73,6 +71,8 @@ def _big_log(size=BIG):
 @pytest.fixture(scope="session")
 def s3():
     """moto's S3 server on 127.0.0.1, a bucket holding fixture logs (uploaded with boto3)."""
+    import boto3
+    from moto.server import ThreadedMotoServer
     logging.getLogger("werkzeug").setLevel(logging.WARNING)     # no line per request in a failure's log
     port = _free_port()
     srv = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -146,6 +146,7 @@ def test_truncated_gz_object_reads_as_the_truncated_file(aws, s3, tmp_path):
     z = gzip.compress(text.encode())
     local = tmp_path / "cut.log.gz"
     local.write_bytes(z[:len(z) * 2 // 3])
+    import boto3
     boto3.client("s3", endpoint_url=s3).put_object(Bucket=BUCKET, Key="cut/cut.log.gz", Body=local.read_bytes())
     url = f"s3://{BUCKET}/cut/cut.log.gz"
     want = invoke("analyze", "--format", "json", str(local))

@@ -73,9 +73,26 @@ def _group(item):
     return None
 
 
+# The test modules that hold the tests marked `timing` (the README's second command, `-m timing`,
+# collects only these: four tests need not have every worker import the 76 modules); a timing test
+# in any other module is a collection error of the main run, which says to add its module here.
+TIMING_MODULES = ("test_watch.py",)
+
+
+def pytest_ignore_collect(collection_path, config):
+    if (config.getoption("markexpr", "") == "timing" and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_") and collection_path.name not in TIMING_MODULES):
+        return True
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)          # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Longest first (SLOW_FIRST), the rest in pytest's own order (a stable sort); the groups marked."""
+    stray = sorted({item.path.name for item in items if item.get_closest_marker("timing")} - set(TIMING_MODULES))
+    if stray:
+        raise pytest.UsageError(f"tests marked `timing` in {', '.join(stray)}: add the module to TIMING_MODULES "
+                                "(tests/conftest.py), or `pytest -m timing` will not run them")
     def rank(item):
         for i, prefix in enumerate(SLOW_FIRST):
             if item.nodeid.startswith(prefix):

@@ -192,7 +192,6 @@ def browser(chromium):
     chromium.events.clear()
 
 
-
 def pytest_collection_finish(session):
     """The collected session (every module, item and fixture definition, ~3,400 items) is frozen out
     of the cyclic GC: the in-process scans allocate millions of objects, and each full collection

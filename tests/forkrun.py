@@ -8,8 +8,7 @@ once and analyses the first argument list's log once (warm: what a running triag
 analysis, the catalog's regexes compiled; no store is opened), then forks one child per argument
 list, every child before the first is waited for, so they all run at the same time.  Each child is
 its own process with its own store connection and runs `python -m triage ARGS` as the interpreter
-would (runpy on triage.__main__, sys.argv as -m sets
-it), its stdout to /dev/null, its stderr kept.  Prints JSON [[exit code, stderr], ...] in order."""
+would (runpy on triage.__main__, sys.argv as -m sets it), its stdout to /dev/null, its stderr kept.  Prints JSON [[exit code, stderr], ...] in order."""
 import json
 import os
 import runpy

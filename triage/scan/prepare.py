@@ -160,8 +160,7 @@ class WorkerBudget:
     def __init__(self, rules: Sequence[Optional["MatchRule"]]):
         self.rules = rules
         self.timeouts = Timeouts()
-        self.spent: Dict[int, float] = {}
-        self.timed_out: Dict[int, int] = {}
+        self.tally = rules_.Tally()          # the scanner's own rule (rules.Rules keeps one too)
         self.off: Set[int] = set()
         self.ready: Set[int] = set()       # rules whose regexes are compiled (not timed as a search)
 
@@ -189,8 +188,7 @@ class WorkerBudget:
                 matched.append(i)
             if n_out or rules_.slow(seconds, len(text)):
                 costly.append((i, seconds, n_out))
-                self.timed_out[i] = self.timed_out.get(i, 0) + (1 if n_out else 0)
-                self.spent[i] = self.spent.get(i, 0.0) + (seconds if rules_.slow(seconds, len(text)) else 0.0)
-                if self.timed_out[i] >= rules_.MAX_RULE_TIMEOUTS or self.spent[i] >= rules_.RULE_TIME_BUDGET:
+                over = self.tally.searched(i, seconds, len(text))
+                if (n_out and self.tally.timed_out_once(i)) or over:
                     self.off.add(i)
         return (hash(text), tuple(matched), tuple(costly), tuple(skipped)), total

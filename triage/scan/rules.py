@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 from time import thread_time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Hashable, List, Optional, Tuple
 
 from ..lazyre import lazy_re
 from .followups import Followups, _ctx_hit
@@ -87,6 +87,29 @@ def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Search:
     return hit, thread_time() - c0, timeouts.count - t0
 
 
+class Tally:
+    """Each rule's slow searches and timed-out searches in one scan: a rule whose slow searches add up
+    to RULE_TIME_BUDGET seconds, or whose searches timed out MAX_RULE_TIMEOUTS times, is to be switched
+    off.  The scanner keeps one (Rules), and so does each pool worker (prepare.WorkerBudget), so that a
+    worker stops searching a rule exactly where the scanner, charging its searches in order, stops."""
+
+    def __init__(self) -> None:
+        self.spent: Dict[Hashable, float] = {}
+        self.timed_out: Dict[Hashable, int] = {}
+
+    def searched(self, key: Hashable, seconds: float, chars: int) -> bool:
+        """A search of rule KEY on CHARS characters took SECONDS: True when the rule is over budget."""
+        if not slow(seconds, chars):
+            return False
+        spent = self.spent[key] = self.spent.get(key, 0.0) + seconds
+        return spent >= RULE_TIME_BUDGET
+
+    def timed_out_once(self, key: Hashable) -> bool:
+        """A search of rule KEY timed out: True when the rule has timed out too often."""
+        n = self.timed_out[key] = self.timed_out.get(key, 0) + 1
+        return n >= MAX_RULE_TIMEOUTS
+
+
 class Rules(Observer):
     """The catalog's match rules; each hit line meets only the rules whose literals it holds."""
 
@@ -95,18 +118,15 @@ class Rules(Observer):
         self.rules = rules
         self.followups = followups
         self.with_context = 0
-        self._timeouts: Dict[int, int] = {}
-        self._spent: Dict[int, float] = {}
+        self._tally = Tally()
         self.disabled: Dict[int, str] = {}
         followups.charge = self.charge
 
     def charge(self, rule: MatchRule, seconds: float, chars: int) -> bool:
         """Count a search of RULE on a line of CHARS characters that took SECONDS when it was slow;
         True when the rule is (now) switched off."""
-        if slow(seconds, chars):
-            spent = self._spent[id(rule)] = self._spent.get(id(rule), 0.0) + seconds
-            if spent >= RULE_TIME_BUDGET:
-                self.disabled[id(rule)] = rule.source_text
+        if self._tally.searched(id(rule), seconds, chars):
+            self.disabled[id(rule)] = rule.source_text
         return id(rule) in self.disabled
 
     def _hits(self, rule: MatchRule, text: str, lower: str, done: Optional[Search] = None) -> bool:
@@ -123,10 +143,8 @@ class Rules(Observer):
             timeouts.count += done[2]
         hit, seconds, _ = done
         self.charge(rule, seconds, len(text))
-        if timeouts.count > t0:
-            n = self._timeouts[id(rule)] = self._timeouts.get(id(rule), 0) + 1
-            if n >= MAX_RULE_TIMEOUTS:     # a pathological regex must not make the scan crawl
-                self.disabled[id(rule)] = rule.source_text
+        if timeouts.count > t0 and self._tally.timed_out_once(id(rule)):   # a pathological regex must
+            self.disabled[id(rule)] = rule.source_text                       # not make the scan crawl
         return hit
 
     def _context_before(self, i: int, m: Match, view: View) -> Optional[List[int]]:

@@ -1,5 +1,7 @@
 import os
+import re
 import sys
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -14,7 +16,7 @@ import pytest  # noqa: E402
 # each; a group (GROUPS below) runs where its first test would.
 SLOW_FIRST = (
     "tests/test_gates.py::test_action_steps_end_to_end",
-    "tests/test_gates.py::test_precommit_try_repo",
+    "tests/test_gates.py::test_precommit_run_from_a_project_config",
     "tests/test_recipes.py::test_epilog_requeue_is_a_second_record_and_a_rerun_keeps_one",
     "tests/test_watch.py::test_checkpoint_save_is_no_hang_and_a_clean_end_exits_0",
     "tests/test_watch.py::test_directory_where_per_rank_files_appear",
@@ -114,8 +116,44 @@ def pytest_configure(config):
         config.option.loadscopereorder = False
     if not hasattr(config, "workerinput"):            # the xdist controller, or a run without xdist
         import compileall
-        compileall.compile_dir(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "triage"),
-                               quiet=2)
+        compileall.compile_dir(os.path.join(os.path.dirname(TESTS), "triage"), quiet=2)
+        if config.getoption("numprocesses", None):
+            # the tests' own helper modules (corpus.py, pgserver.py, ...), imported by every worker
+            compileall.compile_dir(TESTS, maxlevels=0, quiet=2, rx=re.compile(r"[/\\](test_[^/\\]*|conftest)\.py$"))
+            _rewrite_ahead(config)
+
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+
+
+def _rewrite_ahead(config):
+    """Each xdist worker imports every test module it collects, and pytest rewrites a test module's
+    asserts on import (~2.4 s of CPU for the 77 modules) unless its rewritten .pyc is in __pycache__
+    already; with PYTHONDONTWRITEBYTECODE set it never writes one, so on a fresh checkout every worker
+    rewrote every module.  The controller writes them once, before the workers start: they read them
+    (pytest reads a rewritten .pyc whether or not it may write one).  pytest's own rewriting functions,
+    the ones its import hook calls; if a pytest version lacks them, the workers rewrite as before."""
+    try:
+        from _pytest.assertion import rewrite
+        state = config.stash[rewrite.assertstate_key]
+    except (ImportError, AttributeError, KeyError):
+        return
+    only = TIMING_MODULES if config.getoption("markexpr", "") == "timing" else None
+    for name in sorted(os.listdir(TESTS)):
+        if not (name.startswith("test_") and name.endswith(".py") or name == "conftest.py") or (only and name not in only
+                                                                                            and name != "conftest.py"):
+            continue
+        fn = Path(TESTS) / name
+        try:
+            cache = rewrite.get_cache_dir(fn)
+            pyc = cache / (fn.name[:-3] + rewrite.PYC_TAIL)
+            if rewrite._read_pyc(fn, pyc) is not None:
+                continue
+            cache.mkdir(exist_ok=True)
+            source_key, co = rewrite._rewrite_test(fn, config)
+            rewrite._write_pyc(state, co, source_key, pyc)
+        except Exception:       # an optimisation only: a module it cannot write is rewritten on import
+            continue
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -4,9 +4,10 @@ GitHub Action (action.yml + scripts/gha_triage.py). docs/integrations.md documen
 Most tests run the hook's entry and the action's script directly, with `triage` run as
 `python -m triage` from this checkout. Two tests install triage from a git copy of this working
 tree into a fresh virtualenv, the way pre-commit and the action do (pip, so they need the
-package index): `test_precommit_try_repo` (pre-commit's own `try-repo`; skipped when pre-commit
-is not installed) and `test_action_steps_end_to_end` (the action's `run:` steps in bash). Each
-takes ~15-30 s; TRIAGE_SKIP_INSTALL_TESTS=1 skips both.
+package index): `test_precommit_run_from_a_project_config` (pre-commit itself, from a
+project's .pre-commit-config.yaml; skipped when pre-commit is not installed) and
+`test_action_steps_end_to_end` (the action's `run:` steps in bash). Each takes ~10-15 s;
+TRIAGE_SKIP_INSTALL_TESTS=1 skips both.
 """
 import json
 import os
@@ -155,8 +156,8 @@ def git(*args, cwd):
 
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory) -> Path:
-    """A git repo with one commit holding this working tree's installable parts (pre-commit's
-    try-repo clones a git repo; uncommitted files of the real checkout would be left out)."""
+    """A git repo with one commit holding this working tree's installable parts (pre-commit clones
+    a git repo at a commit; uncommitted files of the real checkout would be left out)."""
     repo = tmp_path_factory.mktemp("triage-repo")
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     for name in ("pyproject.toml", "setup.py", "setup.cfg", "README.md", "LICENSE", "MANIFEST.in",
@@ -177,8 +178,11 @@ def skip_on_network_trouble(p: subprocess.CompletedProcess, what: str):
         pytest.skip(f"{what}: pip cannot reach the package index here")
 
 
-def test_precommit_try_repo(hook_repo, tmp_path):
-    """Slow (~20 s, pip): pre-commit's own try-repo on a bad and a good config."""
+def test_precommit_run_from_a_project_config(hook_repo, tmp_path):
+    """Slow (~10 s, pip): pre-commit itself, as a project uses the hook: its .pre-commit-config.yaml
+    names this repo at a commit, and `pre-commit run` checks a bad and a good pair of configs.  The
+    hook's environment is built once (pip install of the repo) and kept for the second run, as
+    pre-commit keeps it between commits (`try-repo` would build it again in a throwaway store)."""
     skip_if_install_tests_off()
     pc = shutil.which("pre-commit")
     if not pc:
@@ -187,25 +191,32 @@ def test_precommit_try_repo(hook_repo, tmp_path):
     (user / "configs").mkdir(parents=True)
     for name in ("bad_run_config.yaml", "good_flat.json", "good_run_config.yaml"):
         shutil.copy(CONFIGS / name, user / "configs" / name)
+    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hook_repo, check=True, capture_output=True,
+                         text=True).stdout.strip()
+    (user / ".pre-commit-config.yaml").write_text(
+        yaml.safe_dump({"repos": [{"repo": str(hook_repo), "rev": rev, "hooks": [{"id": HOOK_ID}]}]}))
     git("init", "-q", cwd=user)
     git("add", "-A", cwd=user)
     env = base_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))
     env.pop("PYTHONPATH")  # the hook must run the triage pre-commit installed
 
-    def try_repo(*files):
-        p = subprocess.run([pc, "try-repo", str(hook_repo), HOOK_ID, "--files", *files],
+    def run(*files):
+        p = subprocess.run([pc, "run", HOOK_ID, "--files", *files],
                            cwd=user, env=env, capture_output=True, text=True, timeout=300)
-        skip_on_network_trouble(p, "pre-commit try-repo")
+        skip_on_network_trouble(p, "pre-commit run")
         return p
 
-    bad = try_repo("configs/bad_run_config.yaml", "configs/good_flat.json")
+    bad = run("configs/bad_run_config.yaml", "configs/good_flat.json")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "Failed" in bad.stdout and f"- hook id: {HOOK_ID}" in bad.stdout
     assert "configs/bad_run_config.yaml: CUDA-graph pitfall" in bad.stdout
     assert "moe-scope-conflict" in bad.stdout and "dropless-moe-scope" in bad.stdout
-    good = try_repo("configs/good_flat.json", "configs/good_run_config.yaml")
+    assert "good_flat.json" not in bad.stdout            # a file that passes is not printed
+    good = run("configs/good_flat.json", "configs/good_run_config.yaml")
     assert good.returncode == 0, good.stdout + good.stderr
     assert "Passed" in good.stdout
+    envs = [d for d in (tmp_path / "pre-commit-home").glob("repo*/py_env-*")]
+    assert len(envs) == 1, envs                          # one hook environment, built by the first run
 
 
 # --------------------------------------------------------------------------- GitHub Action

@@ -2,6 +2,7 @@
 imports of cli.py, report/, config/), and the shipped catalog's parsed YAML comes from a cache
 (patterns.CatalogCache) that a changed pattern file invalidates and that is never trusted blindly."""
 import json
+import operator
 import os
 import shutil
 import stat
@@ -30,6 +31,7 @@ RUN = """
 import sys
 _before = set(sys.modules)
 import json
+import operator
 sys.argv = ["triage"] + json.loads(sys.argv[1])
 import triage.cli
 try:
@@ -126,12 +128,20 @@ def test_report_package_names_still_import():
 
 
 # --- the catalog cache ------------------------------------------------------------------------------------
+def _each_load_a_new_process(monkeypatch):
+    """Each load_dir call of the test stands for a process of its own: nothing parsed earlier in this
+    process is reused (load_dir's memo, patterns._LOADED), so the cache file is what is tested."""
+    monkeypatch.setattr(P, "_LOADED", {})
+    monkeypatch.setattr(P, "_LOADED_MAX", 0)
+
+
 @pytest.fixture
 def catalog(tmp_path, monkeypatch):
     """A copy of the shipped pattern files, and a cache directory of the test's own."""
     d = tmp_path / "patterns"
     shutil.copytree(P.builtin_dir(), d)
     monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    _each_load_a_new_process(monkeypatch)
     return d
 
 
@@ -211,9 +221,43 @@ def test_unwritable_cache_directory_is_no_error(catalog, tmp_path, monkeypatch):
 
 def test_load_all_uses_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    _each_load_a_new_process(monkeypatch)
     n = len(P.load_all())
     _no_yaml(monkeypatch)
     assert len(P.load_all()) == n
+
+
+def test_one_process_parses_the_same_catalog_once(tmp_path, monkeypatch):
+    """load_dir's memo: the same files' bytes, loaded the same way, give the patterns parsed the first
+    time (their regexes compiled once); bytes edited, another directory or another way are parsed."""
+    monkeypatch.setattr(P, "_LOADED", {})
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    d, other = tmp_path / "patterns", tmp_path / "other"
+    shutil.copytree(P.builtin_dir(), d)
+    shutil.copytree(P.builtin_dir(), other)
+    first = P.load_dir(str(d), cache=True)
+    parsed = []
+    real = P.parse_pattern
+    monkeypatch.setattr(P, "parse_pattern", lambda data, path, *a: parsed.append(path) or real(data, path, *a))
+    again = P.load_dir(str(d), cache=True)
+    assert parsed == [] and again is not first and len(again) == len(first) and all(map(operator.is_, again, first))
+    again.pop()                                                   # the caller's list is its own
+    assert len(P.load_dir(str(d), cache=True)) == len(first)
+    # another directory with the same bytes: its own patterns (their paths are its files)
+    elsewhere = P.load_dir(str(other), cache=True)
+    assert len(parsed) == len(first) and {os.path.dirname(p.path) for p in elsewhere} == {str(other)}
+    # a user's load of the same files (risky regexes refused) is another load
+    P.load_dir(str(d), user=True)
+    assert len(parsed) == 2 * len(first)
+    # a file edited (the same size and mtime): parsed again, the edit seen
+    f = d / "cuda-oom.yaml"
+    st = os.stat(f)
+    f.write_text(f.read_text().replace("\ntitle: C", "\ntitle: X", 1))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(f).st_size == st.st_size
+    pats = {p.id: p for p in P.load_dir(str(d), cache=True)}
+    assert pats["cuda-oom"].title.startswith("X") and len(parsed) == 3 * len(first)
+    assert P._LOADED_MAX >= len(P._LOADED) == 4
 
 
 # --- record: dataclasses whose methods are generated on first use ----------------------------------------

@@ -574,20 +574,44 @@ def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bo
              cache: bool = False) -> List[Pattern]:
     """The patterns of DIRECTORY's .yaml/.yml files, in name order.  CACHE: keep the files' parsed
     YAML in the cache directory, keyed by a hash of their names and bytes (see CatalogCache); every
-    document, cached or not, goes through the same validation (parse_pattern)."""
+    document, cached or not, goes through the same validation (parse_pattern).  The files are read on
+    every call; the same bytes loaded the same way again in this process give the patterns loaded
+    the first time (_LOADED): patterns are read-only values."""
     files = _yaml_files(directory)
-    if not cache:
-        return [load_file(os.path.join(directory, f), known_ids, user) for f in files]
     raws = [(f, _read(os.path.join(directory, f))) for f in files]
     key = CatalogCache.key(raws)
+    memo = (key, os.path.abspath(directory), tuple(known_ids) if known_ids is not None else None, user)
+    pats = _LOADED.get(memo)
+    if pats is None:
+        pats = _load_raws(directory, raws, key, known_ids, user, cache)
+        while _LOADED and len(_LOADED) >= _LOADED_MAX:
+            _LOADED.pop(next(iter(_LOADED)))
+        if _LOADED_MAX > 0:
+            _LOADED[memo] = pats
+    return list(pats)
+
+
+# The pattern lists load_dir parsed in this process, by the files' content key, directory and how they
+# were loaded.  A process that analyses many logs (`triage fleet`, `watch`, a library user) parses and
+# validates the catalog once, and its regexes (LazyRx) are compiled once; a file edited in between is
+# another key.  A few catalogs at most (the shipped one, a user's directories); 0 keeps none.
+_LOADED: Dict[Tuple[str, str, Optional[Tuple[str, ...]], bool], Tuple[Pattern, ...]] = {}
+_LOADED_MAX = 8
+
+
+def _load_raws(directory: str, raws: List[Tuple[str, bytes]], key: str, known_ids: Optional[Sequence[str]],
+               user: bool, cache: bool) -> Tuple[Pattern, ...]:
+    if not cache:
+        return tuple(parse_pattern(_document(raw, f), os.path.join(directory, f), known_ids, user) for f, raw in raws)
     docs = CatalogCache.load(key, len(raws))
     if docs is not None:
         try:
-            return [parse_pattern(doc, os.path.join(directory, f), known_ids, user) for (f, _), doc in zip(raws, docs)]
+            return tuple(parse_pattern(doc, os.path.join(directory, f), known_ids, user)
+                         for (f, _), doc in zip(raws, docs))
         except PatternError:        # not what the files say (a doctored cache): read the files themselves
             pass
     docs = [_document(raw, f) for f, raw in raws]
-    pats = [parse_pattern(doc, os.path.join(directory, f), known_ids, user) for (f, _), doc in zip(raws, docs)]
+    pats = tuple(parse_pattern(doc, os.path.join(directory, f), known_ids, user) for (f, _), doc in zip(raws, docs))
     CatalogCache.store(key, docs)   # only documents that validated
     return pats
 

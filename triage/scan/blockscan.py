@@ -141,8 +141,16 @@ class _InputScan:
                for k in blocks.open.get(self.inp.inp.label, ())):
             return 0
         keep = (tail.maxlen + 2) * period
+        # a skip needs at least keep + period copies: when the last of them is not there, none is
+        # skipped (the lines left of a run after its skip get here one by one: no count of them each)
+        if not buf.startswith(x, start + (keep + period - 1) * size):
+            return 0
         count = 0
         at = start
+        many = x * 64
+        while buf.startswith(many, at):         # 64 copies a comparison, then one by one
+            at += 64 * size
+            count += 64
         while buf.startswith(x, at):
             at += size
             count += 1

@@ -72,8 +72,15 @@ def slow(seconds: float, chars: int) -> bool:
 def has_literal(rule: MatchRule, text: str, lower: str) -> bool:
     """TEXT holds one of RULE's literals (LOWER: TEXT in lower case), the cheap test before its regex."""
     if rule.ignore_case:
-        return any(lit_.lower() in lower for lit_ in rule.literals)
-    return any(lit_ in text for lit_ in rule.literals)
+        text = lower
+        for lit_ in rule.literals:      # (a loop, not any(): called for every rule a line may wake)
+            if lit_.lower() in text:
+                return True
+        return False
+    for lit_ in rule.literals:
+        if lit_ in text:
+            return True
+    return False
 
 
 def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Search:

@@ -22,7 +22,10 @@ HTML_SECTIONS = (("error", "Error"), ("hang", "Hang suspects"), ("flight-recorde
 def template_env() -> Any:
     """The jinja2 environment of the templates (made once; jinja2 is imported only for HTML)."""
     from jinja2 import Environment, FileSystemLoader
-    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True)
+
+    from .template_cache import template_cache  # compiled templates kept between runs
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                       bytecode_cache=template_cache())
 
 
 @dataclass(frozen=True)

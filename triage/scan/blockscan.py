@@ -145,15 +145,7 @@ class _InputScan:
         # skipped (the lines left of a run after its skip get here one by one: no count of them each)
         if not buf.startswith(x, start + (keep + period - 1) * size):
             return 0
-        count = 0
-        at = start
-        many = x * 64
-        while buf.startswith(many, at):         # 64 copies a comparison, then one by one
-            at += 64 * size
-            count += 64
-        while buf.startswith(x, at):
-            at += size
-            count += 1
+        count = _copies(buf, x, start)
         skip = (count - keep) // period * period if count > keep else 0
         if skip:
             core.blocks_dropped += skip // period
@@ -276,3 +268,17 @@ def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Opti
     return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt)
             for seg in raw.split("\r") if "train_step_timing" in seg]
 
+
+def _copies(buf: bytes, x: bytes, start: int) -> int:
+    """How many copies of X follow each other in BUF from START on (64 a comparison, then one by one)."""
+    size = len(x)
+    count = 0
+    at = start
+    many = x * 64
+    while buf.startswith(many, at):
+        at += 64 * size
+        count += 64
+    while buf.startswith(x, at):
+        at += size
+        count += 1
+    return count

@@ -50,11 +50,19 @@ SLOW_FIRST = (
 
 
 # Tests that share an expensive session or module fixture run on one worker (pyproject.toml: --dist
-# loadgroup), so that it is made once: moto's S3 server with its 80 MiB of objects, the analysis of
-# every corpus case that test_schemas validates, test_bounded's hostile analysis, one headless
-# Chromium.  Every other test is a unit of its own and goes to whichever worker is free.
+# loadgroup, scheduled by GroupScheduling below), so that it is made once: moto's S3 server with its
+# 80 MiB of objects, the analysis of every corpus case that test_schemas validates, test_bounded's
+# hostile analysis, one headless Chromium.  Every other test is a unit of its own and goes to whichever
+# worker is free.  Groups are told from node ids alone, so the controller needs nothing from a worker.
 GROUPS = (("tests/test_s3.py::", "s3"), ("tests/test_schemas.py::", "schemas"), ("tests/test_bounded.py::", "bounded"))
 
+# The tests that use the session's Chromium (the `chromium` / `browser` fixtures); a test that uses it
+# and is not listed is a collection error (else every worker would start a Chromium of its own).
+CHROMIUM_TESTS = ("tests/test_browser.py::test_report_in_chromium_no_console_errors_no_network",
+                  "tests/test_browser.py::test_cli_report_of_fixture_log_in_chromium",
+                  "tests/test_browser.py::test_harness_sees_requests_and_console_errors",
+                  "tests/test_fleet_html.py::test_cli_fleet_report_in_chromium",
+                  "tests/test_report_formats.py::test_html_evidence_lines_wrap_in_chromium")
 
 # A corpus case's tests (its expectation, its verdict's agreement, its JUnit counts): one worker, so
 # tests/corpus.py analyses the case once.
@@ -63,16 +71,35 @@ CASE_TESTS = ("tests/test_corpus.py::test_case_matches_expectation[",
               "tests/test_verdict_agreement.py::test_junit_counts_agree_with_the_verdict[")
 
 
-def _group(item):
-    if "chromium" in getattr(item, "fixturenames", ()):
+def group_of(nodeid):
+    """The group of the test NODEID (None: a unit of its own)."""
+    if nodeid.startswith(CHROMIUM_TESTS):
         return "chromium"
     for prefix in CASE_TESTS:
-        if item.nodeid.startswith(prefix) and item.nodeid.endswith("]"):
-            return "case:" + item.nodeid[len(prefix):-1]
+        if nodeid.startswith(prefix) and nodeid.endswith("]"):
+            return "case:" + nodeid[len(prefix):-1]
     for prefix, name in GROUPS:
-        if item.nodeid.startswith(prefix):
+        if nodeid.startswith(prefix):
             return name
     return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup, by group_of: pytest-xdist's own loadgroup reads `xdist_group` marks through a
+    suffix it writes into each node id, which pytest 9.2 no longer lets it write (node ids are
+    structured there): every group was split over the workers, and each worker made the group's
+    fixture again (three moto servers with their uploads, three Chromiums, ...)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            if nodeid.rfind("@") > nodeid.rfind("]"):      # a suffix pytest-xdist did write: not ours
+                nodeid = nodeid[:nodeid.rfind("@")]
+            return group_of(nodeid) or nodeid
+    return GroupScheduling(config, log)
 
 
 # The test modules that hold the tests marked `timing` (the README's second command, `-m timing`,
@@ -88,23 +115,24 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-@pytest.hookimpl(tryfirst=True)          # before pytest-xdist reads the xdist_group marks
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Longest first (SLOW_FIRST), the rest in pytest's own order (a stable sort); the groups marked."""
+    """Longest first (SLOW_FIRST), the rest in pytest's own order (a stable sort)."""
     stray = sorted({item.path.name for item in items if item.get_closest_marker("timing")} - set(TIMING_MODULES))
     if stray:
         raise pytest.UsageError(f"tests marked `timing` in {', '.join(stray)}: add the module to TIMING_MODULES "
                                 "(tests/conftest.py), or `pytest -m timing` will not run them")
+    browser = sorted(item.nodeid for item in items if "chromium" in getattr(item, "fixturenames", ())
+                     and group_of(item.nodeid) != "chromium")
+    if browser:
+        raise pytest.UsageError(f"{', '.join(browser)} use Chromium: add them to CHROMIUM_TESTS (tests/conftest.py), "
+                                "or each worker starts a Chromium of its own")
     def rank(item):
         for i, prefix in enumerate(SLOW_FIRST):
             if item.nodeid.startswith(prefix):
                 return i
         return len(SLOW_FIRST)
     items[:] = sorted(items, key=rank)
-    for item in items:
-        name = _group(item)
-        if name:
-            item.add_marker(pytest.mark.xdist_group(name))
 
 
 def pytest_configure(config):

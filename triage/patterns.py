@@ -15,7 +15,7 @@ import stat
 from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
-from . import __version__
+from . import __version__, cachefiles
 from . import hashing as hashlib
 from .config.rules import OPERATORS
 from .errors import TriageError
@@ -618,7 +618,7 @@ def _load_raws(directory: str, raws: List[Tuple[str, bytes]], key: str, known_id
 
 class CatalogCache:
     """The shipped catalog's parsed YAML (~40 ms of PyYAML per run) as one JSON file in the cache
-    directory (anchors.cache_dir), named by a SHA-256 of triage's version and every pattern file's
+    directory (triage/cachefiles.py), named by a SHA-256 of triage's version and every pattern file's
     name and bytes: a file changed, added or removed is another key, so a stale cache is never read.
     What is read is never trusted: a file that is not ours (another user's, or writable by others),
     too big, not JSON of the expected shape or of another key is ignored, and its documents are
@@ -637,32 +637,19 @@ class CatalogCache:
         return h.hexdigest()
 
     @staticmethod
-    def path(key: str) -> str:
-        from .scan.anchors import cache_dir
-        return os.path.join(cache_dir(), f"catalog-{key[:32]}.json")
+    def name(key: str) -> str:
+        return f"catalog-{key[:32]}.json"
 
     @staticmethod
     def load(key: str, n: int) -> Optional[List[Any]]:
         """The N cached documents of KEY, or None (no cache, or one that is not to be trusted)."""
-        try:
-            fd = os.open(CatalogCache.path(key), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
+        raw = cachefiles.read_own(CatalogCache.name(key), CatalogCache.MAX_BYTES)
+        if raw is None:
             return None
         try:
-            st = os.fstat(fd)
-            getuid = getattr(os, "getuid", None)
-            if (not stat.S_ISREG(st.st_mode) or st.st_size > CatalogCache.MAX_BYTES
-                    or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-                    or (getuid is not None and st.st_uid != getuid())):
-                return None
-            with os.fdopen(fd, "rb") as f:
-                fd = -1
-                data = json.loads(f.read(CatalogCache.MAX_BYTES + 1))
-        except (OSError, ValueError, RecursionError):
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
             return None
-        finally:
-            if fd >= 0:
-                os.close(fd)
         if (not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("docs"), list)
                 or len(data["docs"]) != n):
             return None
@@ -677,25 +664,7 @@ class CatalogCache:
                 return
         except (TypeError, ValueError, RecursionError):  # a date, a set, NaN: JSON cannot keep it
             return
-        path = CatalogCache.path(key)
-        d = os.path.dirname(path)
-        try:
-            os.makedirs(d, exist_ok=True)
-            import tempfile  # (writing the cache only)
-            fd, tmp = tempfile.mkstemp(prefix=".catalog-", dir=d)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                os.replace(tmp, path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-            olds = sorted((os.path.join(d, n) for n in os.listdir(d)
-                           if n.startswith("catalog-") and n.endswith(".json")), key=os.path.getmtime)
-            for old in olds[:-CatalogCache.KEEP]:
-                os.remove(old)
-        except OSError:
-            pass
+        cachefiles.write(CatalogCache.name(key), text.encode("utf-8"), keep=("catalog-", ".json", CatalogCache.KEEP))
 
 
 def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .. import hashing as hashlib
+from ..cachefiles import cache_dir, path_of, read_own, write  # noqa: F401 - cache_dir: triage.anchors's face
 from ..record import record
 
 if TYPE_CHECKING:
@@ -43,15 +44,6 @@ def _literal_rx(lit: bytes) -> bytes:
                     for c in lit)
 
 
-def cache_dir() -> str:
-    """Where compiled anchor databases are kept (compiling the catalog takes ~0.3 s; loading ~1 ms)."""
-    d = os.environ.get("TRIAGE_CACHE_DIR")
-    if d:
-        return d
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "triage")
-
-
 CACHE_KEEP = 16            # compiled anchor databases kept (the most recently used)
 
 
@@ -61,43 +53,31 @@ def hyperscan_available() -> bool:
 
 
 def load_cached(key: str) -> Optional[Database]:
-    """A compiled Hyperscan database from the cache directory, or None."""
+    """A compiled Hyperscan database from the cache directory (cachefiles: this user's file only), or
+    None (compiling the catalog takes ~0.3 s; loading ~1 ms)."""
     if _hs is None:
         return None
-    path = os.path.join(cache_dir(), f"anchors-{key}.hsdb")
-    try:
-        with open(path, "rb") as f:
-            db = _hs.loadb(f.read(), _hs.HS_MODE_BLOCK)
-        os.utime(path)
-        return db
-    except Exception:  # noqa: BLE001 - a missing, stale or corrupt cache is just recompiled
+    name = f"anchors-{key}.hsdb"
+    data = read_own(name)
+    if data is None:
         return None
-
-
-def _prune(d: str) -> None:
     try:
-        files = [os.path.join(d, f) for f in os.listdir(d) if f.startswith("anchors-") and f.endswith(".hsdb")]
-        for f in sorted(files, key=os.path.getmtime)[:-CACHE_KEEP]:
-            os.remove(f)
-    except OSError:
-        pass
+        db = _hs.loadb(data, _hs.HS_MODE_BLOCK)
+        os.utime(path_of(name))         # most recently used: kept by the pruning
+        return db
+    except Exception:  # noqa: BLE001 - a stale or corrupt cache is just recompiled
+        return None
 
 
 def store_cached(key: str, db: Database) -> None:
     """Keep a compiled Hyperscan database in the cache directory (best effort)."""
     if _hs is None:
         return
-    d = cache_dir()
     try:
-        os.makedirs(d, exist_ok=True)
-        import tempfile  # (writing the cache only)
-        fd, tmp = tempfile.mkstemp(prefix=".anchors-", dir=d)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_hs.dumpb(db))
-        os.replace(tmp, os.path.join(d, f"anchors-{key}.hsdb"))
-        _prune(d)
-    except Exception:  # noqa: BLE001 - a read-only home just means no cache
-        pass
+        data = _hs.dumpb(db)
+    except Exception:  # noqa: BLE001 - a database the wheel cannot serialise: no cache
+        return
+    write(f"anchors-{key}.hsdb", data, keep=("anchors-", ".hsdb", CACHE_KEEP))
 
 
 class _Lines:

@@ -3,7 +3,7 @@
 Pattern regexes are compiled on first use (a scan meets only the rules whose literals a line
 holds; compiling all ~150 at start-up took ~0.3 s).  They are still validated when the catalog
 is loaded, except a source that compiled before with this installation of `regex`: those are
-remembered in a small file in the cache directory (anchors.cache_dir).  The `regex` module itself is
+remembered in a small file in the cache directory (triage/cachefiles.py).  The `regex` module itself is
 imported on first use (_Regex)."""
 from __future__ import annotations
 
@@ -141,10 +141,11 @@ class ValidatedCache:
 
     def loaded(self) -> Set[str]:
         if self.known is None:
+            from ..cachefiles import read_own
+            raw = read_own(_cache_file())
             try:
-                with open(_cache_file(), encoding="ascii") as f:
-                    self.known = {ln.strip() for ln in f if ln.strip()}
-            except (OSError, ValueError):
+                self.known = {ln.strip() for ln in (raw or b"").decode("ascii").splitlines() if ln.strip()}
+            except ValueError:
                 self.known = set()
         return self.known
 
@@ -182,8 +183,7 @@ def lazy(pattern: str, flags: int = 0) -> LazyRx:
 
 
 def _cache_file() -> str:
-    from .anchors import cache_dir
-    return os.path.join(cache_dir(), f"regex-ok-{_regex_install()}.txt")
+    return f"regex-ok-{_regex_install()}.txt"
 
 
 def _regex_install() -> str:
@@ -220,17 +220,9 @@ def remember_valid() -> None:
     """Write the sources validated in this process to the cache (best effort)."""
     if not VALIDATED.new or VALIDATED.known is None:
         return
-    path = _cache_file()
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        import tempfile
-        fd, tmp = tempfile.mkstemp(prefix=".regex-ok-", dir=os.path.dirname(path))
-        with os.fdopen(fd, "w", encoding="ascii") as f:
-            f.write("\n".join(sorted(VALIDATED.known)) + "\n")
-        os.replace(tmp, path)
+    from ..cachefiles import write
+    if write(_cache_file(), ("\n".join(sorted(VALIDATED.known)) + "\n").encode("ascii")):
         VALIDATED.new.clear()
-    except OSError:
-        pass
 
 
 def search(rx: Union[LazyRx, "regex.Pattern[str]"], text: str,

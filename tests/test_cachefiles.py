@@ -1,0 +1,94 @@
+"""triage's cache directory (triage/cachefiles.py): files written whole with mode 0600, pruned to the
+newest, read back only when they are this user's regular files that nobody else can write; and the
+caches built on it (the anchor database, the regex sources known to compile) ignore any other file."""
+import os
+import stat
+
+import pytest
+
+from triage import cachefiles
+from triage.scan import anchors, rx
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(d))
+    return d
+
+
+def test_written_whole_private_and_read_back(cache):
+    assert cachefiles.write("thing-1.bin", b"payload")
+    assert stat.S_IMODE(os.stat(cache / "thing-1.bin").st_mode) == 0o600
+    assert cachefiles.read_own("thing-1.bin") == b"payload"
+    assert [p.name for p in cache.iterdir()] == ["thing-1.bin"]        # no temporary file left
+    assert cachefiles.read_own("missing.bin") is None
+
+
+@pytest.mark.parametrize("spoil", ["others-can-write", "group-can-write", "link", "directory", "too-big"])
+def test_a_file_not_ours_alone_is_not_read(cache, tmp_path, spoil):
+    cachefiles.write("thing-1.bin", b"payload")
+    f = cache / "thing-1.bin"
+    if spoil == "others-can-write":
+        os.chmod(f, 0o602)
+    elif spoil == "group-can-write":
+        os.chmod(f, 0o620)
+    elif spoil == "link":
+        (tmp_path / "real.bin").write_bytes(b"payload")
+        f.unlink()
+        f.symlink_to(tmp_path / "real.bin")
+    elif spoil == "directory":
+        f.unlink()
+        f.mkdir()
+    elif spoil == "too-big":
+        assert cachefiles.read_own("thing-1.bin", max_bytes=6) is None
+        return
+    assert cachefiles.read_own("thing-1.bin") is None
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
+def test_another_users_file_is_not_read(cache):
+    cachefiles.write("thing-1.bin", b"payload")
+    os.chown(cache / "thing-1.bin", 65534, 65534)
+    assert cachefiles.read_own("thing-1.bin") is None
+
+
+def test_only_the_newest_are_kept(cache):
+    for i in range(5):
+        assert cachefiles.write(f"thing-{i}.bin", b"x", keep=("thing-", ".bin", 3))
+        os.utime(cache / f"thing-{i}.bin", (1000 + i, 1000 + i))
+    cachefiles.write("other-0.txt", b"y", keep=("thing-", ".bin", 3))
+    assert sorted(p.name for p in cache.iterdir()) == ["other-0.txt", "thing-2.bin", "thing-3.bin", "thing-4.bin"]
+
+
+def test_an_unwritable_cache_directory_is_no_error(tmp_path, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("x")
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(blocked))
+    assert cachefiles.write("thing-1.bin", b"payload") is False
+    assert cachefiles.read_own("thing-1.bin") is None
+
+
+@pytest.mark.skipif(not anchors.hyperscan_available(), reason="the hyperscan wheel")
+def test_an_anchor_database_others_can_write_is_compiled_again(cache):
+    made = anchors.AnchorSet([anchors.Anchor("widget exploded", 1)])
+    (f,) = [p for p in cache.iterdir() if p.name.startswith("anchors-")]
+    key = f.name[len("anchors-"):-len(".hsdb")]
+    assert anchors.load_cached(key) is not None
+    os.chmod(f, 0o666)
+    assert anchors.load_cached(key) is None
+    again = anchors.AnchorSet([anchors.Anchor("widget exploded", 1)])      # compiled, and stored again
+    assert again.scan(b"x\nthe widget exploded\n") == made.scan(b"x\nthe widget exploded\n") == {2: {1}}
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o600
+
+
+def test_regex_sources_others_can_write_are_not_trusted(cache, monkeypatch):
+    monkeypatch.setattr(rx, "VALIDATED", rx.ValidatedCache())
+    rx.compile_rx(r"widget (exploded|melted)")
+    rx.remember_valid()
+    (f,) = [p for p in cache.iterdir() if p.name.startswith("regex-ok-")]
+    monkeypatch.setattr(rx, "VALIDATED", rx.ValidatedCache())
+    assert rx.VALIDATED.loaded()                     # read back: this user's file
+    os.chmod(f, 0o666)
+    monkeypatch.setattr(rx, "VALIDATED", rx.ValidatedCache())
+    assert rx.VALIDATED.loaded() == set()            # not trusted: every source is validated again

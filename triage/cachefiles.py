@@ -1,0 +1,86 @@
+"""triage's cache directory: what one run keeps for the next (the compiled anchor database, the parsed
+catalog, the regex sources known to compile, the compiled HTML templates).
+
+Every file is written whole or not at all (a temporary file of this user's only, then renamed), and
+read back only when it is a regular file of this user that nobody else can write, of a bounded size:
+another user's file, a link or a file left writable by others is ignored, and the run makes what it
+holds again.  Writing is best effort: a read-only home just means no cache."""
+from __future__ import annotations
+
+import os
+import stat
+from typing import Optional, Tuple
+
+# Bounds of what a cache file may hold when read back (the largest, the anchor database: ~300 KB).
+MAX_BYTES = 16 << 20
+
+
+def cache_dir() -> str:
+    """TRIAGE_CACHE_DIR, else $XDG_CACHE_HOME/triage, else ~/.cache/triage."""
+    d = os.environ.get("TRIAGE_CACHE_DIR")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "triage")
+
+
+def path_of(name: str) -> str:
+    return os.path.join(cache_dir(), name)
+
+
+def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
+    """The bytes of cache file NAME, or None: missing, not a regular file (a link is not followed),
+    another user's, writable by group or others, or over MAX_BYTES."""
+    try:
+        fd = os.open(path_of(name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        getuid = getattr(os, "getuid", None)
+        if (not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes
+                or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+                or (getuid is not None and st.st_uid != getuid())):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
+            data = f.read(max_bytes + 1)
+        return data if len(data) <= max_bytes else None
+    except OSError:
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def write(name: str, data: bytes, keep: Optional[Tuple[str, str, int]] = None) -> bool:
+    """Write cache file NAME whole (mode 0600); KEEP = (prefix, suffix, n): then only the n most
+    recently written files of that prefix and suffix are kept.  False when it could not be written."""
+    path = path_of(name)
+    d = os.path.dirname(path)
+    try:
+        os.makedirs(d, exist_ok=True)
+        import tempfile  # (writing the cache only)
+        fd, tmp = tempfile.mkstemp(prefix="." + name.split("-", 1)[0] + "-", dir=d)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+    except OSError:
+        return False
+    if keep is not None:
+        prune(d, *keep)
+    return True
+
+
+def prune(d: str, prefix: str, suffix: str, n: int) -> None:
+    """Keep the N most recently written files of D named PREFIX...SUFFIX (best effort)."""
+    try:
+        files = [os.path.join(d, f) for f in os.listdir(d) if f.startswith(prefix) and f.endswith(suffix)]
+        for old in sorted(files, key=os.path.getmtime)[:-n]:
+            os.remove(old)
+    except OSError:
+        pass

@@ -77,6 +77,9 @@ def main():
     pids = []
     sys.stdout.flush()
     sys.stderr.flush()
+    import gc
+    gc.collect()
+    gc.freeze()        # the children's collections leave the parent's objects alone (fewer pages copied)
     for i, args in enumerate(specs):
         err_path = os.path.join(tmp, f"{i}.err")
         pid = os.fork()

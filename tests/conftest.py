@@ -142,46 +142,65 @@ def pytest_configure(config):
     checkout has no .pyc files, so each of them compiled every module it imported (~0.1 s of CPU)."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
-    if not hasattr(config, "workerinput"):            # the xdist controller, or a run without xdist
-        import compileall
-        compileall.compile_dir(os.path.join(os.path.dirname(TESTS), "triage"), quiet=2)
-        if config.getoption("numprocesses", None):
-            # the tests' own helper modules (corpus.py, pgserver.py, ...), imported by every worker
-            compileall.compile_dir(TESTS, maxlevels=0, quiet=2, rx=re.compile(r"[/\\](test_[^/\\]*|conftest)\.py$"))
-            _rewrite_ahead(config)
+    if hasattr(config, "workerinput"):                # an xdist worker
+        return
+    import compileall
+    triage_dir = os.path.join(os.path.dirname(TESTS), "triage")
+    if not config.getoption("numprocesses", None):    # a run without xdist
+        compileall.compile_dir(triage_dir, quiet=2)
+        return
+    # the xdist controller, before it starts the workers: triage, the tests' own helper modules
+    # (corpus.py, pgserver.py, ...) and the test modules' rewritten asserts, on every core
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    global _CONFIG
+    _CONFIG = config
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    with ProcessPoolExecutor(max(1, cores), mp_context=multiprocessing.get_context("fork")) as pool:
+        done = [pool.submit(compileall.compile_dir, triage_dir, quiet=2),
+                pool.submit(compileall.compile_dir, TESTS, maxlevels=0, quiet=2,
+                            rx=re.compile(r"[/\\](test_[^/\\]*|conftest)\.py$"))]
+        done += [pool.submit(_rewrite_ahead, name) for name in _to_rewrite(config)]
+        for d in done:
+            d.result()
 
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
 
-def _rewrite_ahead(config):
+_CONFIG = None
+
+
+def _to_rewrite(config):
+    only = TIMING_MODULES if config.getoption("markexpr", "") == "timing" else None
+    return [name for name in sorted(os.listdir(TESTS))
+            if (name.startswith("test_") and name.endswith(".py") and (not only or name in only)) or name == "conftest.py"]
+
+
+def _rewrite_ahead(name):
     """Each xdist worker imports every test module it collects, and pytest rewrites a test module's
     asserts on import (~2.4 s of CPU for the 77 modules) unless its rewritten .pyc is in __pycache__
     already; with PYTHONDONTWRITEBYTECODE set it never writes one, so on a fresh checkout every worker
     rewrote every module.  The controller writes them once, before the workers start: they read them
     (pytest reads a rewritten .pyc whether or not it may write one).  pytest's own rewriting functions,
-    the ones its import hook calls; if a pytest version lacks them, the workers rewrite as before."""
+    the ones its import hook calls; if a pytest version lacks them, the workers rewrite as before.
+    Run in a process forked from the controller (_CONFIG: its config)."""
     try:
         from _pytest.assertion import rewrite
-        state = config.stash[rewrite.assertstate_key]
-    except (ImportError, AttributeError, KeyError):
-        return
-    only = TIMING_MODULES if config.getoption("markexpr", "") == "timing" else None
-    for name in sorted(os.listdir(TESTS)):
-        if not (name.startswith("test_") and name.endswith(".py") or name == "conftest.py") or (only and name not in only
-                                                                                            and name != "conftest.py"):
-            continue
+        state = _CONFIG.stash[rewrite.assertstate_key]
         fn = Path(TESTS) / name
-        try:
-            cache = rewrite.get_cache_dir(fn)
-            pyc = cache / (fn.name[:-3] + rewrite.PYC_TAIL)
-            if rewrite._read_pyc(fn, pyc) is not None:
-                continue
-            cache.mkdir(exist_ok=True)
-            source_key, co = rewrite._rewrite_test(fn, config)
-            rewrite._write_pyc(state, co, source_key, pyc)
-        except Exception:       # an optimisation only: a module it cannot write is rewritten on import
-            continue
+        cache = rewrite.get_cache_dir(fn)
+        pyc = cache / (fn.name[:-3] + rewrite.PYC_TAIL)
+        if rewrite._read_pyc(fn, pyc) is not None:
+            return
+        cache.mkdir(exist_ok=True)
+        source_key, co = rewrite._rewrite_test(fn, _CONFIG)
+        rewrite._write_pyc(state, co, source_key, pyc)
+    except Exception:       # an optimisation only: a module it cannot write is rewritten on import
+        return
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -84,7 +84,7 @@ def group_of(nodeid):
     return None
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)        # (optional: a run without pytest-xdist)
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadgroup, by group_of: pytest-xdist's own loadgroup reads `xdist_group` marks through a
     suffix it writes into each node id, which pytest 9.2 no longer lets it write (node ids are
@@ -203,6 +203,7 @@ def _rewrite_ahead(name):
         return
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """`-n auto`: one worker more than the usable cores.  Many of the slow tests mostly wait (a live log
     written at training speed, a store's lock or connect timeout, pip, a browser): the extra worker

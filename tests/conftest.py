@@ -127,6 +127,11 @@ def pytest_collection_modifyitems(config, items):
     if browser:
         raise pytest.UsageError(f"{', '.join(browser)} use Chromium: add them to CHROMIUM_TESTS (tests/conftest.py), "
                                 "or each worker starts a Chromium of its own")
+    if hasattr(config, "workerinput") and os.environ.get(COMPANION_ENV):
+        timing = [item for item in items if item.get_closest_marker("timing")]
+        if timing:                       # run by the controller's companion pytest (_start_companion)
+            config.hook.pytest_deselected(items=timing)
+            items[:] = [item for item in items if not item.get_closest_marker("timing")]
     def rank(item):
         for i, prefix in enumerate(SLOW_FIRST):
             if item.nodeid.startswith(prefix):
@@ -143,6 +148,8 @@ def pytest_configure(config):
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
     if hasattr(config, "workerinput"):                # an xdist worker
+        if os.environ.get(COMPANION_ENV) and hasattr(os, "nice"):
+            os.nice(10)             # the timing tests' processes, beside this worker, come first
         return
     import compileall
     triage_dir = os.path.join(os.path.dirname(TESTS), "triage")
@@ -166,6 +173,7 @@ def pytest_configure(config):
         done += [pool.submit(_rewrite_ahead, name) for name in _to_rewrite(config)]
         for d in done:
             d.result()
+    _start_companion(config)
 
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -201,6 +209,60 @@ def _rewrite_ahead(name):
         rewrite._write_pyc(state, co, source_key, pyc)
     except Exception:       # an optimisation only: a module it cannot write is rewritten on import
         return
+
+
+# The tests that assert a latency or a CPU budget (marked `timing`: `triage watch` beside a simulated
+# training job) mostly wait, and measured beside the rest of the suite they would measure the
+# neighbours.  In a whole run (`pytest -n auto`, no -m, -k or paths) they run in a companion pytest
+# of their own (-n 4, beside each other only), started by the controller when the workers start; the
+# workers give way to it (nice 10), so its processes get a core whenever they wake, and its
+# budgets keep their margins.  Its output is printed at the end and its failure fails the run.
+# `pytest -m timing` / `-m "not timing"` still run the two halves one at a time.
+COMPANION_ENV = "TRIAGE_TIMING_COMPANION"
+_COMPANION = {}
+
+
+def _whole_run(config):
+    return (config.getoption("markexpr", "") == "" and not config.getoption("keyword", "")
+            and [os.path.abspath(a) for a in config.args] == [TESTS] and not config.getoption("collectonly"))
+
+
+def _start_companion(config):
+    if not _whole_run(config):
+        return
+    import subprocess
+    import tempfile
+    out = tempfile.TemporaryFile(mode="w+b")
+    env = {k: v for k, v in os.environ.items() if k != COMPANION_ENV}       # its workers: not niced
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rP", "-n", "4", "-m", "timing", "-p", "no:cacheprovider",
+           "--rootdir", str(config.rootpath), *[os.path.join(TESTS, m) for m in TIMING_MODULES]]
+    _COMPANION["proc"] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=str(config.rootpath))
+    _COMPANION["out"] = out
+    os.environ[COMPANION_ENV] = "1"          # the workers, started after this, see it: nice, no timing tests
+
+
+def pytest_sessionfinish(session, exitstatus):
+    proc = _COMPANION.get("proc")
+    if proc is None:
+        return
+    try:
+        rc = proc.wait(timeout=600)
+    except Exception:      # noqa: BLE001 - a companion that hangs fails the run
+        proc.kill()
+        rc = proc.wait()
+    out = _COMPANION["out"]
+    out.seek(0)
+    _COMPANION["text"] = out.read().decode("utf-8", "replace")
+    _COMPANION["rc"] = rc
+    if rc != 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter):
+    if "rc" not in _COMPANION:
+        return
+    terminalreporter.section(f"the timing tests, beside the others (-m timing -n 4): exit {_COMPANION['rc']}")
+    terminalreporter.write(_COMPANION["text"])
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -84,7 +84,7 @@ class Run:
         return [e for e in self.events if e["event"] == kind]
 
 
-@pytest.mark.timing        # latency and CPU budgets: after the rest of the suite (README's test command)
+@pytest.mark.timing        # latency and CPU budgets: in a companion pytest, the workers niced (tests/conftest.py)
 def test_ima_root_cause_within_2s_plus_settle_and_before_the_timeouts(tmp_path):
     """8 ranks, a step per second each; rank 3's illegal memory access; timeouts 8 s later."""
     log = os.path.join(tmp_path, "job.log")
@@ -126,7 +126,7 @@ def test_ima_root_cause_within_2s_plus_settle_and_before_the_timeouts(tmp_path):
     print(f"\nIMA root-cause latency {latency:.2f}s (settle 3s); {m['timeouts'] - ev['_t']:.1f}s before the timeouts")
 
 
-@pytest.mark.timing        # latency and CPU budgets: after the rest of the suite (README's test command)
+@pytest.mark.timing        # latency and CPU budgets: in a companion pytest, the workers niced (tests/conftest.py)
 def test_capture_failure_at_startup_and_on_failure_hook(tmp_path):
     log = os.path.join(tmp_path, "job.log")
     out = os.path.join(tmp_path, "hook.txt")
@@ -147,7 +147,7 @@ def test_capture_failure_at_startup_and_on_failure_hook(tmp_path):
     assert hooked["event"] == "root-cause" and hooked["rank"] == 5
 
 
-@pytest.mark.timing        # latency and CPU budgets: after the rest of the suite (README's test command)
+@pytest.mark.timing        # latency and CPU budgets: in a companion pytest, the workers niced (tests/conftest.py)
 def test_silent_hang_is_suspected_within_the_stall_window(tmp_path):
     log = os.path.join(tmp_path, "job.log")
     r = Run(tmp_path, [log, "--stall", "2", "--idle", "4", "--heartbeat", "1"],
@@ -219,7 +219,7 @@ def _cpu(pid):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="needs /proc")
-@pytest.mark.timing        # latency and CPU budgets: after the rest of the suite (README's test command)
+@pytest.mark.timing        # latency and CPU budgets: in a companion pytest, the workers niced (tests/conftest.py)
 def test_cpu_on_a_quiet_log_at_1mb_per_second(tmp_path):
     log = os.path.join(tmp_path, "q.log")
     open(log, "w").close()

@@ -263,6 +263,9 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.section(f"the timing tests, beside the others (-m timing -n 4): exit {_COMPANION['rc']}")
     terminalreporter.write(_COMPANION["text"])
+    if _COMPANION["rc"] != 0:
+        terminalreporter.write_line(f"the timing tests failed (exit {_COMPANION['rc']}, above): this run fails",
+                                    red=True, bold=True)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -166,7 +166,15 @@ def pytest_configure(config):
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 1
-    with ProcessPoolExecutor(max(1, cores), mp_context=multiprocessing.get_context("fork")) as pool:
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:                                # no fork (Windows): one after the other
+        compileall.compile_dir(triage_dir, quiet=2)
+        for name in _to_rewrite(config):
+            _rewrite_ahead(name)
+        _start_companion(config)
+        return
+    with ProcessPoolExecutor(max(1, cores), mp_context=ctx) as pool:
         done = [pool.submit(compileall.compile_dir, triage_dir, quiet=2),
                 pool.submit(compileall.compile_dir, TESTS, maxlevels=0, quiet=2,
                             rx=re.compile(r"[/\\](test_[^/\\]*|conftest)\.py$"))]

@@ -584,9 +584,9 @@ def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bo
     pats = _LOADED.get(memo)
     if pats is None:
         pats = _load_raws(directory, raws, key, known_ids, user, cache)
-        while _LOADED and len(_LOADED) >= _LOADED_MAX:
-            _LOADED.pop(next(iter(_LOADED)))
         if _LOADED_MAX > 0:
+            if len(_LOADED) >= _LOADED_MAX:
+                _LOADED.pop(next(iter(_LOADED)))      # the oldest
             _LOADED[memo] = pats
     return list(pats)
 

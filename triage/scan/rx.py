@@ -142,7 +142,7 @@ class ValidatedCache:
     def loaded(self) -> Set[str]:
         if self.known is None:
             from ..cachefiles import read_own
-            raw = read_own(_cache_file())
+            raw = read_own(_cache_name())
             try:
                 self.known = {ln.strip() for ln in (raw or b"").decode("ascii").splitlines() if ln.strip()}
             except ValueError:
@@ -182,7 +182,8 @@ def lazy(pattern: str, flags: int = 0) -> LazyRx:
     return LazyRx(pattern, flags | V0)
 
 
-def _cache_file() -> str:
+def _cache_name() -> str:
+    """The name of the file of validated sources in the cache directory (triage/cachefiles.py)."""
     return f"regex-ok-{_regex_install()}.txt"
 
 
@@ -221,7 +222,7 @@ def remember_valid() -> None:
     if not VALIDATED.new or VALIDATED.known is None:
         return
     from ..cachefiles import write
-    if write(_cache_file(), ("\n".join(sorted(VALIDATED.known)) + "\n").encode("ascii")):
+    if write(_cache_name(), ("\n".join(sorted(VALIDATED.known)) + "\n").encode("ascii")):
         VALIDATED.new.clear()
 
 

@@ -157,6 +157,19 @@ def test_context_and_continuation_rank_across_a_block_boundary(tmp_path):
     assert m[11] == ["CUDA kernel errors might be asynchronously reported at some other API call"]
 
 
+@pytest.mark.parametrize("block", [1 << 12, 1 << 14, 1 << 16])
+def test_a_run_of_continuation_lines_longer_than_a_look_back_keeps_its_rank_across_blocks(tmp_path, block):
+    """Found by tests/test_repeat_runs.py: after a rank-prefixed line, 3,000 unprefixed error lines
+    (each continuing the one before it) take its rank in one big block; a block boundary more than a
+    look back (WALK_BACK lines) after the prefixed line made the rest rank-less, so the kept blocks,
+    their ranks and the report depended on the block size."""
+    text = "[rank3]: ERROR: retrying\nValueError: bad\n" + "RuntimeError: the loader raised an error\n" * 3000
+    p = _write(tmp_path, "run.log", text)
+    one = block_scan([p])
+    assert {b[1] for b in one["blocks"]} == {3}
+    assert one == line_scan([p])
+    assert block_scan([p], block) == one
+
 def test_torchrun_banner_then_arguments_block_is_one_attempt(tmp_path):
     # real torchrun banner text (torch/distributed/run.py) and Megatron-LM's arguments block markers
     banner = ("W1203 06:40:00.061000 24290 torch/distributed/run.py:851] Setting OMP_NUM_THREADS environment "

@@ -53,10 +53,20 @@ class BlockView(View):
         # bytes of a short line -> (year hint, text, rank, time, normalised raw) of its parse
         self._parsed: Dict[bytes, Tuple[Optional[int], str, Optional[int], Optional[float], str]] = {}
 
-    def reset(self, buf: bytes) -> None:
+    def reset(self, buf: bytes, lo: int = 0) -> None:
+        """The next buffer: BUF[:LO] is the end of the previous one (its tail, for looking back).
+        The lines resolved there are kept, moved to their new offsets: a line's rank resolved
+        before a block boundary is the one a look back from after it finds, as in one big block
+        (else a run of continuation lines longer than a look back would lose its rank at a block
+        boundary, and the scan would depend on the block size)."""
+        old = self.buf
+        shift = len(old) - lo
+        if 0 < lo <= len(old) and old.endswith(buf[:lo]):
+            self.cache = {o - shift: x for o, x in self.cache.items() if o >= shift}
+        else:
+            self.cache = {}
         self.buf = buf
-        self.cache = {}
-        self._cache_floor = 0
+        self._cache_floor = len(self.cache)
 
     def _parse(self, off: int, lineno: int) -> Line:
         buf = self.buf

@@ -271,7 +271,7 @@ class Engine:
                 if bi == 0:
                     head = buf[lo:lo + EDGE_BYTES]
                 last, whole = buf, bi == 0 and lo == 0
-                view.reset(buf)
+                view.reset(buf, lo)
                 scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers))
         finally:
             if isinstance(blocks, Prefetched):

@@ -121,7 +121,7 @@ class LiveScan:
             return 0
         buf = li.prev + whole
         lo = len(li.prev)
-        li.view.reset(buf)
+        li.view.reset(buf, lo)
         li.scan.block(buf, lo, prepare_block(buf, lo, self.aset, li.scan.batchers))
         li.prev = _tail_of(buf, self.tail)
         return len(whole)
@@ -158,7 +158,7 @@ class LiveScan:
             if li.carry:                     # a partial last line is a line of its own at the end
                 whole = li.carry + b"\n"
                 buf = li.prev + whole
-                li.view.reset(buf)
+                li.view.reset(buf, len(li.prev))
                 li.scan.obs = obs
                 li.scan.block(buf, len(li.prev), prepare_block(buf, len(li.prev), self.aset, li.scan.batchers))
             if li.scan.lineno:

@@ -95,8 +95,9 @@ def test_empty_input_is_an_input_error_not_healthy(tmp_path):
 def test_directory_that_is_not_a_job(tmp_path):
     big = tmp_path / "big"
     big.mkdir()
-    for i in range(4097):
-        (big / f"r{i}.log").write_text("")
+    (big / "r0.log").write_text("")
+    for i in range(1, 4097):             # hard links: the same empty regular file, ~10x cheaper to make
+        os.link(big / "r0.log", big / f"r{i}.log")
     r = run("analyze", str(big))
     assert r.returncode == 2 and "holds more than 4,096 log-like files" in r.stderr
     assert f"triage fleet --jobs-in {big}" in r.stderr

@@ -42,6 +42,7 @@ def base_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TRIAGE_"))}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PIP_NO_COMPILE"] = "0"        # pip installs without compiling (sic: pip reads PIP_NO_COMPILE=0 as --no-compile)
     env.update(extra)
     return env
 
@@ -421,9 +422,9 @@ def render(expr_text: str, values: dict) -> str:
 
 
 def test_action_steps_end_to_end(hook_repo, tmp_path):
-    """Slow (~15 s, pip): the action's own run: steps in bash, as the runner would run them with
-    python-version '' (the runner's python3): a fresh venv, pip install of the action's
-    checkout, then the script calling the installed `triage`."""
+    """Slow (~6 s, pip): the action's own run: steps in bash, as the runner would run them with
+    python-version '' (the runner's python3): a fresh venv without a pip of its own, the runner's pip
+    installing the action's checkout into it, then the script calling the installed `triage`."""
     skip_if_install_tests_off()
     a = action()
     bin_dir = tmp_path / "bin"
@@ -467,3 +468,42 @@ def test_action_steps_end_to_end(hook_repo, tmp_path):
     # action outputs map onto the step's outputs
     for name, o in a["outputs"].items():
         assert render(o["value"], {f"steps.triage.outputs.{k}": v for k, v in out.items()}) == out[name]
+
+
+FAKE_PYTHON = r'''#!/bin/bash
+# a stand-in python: logs its arguments; `-m venv --without-pip DIR` makes DIR/bin/python (itself);
+# `-m pip --python ...` fails as a pip older than 22.3 does when PIP_OLD is set
+echo "$0 $*" >> "$CALLS"
+if [ "$1 $2 $3" = "-m venv --without-pip" ]; then mkdir -p "$4/bin" && cp "$0" "$4/bin/python"; exit 0; fi
+if [ "$1 $2 $3" = "-m pip --python" ] && [ -n "$PIP_OLD" ]; then echo "no such option: --python" >&2; exit 2; fi
+exit 0
+'''
+
+
+@pytest.mark.parametrize("old_pip", [False, True])
+def test_action_install_step_uses_the_runners_pip_else_the_venvs_own(tmp_path, old_pip):
+    """The install step (what test_action_steps_end_to_end runs with a real pip) with a stand-in
+    python: the venv is made without pip and the runner's pip installs into it; a runner whose pip
+    has no --python (older than 22.3) or no pip at all gets the venv's own pip (ensurepip) instead."""
+    (step,) = [s for s in action()["runs"]["steps"] if s.get("id") == "install"]
+    fake = tmp_path / "runner" / "python3"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    calls, out_file, temp = tmp_path / "calls", tmp_path / "output", tmp_path / "temp"
+    temp.mkdir()
+    env = base_env(RUNNER_TEMP=str(temp), GITHUB_OUTPUT=str(out_file), CALLS=str(calls), TRIAGE_PYTHON=str(fake))
+    if old_pip:
+        env["PIP_OLD"] = "1"
+    script = render(step["run"], {"github.action_path": "/action"})
+    p = subprocess.run(["bash", "-e", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    venv = temp / "triage-action-venv"
+    want = [f"{fake} -m venv --without-pip {venv}",
+            f"{fake} -m pip --python {venv}/bin/python install --quiet --disable-pip-version-check /action"]
+    if old_pip:
+        want += [f"{venv}/bin/python -m ensurepip --default-pip",
+                 f"{venv}/bin/python -m pip install --quiet --disable-pip-version-check /action"]
+        assert "installing with the venv's own pip" in p.stdout
+    assert calls.read_text().splitlines() == want
+    assert read_outputs(out_file) == {"python": f"{venv}/bin/python"}

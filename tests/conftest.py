@@ -18,22 +18,13 @@ SLOW_FIRST = (
     "tests/test_gates.py::test_action_steps_end_to_end",
     "tests/test_gates.py::test_precommit_run_from_a_project_config",
     "tests/test_recipes.py::test_epilog_requeue_is_a_second_record_and_a_rerun_keeps_one",
-    "tests/test_watch.py::test_checkpoint_save_is_no_hang_and_a_clean_end_exits_0",
-    "tests/test_watch.py::test_directory_where_per_rank_files_appear",
-    "tests/test_watch.py::test_rotation_and_copytruncate",
     "tests/test_store.py::test_32_concurrent_record_processes",
     "tests/test_recipes.py::test_k8s_collector_records_one_verdict_per_pod",
     "tests/test_s3.py::test_object_gives_the_local_files_verdict",
-    "tests/test_store_faults.py::test_postgresql_server_that_never_answers_gives_up_within_the_budget",
-    "tests/test_watch.py::test_stdin_from_a_pipe",
     "tests/test_fleet.py::test_known_issue_linked_and_text_view",
-    "tests/test_recipes.py::test_epilog_exits_zero_within_its_bound_whatever_fails",
     "tests/test_bounded.py::test_huge_log_json_stays_small_and_counts_are_right",
     "tests/test_hardening2_bounds.py::test_identical_cleanup_warnings_share_one_pending_check",
-    "tests/test_watch.py::test_text_alerts_on_a_finished_log_and_the_launcher_end",
     "tests/test_recipes.py::test_epilog_",
-    "tests/test_browser.py::test_report_in_chromium_no_console_errors_no_network",
-    "tests/test_store_faults.py::test_locked_sqlite_store_gives_up_within_the_budget",
     "tests/test_fleet.py::test_parallel_equals_serial_and_store_is_idempotent",
     "tests/test_hardening2_inputs.py::test_a_file_growing_faster_than_it_is_read_is_finished_with_a_note",
     "tests/test_corpus.py::test_corpus_script_exits_0_on_a_clean_corpus_and_lists_the_cases",
@@ -43,9 +34,27 @@ SLOW_FIRST = (
     "tests/test_s3.py::test_a_big_object_is_streamed",
     "tests/test_bounded.py::",
     "tests/test_hardening2_bounds.py::test_dense_untimed_error_lines",
-    "tests/test_store_faults.py::test_lock_released_within_the_budget_is_waited_for",
     "tests/test_store_faults.py::test_read_only_sqlite_store_is_a_warning_after_the_report",
     "tests/test_gates.py::test_action_script_",
+)
+
+
+# The tests that mostly wait (seconds of wall time, a tenth of it CPU: a live log written at training
+# speed, a store's lock or connect timeout, a budget run out, a headless browser), with the Chromium
+# tests: one group, run one after the other on one worker from the start, while the other workers keep
+# the cores busy (CHROMIUM_TESTS are in the group too).  Spread over the workers as they came, three
+# of them waited at once and a core stood idle (~10 s of a 2-core run).
+WAITING = (
+    "tests/test_watch.py::test_checkpoint_save_is_no_hang_and_a_clean_end_exits_0",
+    "tests/test_watch.py::test_directory_where_per_rank_files_appear",
+    "tests/test_watch.py::test_rotation_and_copytruncate",
+    "tests/test_store_faults.py::test_postgresql_server_that_never_answers_gives_up_within_the_budget",
+    "tests/test_watch.py::test_stdin_from_a_pipe",
+    "tests/test_recipes.py::test_epilog_exits_zero_within_its_bound_whatever_fails",
+    "tests/test_store_faults.py::test_locked_sqlite_store_gives_up_within_the_budget",
+    "tests/test_watch.py::test_text_alerts_on_a_finished_log_and_the_launcher_end",
+    "tests/test_store_faults.py::test_lock_released_within_the_budget_is_waited_for",
+    "tests/test_output_safety.py::test_an_interrupted_run_leaves_no_report_and_no_temp_file",
 )
 
 
@@ -73,8 +82,8 @@ CASE_TESTS = ("tests/test_corpus.py::test_case_matches_expectation[",
 
 def group_of(nodeid):
     """The group of the test NODEID (None: a unit of its own)."""
-    if nodeid.startswith(CHROMIUM_TESTS):
-        return "chromium"
+    if nodeid.startswith(CHROMIUM_TESTS) or nodeid.startswith(WAITING):
+        return "waiting"                  # the Chromium tests wait too: their one Chromium there
     for prefix in CASE_TESTS:
         if nodeid.startswith(prefix) and nodeid.endswith("]"):
             return "case:" + nodeid[len(prefix):-1]
@@ -123,7 +132,7 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError(f"tests marked `timing` in {', '.join(stray)}: add the module to TIMING_MODULES "
                                 "(tests/conftest.py), or `pytest -m timing` will not run them")
     browser = sorted(item.nodeid for item in items if "chromium" in getattr(item, "fixturenames", ())
-                     and group_of(item.nodeid) != "chromium")
+                     and not item.nodeid.startswith(CHROMIUM_TESTS))
     if browser:
         raise pytest.UsageError(f"{', '.join(browser)} use Chromium: add them to CHROMIUM_TESTS (tests/conftest.py), "
                                 "or each worker starts a Chromium of its own")
@@ -133,6 +142,8 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=timing)
             items[:] = [item for item in items if not item.get_closest_marker("timing")]
     def rank(item):
+        if group_of(item.nodeid) == "waiting":     # first: the group's worker starts on it at once
+            return -1
         for i, prefix in enumerate(SLOW_FIRST):
             if item.nodeid.startswith(prefix):
                 return i

@@ -81,9 +81,16 @@ class Server:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start() -> Tuple[Optional[Server], Optional[str]]:
-    """(server, None) or (None, why not)."""
-    try:
-        return Server().start(), None
-    except RuntimeError as e:
-        return None, str(e)
+def start(attempts: int = 3) -> Tuple[Optional[Server], Optional[str]]:
+    """(server, None) or (None, why not).  A free port is one nothing held when it was picked: a
+    process of another worker (a moto server, a test's silent server, Chromium) can take it before
+    the server binds it, so a failed start is tried again with another port (and a new cluster)."""
+    why = ""
+    for _ in range(attempts):
+        try:
+            return Server().start(), None
+        except RuntimeError as e:
+            why = str(e)
+            if "no PostgreSQL server binaries" in why or "no 'postgres' user" in why:
+                break
+    return None, why

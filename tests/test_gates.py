@@ -42,8 +42,20 @@ def base_env(**extra) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "TRIAGE_"))}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["PIP_NO_COMPILE"] = "0"        # pip installs without compiling (sic: pip reads PIP_NO_COMPILE=0 as --no-compile)
     env.update(extra)
+    return env
+
+
+def install_env(**extra) -> dict:
+    """The environment of a test that installs triage (pre-commit, the action): only the installed
+    triage (no PYTHONPATH); pip compiles nothing at install (sic: pip reads PIP_NO_COMPILE=0 as
+    --no-compile) and the installed modules are compiled as they are first imported, and kept (no
+    PYTHONDONTWRITEBYTECODE: they live in the test's own directory), so what a run imports is compiled
+    once: the build backend's setuptools for pip's three hook calls, triage for the hook's runs."""
+    env = base_env(**extra)
+    env.pop("PYTHONPATH")
+    env.pop("PYTHONDONTWRITEBYTECODE")
+    env["PIP_NO_COMPILE"] = "0"
     return env
 
 
@@ -198,8 +210,7 @@ def test_precommit_run_from_a_project_config(hook_repo, tmp_path):
         yaml.safe_dump({"repos": [{"repo": str(hook_repo), "rev": rev, "hooks": [{"id": HOOK_ID}]}]}))
     git("init", "-q", cwd=user)
     git("add", "-A", cwd=user)
-    env = base_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))
-    env.pop("PYTHONPATH")  # the hook must run the triage pre-commit installed
+    env = install_env(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))  # the triage pre-commit installed
 
     def run(*files):
         p = subprocess.run([pc, "run", HOOK_ID, "--files", *files],
@@ -440,9 +451,8 @@ def test_action_steps_end_to_end(hook_repo, tmp_path):
     values["github.action_path"] = str(hook_repo)
     values["inputs.python-version != '' && 'python' || 'python3'"] = "python3"
     steps_out = {}
-    env0 = base_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", RUNNER_TEMP=str(runner_temp),
-                    GITHUB_STEP_SUMMARY=str(summary), GITHUB_ACTION_PATH=str(hook_repo))
-    env0.pop("PYTHONPATH")  # only the installed triage
+    env0 = install_env(PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", RUNNER_TEMP=str(runner_temp),
+                       GITHUB_STEP_SUMMARY=str(summary), GITHUB_ACTION_PATH=str(hook_repo))
     for step in a["runs"]["steps"]:
         if "uses" in step:
             assert step["if"] == "inputs.python-version != ''"  # skipped: python-version is ''

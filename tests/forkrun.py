@@ -5,10 +5,11 @@
 
 This script is itself a subprocess (never fork the multi-threaded pytest worker): it imports triage
 once and analyses the first argument list's log once (warm: what a running triage holds after one
-analysis, the catalog's regexes compiled; no store is opened), then forks one child per argument
-list, every child before the first is waited for, so they all run at the same time.  Each child is
-its own process with its own store connection and runs `python -m triage ARGS` as the interpreter
-would (runpy on triage.__main__, sys.argv as -m sets it), its stdout to /dev/null, its stderr kept.  Prints JSON [[exit code, stderr], ...] in order."""
+analysis, the catalog's regexes compiled; a verdict stored in a throwaway store), then forks one
+child per argument list, every child before the first is waited for, so they all run at the same
+time.  Each child is its own process with its own store connection and runs `python -m triage ARGS`
+as the interpreter would (runpy on triage.__main__, sys.argv as -m sets it), its stdout to
+/dev/null, its stderr kept.  Prints JSON [[exit code, stderr], ...] in order."""
 import json
 import os
 import runpy
@@ -44,12 +45,15 @@ def child(args, err_path):
             os._exit(code)
 
 
-def warm(specs):
+def warm(specs, tmp):
     """What a long-lived triage process holds after its first analysis, made once here rather than in
     every child: the catalog loaded and the rule regexes compiled that the first child's log meets (the
-    `regex` package compiles in Python, ~50 ms a process).  No store is opened and nothing is written:
-    the children still each connect, create and record on their own."""
-    logs = [a for a in (specs[0] if specs else []) if os.path.isfile(a)]
+    `regex` package compiles in Python, ~50 ms a process), and, for a child that stores its verdict, the
+    store's code run once (SQLAlchemy's first statements, ~10 ms a child) on a throwaway SQLite store in
+    TMP.  The children's store is not opened and nothing of theirs is written: they still each connect,
+    create and record on their own."""
+    args = list(specs[0]) if specs else []
+    logs = [a for a in args if os.path.isfile(a)]
     if not logs:
         return
     from triage.cli import load_patterns
@@ -58,6 +62,23 @@ def warm(specs):
         run_analysis(logs[:1], pats=load_patterns([]))
     except Exception:        # noqa: BLE001 -- a log the children are to fail on: they say so themselves
         pass
+    if args[:1] != ["analyze"] or "--db" not in args or {"-o", "--output"} & set(args):
+        return
+    import contextlib
+    import io
+    at = args.index("--db") + 1
+    args[at] = "sqlite:///" + os.path.join(tmp, "warm.db")
+    argv = sys.argv
+    sys.argv = [argv[0], *args]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            runpy.run_module("triage", run_name="__main__", alter_sys=True)
+    except BaseException:    # noqa: BLE001 -- SystemExit, or what the children will say themselves
+        pass
+    finally:
+        sys.argv = argv
+        for name in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, name))
 
 
 def main():
@@ -72,8 +93,8 @@ def main():
             importlib.import_module(mod)
         except ImportError:
             pass
-    warm(specs)
     tmp = tempfile.mkdtemp(prefix="forkrun-")
+    warm(specs, tmp)
     pids = []
     sys.stdout.flush()
     sys.stderr.flush()

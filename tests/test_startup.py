@@ -454,3 +454,55 @@ def test_timegm_is_calendars():
     for bad in ((0, 1, 1), (10000, 1, 1), (2026, 0, 1), (2026, 13, 1)):
         with pytest.raises(ValueError):
             timegm(*bad)
+
+
+# --- record: the compiled __init__ code kept between runs ------------------------------------------------
+SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
+CODE_PROBE = RUN + """import triage.record as R
+print("\\nCODES " + json.dumps([len(R._codes or {}), R._codes_changed]))
+"""
+
+
+def test_a_second_run_compiles_no_record_init(tmp_path):
+    """The first run compiles the __init__ of the records it builds and writes their code to the cache
+    directory at exit; a second run reads it and compiles none; what it builds is the same."""
+    (n1, changed1), r1 = _probe(CODE_PROBE, ["analyze", SAMPLE, "--format", "json"], tmp_path, "CODES")
+    files = [p for p in (tmp_path / "cache").iterdir() if p.name.startswith("record-init-")]
+    assert n1 > 10 and changed1 and len(files) == 1 and oct(files[0].stat().st_mode & 0o777) == "0o600"
+    (n2, changed2), r2 = _probe(CODE_PROBE, ["analyze", SAMPLE, "--format", "json"], tmp_path, "CODES")
+    assert n2 == n1 and not changed2                     # every __init__ came from the cache
+    assert r1.stdout.split("\nCODES ")[0] == r2.stdout.split("\nCODES ")[0]
+
+
+@pytest.mark.parametrize("content", ["empty", "not marshal", "a list", "its key with an int",
+                                     "right, but writable by others"])
+def test_a_bad_record_code_file_is_compiled_again(tmp_path, monkeypatch, content):
+    """A cache file that is not a dict of source -> code, or not one to trust (writable by others), is
+    not used: the __init__ is compiled again and the record works as before."""
+    import marshal
+
+    import triage.record as R
+    from triage import cachefiles
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(R, "_codes_changed", True)        # no write at exit from this test
+
+    def make():
+        @R.record
+        class Probe:
+            a: int
+            b: str = "x"
+        return repr(Probe(1))
+    monkeypatch.setattr(R, "_codes", {})
+    want = make()
+    ((key, code),) = R._codes.items()                     # the source of Probe's __init__, compiled
+    data = {"empty": b"", "not marshal": b"\x00not marshal", "a list": marshal.dumps([key]),
+            "its key with an int": marshal.dumps({key: 1}),
+            "right, but writable by others": marshal.dumps({key: code})}[content]
+    assert cachefiles.write(R._code_name(), data)
+    if content == "right, but writable by others":
+        os.chmod(cachefiles.path_of(R._code_name()), 0o666)
+    monkeypatch.setattr(R, "_codes", None)
+    compiled = []
+    real = compile
+    monkeypatch.setattr("builtins.compile", lambda *a, **k: compiled.append(1) or real(*a, **k))
+    assert make() == want and compiled == [1] and list(R._codes) == [key]

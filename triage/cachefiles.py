@@ -1,5 +1,6 @@
 """triage's cache directory: what one run keeps for the next (the compiled anchor database, the parsed
-catalog, the regex sources known to compile, the compiled HTML templates).
+catalog, the regex sources known to compile, the compiled HTML templates, the records' compiled
+`__init__` code).
 
 Every file is written whole or not at all (a temporary file of this user's only, then renamed), and
 read back only when it is a regular file of this user that nobody else can write, of a bounded size:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
+from types import CodeType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -90,10 +91,71 @@ def _init(cls: Any, frozen: bool) -> Callable[..., None]:
            f" def __init__({', '.join(params)})->_return_type:\n" + "".join(f"  {b}\n" for b in body or ["pass"]) +
            " return __init__")
     ns: Dict[str, Any] = {}
-    code = compile(src, "<string>", "exec", dont_inherit=True)     # not this module's `annotations` future
-    exec(code, vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}, ns)
+    exec(_compiled(src), vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}, ns)
     fn: Callable[..., None] = ns["__create_fn__"](**env)
     return fn
+
+
+# The code of the __init__ methods compiled so far, by their source: kept in triage's cache directory
+# between runs, as Python keeps a module's code in __pycache__ and trusted as that is: the file is read
+# only when this user wrote it and nobody else can write it (triage/cachefiles.py), and what is not a
+# dict of source -> code is ignored.  Compiling them was ~0.25 ms a class, ~6 ms of a tiny log's
+# `triage analyze` (24 classes).  The file is named by the Python build and triage's version
+# (marshal's format and the code change with them).  New code is written back once, at exit.
+CODE_PREFIX = "record-init-"
+CODE_MAX_BYTES = 4 << 20
+CODE_MAX_ENTRIES = 2048
+_codes: Optional[Dict[str, CodeType]] = None
+_codes_changed = False
+
+
+def _code_name() -> str:
+    import zlib
+
+    from . import __version__
+    build = zlib.crc32(sys.version.encode())       # this build of Python (its version, date and compiler)
+    return f"{CODE_PREFIX}{sys.implementation.cache_tag}-{__version__}-{build:08x}.marshal"
+
+
+def _load_codes() -> Dict[str, CodeType]:
+    import marshal
+
+    from . import cachefiles
+    data = cachefiles.read_own(_code_name(), CODE_MAX_BYTES)
+    if data is None:
+        return {}
+    try:
+        codes = marshal.loads(data)
+    except Exception:  # noqa: BLE001 - not marshal data of this Python: compiled again
+        return {}
+    if not isinstance(codes, dict) or not all(isinstance(k, str) and type(v) is CodeType for k, v in codes.items()):
+        return {}
+    return codes
+
+
+def _save_codes() -> None:
+    import marshal
+
+    from . import cachefiles
+    if _codes:
+        cachefiles.write(_code_name(), marshal.dumps(_codes), keep=(CODE_PREFIX, ".marshal", 4))
+
+
+def _compiled(src: str) -> CodeType:
+    """SRC compiled (without this module's `annotations` future), from the cache when it holds it."""
+    global _codes, _codes_changed
+    if _codes is None:
+        _codes = _load_codes()
+    code = _codes.get(src)
+    if code is None:
+        code = compile(src, "<string>", "exec", dont_inherit=True)
+        if len(_codes) < CODE_MAX_ENTRIES:
+            _codes[src] = code
+            if not _codes_changed:
+                _codes_changed = True
+                import atexit
+                atexit.register(_save_codes)
+    return code
 
 
 def _lazy_methods(cls: Any, frozen: bool) -> Dict[str, Callable[..., Any]]:

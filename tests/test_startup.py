@@ -506,3 +506,15 @@ def test_a_bad_record_code_file_is_compiled_again(tmp_path, monkeypatch, content
     real = compile
     monkeypatch.setattr("builtins.compile", lambda *a, **k: compiled.append(1) or real(*a, **k))
     assert make() == want and compiled == [1] and list(R._codes) == [key]
+
+
+def test_a_record_code_cache_that_cannot_be_written_is_silent(tmp_path):
+    """The code is written at exit, best effort: a cache directory that cannot be made (here a file
+    stands in its way) leaves stderr as it would be, exit code and report unchanged."""
+    (tmp_path / "file").write_text("")
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "file" / "cache"), PYTHONPATH=ROOT)
+    env.pop("TRIAGE_DB", None)
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", SAMPLE, "-q"], env=env, cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "moe-scope-conflict" in r.stdout, r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr, r.stderr

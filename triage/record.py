@@ -134,11 +134,15 @@ def _load_codes() -> Dict[str, CodeType]:
 
 
 def _save_codes() -> None:
+    """At exit: best effort, silent (a cache that cannot be written is no cache, never a traceback)."""
     import marshal
 
     from . import cachefiles
-    if _codes:
-        cachefiles.write(_code_name(), marshal.dumps(_codes), keep=(CODE_PREFIX, ".marshal", 4))
+    try:
+        if _codes:
+            cachefiles.write(_code_name(), marshal.dumps(_codes), keep=(CODE_PREFIX, ".marshal", 4))
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def _compiled(src: str) -> CodeType:

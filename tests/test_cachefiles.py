@@ -92,3 +92,19 @@ def test_regex_sources_others_can_write_are_not_trusted(cache, monkeypatch):
     os.chmod(f, 0o666)
     monkeypatch.setattr(rx, "VALIDATED", rx.ValidatedCache())
     assert rx.VALIDATED.loaded() == set()            # not trusted: every source is validated again
+
+
+@pytest.mark.skipif(not anchors.hyperscan_available(), reason="the hyperscan wheel")
+def test_each_anchor_set_has_its_own_cached_database(cache):
+    """A database is named by its anchors (text, regex or literal, case): a set differing in any of
+    them is compiled, never another set's database read back; the same set again is read back."""
+    line = b"x\nWidget.Exploded\nwidget exploded\n"
+    sets = [[anchors.Anchor("widget.exploded", 1)],
+            [anchors.Anchor("widget.exploded", 1, ignore_case=True)],
+            [anchors.Anchor("widget.exploded", 1, regex=True)],
+            [anchors.Anchor("widget.exploded", 1, ignore_case=True, regex=True)]]
+    hits = [anchors.AnchorSet(s).scan(line) for s in sets]
+    assert hits == [{}, {2: {1}}, {18: {1}}, {2: {1}, 18: {1}}]
+    assert len([p for p in cache.iterdir() if p.name.startswith("anchors-")]) == 4
+    assert [anchors.AnchorSet(s).scan(line) for s in sets] == hits
+    assert len([p for p in cache.iterdir() if p.name.startswith("anchors-")]) == 4

@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from typing import Optional
 
 import pytest
 
@@ -78,6 +79,56 @@ def test_text_analyze_of_a_tiny_log_imports_no_heavy_module(tmp_path):
     assert _loaded(mods, NOT_FOR_TEXT) == []
     assert _loaded(mods, STDLIB_NOT_NEEDED) == []
     assert "regex" not in mods          # no rule regex met: the `regex` engine is never imported (scan/rx.py)
+
+
+GC_PROBE = """
+import gc
+import json
+import sys
+seen = {"after import": None}
+gc.disable() if sys.argv[2] == "off" else gc.enable()
+import triage.cli
+import triage.pipeline
+seen["after import"] = gc.isenabled()
+real = triage.pipeline.run_analysis
+def spy(*a, **k):
+    seen["scan"] = gc.isenabled()
+    return real(*a, **k)
+triage.pipeline.run_analysis = spy
+import click
+echo = click.echo
+def spy_echo(*a, **k):
+    seen.setdefault("output", gc.isenabled())
+click.echo = spy_echo
+sys.argv = ["triage"] + json.loads(sys.argv[1])
+try:
+    triage.cli.main() if sys.argv[3] == "main" else triage.cli.cli.main(sys.argv[1:], prog_name="triage")
+except SystemExit:
+    pass
+seen["after"] = gc.isenabled()
+seen["frozen"] = gc.get_freeze_count() > 0
+print("GC " + json.dumps(seen))
+"""
+
+
+@pytest.mark.parametrize("args", [["analyze", "LOG", "-q"], ["schema", "analyze"]])
+@pytest.mark.parametrize("entry", ["main", "in-process"])
+def test_the_collector_pauses_only_while_a_command_starts(tmp_path, args, entry):
+    """Start-up makes tens of thousands of objects and no garbage: the cyclic collector is off while
+    triage.cli is imported and a command starts, on for the scan and for every other command, as it
+    was afterwards; only the command's own process (main) keeps start-up's objects out of later
+    collections (gc.freeze), not a library's or a test's caller; a collector turned off stays off."""
+    log = tmp_path / "x.log"
+    log.write_text("hello\n")
+    args = [str(log) if a == "LOG" else a for a in args]
+    for state in ("on", "off"):
+        seen, r = _probe(GC_PROBE.replace("sys.argv[2]", repr(state)).replace("sys.argv[3]", repr(entry)),
+                         args, tmp_path, "GC")
+        on = state == "on"
+        assert seen["after import"] is on and seen["after"] is on and seen["output"] is on, (state, seen, r.stderr)
+        if args[0] == "analyze":
+            assert seen["scan"] is on
+        assert seen["frozen"] is (on and entry == "main")
 
 
 def test_the_builtin_hashes_are_hashlibs():
@@ -159,6 +210,7 @@ def _no_yaml(monkeypatch):
 def test_catalog_cache_is_written_then_read(catalog, tmp_path, monkeypatch):
     first = P.load_dir(str(catalog), cache=True)
     assert len(_cache_files(tmp_path)) == 1
+    assert stat.S_IMODE(os.stat(_catalog_cache(tmp_path)).st_mode) == 0o600
     _no_yaml(monkeypatch)
     again = P.load_dir(str(catalog), cache=True)
     assert [(p.id, p.title, len(p.match)) for p in again] == [(p.id, p.title, len(p.match)) for p in first]
@@ -171,7 +223,7 @@ def test_catalog_cache_is_invalidated_when_a_pattern_file_changes(catalog, tmp_p
     text = f.read_text()
     st = os.stat(f)
     f.write_text(text.replace("\ntitle: ", "\ntitle: CHANGED ", 1))
-    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))           # the same mtime: the bytes are what count
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))           # the same size and mtime (not ctime)
     pats = {p.id: p for p in P.load_dir(str(catalog), cache=True)}
     assert pats["cuda-oom"].title.startswith("CHANGED ")
     assert len(_cache_files(tmp_path)) == 2                     # another key
@@ -180,37 +232,105 @@ def test_catalog_cache_is_invalidated_when_a_pattern_file_changes(catalog, tmp_p
     assert len(_cache_files(tmp_path)) == 3
 
 
-@pytest.mark.parametrize("content", [b"", b"\x00garbage{", b"[]", b'{"key": "x", "docs": []}', b"{" * 100000])
-def test_corrupt_catalog_cache_is_ignored(catalog, tmp_path, content):
-    good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
+def _catalog_cache(tmp_path):
     (path,) = _cache_files(tmp_path)
-    full = tmp_path / "cache" / path
+    return tmp_path / "cache" / path
+
+
+def _parsing(monkeypatch):
+    """The pattern files parsed from then on (their YAML read and validated)."""
+    called = []
+    real = P._document
+    monkeypatch.setattr(P, "_document", lambda raw, where: called.append(where) or real(raw, where))
+    return called
+
+
+def test_catalog_cache_keeps_the_validated_patterns(catalog, tmp_path, monkeypatch):
+    """Read back, the cache is the patterns themselves: nothing parsed or validated, no regex compiled."""
+    first = P.load_dir(str(catalog), cache=True)
+    _no_yaml(monkeypatch)
+    monkeypatch.setattr(P, "parse_pattern", lambda *a: pytest.fail("validated again"))
+    again = P.load_dir(str(catalog), cache=True)
+    assert again is not first and repr(again) == repr(first) and [p.path for p in again] == [p.path for p in first]
+    rules = [(m, n) for p, q in zip(again, first) for m, n in zip(p.match, q.match)]
+    assert rules and all(m.rx._rx is None for m, _ in rules)             # LazyRx: its source only
+    assert all((m.rx.pattern, m.rx.flags, m.rx.groups) == (n.rx.pattern, n.rx.flags, n.rx.groups) for m, n in rules)
+
+
+def test_a_found_catalog_cache_reads_no_pattern_file(catalog, tmp_path, monkeypatch):
+    """Found by the files' names, sizes and times: a run reads none of them (~2 ms of 38 files)."""
+    n = len(P.load_dir(str(catalog), cache=True))
+    monkeypatch.setattr(P, "_read", lambda path: pytest.fail(f"{path} read"))
+    assert len(P.load_dir(str(catalog), cache=True)) == n
+    f = catalog / "cuda-oom.yaml"
+    os.utime(f)                                                 # touched: read (and parsed) again
+    with pytest.raises(pytest.fail.Exception, match=r"\.yaml read"):
+        P.load_dir(str(catalog), cache=True)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00garbage{", b"\x80\x04N.", b"\x80\x04]\x94.", b"(" * 100000,
+                                     b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00."])
+def test_corrupt_catalog_cache_is_ignored(catalog, tmp_path, monkeypatch, content):
+    good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
+    full = _catalog_cache(tmp_path)
     full.write_bytes(content)
+    parsed = _parsing(monkeypatch)
     assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good
-    assert json.loads(full.read_text())["docs"]                 # rewritten whole
+    assert len(parsed) == len(good)
+    assert P.CatalogCache.load(full.name, len(good)) is not None                 # rewritten whole
 
 
-def test_doctored_catalog_cache_is_validated_and_ignored(catalog, tmp_path):
+def test_a_catalog_cache_of_other_code_is_not_read(catalog, tmp_path, monkeypatch):
+    """Made by triage's modules as they were then: one of them edited since (its mtime or size), or
+    gone, and the cache is made again, as Python compiles a module whose source changed."""
+    import pickle
     good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
-    (path,) = _cache_files(tmp_path)
-    full = tmp_path / "cache" / path
-    data = json.loads(full.read_text())
-    data["docs"][0]["severity"] = "apocalyptic"                 # of the right key, but not a valid pattern
-    full.write_text(json.dumps(data))
-    assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good
+    full = _catalog_cache(tmp_path)
+    magic, fmt, stamps, payload = pickle.loads(full.read_bytes())
+    assert any(path.endswith(os.path.join("triage", "patterns.py")) for path, _, _ in stamps)
+    for change in (lambda st: (st[0], st[1] + 1, st[2]), lambda st: (st[0], st[1], st[2] + 1),
+                   lambda st: (st[0] + ".gone", st[1], st[2])):
+        full.write_bytes(pickle.dumps((magic, fmt, [change(stamps[0])] + stamps[1:], payload)))
+        parsed = _parsing(monkeypatch)
+        assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good and len(parsed) == len(good)
+    full.write_bytes(pickle.dumps((magic, fmt + 1, stamps, payload)))           # another format
+    assert P.CatalogCache.load(full.name, len(good)) is None
+    full.write_bytes(pickle.dumps((magic, fmt, stamps, pickle.dumps(("not", "patterns")))))
+    assert P.CatalogCache.load(full.name, 2) is None
+
+
+def test_a_catalog_cache_is_per_directory_and_load(catalog, tmp_path, monkeypatch):
+    """The same files elsewhere, or loaded as a user's (risky regexes refused): another cache."""
+    P.load_dir(str(catalog), cache=True)
+    other = tmp_path / "elsewhere"
+    shutil.copytree(catalog, other)
+    pats = P.load_dir(str(other), cache=True)
+    assert {os.path.dirname(p.path) for p in pats} == {str(other)} and len(_cache_files(tmp_path)) == 2
+
+
+def test_catalog_caches_of_earlier_versions_are_removed(catalog, tmp_path):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "catalog-0123.json").write_text("{}")
+    P.load_dir(str(catalog), cache=True)
+    assert [f.endswith(".pickle") for f in _cache_files(tmp_path)] == [True]
 
 
 def test_catalog_cache_writable_by_others_is_not_read(catalog, tmp_path, monkeypatch):
     P.load_dir(str(catalog), cache=True)
-    (path,) = _cache_files(tmp_path)
-    full = tmp_path / "cache" / path
-    os.chmod(full, 0o666)
-    assert os.stat(full).st_mode & stat.S_IWOTH
-    called = []
-    real = P._document
-    monkeypatch.setattr(P, "_document", lambda raw, where: called.append(where) or real(raw, where))
+    full = _catalog_cache(tmp_path)
+    for mode in (0o666, 0o620):
+        os.chmod(full, mode)
+        assert os.stat(full).st_mode & (stat.S_IWOTH | stat.S_IWGRP)
+        called = _parsing(monkeypatch)
+        P.load_dir(str(catalog), cache=True)
+        assert called                                           # read from the YAML, not from that file
+    os.chmod(full, 0o600)
+    real = tmp_path / "elsewhere.pickle"
+    os.replace(full, real)                                      # a good cache, but reached through a link
+    os.symlink(real, full)
+    called = _parsing(monkeypatch)
     P.load_dir(str(catalog), cache=True)
-    assert called                                               # read from the YAML, not from that file
+    assert called
 
 
 def test_unwritable_cache_directory_is_no_error(catalog, tmp_path, monkeypatch):
@@ -261,24 +381,32 @@ def test_one_process_parses_the_same_catalog_once(tmp_path, monkeypatch):
 
 
 # --- record: dataclasses whose methods are generated on first use ----------------------------------------
-def _twins(frozen):
-    """The same class made by @dataclass and by @record."""
+_ROW = """
+class Row:
+    x: int
+    y: Optional[str] = None
+    z: List[int] = dataclasses.field(default_factory=list)
+    w: Tuple[int, ...] = dataclasses.field(default=(), repr=False)
+    h: int = dataclasses.field(default=0, compare=False)
+    n: int = dataclasses.field(default=3, init=False)
+    m: List[int] = dataclasses.field(default_factory=list, init=False, compare=False)
+"""
+
+
+def _twins(frozen, strings=False):
+    """The same class made by @dataclass and by @record; STRINGS: its module has `from __future__
+    import annotations` (as triage's modules: record collects the fields itself), else its
+    annotations are types (record has dataclass collect them)."""
     import dataclasses
     from typing import List, Optional, Tuple
 
     from triage.record import record
     out = []
     for deco in (dataclasses.dataclass(frozen=frozen), record(frozen=frozen)):
-        @deco
-        class Row:
-            x: int
-            y: Optional[str] = None
-            z: List[int] = dataclasses.field(default_factory=list)
-            w: Tuple[int, ...] = dataclasses.field(default=(), repr=False)
-            h: int = dataclasses.field(default=0, compare=False)
-            n: int = dataclasses.field(default=3, init=False)
-            m: List[int] = dataclasses.field(default_factory=list, init=False, compare=False)
-        out.append(Row)
+        ns = {"dataclasses": dataclasses, "List": List, "Optional": Optional, "Tuple": Tuple, "__name__": __name__}
+        exec(compile(("from __future__ import annotations\n" if strings else "") + _ROW, __file__, "exec",
+                     dont_inherit=True), ns)
+        out.append(deco(ns["Row"]))
     return out
 
 
@@ -289,11 +417,13 @@ def _outcome(fn):
         return (type(e).__name__, str(e))
 
 
+@pytest.mark.parametrize("strings", [False, True])
 @pytest.mark.parametrize("frozen", [False, True])
-def test_record_behaves_as_dataclass(frozen):
+def test_record_behaves_as_dataclass(frozen, strings):
     import dataclasses
     import inspect
-    D, R = _twins(frozen)
+    D, R = _twins(frozen, strings)
+    assert [f.type for f in dataclasses.fields(R)][:2] == (["int", "Optional[str]"] if strings else [int, Optional[str]])
     assert R.__doc__ == D.__doc__ and repr(R.__dataclass_params__) == repr(D.__dataclass_params__)
     assert dataclasses.is_dataclass(R) and R.__match_args__ == D.__match_args__
     assert [(f.name, f.type, f.default, f.compare, f.repr) for f in dataclasses.fields(R)] == \
@@ -313,6 +443,40 @@ def test_record_behaves_as_dataclass(frozen):
         assert _outcome(lambda: change(R(1))) == _outcome(lambda: change(D(1)))
     assert dataclasses.asdict(r) == dataclasses.asdict(d)
     assert repr(dataclasses.replace(r, x=7)) == repr(dataclasses.replace(d, x=7))
+
+
+def test_record_collects_string_annotated_fields_without_dataclass(monkeypatch):
+    """triage's modules annotate with strings: record collects their fields itself (dataclass's checks
+    of each annotation for ClassVar / InitVar cost ~60 us a class); what dataclass refuses it refuses."""
+    import dataclasses
+    from typing import ClassVar, List
+
+    from triage.record import record
+    calls = []
+    real = dataclasses.dataclass
+    monkeypatch.setattr(dataclasses, "dataclass", lambda *a, **k: calls.append(a) or real(*a, **k))
+
+    def made(deco, src):
+        ns = {"dataclasses": dataclasses, "List": List, "ClassVar": ClassVar, "__name__": __name__}
+        try:
+            exec(compile("from __future__ import annotations\n" + src, __file__, "exec", dont_inherit=True), ns)
+            cls = deco(ns["Row"])
+            return ("ok", [(f.name, f.type, f.default, f.init) for f in dataclasses.fields(cls)],
+                    {n: getattr(cls, n, "-") for n in ("x", "y", "z", "k")}, getattr(cls, "__match_args__", None))
+        except Exception as e:  # noqa: BLE001 - the exception is what is compared
+            return (type(e).__name__, str(e))
+
+    cases = ["class Row:\n x: int\n y: int = dataclasses.field(default=2, init=False)\n z: str = 'a'\n",
+             "class Row:\n x: int\n y = dataclasses.field(default=2)\n",                 # a field without a type
+             "class Row:\n x: List[int] = []\n",                                          # a mutable default
+             "class Row:\n x: int\n k: ClassVar[int] = 3\n"]                              # a ClassVar: not a field
+    for src in cases:
+        want = made(real, src)
+        del calls[:]
+        assert made(record, src) == want, src
+        assert bool(calls) == ("ClassVar" in src)       # only an annotation that could be a ClassVar needs dataclass
+    assert made(record, cases[0])[0] == "ok" and made(record, cases[1])[0] == "TypeError"
+    assert made(record, cases[2])[0] == "ValueError"
 
 
 def test_record_refuses_what_it_does_not_support():

@@ -81,7 +81,7 @@ def prune(d: str, prefix: str, suffix: str, n: int) -> None:
     """Keep the N most recently written files of D named PREFIX...SUFFIX (best effort)."""
     try:
         files = [os.path.join(d, f) for f in os.listdir(d) if f.startswith(prefix) and f.endswith(suffix)]
-        for old in sorted(files, key=os.path.getmtime)[:-n]:
+        for old in sorted(files, key=os.path.getmtime)[:max(0, len(files) - n)]:
             os.remove(old)
     except OSError:
         pass

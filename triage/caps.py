@@ -15,12 +15,13 @@ rows and items, and counts the rest.  The caps come in the order the data flows:
 A later stage never promises more than an earlier one kept: the view shows the EVIDENCE_MAX
 evidence lines the analysis keeps (tests/test_caps.py fails when the two differ).
 
-This module imports nothing: any module may read its caps from here.
+This module imports nothing of triage's but `record` (a dataclass): any module may read its caps from here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
+
+from .record import record
 
 # -- line: the log reader (scan/text.py) --------------------------------------------------------
 MAX_LINE = 4000            # characters kept of one log line; the rest is clipped, CLIP_MARK appended
@@ -43,7 +44,7 @@ SUMMARY_MAX = 2000         # characters of the summary (a hang of thousands of r
 MAX_DEPTH = 4              # nesting kept in config values and the like once the caps apply
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Caps:
     """One size level of the JSON report: how much of each part it writes."""
     findings: int

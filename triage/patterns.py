@@ -8,7 +8,6 @@ entry without a `literal` gets the prefilter derived from its regex (derive_lite
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -572,64 +571,64 @@ def _yaml_files(directory: str) -> List[str]:
 
 def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bool = False,
              cache: bool = False) -> List[Pattern]:
-    """The patterns of DIRECTORY's .yaml/.yml files, in name order.  CACHE: keep the files' parsed
-    YAML in the cache directory, keyed by a hash of their names and bytes (see CatalogCache); every
-    document, cached or not, goes through the same validation (parse_pattern).  The files are read on
-    every call; the same bytes loaded the same way again in this process give the patterns loaded
-    the first time (_LOADED): patterns are read-only values."""
+    """The patterns of DIRECTORY's .yaml/.yml files, in name order, parsed and validated
+    (parse_pattern).  CACHE: the patterns are kept in the cache directory (CatalogCache), found again
+    by the files' names, sizes and times (as Python finds a module's .pyc), so a run that finds them
+    reads no pattern file.  The same files loaded the same way again in this process give the
+    patterns loaded the first time (_LOADED): patterns are read-only values."""
     files = _yaml_files(directory)
-    raws = [(f, _read(os.path.join(directory, f))) for f in files]
-    key = CatalogCache.key(raws)
-    memo = (key, os.path.abspath(directory), tuple(known_ids) if known_ids is not None else None, user)
-    pats = _LOADED.get(memo)
+    how = (os.path.abspath(directory), tuple(known_ids) if known_ids is not None else None, user)
+    name = CatalogCache.name(directory, files, known_ids, user) if cache else None
+    memo: Optional[_Memo] = (name,) + how if name else None
+    pats = _LOADED.get(memo) if memo else None
+    if pats is None and name:
+        pats = CatalogCache.load(name, len(files))
     if pats is None:
-        pats = _load_raws(directory, raws, key, known_ids, user, cache)
-        if _LOADED_MAX > 0:
-            if len(_LOADED) >= _LOADED_MAX:
-                _LOADED.pop(next(iter(_LOADED)))      # the oldest
-            _LOADED[memo] = pats
+        raws = [(f, _read(os.path.join(directory, f))) for f in files]
+        if memo is None:
+            memo = (CatalogCache.key(raws),) + how
+            pats = _LOADED.get(memo)
+        if pats is None:
+            pats = tuple(parse_pattern(_document(raw, f), os.path.join(directory, f), known_ids, user)
+                         for f, raw in raws)
+            if name:
+                CatalogCache.store(name, pats)
+    if _LOADED_MAX > 0 and memo is not None and memo not in _LOADED:
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.pop(next(iter(_LOADED)))      # the oldest
+        _LOADED[memo] = pats
     return list(pats)
 
 
-# The pattern lists load_dir parsed in this process, by the files' content key, directory and how they
-# were loaded.  A process that analyses many logs (`triage fleet`, `watch`, a library user) parses and
-# validates the catalog once, and its regexes (LazyRx) are compiled once; a file edited in between is
-# another key.  A few catalogs at most (the shipped one, a user's directories); 0 keeps none.
-_LOADED: Dict[Tuple[str, str, Optional[Tuple[str, ...]], bool], Tuple[Pattern, ...]] = {}
+# The pattern lists load_dir made in this process, by the files (their state: CatalogCache.name; or
+# their bytes: CatalogCache.key), directory and how they were loaded.  A process that analyses many
+# logs (`triage fleet`, `watch`, a library user) parses and validates the catalog once, and its regexes
+# (LazyRx) are compiled once; a file edited in between is another key.  A few catalogs at most (the
+# shipped one, a user's directories); 0 keeps none.
+_Memo = Tuple[str, str, Optional[Tuple[str, ...]], bool]
+_LOADED: Dict[_Memo, Tuple[Pattern, ...]] = {}
 _LOADED_MAX = 8
 
 
-def _load_raws(directory: str, raws: List[Tuple[str, bytes]], key: str, known_ids: Optional[Sequence[str]],
-               user: bool, cache: bool) -> Tuple[Pattern, ...]:
-    if not cache:
-        return tuple(parse_pattern(_document(raw, f), os.path.join(directory, f), known_ids, user) for f, raw in raws)
-    docs = CatalogCache.load(key, len(raws))
-    if docs is not None:
-        try:
-            return tuple(parse_pattern(doc, os.path.join(directory, f), known_ids, user)
-                         for (f, _), doc in zip(raws, docs))
-        except PatternError:        # not what the files say (a doctored cache): read the files themselves
-            pass
-    docs = [_document(raw, f) for f, raw in raws]
-    pats = tuple(parse_pattern(doc, os.path.join(directory, f), known_ids, user) for (f, _), doc in zip(raws, docs))
-    CatalogCache.store(key, docs)   # only documents that validated
-    return pats
-
-
 class CatalogCache:
-    """The shipped catalog's parsed YAML (~40 ms of PyYAML per run) as one JSON file in the cache
-    directory (triage/cachefiles.py), named by a SHA-256 of triage's version and every pattern file's
-    name and bytes: a file changed, added or removed is another key, so a stale cache is never read.
-    What is read is never trusted: a file that is not ours (another user's, or writable by others),
-    too big, not JSON of the expected shape or of another key is ignored, and its documents are
-    validated by parse_pattern as a pattern file's are (load_dir reads the YAML when they fail).
-    Only data JSON keeps exactly is cached (JSON has no dates, sets or non-string keys)."""
-    FORMAT = 1
+    """The shipped catalog as parsed and validated (~40 ms of PyYAML and ~6 ms of validation a run),
+    kept as one pickle in the cache directory (triage/cachefiles.py).  Its name is a SHA-256 of triage's
+    version, this Python's cache tag, the directory, how it was loaded and each pattern file's name,
+    size, mtime and inode change time (which any write changes, and which no one can set: an edit that
+    keeps the size and restores the mtime is seen), so the files are not read when it is found; inside,
+    the size and mtime of each of triage's modules that made it (as a .pyc keeps its source's): triage's
+    code changed since, and it is not read.  A pickle runs code as it is read, as a .pyc does: it is
+    read only as Python reads __pycache__, when it is this user's file that nobody else can write
+    (cachefiles.read_own); anything else there (another user's, a link, a file writable by others,
+    bytes that are not this format) is ignored and made again from the YAML."""
+    FORMAT = 2
     KEEP = 8                        # catalogs kept (the most recently written): one per triage version
     MAX_BYTES = 16 << 20
+    MAGIC = "triage-catalog-pickle"
 
     @staticmethod
     def key(raws: Sequence[Tuple[str, bytes]]) -> str:
+        """The files' content key (names and bytes): the memo's, for a directory loaded without the cache."""
         h = hashlib.sha256(f"triage-catalog\0{CatalogCache.FORMAT}\0{__version__}\0".encode())
         for name, raw in raws:
             h.update(f"{name}\0{len(raw)}\0".encode("utf-8", "surrogatepass"))
@@ -637,34 +636,74 @@ class CatalogCache:
         return h.hexdigest()
 
     @staticmethod
-    def name(key: str) -> str:
-        return f"catalog-{key[:32]}.json"
+    def name(directory: str, files: Sequence[str], known_ids: Optional[Sequence[str]], user: bool) -> Optional[str]:
+        """The cache file of DIRECTORY's FILES as they are now, loaded so; None when one of them is not
+        a regular file (reading it says what is wrong)."""
+        import sys
+        state = []
+        for f in files:
+            try:
+                st = os.stat(os.path.join(directory, f))
+            except OSError:
+                return None
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            state.append((f, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
+        how = repr((CatalogCache.FORMAT, __version__, sys.implementation.cache_tag, os.path.abspath(directory),
+                    None if known_ids is None else sorted(known_ids), user, state))
+        return f"catalog-{hashlib.sha256(how.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.pickle"
 
     @staticmethod
-    def load(key: str, n: int) -> Optional[List[Any]]:
-        """The N cached documents of KEY, or None (no cache, or one that is not to be trusted)."""
-        raw = cachefiles.read_own(CatalogCache.name(key), CatalogCache.MAX_BYTES)
+    def _stamps() -> List[Tuple[str, int, int]]:
+        """(file, mtime_ns, size) of each of triage's modules imported in this process."""
+        import sys
+        out = []
+        for mod_name, mod in list(sys.modules.items()):
+            path = getattr(mod, "__file__", None)
+            if path and (mod_name == "triage" or mod_name.startswith("triage.")):
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                out.append((path, st.st_mtime_ns, st.st_size))
+        return sorted(out)
+
+    @staticmethod
+    def load(name: str, n: int) -> Optional[Tuple[Pattern, ...]]:
+        """The N patterns kept under NAME, or None (no cache, or one not to be read)."""
+        try:
+            from _pickle import loads  # the C unpickler, without pickle.py's pure-Python pickler (~1 ms)
+        except ImportError:  # pragma: no cover - a Python without the accelerator
+            from pickle import loads
+        raw = cachefiles.read_own(name, CatalogCache.MAX_BYTES)
         if raw is None:
             return None
         try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError):
+            magic, fmt, stamps, payload = loads(raw)
+            if magic != CatalogCache.MAGIC or fmt != CatalogCache.FORMAT:
+                return None
+            for path, mtime_ns, size in stamps:
+                st = os.stat(path)
+                if st.st_mtime_ns != mtime_ns or st.st_size != size:
+                    return None
+            pats = loads(payload)
+        except Exception:  # noqa: BLE001 - not ours, truncated, of other code: made again
             return None
-        if (not isinstance(data, dict) or data.get("key") != key or not isinstance(data.get("docs"), list)
-                or len(data["docs"]) != n):
+        if not isinstance(pats, tuple) or len(pats) != n or not all(type(p) is Pattern for p in pats):
             return None
-        return data["docs"]
+        return pats
 
     @staticmethod
-    def store(key: str, docs: List[Any]) -> None:
-        """Keep DOCS under KEY (best effort: a read-only home just means no cache)."""
+    def store(name: str, pats: Tuple[Pattern, ...]) -> None:
+        """Keep PATS under NAME (best effort: a read-only home just means no cache)."""
+        import pickle
         try:
-            text = json.dumps({"key": key, "docs": docs}, ensure_ascii=False, allow_nan=False)
-            if json.loads(text)["docs"] != docs:      # a value JSON would change (an int key, a tuple)
-                return
-        except (TypeError, ValueError, RecursionError):  # a date, a set, NaN: JSON cannot keep it
+            payload = pickle.dumps(pats, protocol=4)
+            data = pickle.dumps((CatalogCache.MAGIC, CatalogCache.FORMAT, CatalogCache._stamps(), payload), protocol=4)
+        except Exception:  # noqa: BLE001 - a value pickle cannot keep: no cache
             return
-        cachefiles.write(CatalogCache.name(key), text.encode("utf-8"), keep=("catalog-", ".json", CatalogCache.KEEP))
+        if cachefiles.write(name, data, keep=("catalog-", ".pickle", CatalogCache.KEEP)):
+            cachefiles.prune(os.path.dirname(cachefiles.path_of(name)), "catalog-", ".json", 0)   # earlier versions'
 
 
 def load_all(extra_dirs: Sequence[str] = ()) -> List[Pattern]:

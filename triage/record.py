@@ -221,20 +221,90 @@ def _doc(cls: type) -> str:
     return cls.__name__ + str(inspect.Signature(params))
 
 
+class _LazyDoc:
+    """A class's `__doc__` as dataclass writes it for a class without one (its name and __init__
+    signature), made when first read (`cls.__doc__` calls a descriptor kept under that name), then
+    kept as the class's own string."""
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> str:
+        cls = owner if owner is not None else type(obj)
+        doc = _doc(cls)
+        cls.__doc__ = doc
+        return doc
+
+
+# the __dataclass_params__ that dataclass made for the first record class (frozen or not), copied for
+# the next ones: all the same but for `frozen`
+_PARAMS: Dict[bool, Any] = {}
+
+
+def _copy_params(frozen: bool) -> Any:
+    model = _PARAMS[frozen]
+    params = object.__new__(type(model))
+    for name in getattr(type(model), "__slots__", ()):
+        setattr(params, name, getattr(model, name))
+    if hasattr(model, "__dict__"):
+        params.__dict__.update(model.__dict__)
+    return params
+
+
+def _fields(cls: Any) -> Optional[Dict[str, dataclasses.Field]]:  # type: ignore[type-arg]
+    """CLS's fields as dataclass collects them (in place: a `field(...)` in the class body becomes its
+    default, or goes), without dataclass's checks of each annotation for ClassVar, InitVar and KW_ONLY
+    (regexes on the annotation's text): None, for dataclass to collect them, when an annotation could
+    be one of those or is not a string (this module's callers write `from __future__ import annotations`)."""
+    ann = cls.__dict__.get("__annotations__", {})
+    if any(not isinstance(t, str) or "ClassVar" in t or "InitVar" in t or "KW_ONLY" in t for t in ann.values()):
+        return None
+    body = cls.__dict__
+    for name, value in body.items():
+        if isinstance(value, dataclasses.Field) and name not in ann:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    out: Dict[str, dataclasses.Field] = {}  # type: ignore[type-arg]
+    for name, typ in ann.items():
+        default = body.get(name, dataclasses.MISSING)
+        f: Any = default if isinstance(default, dataclasses.Field) else dataclasses.field(default=default)
+        f.name = name
+        f.type = typ
+        f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+        if getattr(f, "kw_only", False) is dataclasses.MISSING:
+            f.kw_only = False
+        if f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+        if f is default:
+            if f.default is dataclasses.MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        out[name] = f
+    return out
+
+
 def _record(cls: _C, frozen: bool) -> _C:
     own = [n for n in _UNSUPPORTED if n in cls.__dict__]
     if own or any(dataclasses.is_dataclass(b) for b in cls.__mro__[1:]):
         raise TypeError(f"@record does not support {cls.__name__} ({', '.join(own) or 'a dataclass base'}): "
                         "use @dataclass")
     own_doc = bool(cls.__dict__.get("__doc__"))
+    fields = _fields(cls) if frozen in _PARAMS and not hasattr(cls, "__abstractmethods__") else None
+    if fields is None:
+        if not own_doc:
+            cls.__doc__ = "-"      # else dataclass asks inspect for the signature of an __init__ not made yet
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)     # the fields (in place), nothing compiled
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        params.init = params.repr = params.eq = True
+        params.frozen = frozen
+        _PARAMS.setdefault(frozen, params)
+    else:
+        # what dataclass(init=False, repr=False, eq=False) sets, the params as the first record's
+        c: Any = cls
+        c.__dataclass_fields__ = fields
+        c.__dataclass_params__ = _copy_params(frozen)
+        if sys.version_info >= (3, 10) and "__match_args__" not in cls.__dict__:
+            setattr(c, "__match_args__",  # noqa: B010 - (mypy refuses the assignment)
+                    tuple(f.name for f in fields.values() if f.init and not getattr(f, "kw_only", False)))
     if not own_doc:
-        cls.__doc__ = "-"          # else dataclass asks inspect for the signature of an __init__ not made yet
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False)     # the fields (in place), nothing compiled
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
-    params.init = params.repr = params.eq = True
-    params.frozen = frozen
-    if not own_doc:
-        cls.__doc__ = _doc(cls)
+        cls.__doc__ = _LazyDoc()  # type: ignore[assignment]
     lazy = _lazy_methods(cls, frozen)
     if frozen:
         lazy.update(_frozen_methods(cls))

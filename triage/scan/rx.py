@@ -125,6 +125,10 @@ class LazyRx:
     def __repr__(self) -> str:
         return f"LazyRx({self.pattern!r})"
 
+    def __reduce__(self) -> Tuple[Any, Tuple[str, int]]:
+        """Pickled (the catalog cache) as its source and flags, never its compiled pattern."""
+        return (LazyRx, (self.pattern, self.flags))
+
 
 class ValidatedCache:
     """The pattern sources known to compile with this `regex` version (hashes of flags and source),

@@ -110,11 +110,10 @@ _codes_changed = False
 
 
 def _code_name() -> str:
-    import zlib
-
     from . import __version__
-    build = zlib.crc32(sys.version.encode())       # this build of Python (its version, date and compiler)
-    return f"{CODE_PREFIX}{sys.implementation.cache_tag}-{__version__}-{build:08x}.marshal"
+    from .hashing import sha256
+    build = sha256(sys.version.encode()).hexdigest()[:8]      # this build of Python (its version, date, compiler)
+    return f"{CODE_PREFIX}{sys.implementation.cache_tag}-{__version__}-{build}.marshal"
 
 
 def _load_codes() -> Dict[str, CodeType]:

@@ -43,7 +43,6 @@ from .jobfacts import EDGE_BYTES, facts_of
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
 from .pool import _Pool, _size
-from .prefetch import Prefetched
 from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
 from .ranks import ranks_in
 from .results import Match, ScanResult
@@ -264,7 +263,11 @@ class Engine:
             return iter_blocks_with_tail(path, block_size, prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink)
         # a big local file is read ahead by a thread (prefetch.py); anything else as the scanner asks
         ahead = _size(path) > block_size and "://" not in path
-        blocks = Prefetched(make, core.notes, progress) if ahead else make(core.notes, progress)
+        if ahead:
+            from .prefetch import Prefetched      # (here: a small log's run starts no thread, loads no queue)
+            blocks = Prefetched(make, core.notes, progress)
+        else:
+            blocks = make(core.notes, progress)
         head, last, whole = b"", b"", True      # the input's first and last bytes: its job facts (jobfacts)
         try:
             for bi, (buf, lo) in enumerate(blocks):
@@ -274,7 +277,7 @@ class Engine:
                 view.reset(buf, lo)
                 scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers))
         finally:
-            if isinstance(blocks, Prefetched):
+            if ahead:
                 blocks.close()
         scanned[0] = consumed[0]
         if last:

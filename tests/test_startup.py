@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3fs", "zstandard")
 # stdlib modules a text analyze of a small log does without (each cost milliseconds to import)
 STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime", "hashlib", "_hashlib", "calendar", "tempfile", "gzip",
-                     "lzma", "shlex")
+                     "lzma", "shlex", "queue", "zlib", "pickle")
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
                 "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
                 "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",

@@ -1,6 +1,7 @@
 """Parse one YAML or JSON document within bounded time and memory (config files, a log's YAML block)."""
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Tuple
 
@@ -130,8 +131,6 @@ def _yaml_depth_ok(text: str) -> bool:
 def parse_config_text(text: str, kind: str, where: str) -> Any:
     """Parse a YAML or JSON document within bounded time and memory; ConfigError otherwise.
     Strings longer than CONFIG_MAX_SCALAR characters are clipped (clip_scalar)."""
-    import json
-
     import yaml
     try:
         if kind != "JSON" and not _yaml_depth_ok(text):

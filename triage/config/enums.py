@@ -14,6 +14,7 @@ A class or value the table does not know is an `Unknown` value, never a guessed 
 """
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
@@ -30,7 +31,6 @@ class Unknown(str):
 
 @lru_cache(maxsize=1)
 def _classes() -> Dict[str, List[Dict[str, Any]]]:
-    import json         # (here: a tiny log's run reads no config and never loads json)
     with open(_TABLE, encoding="utf-8") as f:
         data: Dict[str, List[Dict[str, Any]]] = json.load(f)["classes"]
     return data
@@ -47,7 +47,6 @@ def enum_name(target: str, value: Any, mcore_version: Optional[str] = None) -> s
     groups = _classes().get(target)
     if groups is None:
         return Unknown(f"{short}({value!r}): an enum class triage does not know")
-    import json
     key = json.dumps(value)
     if mcore_version:
         for g in groups:

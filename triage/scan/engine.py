@@ -264,7 +264,7 @@ class Engine:
         # a big local file is read ahead by a thread (prefetch.py); anything else as the scanner asks
         ahead = _size(path) > block_size and "://" not in path
         if ahead:
-            from .prefetch import Prefetched      # (here: a small log's run starts no thread, loads no queue)
+            from .prefetch import Prefetched  # (here: a small log's run starts no thread, loads no queue)
             blocks = Prefetched(make, core.notes, progress)
         else:
             blocks = make(core.notes, progress)

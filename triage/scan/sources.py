@@ -15,7 +15,6 @@ import re
 import stat
 import sys
 import time
-import zlib
 from typing import (
     IO,
     TYPE_CHECKING,
@@ -290,7 +289,9 @@ def _read_errors() -> Tuple[Type[BaseException], ...]:
     """What reading an input can raise: gzip's and bz2's errors are OSErrors; lzma's only once an .xz
     input imported lzma (an `except _read_errors()` is evaluated only when something was raised)."""
     lz = sys.modules.get("lzma")
-    return (OSError, EOFError, zlib.error, UnicodeError) + ((lz.LZMAError,) if lz is not None else ())
+    z = sys.modules.get("zlib")             # (likewise: loaded by gzip, or by whoever needed it)
+    return (OSError, EOFError, UnicodeError) + tuple(m.error for m in (z,) if m is not None) + \
+        ((lz.LZMAError,) if lz is not None else ())
 
 
 # compressed inputs, by their magic bytes: (name, opener)

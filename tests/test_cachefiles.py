@@ -25,7 +25,8 @@ def test_written_whole_private_and_read_back(cache):
     assert cachefiles.read_own("missing.bin") is None
 
 
-@pytest.mark.parametrize("spoil", ["others-can-write", "group-can-write", "link", "directory", "too-big"])
+@pytest.mark.parametrize("spoil", ["others-can-write", "group-can-write", "link", "hard-link", "hard-linked-here",
+                                   "directory", "too-big"])
 def test_a_file_not_ours_alone_is_not_read(cache, tmp_path, spoil):
     cachefiles.write("thing-1.bin", b"payload")
     f = cache / "thing-1.bin"
@@ -37,6 +38,12 @@ def test_a_file_not_ours_alone_is_not_read(cache, tmp_path, spoil):
         (tmp_path / "real.bin").write_bytes(b"payload")
         f.unlink()
         f.symlink_to(tmp_path / "real.bin")
+    elif spoil == "hard-link":          # one of this user's files (a report, say) linked in under a cache name
+        (tmp_path / "report.txt").write_bytes(b"payload")
+        f.unlink()
+        os.link(tmp_path / "report.txt", f)
+    elif spoil == "hard-linked-here":   # the cache file itself has another name elsewhere
+        os.link(f, tmp_path / "elsewhere.bin")
     elif spoil == "directory":
         f.unlink()
         f.mkdir()

@@ -3,9 +3,9 @@ catalog, the regex sources known to compile, the compiled HTML templates, the re
 `__init__` code).
 
 Every file is written whole or not at all (a temporary file of this user's only, then renamed), and
-read back only when it is a regular file of this user that nobody else can write, of a bounded size:
-another user's file, a link or a file left writable by others is ignored, and the run makes what it
-holds again.  Writing is best effort: a read-only home just means no cache."""
+read back only when it is a regular file of this user that nobody else can write, with no other name,
+of a bounded size: another user's file, a link (symbolic or hard) or a file left writable by others
+is ignored, and the run makes what it holds again.  Writing is best effort: a read-only home just means no cache."""
 from __future__ import annotations
 
 import os
@@ -31,7 +31,10 @@ def path_of(name: str) -> str:
 
 def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
     """The bytes of cache file NAME, or None: missing, not a regular file (a link is not followed),
-    another user's, writable by group or others, or over MAX_BYTES."""
+    another user's, writable by group or others, with another name too (a hard link: someone else
+    could have linked one of this user's files there, e.g. a report holding a log's text), or over
+    MAX_BYTES.  (What is read may be code: the record classes' compiled __init__, the catalog's
+    pickle.)"""
     try:
         fd = os.open(path_of(name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -39,7 +42,7 @@ def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
     try:
         st = os.fstat(fd)
         getuid = getattr(os, "getuid", None)
-        if (not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes
+        if (not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink != 1
                 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
                 or (getuid is not None and st.st_uid != getuid())):
             return None

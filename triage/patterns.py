@@ -696,10 +696,13 @@ class CatalogCache:
     @staticmethod
     def store(name: str, pats: Tuple[Pattern, ...]) -> None:
         """Keep PATS under NAME (best effort: a read-only home just means no cache)."""
-        import pickle
         try:
-            payload = pickle.dumps(pats, protocol=4)
-            data = pickle.dumps((CatalogCache.MAGIC, CatalogCache.FORMAT, CatalogCache._stamps(), payload), protocol=4)
+            from _pickle import dumps
+        except ImportError:  # pragma: no cover - a Python without the accelerator
+            from pickle import dumps
+        try:
+            payload = dumps(pats, 4)
+            data = dumps((CatalogCache.MAGIC, CatalogCache.FORMAT, CatalogCache._stamps(), payload), 4)
         except Exception:  # noqa: BLE001 - a value pickle cannot keep: no cache
             return
         if cachefiles.write(name, data, keep=("catalog-", ".pickle", CatalogCache.KEEP)):

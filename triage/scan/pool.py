@@ -3,11 +3,17 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+import time
+from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
 
 from . import prepare
 from .anchors import AnchorSet
 from .geometry import NotPlain, Span
+
+try:
+    from _pickle import dumps, loads  # the C pickler, without pickle.py (imported for nothing else)
+except ImportError:  # pragma: no cover - a Python without the accelerator
+    from pickle import dumps, loads
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule
@@ -67,6 +73,78 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
             os._exit(0)
 
 
+_HEADER = 8                 # bytes of a message's length, before its pickle
+
+
+class _Conn:
+    """One end of a pipe that carries pickled messages, each after its length: a worker sends its
+    results, the scanner receives them (what multiprocessing's Connection does, without its ~11 ms
+    of imports, socket's and the pure-Python pickler's among them, on every big input's start)."""
+
+    def __init__(self, fd: int, writing: bool):
+        self.f: BinaryIO = os.fdopen(fd, "wb" if writing else "rb")
+
+    def send(self, msg: Any) -> None:
+        data = dumps(msg, -1)
+        self.f.write(len(data).to_bytes(_HEADER, "little"))
+        self.f.write(data)
+        self.f.flush()
+
+    def recv(self) -> Any:
+        """The next message; EOFError when the worker is gone (or sent half of one)."""
+        head = self.f.read(_HEADER)
+        if len(head) != _HEADER:
+            raise EOFError("the worker's pipe closed")
+        n = int.from_bytes(head, "little")
+        data = self.f.read(n)
+        if len(data) != n:
+            raise EOFError("the worker's pipe closed in a message")
+        return loads(data)
+
+    def close(self) -> None:
+        try:
+            self.f.close()
+        except OSError:             # a writer whose reader is gone: the flush of nothing left fails
+            pass
+
+
+def _start(target: Any, args: tuple, parents: Sequence[_Conn]) -> Tuple[int, _Conn]:
+    """Fork a worker running TARGET(its end of a new pipe, *ARGS); (its pid, the scanner's end).  The
+    worker closes the ends of the pipes of the workers started before it (PARENTS: the scanner's),
+    and leaves by os._exit whatever happens: it never returns into the scanner's code, and flushes
+    no copy of the scanner's buffered output."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                 # the worker
+        try:
+            os.close(r)
+            for c in parents:
+                c.close()
+            target(_Conn(w, True), *args)
+        finally:
+            os._exit(0)
+    os.close(w)
+    return pid, _Conn(r, False)
+
+
+def _reap(pid: int, wait_s: float = 5.0) -> None:
+    """Stop worker PID (SIGTERM, when it has not exited by itself) and collect its exit; SIGKILL after
+    WAIT_S seconds."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + wait_s
+        while not os.waitpid(pid, os.WNOHANG)[0]:
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return
+            time.sleep(0.0005)
+    except (ChildProcessError, ProcessLookupError):      # already collected
+        pass
+
+
 class _Pool:
     """Worker processes that run prepare_block and the rule searches ahead of the scanner (see
     _owner for who does which).
@@ -78,11 +156,9 @@ class _Pool:
 
     def __init__(self, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, k: int,
                  rules: Sequence[Optional[MatchRule]] = ()):
-        import multiprocessing
-        ctx = multiprocessing.get_context("fork")
         self.k = k
-        self.conns = []
-        self.procs = []
+        self.conns: List[_Conn] = []
+        self.pids: List[int] = []
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
         # and run on as a second copy of triage.  The child takes the default actions (_own_signals)
@@ -90,12 +166,9 @@ class _Pool:
         held = _hold_signals()
         try:
             for w in range(k):
-                r, wr = ctx.Pipe(duplex=False)
-                p = ctx.Process(target=_worker, args=(wr, list(plan), aset, batchers, list(rules), w, k), daemon=True)
-                p.start()
-                wr.close()
-                self.conns.append(r)
-                self.procs.append(p)
+                pid, conn = _start(_worker, (list(plan), aset, batchers, list(rules), w, k), self.conns)
+                self.pids.append(pid)
+                self.conns.append(conn)
         finally:
             _release_signals(held)
         self.counter = 0
@@ -136,10 +209,8 @@ class _Pool:
     def close(self) -> None:
         for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
-        for p in self.procs:
-            if p.is_alive():
-                p.terminate()
-            p.join(timeout=5)
+        for pid in self.pids:
+            _reap(pid)
 
 
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)

@@ -1,0 +1,176 @@
+"""The scan's worker processes (triage/scan/pool.py) without multiprocessing: forked by the scanner,
+each sending its results over its own pipe as length-prefixed pickles; every worker is collected when
+the scan ends, however it ends (done, interrupted, a worker killed), and none flushes a copy of the
+scanner's buffered output.  The merge itself (the same report as a serial scan) is tested in
+test_scan_blocks.py."""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from triage.scan import pool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LOG = os.path.join(HERE, "fixtures", "logs", "real", "gpu", "illegal_memory_access.log")
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+
+
+def _gone(pid):
+    """PID exited and was collected (no zombie is left: kill(pid, 0) fails once it is reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The pids of the workers the scans start."""
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers
+    pids = []
+    real = pool._start
+
+    def start(*a):
+        pid, conn = real(*a)
+        pids.append(pid)
+        return pid, conn
+    monkeypatch.setattr(pool, "_start", start)
+    return pids
+
+
+def _scan(block_size=256):
+    from triage.engine import Engine
+    from triage.patterns import load_all
+    return Engine(load_all()).scan_paths([LOG], block_size=block_size)
+
+
+def test_messages_of_any_size_cross_the_pipe_whole():
+    """Bigger than a pipe's buffer (64 KiB), empty, and several in a row: each arrives whole, in order;
+    a writer gone is EOFError, never a half message."""
+    msgs = [b"x" * (3 << 20), (), {"a": [1, 2.5, None]}, "é" * 70000]
+
+    def writer(conn, items):
+        for m in items:
+            conn.send(m)
+    pid, conn = pool._start(writer, (msgs,), [])
+    try:
+        assert [conn.recv() for _ in msgs] == msgs
+        with pytest.raises(EOFError):
+            conn.recv()
+    finally:
+        conn.close()
+        pool._reap(pid)
+    assert _gone(pid)
+
+
+def test_a_message_cut_short_is_eof():
+    r, w = os.pipe()
+    os.write(w, (100).to_bytes(8, "little") + b"only part")
+    os.close(w)
+    conn = pool._Conn(r, False)
+    with pytest.raises(EOFError):
+        conn.recv()
+    conn.close()
+
+
+def test_every_worker_is_collected_after_a_scan(started):
+    r = _scan()
+    assert r.matches and len(started) == 2
+    assert all(_gone(pid) for pid in started)
+
+
+def test_an_interrupted_scan_stops_and_collects_its_workers(started, monkeypatch):
+    """Ctrl-C (or the CLI's SIGTERM, raised as KeyboardInterrupt) in the middle of the scan: the
+    workers, still sending or not, are stopped and collected before the interrupt goes on."""
+    from triage.scan import blockscan
+    calls = []
+    real = blockscan._InputScan.block
+
+    def block(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, *a, **k)
+    monkeypatch.setattr(blockscan._InputScan, "block", block)
+    with pytest.raises(KeyboardInterrupt):
+        _scan(block_size=256)
+    assert len(started) == 2 and all(_gone(pid) for pid in started)
+
+
+def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monkeypatch):
+    """A worker that dies (the OOM killer, say) after its first block: the scanner prepares the rest
+    itself and the report is the serial scan's."""
+    from triage.engine import Engine
+    from triage.patterns import load_all
+    real_worker = pool._worker
+
+    def dying(conn, plan, aset, batchers, rules, w, k):
+        class Once:
+            sent = 0
+
+            def send(self, msg):
+                conn.send(msg)
+                Once.sent += 1
+                if w == 0 and Once.sent == 1:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            def close(self):
+                conn.close()
+        real_worker(Once(), plan, aset, batchers, rules, w, k)
+    monkeypatch.setattr(pool, "_worker", dying)
+    from triage.scan import engine
+    parent, calls = os.getpid(), []
+    real_prepare = engine.prepare_block
+    monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(os.getpid()) or real_prepare(*a))
+    r = _scan(block_size=256)
+    assert calls and set(calls) == {parent}           # the scanner prepared the dead worker's blocks (and the rest)
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    serial = Engine(load_all()).scan_paths([LOG], block_size=256)
+    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
+        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
+    assert all(_gone(pid) for pid in started)
+
+
+def test_workers_flush_no_copy_of_the_scanners_buffered_output(tmp_path):
+    """What the scanner had written but not flushed when it forked is printed once (a worker leaves by
+    os._exit: multiprocessing's workers flushed their copy of it)."""
+    probe = (
+        "import os, sys\n"
+        "from triage.scan import pool\n"
+        "pool.POOL_MIN_BYTES = 0\n"
+        "os.environ['TRIAGE_JOBS'] = '3'\n"
+        "from triage.engine import Engine\n"
+        "from triage.patterns import load_all\n"
+        "sys.stdout.write('BEFORE-THE-FORK\\n')\n"
+        f"Engine(load_all()).scan_paths([{LOG!r}], block_size=256)\n"
+        "sys.stdout.write('AFTER\\n')\n")
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "BEFORE-THE-FORK\nAFTER\n"
+
+
+def test_a_scan_imports_no_multiprocessing(tmp_path):
+    """~11 ms of imports (socket, the pure-Python pickler, ...) on every big input's start."""
+    probe = (
+        "import os, sys\n"
+        "from triage.scan import pool\n"
+        "pool.POOL_MIN_BYTES = 0\n"
+        "os.environ['TRIAGE_JOBS'] = '3'\n"
+        "from triage.engine import Engine\n"
+        "from triage.patterns import load_all\n"
+        f"r = Engine(load_all()).scan_paths([{LOG!r}], block_size=256)\n"
+        "print(bool(r.matches), sorted(m for m in sys.modules if m.startswith('multiprocessing') or m == 'pickle'))\n")
+    import site                     # -S: only what triage imports (no .pth file's), site-packages on the path
+    path = [ROOT] + site.getsitepackages() + [site.getusersitepackages()]
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=os.pathsep.join(path))
+    r = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=120)
+    assert r.stdout.split("\n")[-2] == "True []", r.stdout + r.stderr

@@ -297,21 +297,28 @@ def json_text(d: Dict[str, Any]) -> str:
     return json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def report_dict(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_BYTES) -> Dict[str, Any]:
+def report_json(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_BYTES) -> Tuple[Dict[str, Any], str]:
     """The report dict (secrets redacted unless REDACT_SECRETS is False) at the first level of LEVELS
-    whose JSON fits in LIMIT bytes; the JSON, markdown and HTML reports are all made from it."""
+    whose JSON fits in LIMIT bytes, and that JSON (json_text of it: the size test's, not made again);
+    the JSON, markdown and HTML reports are all made from the dict."""
     d: Dict[str, Any] = {}
+    text = ""
     for caps in LEVELS:
         d = to_dict(a, caps)
         if caps is not LEVELS[-1] and len(json_text(d)) > limit * 1.1:
             continue                  # clearly too big: no need to redact it first
         if redact_secrets:
             d = redact_obj(d)
-        if len(json_text(d).encode("utf-8")) <= limit:
+        text = json_text(d)
+        if len(text.encode("utf-8")) <= limit:
             break
-    return d
+    return d, text
+
+
+def report_dict(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_BYTES) -> Dict[str, Any]:
+    return report_json(a, redact_secrets, limit)[0]
 
 
 def render_json(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_BYTES) -> str:
-    return json_text(report_dict(a, redact_secrets, limit))
+    return report_json(a, redact_secrets, limit)[1]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..redact import redact, redact_obj
-from .contract import json_text, report_dict, to_dict
+from .contract import report_json, to_dict
 from .names import FORMATS, SUFFIX_FORMAT
 
 if TYPE_CHECKING:
@@ -31,9 +31,9 @@ def render(a: Analysis, fmt: str, redact_secrets: bool = True,
         return text_report(a, redact_secrets)
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}")
-    d = report_dict(a, redact_secrets)
+    d, text = report_json(a, redact_secrets)
     if fmt == "json":
-        return json_text(d)
+        return text
     # each rendering is imported when asked for (a text or JSON report loads none of them)
     if fmt == "markdown":
         from .markdown import render_markdown

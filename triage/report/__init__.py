@@ -49,7 +49,8 @@ _LAZY = {
     "MD_LIMIT": "..caps", "TEXT_MAX_ITEMS": "..caps", "render_check_config_markdown": ".check_config",
     "FINDINGS_MAX": ".contract", "LEVELS": ".contract", "MAX_JSON_BYTES": ".contract", "SCHEMA_VERSION": ".contract",
     "SERIES_MAX": ".contract", "SUMMARY_MAX": ".contract", "Caps": ".contract", "finding_dict": ".contract",
-    "json_text": ".contract", "render_json": ".contract", "report_dict": ".contract", "report_json": ".contract", "to_dict": ".contract",
+    "json_text": ".contract", "render_json": ".contract", "report_dict": ".contract",
+    "report_json": ".contract", "to_dict": ".contract",
     "FORMATS": ".formats", "SUFFIX_FORMAT": ".formats", "render": ".formats", "text_report": ".formats",
     "HTML_SECTIONS": ".html", "render_html": ".html", "render_jira": ".jira", "JUNIT_UNEXPLAINED": ".junit",
     "render_junit": ".junit", "render_markdown": ".markdown", "known_line": ".text", "render_text": ".text",
@@ -76,6 +77,7 @@ __all__ = [
     "MAX_FINDINGS", "MAX_JSON_BYTES", "MAX_ROWS", "MD_LIMIT", "SCHEMA_VERSION", "SERIES_MAX", "SUFFIX_FORMAT",
     "SUMMARY_MAX", "TEXT_MAX_ITEMS", "VERSION_LABELS", "Caps", "FindingView", "ReportView", "build_view",
     "finding_dict", "finding_view", "json_text", "known_line", "render", "render_check_config_markdown",
-    "render_html", "render_jira", "render_json", "report_json", "render_junit", "render_markdown", "render_text", "render_text_view",
+    "render_html", "render_jira", "render_json", "report_json",
+    "render_junit", "render_markdown", "render_text", "render_text_view",
     "report_dict", "text_report", "to_dict",
 ]

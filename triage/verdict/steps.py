@@ -164,18 +164,22 @@ class StepLog:
         """Records of scan_lines in line order: [(line start, record)].  A step that needs nothing
         but its time (no capture around it, no evidence kept) takes a tight path; the others go
         through feed_record, so the result is the same."""
-        times, tfl, ev, window, capset = self.times, self.tflops, self.evidence, self._ev_window, self._capture_set
-        pending = self._capture_pending
+        times, tfl, ev, capset = self.times, self.tflops, self.evidence, self._capture_set
+        pending, window = self._capture_pending, self._ev_window
+        # what sends every step the long way; only that way changes it (a capture, evidence kept)
+        every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
         for at, rec in items:
-            it, ms, tflops = rec[0], rec[1], rec[2]
-            if self._cts_open or pending.get(source) or it in capset or it in ev or len(ev) < EVIDENCE_KEEP \
-                    or it in window or self._ev_next:
+            it = rec[0]
+            if every or it in capset or it in ev or it in window:
                 self.feed_record(rec, buf, at, source, functools.partial(lineno_at, at), year)
+                window = self._ev_window            # (a capture starts another window)
+                every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
                 continue
+            ms = rec[1]
             if ms >= times.get(it, -1.0):
                 times[it] = ms
-            if tflops is not None:
-                tfl[it] = tflops
+            if rec[2] is not None:
+                tfl[it] = rec[2]
 
     def _needs_ts(self, it: int, source: str) -> bool:
         """A step's time matters only to place a capture by time: while a capture time waits for

@@ -42,3 +42,8 @@ for i in range(40):
 for name, v in res.items():
     print("tiny log %s: best %.1f ms, median %.1f ms" % (name, min(v) * 1000, statistics.median(v) * 1000))
 PY
+# where the new tree's time goes with every core (the scanner's thread is the critical path)
+for f in /tmp/ab-256M.log /tmp/ab-1G.log; do
+  echo "== phases $f"
+  python bench/scan_phases.py "$f" -n 2
+done

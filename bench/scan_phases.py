@@ -1,0 +1,103 @@
+"""Where one `triage analyze` run's time goes, phase by phase: wall and the main thread's CPU for
+start-up (imports, the catalog), the scan, the verdict and the report; the scanner's own work per
+block (taking a worker's result, feeding the observers); the reader thread's and the workers' CPU.
+With many workers the scanner's thread is the critical path: this says how long it is.  Prints
+numbers only (not a test).
+
+    python bench/scan_phases.py LOG [-n 3] [--format json] [-j N]     (-j: TRIAGE_JOBS)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Run in a child: wraps the stages with timers (wall and this thread's CPU), then runs the CLI.
+CHILD = r"""
+import json, resource, sys, time
+T = {}
+def mark(k):
+    T[k] = (time.perf_counter(), time.thread_time())
+mark("start")
+import triage.cli, triage.pipeline as P, triage.report.formats as F
+import triage.scan.engine as E, triage.scan.prefetch as PF, triage.scan.blockscan as BS, triage.scan.pool as PL
+W = {}
+def timed(owner, name, key):
+    f = getattr(owner, name)
+    def w(*a, **k):
+        c, t = time.thread_time(), time.perf_counter()
+        try:
+            return f(*a, **k)
+        finally:
+            x = W.setdefault(key, [0.0, 0.0, 0])
+            x[0] += time.thread_time() - c; x[1] += time.perf_counter() - t; x[2] += 1
+    setattr(owner, name, w)
+def phase(owner, name, before, after):
+    f = getattr(owner, name)
+    def w(*a, **k):
+        mark(before)
+        try:
+            return f(*a, **k)
+        finally:
+            mark(after)
+    setattr(owner, name, w)
+phase(E.Engine, "scan_paths", "scan", "scanned")
+phase(F, "render", "render", "rendered")
+timed(PL._Pool, "__init__", "workers started")
+timed(PL._Pool, "get", "results taken")
+timed(BS._InputScan, "block", "blocks fed")
+reader = [0.0]
+run = PF.Prefetched._run
+def counted(self):
+    c = time.thread_time()
+    try:
+        run(self)
+    finally:
+        reader[0] += time.thread_time() - c
+PF.Prefetched._run = counted
+sys.argv = ["triage"] + json.loads(sys.argv[1])
+try:
+    triage.cli.main()
+except SystemExit:
+    pass
+mark("end")
+ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+order = [k for k in ("start", "scan", "scanned", "render", "rendered", "end") if k in T]
+out = {"phases": [(a + " -> " + b, (T[b][0] - T[a][0]) * 1e3, (T[b][1] - T[a][1]) * 1e3)
+                  for a, b in zip(order, order[1:])],
+       "inside the scan": {k: (v[1] * 1e3, v[0] * 1e3, v[2]) for k, v in W.items()},
+       "reader thread cpu": reader[0] * 1e3, "workers cpu": (ch.ru_utime + ch.ru_stime) * 1e3}
+sys.stderr.write("PHASES " + json.dumps(out) + "\n")
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("log")
+    ap.add_argument("-n", type=int, default=3)
+    ap.add_argument("--format", default="json")
+    ap.add_argument("-j", "--jobs", default=None)
+    a = ap.parse_args()
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if a.jobs:
+        env["TRIAGE_JOBS"] = str(a.jobs)
+    args = ["analyze", a.log, "--format", a.format, "-o", os.devnull, "--force"]
+    for i in range(a.n):
+        r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env, capture_output=True, text=True)
+        line = [x for x in r.stderr.splitlines() if x.startswith("PHASES ")]
+        if not line:
+            print(f"run {i + 1}: no figures (rc {r.returncode}): {r.stderr.strip()[-300:]}")
+            continue
+        d = json.loads(line[-1][7:])
+        print(f"run {i + 1}:  " + "  |  ".join(f"{k} wall {w:.0f} ms, main cpu {c:.0f}" for k, w, c in d["phases"]))
+        print("        scanner: " + "  |  ".join(f"{k} x{n}: wall {w:.0f} ms, cpu {c:.0f}"
+                                               for k, (w, c, n) in d["inside the scan"].items())
+              + f"  |  reader thread cpu {d['reader thread cpu']:.0f} ms  |  workers cpu {d['workers cpu']:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

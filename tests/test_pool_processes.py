@@ -65,8 +65,37 @@ def test_messages_of_any_size_cross_the_pipe_whole():
             conn.recv()
     finally:
         conn.close()
-        pool._reap(pid)
+        pool._reap([pid])
     assert _gone(pid)
+
+
+def test_a_worker_that_ignores_sigterm_is_killed_and_collected():
+    import time
+
+    def stubborn(conn):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        conn.send("ready")
+        time.sleep(60)
+    pids = [pool._start(stubborn, (), [])[0] for _ in range(2)]
+    t = time.monotonic()
+    pool._reap(pids, wait_s=0.3)
+    assert time.monotonic() - t < 5 and all(_gone(pid) for pid in pids)
+
+
+def test_ctrl_c_while_the_workers_start_stops_those_started(started, monkeypatch):
+    """A Ctrl-C arriving while the workers are forked is held until they all are, then raised: the
+    workers started are stopped and collected (no zombie, no orphan scanning on)."""
+    real = pool._start
+
+    def start(*a):
+        out = real(*a)
+        if len(started) == 1:               # (the fixture's wrapper recorded this one already)
+            os.kill(os.getpid(), signal.SIGINT)
+        return out
+    monkeypatch.setattr(pool, "_start", start)
+    with pytest.raises(KeyboardInterrupt):
+        _scan()
+    assert len(started) == 2 and all(_gone(pid) for pid in started)
 
 
 def test_a_message_cut_short_is_eof():

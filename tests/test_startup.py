@@ -131,6 +131,56 @@ def test_the_collector_pauses_only_while_a_command_starts(tmp_path, args, entry)
         assert seen["frozen"] is (on and entry == "main")
 
 
+def test_commands_started_in_threads_leave_the_collector_on(tmp_path, monkeypatch):
+    """A command starting in one thread while another is still starting (a library user's threads):
+    each resumes its own pause, and the collector is on once neither is starting (a flag of one
+    command's pause, overwritten by the second's, left it off for good)."""
+    import gc
+    import threading
+
+    import triage.cli as C
+    log = tmp_path / "x.log"
+    log.write_text("hello\n")
+    gate, entered = threading.Event(), threading.Event()
+    real = C.load_patterns
+
+    def slow(dirs):
+        entered.set()
+        gate.wait(30)            # the first command is inside analyze's start-up (the collector paused)
+        return real(dirs)
+    monkeypatch.setattr(C, "load_patterns", slow)
+    seen = []
+
+    def run(args):
+        try:
+            C.cli.main(args, prog_name="triage")
+        except SystemExit:
+            pass
+        seen.append(gc.isenabled())
+    assert gc.isenabled()
+    a = threading.Thread(target=run, args=(["analyze", str(log), "-q"],))
+    a.start()
+    assert entered.wait(30)
+    assert not gc.isenabled()
+    b = threading.Thread(target=run, args=(["schema", "analyze"],))
+    b.start()
+    b.join(30)
+    assert not gc.isenabled()            # the first is still starting
+    gate.set()
+    a.join(30)
+    assert gc.isenabled() and seen == [False, True]
+    assert C._gc_pauses[0] == 0
+
+
+def test_a_failed_import_of_the_cli_leaves_the_collector_as_it_was(tmp_path):
+    probe = ("import gc, sys\n"
+             "sys.modules['click'] = None\n"          # click missing
+             "try:\n    import triage.cli\nexcept ImportError:\n    print('GC', gc.isenabled())\n")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.stdout.strip() == "GC True", r.stderr
+
+
 def test_the_builtin_hashes_are_hashlibs():
     import hashlib
 

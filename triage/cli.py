@@ -10,19 +10,24 @@ import gc
 # other command, and when the command ends), never during a scan.
 _GC_AT_IMPORT = gc.isenabled()
 gc.disable()
+try:
+    import os
+    import signal
+    import stat
+    import sys
+    import threading
+    from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 
-import os  # noqa: E402 - after the collector is paused
-import signal  # noqa: E402
-import stat  # noqa: E402
-import sys  # noqa: E402
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional  # noqa: E402
+    import click
 
-import click  # noqa: E402
-
-from . import __version__  # noqa: E402
-from .errors import TriageError  # noqa: E402
-from .report.names import FORMATS, SUFFIX_FORMAT  # noqa: E402
-from .term import COLOR_CHOICES  # noqa: E402
+    from . import __version__
+    from .errors import TriageError
+    from .report.names import FORMATS, SUFFIX_FORMAT
+    from .term import COLOR_CHOICES
+except BaseException:        # (no click, say): the collector as it was, and the error as it is
+    if _GC_AT_IMPORT:
+        gc.enable()
+    raise
 
 if TYPE_CHECKING:
     from .patterns import Pattern
@@ -148,25 +153,40 @@ def _on_term(signum, frame):  # noqa: ARG001
 
 
 def startup_over() -> None:
-    """The command has what it needs to start (its modules, the catalog): collection back on, if
-    _Group.main paused it (see _GC_AT_IMPORT)."""
-    global _gc_paused
-    if _gc_paused:
-        _gc_paused = False
-        if _freeze_at_start:
-            gc.freeze()     # what start-up made is kept for the process's life: never scanned again
-        gc.enable()
+    """The command has what it needs to start (its modules, the catalog): its pause of the
+    collector (_Group.main) ends; the collector is on again once no command is starting (commands
+    may run in several threads: each resumes its own pause, once, and the last one turns it on, if
+    it was on when the first began)."""
+    n = getattr(_gc_mine, "n", 0)
+    if not n:
+        return
+    _gc_mine.n = n - 1
+    with _gc_lock:
+        _gc_pauses[0] -= 1
+        if _gc_pauses[0] == 0 and _gc_pauses[1]:
+            if _freeze_at_start:
+                gc.freeze()     # what start-up made is kept for the process's life: never scanned again
+            gc.enable()
 
 
-_gc_paused = False          # _Group.main paused the collector, startup_over has not resumed it yet
-_freeze_at_start = False    # main(): this process is the command (not a library user's or a test's)
+def _pause_gc() -> None:
+    with _gc_lock:
+        if _gc_pauses[0] == 0:
+            _gc_pauses[1] = gc.isenabled()
+        _gc_pauses[0] += 1
+        gc.disable()
+    _gc_mine.n = getattr(_gc_mine, "n", 0) + 1
+
+
+_gc_lock = threading.Lock()
+_gc_pauses = [0, False]           # commands starting (their pauses not resumed), whether it was on before them
+_gc_mine = threading.local()      # .n: this thread's pauses not resumed yet
+_freeze_at_start = False          # main(): this process is the command (not a library user's or a test's)
 
 
 class _Group(click.Group):
     def main(self, *args, **kwargs):  # type: ignore[override]
-        global _gc_paused
-        _gc_paused = gc.isenabled()
-        gc.disable()
+        _pause_gc()
         try:
             self._main(*args, **kwargs)
         finally:

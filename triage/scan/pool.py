@@ -114,7 +114,12 @@ def _start(target: Any, args: tuple, parents: Sequence[_Conn]) -> Tuple[int, _Co
     and leaves by os._exit whatever happens: it never returns into the scanner's code, and flushes
     no copy of the scanner's buffered output."""
     r, w = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:                        # (no process left to make: EAGAIN, ENOMEM)
+        os.close(r)
+        os.close(w)
+        raise
     if pid == 0:                                 # the worker
         try:
             os.close(r)
@@ -127,22 +132,42 @@ def _start(target: Any, args: tuple, parents: Sequence[_Conn]) -> Tuple[int, _Co
     return pid, _Conn(r, False)
 
 
-def _reap(pid: int, wait_s: float = 5.0) -> None:
-    """Stop worker PID (SIGTERM, when it has not exited by itself) and collect its exit; SIGKILL after
-    WAIT_S seconds."""
+def _collected(pid: int) -> bool:
+    """Worker PID has exited, and is collected now (or was before)."""
     try:
-        if os.waitpid(pid, os.WNOHANG)[0]:
+        return os.waitpid(pid, os.WNOHANG)[0] != 0
+    except ChildProcessError:
+        return True
+
+
+def _reap(pids: Sequence[int], wait_s: float = 5.0) -> None:
+    """Stop the workers PIDS that have not exited by themselves (SIGTERM) and collect them, within
+    WAIT_S seconds for all of them; SIGKILL for those still there, collected within WAIT_S more.  One
+    that survives even that (stuck in the kernel) is left, as multiprocessing's join(timeout) did."""
+    left = []
+    for pid in pids:
+        if not _collected(pid):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            left.append(pid)
+    killed = False
+    deadline = time.monotonic() + wait_s
+    while left:
+        left = [pid for pid in left if not _collected(pid)]
+        if not left:
             return
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + wait_s
-        while not os.waitpid(pid, os.WNOHANG)[0]:
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+        if time.monotonic() > deadline:
+            if killed:
                 return
-            time.sleep(0.0005)
-    except (ChildProcessError, ProcessLookupError):      # already collected
-        pass
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            killed, deadline = True, time.monotonic() + wait_s
+        time.sleep(0.0005)
 
 
 class _Pool:
@@ -165,12 +190,16 @@ class _Pool:
         # before it lets them in; the parent gets a held one when the workers have started.
         held = _hold_signals()
         try:
-            for w in range(k):
-                pid, conn = _start(_worker, (list(plan), aset, batchers, list(rules), w, k), self.conns)
-                self.pids.append(pid)
-                self.conns.append(conn)
-        finally:
-            _release_signals(held)
+            try:
+                for w in range(k):
+                    pid, conn = _start(_worker, (list(plan), aset, batchers, list(rules), w, k), self.conns)
+                    self.pids.append(pid)
+                    self.conns.append(conn)
+            finally:
+                _release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
+        except BaseException:               # the workers started so far are stopped and collected
+            self.close()
+            raise
         self.counter = 0
         self.broken = False
         self.paths = {p for p, _ in plan}
@@ -209,8 +238,7 @@ class _Pool:
     def close(self) -> None:
         for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
-        for pid in self.pids:
-            _reap(pid)
+        _reap(self.pids)
 
 
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)

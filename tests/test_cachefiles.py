@@ -115,3 +115,17 @@ def test_each_anchor_set_has_its_own_cached_database(cache):
     assert len([p for p in cache.iterdir() if p.name.startswith("anchors-")]) == 4
     assert [anchors.AnchorSet(s).scan(line) for s in sets] == hits
     assert len([p for p in cache.iterdir() if p.name.startswith("anchors-")]) == 4
+
+
+@pytest.mark.skipif(not anchors.hyperscan_available(), reason="the hyperscan wheel")
+def test_how_a_database_is_made_is_pinned_to_its_format():
+    """A database is named by its anchors and DB_FORMAT, not by the expressions made of them: a change
+    to how they are made (_literal_rx, the flags) must come with another DB_FORMAT, or a cached
+    database of the old expressions would be read.  When this fails: bump DB_FORMAT, then update it."""
+    import hashlib
+
+    import hyperscan
+    made = [anchors._literal_rx(t.encode()) for t in ("abc", "a.b*c", "x y", "é(1)", "[rank0]:", "\\n\t")]
+    flags = (hyperscan.HS_FLAG_MULTILINE, hyperscan.HS_FLAG_CASELESS)
+    digest = hashlib.sha256(repr((made, flags)).encode()).hexdigest()[:16]
+    assert (anchors.DB_FORMAT, digest) == (2, "a79461341d099502")

@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from typing import Optional
 
 import pytest
@@ -242,6 +243,7 @@ def catalog(tmp_path, monkeypatch):
     d = tmp_path / "patterns"
     shutil.copytree(P.builtin_dir(), d)
     monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(P.CatalogCache, "RACY_S", 0)     # files copied just now are kept (see the racy test)
     _each_load_a_new_process(monkeypatch)
     return d
 
@@ -347,6 +349,31 @@ def test_a_catalog_cache_of_other_code_is_not_read(catalog, tmp_path, monkeypatc
     assert P.CatalogCache.load(full.name, len(good)) is None
     full.write_bytes(pickle.dumps((magic, fmt, stamps, pickle.dumps(("not", "patterns")))))
     assert P.CatalogCache.load(full.name, 2) is None
+
+
+def test_patterns_of_files_changed_within_seconds_are_not_kept(catalog, tmp_path, monkeypatch):
+    """git's racy-clean rule: a file written twice within one tick of the inode clock keeps its state,
+    so patterns are kept only once no file changed in the last RACY_S seconds."""
+    monkeypatch.setattr(P.CatalogCache, "RACY_S", 3600)
+    P.load_dir(str(catalog), cache=True)
+    assert _cache_files(tmp_path) == []
+    monkeypatch.setattr(P.CatalogCache, "RACY_S", 2)
+    monkeypatch.setattr(time, "time_ns", lambda real=time.time_ns: real() + 10 * 10**9)     # 10 s later
+    P.load_dir(str(catalog), cache=True)
+    assert len(_cache_files(tmp_path)) == 1
+
+
+def test_the_yaml_and_regex_installs_are_stamped_in_the_catalog_cache(catalog, tmp_path, monkeypatch):
+    """The parser and the regex engine validated the patterns: their files are stamped as triage's
+    are (an upgrade changes them: test_a_catalog_cache_of_other_code_is_not_read)."""
+    import pickle
+
+    import regex
+    import yaml
+    P.load_dir(str(catalog), cache=True)
+    _, _, stamps, _ = pickle.loads(_catalog_cache(tmp_path).read_bytes())
+    made_by = {path for path, _, _ in stamps}
+    assert yaml.__file__ in made_by and regex.__file__ in made_by
 
 
 def test_a_catalog_cache_is_per_directory_and_load(catalog, tmp_path, monkeypatch):
@@ -527,6 +554,34 @@ def test_record_collects_string_annotated_fields_without_dataclass(monkeypatch):
         assert bool(calls) == ("ClassVar" in src)       # only an annotation that could be a ClassVar needs dataclass
     assert made(record, cases[0])[0] == "ok" and made(record, cases[1])[0] == "TypeError"
     assert made(record, cases[2])[0] == "ValueError"
+
+
+def test_record_of_a_class_with_a_base_takes_the_inherited_defaults_as_dataclass_does():
+    """A plain base's attribute named as a field is that field's default (dataclass reads the class's
+    attributes, inherited ones too): record has dataclass collect such a class's fields."""
+    import dataclasses
+
+    from triage.record import record
+
+    class Base:
+        y = 5
+    out = []
+    for deco in (dataclasses.dataclass, record):
+        ns = {"Base": Base, "__name__": __name__}
+        exec(compile("from __future__ import annotations\nclass Row(Base):\n x: int\n y: int\n", __file__, "exec",
+                     dont_inherit=True), ns)
+        R = deco(ns["Row"])
+        out.append(([(f.name, f.default) for f in dataclasses.fields(R)], repr(R(1))))
+    assert out[0] == out[1] == ([("x", dataclasses.MISSING), ("y", 5)], "Row(x=1, y=5)")
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="copy.replace is Python 3.13's")
+def test_record_supports_copy_replace():
+    import copy
+
+    from triage.verdict.types import Evidence
+    e = Evidence(*[None] * len(Evidence.__dataclass_fields__))
+    assert copy.replace(e, line=7).line == 7
 
 
 def test_record_refuses_what_it_does_not_support():

@@ -578,7 +578,8 @@ def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bo
     patterns loaded the first time (_LOADED): patterns are read-only values."""
     files = _yaml_files(directory)
     how = (os.path.abspath(directory), tuple(known_ids) if known_ids is not None else None, user)
-    name = CatalogCache.name(directory, files, known_ids, user) if cache else None
+    state = CatalogCache.files_state(directory, files) if cache else None
+    name = CatalogCache.name(directory, state, known_ids, user) if state is not None else None
     memo: Optional[_Memo] = (name,) + how if name else None
     pats = _LOADED.get(memo) if memo else None
     if pats is None and name:
@@ -591,7 +592,7 @@ def load_dir(directory: str, known_ids: Optional[Sequence[str]] = None, user: bo
         if pats is None:
             pats = tuple(parse_pattern(_document(raw, f), os.path.join(directory, f), known_ids, user)
                          for f, raw in raws)
-            if name:
+            if name and state is not None and CatalogCache.settled(state):
                 CatalogCache.store(name, pats)
     if _LOADED_MAX > 0 and memo is not None and memo not in _LOADED:
         if len(_LOADED) >= _LOADED_MAX:
@@ -625,6 +626,10 @@ class CatalogCache:
     KEEP = 8                        # catalogs kept (the most recently written): one per triage version
     MAX_BYTES = 16 << 20
     MAGIC = "triage-catalog-pickle"
+    RACY_S = 2.0                    # see settled()
+    # what made the patterns besides the files: triage's modules, and the parser and the regex engine
+    # that validated them (their files' sizes and mtimes, kept in the cache: an upgrade is a change)
+    MADE_BY = ("triage", "yaml", "regex")
 
     @staticmethod
     def key(raws: Sequence[Tuple[str, bytes]]) -> str:
@@ -636,10 +641,9 @@ class CatalogCache:
         return h.hexdigest()
 
     @staticmethod
-    def name(directory: str, files: Sequence[str], known_ids: Optional[Sequence[str]], user: bool) -> Optional[str]:
-        """The cache file of DIRECTORY's FILES as they are now, loaded so; None when one of them is not
-        a regular file (reading it says what is wrong)."""
-        import sys
+    def files_state(directory: str, files: Sequence[str]) -> Optional[List[Tuple[str, int, int, int, int, int]]]:
+        """(name, size, mtime, inode change time, inode, device) of each of DIRECTORY's FILES; None
+        when one of them is not a regular file (reading it says what is wrong)."""
         state = []
         for f in files:
             try:
@@ -649,18 +653,39 @@ class CatalogCache:
             if not stat.S_ISREG(st.st_mode):
                 return None
             state.append((f, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev))
+        return state
+
+    @staticmethod
+    def name(directory: str, state: Sequence[Tuple[Any, ...]], known_ids: Optional[Sequence[str]], user: bool) -> str:
+        """The cache file of DIRECTORY's files in STATE (files_state), loaded so."""
+        import sys
         how = repr((CatalogCache.FORMAT, __version__, sys.implementation.cache_tag, os.path.abspath(directory),
-                    None if known_ids is None else sorted(known_ids), user, state))
+                    None if known_ids is None else sorted(known_ids), user, list(state)))
         return f"catalog-{hashlib.sha256(how.encode('utf-8', 'surrogatepass')).hexdigest()[:32]}.pickle"
 
     @staticmethod
+    def settled(state: Sequence[Tuple[Any, ...]]) -> bool:
+        """No file changed in the last RACY_S seconds: a file written twice within one tick of the
+        inode clock (milliseconds on some kernels), the same size, would keep its state, and the
+        patterns of the first write would be read back for the second (git's "racy clean" rule).
+        Until then the patterns are not kept."""
+        import time
+        now = time.time_ns()
+        return all(now - ctime_ns > CatalogCache.RACY_S * 1e9 for _, _, _, ctime_ns, _, _ in state)
+
+    @staticmethod
     def _stamps() -> List[Tuple[str, int, int]]:
-        """(file, mtime_ns, size) of each of triage's modules imported in this process."""
+        """(file, mtime_ns, size) of each module of MADE_BY imported in this process, and of the
+        `regex` package's (the sources may have been known valid without importing it)."""
+        import importlib.util
         import sys
+        paths = [getattr(mod, "__file__", None) for mod_name, mod in list(sys.modules.items())
+                 if mod_name.split(".", 1)[0] in CatalogCache.MADE_BY]
+        spec = importlib.util.find_spec("regex") if "regex" not in sys.modules else None
+        paths.append(spec.origin if spec is not None else None)
         out = []
-        for mod_name, mod in list(sys.modules.items()):
-            path = getattr(mod, "__file__", None)
-            if path and (mod_name == "triage" or mod_name.startswith("triage.")):
+        for path in set(paths):
+            if path:
                 try:
                     st = os.stat(path)
                 except OSError:

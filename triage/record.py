@@ -268,7 +268,8 @@ def _fields(cls: Any) -> Optional[Dict[str, dataclasses.Field]]:  # type: ignore
         f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
         if getattr(f, "kw_only", False) is dataclasses.MISSING:
             f.kw_only = False
-        if f.default is not dataclasses.MISSING and f.default.__class__.__hash__ is None:
+        if f.default is not dataclasses.MISSING and (f.default.__class__.__hash__ is None if sys.version_info >= (3, 11)
+                                                     else isinstance(f.default, (list, dict, set))):
             raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
         if f is default:
             if f.default is dataclasses.MISSING:
@@ -285,7 +286,9 @@ def _record(cls: _C, frozen: bool) -> _C:
         raise TypeError(f"@record does not support {cls.__name__} ({', '.join(own) or 'a dataclass base'}): "
                         "use @dataclass")
     own_doc = bool(cls.__dict__.get("__doc__"))
-    fields = _fields(cls) if frozen in _PARAMS and not hasattr(cls, "__abstractmethods__") else None
+    # (a class with bases of its own, or abstract: dataclass collects the fields, inherited defaults and all)
+    fields = _fields(cls) if frozen in _PARAMS and cls.__mro__[1:] == (object,) and \
+        not hasattr(cls, "__abstractmethods__") else None
     if fields is None:
         if not own_doc:
             cls.__doc__ = "-"      # else dataclass asks inspect for the signature of an __init__ not made yet
@@ -299,6 +302,8 @@ def _record(cls: _C, frozen: bool) -> _C:
         c: Any = cls
         c.__dataclass_fields__ = fields
         c.__dataclass_params__ = _copy_params(frozen)
+        if "__replace__" not in cls.__dict__ and hasattr(dataclasses, "_replace"):     # Python >= 3.13: copy.replace
+            c.__replace__ = dataclasses._replace
         if sys.version_info >= (3, 10) and "__match_args__" not in cls.__dict__:
             setattr(c, "__match_args__",  # noqa: B010 - (mypy refuses the assignment)
                     tuple(f.name for f in fields.values() if f.init and not getattr(f, "kw_only", False)))

@@ -46,6 +46,7 @@ def _literal_rx(lit: bytes) -> bytes:
 
 CACHE_KEEP = 16            # compiled anchor databases kept (the most recently used)
 DB_FORMAT = 2              # how a database is made of its anchors (_literal_rx, the flags): change it with them
+                           # (tests/test_cachefiles.py pins them to it)
 
 
 def hyperscan_available() -> bool:

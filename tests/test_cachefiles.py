@@ -53,6 +53,18 @@ def test_a_file_not_ours_alone_is_not_read(cache, tmp_path, spoil):
     assert cachefiles.read_own("thing-1.bin") is None
 
 
+def test_nothing_is_read_from_a_directory_anyone_may_write_into(cache):
+    """Without the sticky bit, anyone may rename files into it (one of this user's, under a cache name)."""
+    cachefiles.write("thing-1.bin", b"payload")
+    assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700               # made this user's only
+    os.chmod(cache, 0o777)
+    assert cachefiles.read_own("thing-1.bin") is None
+    os.chmod(cache, 0o1777)                                            # as /tmp: others cannot rename ours
+    assert cachefiles.read_own("thing-1.bin") == b"payload"
+    os.chmod(cache, 0o775)                                             # a umask of 002: the group is trusted
+    assert cachefiles.read_own("thing-1.bin") == b"payload"
+
+
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
 def test_another_users_file_is_not_read(cache):
     cachefiles.write("thing-1.bin", b"payload")

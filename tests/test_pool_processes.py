@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -90,7 +91,9 @@ def test_ctrl_c_while_the_workers_start_stops_those_started(started, monkeypatch
     def start(*a):
         out = real(*a)
         if len(started) == 1:               # (the fixture's wrapper recorded this one already)
-            os.kill(os.getpid(), signal.SIGINT)
+            # to this thread (the scanner's, which holds it): a process-wide kill may be taken by
+            # another thread of a multi-threaded process (pytest-xdist's) and raised at once
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         return out
     monkeypatch.setattr(pool, "_start", start)
     with pytest.raises(KeyboardInterrupt):

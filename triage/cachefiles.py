@@ -30,13 +30,21 @@ def path_of(name: str) -> str:
 
 
 def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
-    """The bytes of cache file NAME, or None: missing, not a regular file (a link is not followed),
-    another user's, writable by group or others, with another name too (a hard link: someone else
-    could have linked one of this user's files there, e.g. a report holding a log's text), or over
-    MAX_BYTES.  (What is read may be code: the record classes' compiled __init__, the catalog's
-    pickle.)"""
+    """The bytes of cache file NAME, or None: in a directory anyone may write into (without the
+    sticky bit, which keeps others from renaming this user's files), missing, not a regular file
+    (a link is not followed), another user's, writable by group or others, with another name too (a
+    hard link: someone else could have linked one of this user's files there, e.g. a report holding
+    a log's text), or over MAX_BYTES.  (What is read may be code: the record classes' compiled
+    __init__, the catalog's pickle.)"""
+    path = path_of(name)
     try:
-        fd = os.open(path_of(name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        dst = os.stat(os.path.dirname(path))
+    except OSError:
+        return None
+    if dst.st_mode & stat.S_IWOTH and not dst.st_mode & stat.S_ISVTX:
+        return None         # a directory anyone may rename files into (or out of): nothing there is ours for sure
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:
@@ -63,7 +71,7 @@ def write(name: str, data: bytes, keep: Optional[Tuple[str, str, int]] = None) -
     path = path_of(name)
     d = os.path.dirname(path)
     try:
-        os.makedirs(d, exist_ok=True)
+        os.makedirs(d, mode=0o700, exist_ok=True)       # (a new cache directory: this user's only)
         import tempfile  # (writing the cache only)
         fd, tmp = tempfile.mkstemp(prefix="." + name.split("-", 1)[0] + "-", dir=d)
         try:

@@ -82,38 +82,17 @@ def store_cached(key: str, db: Database) -> None:
     write(f"anchors-{key}.hsdb", data, keep=("anchors-", ".hsdb", CACHE_KEEP))
 
 
-class _Lines:
-    """{line start: tags} built hit by hit, equal tag sets made one object: a block of a million
-    hit lines holds a handful of distinct sets, not a million (callers read them, never change them)."""
-
-    def __init__(self) -> None:
-        self.out: Dict[int, Set[int]] = {}
-        self.canon: Dict[FrozenSet[int], Set[int]] = {}
-        self.start = -1                      # the line whose hits arrive now ...
-        self.tags: Set[int] = set()          # ... and its tags so far
-
-    def add(self, start: int, tag: int) -> None:
-        if start != self.start:
-            self._close()
-            self.start, self.tags = start, set()
-        self.tags.add(tag)
-
-    def _close(self) -> None:
-        if self.start < 0:
-            return
-        f = frozenset(self.tags)
-        old = self.out.get(self.start)       # the line had hits before another line's (out of order)
-        if old is not None:
-            f = f | old
-        c = self.canon.get(f)
-        if c is None:
-            c = self.canon[f] = set(f)
-        self.out[self.start] = c
-
-    def done(self) -> Dict[int, Set[int]]:
-        self._close()
-        self.start = -1
-        return self.out
+def _put(out: Dict[int, Set[int]], canon: Dict[FrozenSet[int], Set[int]], start: int, tags: Set[int]) -> None:
+    """Line START's TAGS into OUT (with those it had, when its hits came apart), as the one set
+    equal to them (CANON)."""
+    f = frozenset(tags)
+    old = out.get(start)                 # the line had hits before another line's (out of order)
+    if old is not None:
+        f = f | old
+    c = canon.get(f)
+    if c is None:
+        c = canon[f] = set(f)
+    out[start] = c
 
 
 class AnchorSet:
@@ -183,23 +162,40 @@ class AnchorSet:
         """scan() with Hyperscan: every hit's tag added to its line.  Linear in the block however
         many hits a line holds: a hit's line start is looked for only back to the previous hit
         (Hyperscan reports in order of end offset), and hits are not kept, only their lines' tags,
-        as sets shared among lines (see _Lines)."""
-        lines = _Lines()
-        tags = self._tags
-        rfind = whole.rfind
-        last = [0, 0]                        # absolute end of the last hit, and its line's start
+        as sets shared among lines (equal sets are one object: a block of a million hit lines holds
+        a handful of distinct ones; callers read them, never change them).  The callback only
+        notes each hit (a Python call per hit is the cost: the rest is done in one loop after)."""
+        ids: List[int] = []
+        ends: List[int] = []
+        note_id, note_end = ids.append, ends.append
 
         def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            note_id(i)
+            note_end(to)
+        db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        out: Dict[int, Set[int]] = {}
+        canon: Dict[FrozenSet[int], Set[int]] = {}
+        tags = self._tags
+        rfind = whole.rfind
+        last_end = last_start = 0            # absolute end of the last hit, and its line's start
+        cur = -1                             # the line whose hits are being gathered ...
+        cur_tags: Set[int] = set()           # ... and its tags so far
+        for i, to in zip(ids, ends):
             end = base + to
-            if end >= last[0]:
-                nl = rfind(b"\n", last[0], end)
-                start = nl + 1 if nl >= 0 else last[1]
-                last[0], last[1] = end, start
+            if end >= last_end:
+                nl = rfind(b"\n", last_end, end)
+                start = nl + 1 if nl >= 0 else last_start
+                last_end, last_start = end, start
             else:                            # out of order: look back all the way
                 start = rfind(b"\n", 0, end) + 1
-            lines.add(start, tags[i])
-        db.scan(data, match_event_handler=on_match, scratch=self._scratch)
-        return lines.done()
+            if start != cur:
+                if cur >= 0:
+                    _put(out, canon, cur, cur_tags)
+                cur, cur_tags = start, set()
+            cur_tags.add(tags[i])
+        if cur >= 0:
+            _put(out, canon, cur, cur_tags)
+        return out
 
     def _scan_re(self, data: bytes, base: int, whole: bytes) -> Dict[int, Set[int]]:
         """scan() with the stdlib: the lines any anchor hits, then each such line against every anchor."""

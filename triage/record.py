@@ -6,7 +6,10 @@ frozen, `__setattr__` / `__delattr__`) and compiles it when the class is defined
 compares.  `@record` (and `@record(frozen=True)`) makes the same dataclass -- `dataclasses.fields`,
 `replace`, `asdict`, `is_dataclass` and `__dataclass_params__` as before -- but the generated methods
 are made on their first call, by `dataclasses.dataclass` itself (on a stand-in class of the same
-fields), so they are the very same code; the frozen ones raise FrozenInstanceError as before.
+fields), so they are the very same code; the frozen ones raise FrozenInstanceError as before.  The
+fields themselves are collected by record when every annotation is a string (`from __future__ import
+annotations`) naming no ClassVar, InitVar or KW_ONLY and the class has no base (dataclass's checks of
+each annotation cost ~60 us a class), else by dataclass; a generated docstring is made when first read.
 
 Only what triage uses is supported: `frozen`, fields with defaults and `field(...)`, a class docstring
 or dataclass's generated one; no dataclass bases, `order`, `slots`, `__post_init__` or methods of its

@@ -1,5 +1,7 @@
 import os
 
+import pytest
+
 from triage.pipeline import scan_baseline
 from triage.selftest import lines_of
 from triage.steps import StepLog, assess, compare
@@ -76,6 +78,64 @@ def test_compare_needs_samples_and_is_deterministic():
     c1 = compare([10, 11, 10, 12, 10], [15, 16, 15, 17, 15])
     c2 = compare([10, 11, 10, 12, 10], [15, 16, 15, 17, 15])
     assert c1 == c2 and c1.slower and not c1.faster
+
+
+def _exact_median_law(data):
+    """The law of the median of a bootstrap resample of DATA, by enumerating every resample."""
+    import itertools
+    from collections import Counter
+
+    from triage.verdict.steps import _median
+    law = Counter(_median(r) for r in itertools.product(data, repeat=len(data)))
+    total = sum(law.values())
+    return {v: c / total for v, c in law.items()}
+
+
+@pytest.mark.parametrize("data", [[3.0, 1.0, 4.0, 1.5, 9.0], [2.0, 7.0, 1.0, 8.0], [5.0, 5.0, 6.0, 1.0, 2.0, 5.0]])
+def test_a_resample_median_drawn_from_the_order_statistics_has_the_bootstraps_law(data):
+    """Large samples are bootstrapped without drawing each resample (its median from the law of the
+    order statistics of uniform draws): the law is the resampling bootstrap's, enumerated exactly
+    here for small samples (odd, even, with ties), within the sampling error of 40,000 draws."""
+    import random
+
+    from triage.verdict.steps import _resample_median
+    exact = _exact_median_law(data)
+    rng = random.Random(5)
+    n = 40000
+    drawn = {}
+    for _ in range(n):
+        m = _resample_median(rng, sorted(data))
+        drawn[m] = drawn.get(m, 0) + 1
+    assert set(drawn) <= set(exact)
+    tv = sum(abs(drawn.get(v, 0) / n - p) for v, p in exact.items()) / 2       # total variation distance
+    assert tv < 0.015, (tv, exact, drawn)
+
+
+def test_large_samples_are_compared_without_drawing_resamples(monkeypatch):
+    """50,000 steady steps a side: sorting 2 x 2,000 resamples took ~20 s; the medians' bootstrap now
+    draws order statistics.  The interval still holds the true shift, and the result is deterministic."""
+    import random
+
+    from triage.verdict import steps as S
+    rng = random.Random(3)
+    base = [100.0 + rng.gauss(0, 1) for _ in range(50000)]
+    cur = [105.0 + rng.gauss(0, 1) for _ in range(50000)]
+    monkeypatch.setattr(random.Random, "choices", lambda *a, **k: pytest.fail("a resample was drawn"))
+    c = S.compare(base, cur)
+    assert c == S.compare(base, cur) and c.slower and not c.faster
+    assert c.ci_low < c.delta_pct < c.ci_high and 4.5 < c.ci_low and c.ci_high < 5.5
+    assert c.n_base == c.n_cur == 50000
+
+
+def test_mann_whitney_ranks_ties_at_their_mean_rank():
+    from triage.verdict.steps import mann_whitney
+    # by hand: all values 1 1 2 2 3 | ranks 1.5 1.5 3.5 3.5 5; cur = [1, 2, 3] -> 1.5 + 3.5 + 5 = 10, U = 10 - 6 = 4
+    ps, pf = mann_whitney([1.0, 2.0], [1.0, 2.0, 3.0])
+    import math
+    n1, n2, u = 2, 3, 4.0
+    var = n1 * n2 / 12 * ((n1 + n2 + 1) - (6 + 6) / ((n1 + n2) * (n1 + n2 - 1)))
+    assert ps == pytest.approx(0.5 * math.erfc((u - n1 * n2 / 2 - 0.5) / math.sqrt(var) / math.sqrt(2)))
+    assert pf == pytest.approx(0.5 * math.erfc(-(u - n1 * n2 / 2 + 0.5) / math.sqrt(var) / math.sqrt(2)))
 
 
 def test_too_few_steady_steps_give_no_verdict():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence as SequenceABC
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..caps import CLIP_MARK, FINDINGS_MAX, LEVELS, MAX_DEPTH, MAX_JSON_BYTES, SERIES_MAX, SUMMARY_MAX, Caps  # noqa: F401
@@ -178,11 +179,14 @@ def _step_times(st: Dict[str, Any], cut: _Cut) -> Dict[str, Any]:
             continue
         run = dict(run)
         series = run.get("series")
-        if isinstance(series, list) and len(series) > n:
-            keep = _spread(len(series), n)
-            keep[-1] = len(series) - 1               # the last iteration is always drawn
-            cut.count(f"step_times.{name}.series", len(series) - len(keep))
-            run["series"] = [series[i] for i in keep]
+        if isinstance(series, SequenceABC) and not isinstance(series, (str, bytes)):
+            if len(series) > n:                      # (the step log's series makes its pairs when read)
+                keep = _spread(len(series), n)
+                keep[-1] = len(series) - 1           # the last iteration is always drawn
+                cut.count(f"step_times.{name}.series", len(series) - len(keep))
+                run["series"] = [series[i] for i in keep]
+            else:
+                run["series"] = list(series)
         for key in ("steady_iterations", "capture_iterations"):
             if isinstance(run.get(key), list):
                 run[key] = cut.list(run[key], n, f"step_times.{name}.{key}")

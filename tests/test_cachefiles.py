@@ -63,6 +63,9 @@ def test_nothing_is_read_from_a_directory_anyone_may_write_into(cache):
     assert cachefiles.read_own("thing-1.bin") == b"payload"
     os.chmod(cache, 0o775)                                             # a umask of 002: the group is trusted
     assert cachefiles.read_own("thing-1.bin") == b"payload"
+    os.chmod(cache, 0o777)
+    assert cachefiles.write("thing-2.bin", b"x") is False              # nothing written where nothing is read
+    assert not (cache / "thing-2.bin").exists()
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")

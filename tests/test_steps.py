@@ -129,6 +129,7 @@ def test_large_samples_are_compared_without_drawing_resamples(monkeypatch):
 
 def test_mann_whitney_ranks_ties_at_their_mean_rank():
     from triage.verdict.steps import mann_whitney
+    assert mann_whitney((1.0, 2.0), [1.0, 2.0, 3.0]) == mann_whitney([1.0, 2.0], (1.0, 2.0, 3.0))   # any sequences
     # by hand: all values 1 1 2 2 3 | ranks 1.5 1.5 3.5 3.5 5; cur = [1, 2, 3] -> 1.5 + 3.5 + 5 = 10, U = 10 - 6 = 4
     ps, pf = mann_whitney([1.0, 2.0], [1.0, 2.0, 3.0])
     import math
@@ -136,6 +137,22 @@ def test_mann_whitney_ranks_ties_at_their_mean_rank():
     var = n1 * n2 / 12 * ((n1 + n2 + 1) - (6 + 6) / ((n1 + n2) * (n1 + n2 - 1)))
     assert ps == pytest.approx(0.5 * math.erfc((u - n1 * n2 / 2 - 0.5) / math.sqrt(var) / math.sqrt(2)))
     assert pf == pytest.approx(0.5 * math.erfc(-(u - n1 * n2 / 2 + 0.5) / math.sqrt(var) / math.sqrt(2)))
+
+
+def test_the_summarys_series_is_made_when_read():
+    """A million-step run's [iteration, ms] pairs are made only as the report reads them (it keeps at
+    most SERIES_MAX); read whole, they are the list they were."""
+    import json
+
+    from triage.verdict.steps import StepSeries, summary
+    s = StepLog()
+    for i in range(1, 6):
+        s.times[i] = 100.0 + i
+    d = summary(s, None)
+    assert isinstance(d["series"], StepSeries) and len(d["series"]) == 5
+    assert d["series"] == [[i, 100.0 + i] for i in range(1, 6)] == d["series"].tolist()
+    assert d["series"][-1] == [5, 105.0] and d["series"][1:3] == [[2, 102.0], [3, 103.0]]
+    assert json.loads(json.dumps(d["series"].tolist())) == [[i, 100.0 + i] for i in range(1, 6)]
 
 
 def test_too_few_steady_steps_give_no_verdict():

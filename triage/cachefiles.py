@@ -29,6 +29,18 @@ def path_of(name: str) -> str:
     return os.path.join(cache_dir(), name)
 
 
+def _dir_ok(d: str) -> bool:
+    """D is no directory that anyone may rename files into (or out of): writable by others without
+    the sticky bit (POSIX permissions only: elsewhere the bits mean nothing)."""
+    if os.name != "posix":
+        return True
+    try:
+        st = os.stat(d)
+    except OSError:
+        return False
+    return not (st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX)
+
+
 def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
     """The bytes of cache file NAME, or None: in a directory anyone may write into (without the
     sticky bit, which keeps others from renaming this user's files), missing, not a regular file
@@ -37,12 +49,8 @@ def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
     a log's text), or over MAX_BYTES.  (What is read may be code: the record classes' compiled
     __init__, the catalog's pickle.)"""
     path = path_of(name)
-    try:
-        dst = os.stat(os.path.dirname(path))
-    except OSError:
+    if not _dir_ok(os.path.dirname(path)):
         return None
-    if dst.st_mode & stat.S_IWOTH and not dst.st_mode & stat.S_ISVTX:
-        return None         # a directory anyone may rename files into (or out of): nothing there is ours for sure
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -72,6 +80,8 @@ def write(name: str, data: bytes, keep: Optional[Tuple[str, str, int]] = None) -
     d = os.path.dirname(path)
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)       # (a new cache directory: this user's only)
+        if not _dir_ok(d):
+            return False                                # (never read back there: no use writing)
         import tempfile  # (writing the cache only)
         fd, tmp = tempfile.mkstemp(prefix="." + name.split("-", 1)[0] + "-", dir=d)
         try:

@@ -370,14 +370,17 @@ def mann_whitney(base: List[float], cur: List[float]) -> Tuple[float, float]:
     from collections import Counter
     from itertools import repeat
     n1, n2 = len(base), len(cur)
-    allv = sorted(base + cur)
+    allv = sorted([*base, *cur])
     # the rank sum of the current values, a value tied with others at their mean rank: a value whose
     # equals sit at [lo, hi) of all the values sorted ranks (lo + hi + 1) / 2.  Summed in integers (in C:
     # a million steps took seconds value by value), then halved: exact, as the sum of the ranks was.
     twice = sum(map(bisect_left, repeat(allv), cur)) + sum(map(bisect_right, repeat(allv), cur)) + n2
     r_cur = twice / 2
-    tie_term = 0.0 if len(set(allv)) == len(allv) else \
-        float(sum(t ** 3 - t for t in Counter(allv).values() if t > 1))
+    tie_term = 0.0                # added group by group in the values' order, as it always was (a group
+    if len(set(allv)) != len(allv):  # of over ~208,000 ties makes t ** 3 inexact as a float)
+        for t in Counter(allv).values():
+            if t > 1:
+                tie_term += t ** 3 - t
     u = r_cur - n2 * (n2 + 1) / 2          # U of the current sample
     mu = n1 * n2 / 2
     n = n1 + n2
@@ -483,9 +486,15 @@ class StepSeries(SequenceABC):
     def __repr__(self) -> str:
         return f"StepSeries({len(self)} iterations)"
 
+    def tolist(self) -> List[List[float]]:
+        """The pairs as a list (what summary()'s "series" was before it was made when read)."""
+        return self[:]
+
 
 def summary(s: StepLog, warmup: Optional[int], st: Optional[List[Tuple[int, float]]] = None) -> Dict[str, object]:
-    """The numbers of a run's steps; ST: its steady steps when the caller has them (s.steady(warmup))."""
+    """The numbers of a run's steps; ST: its steady steps when the caller has them (s.steady(warmup)).
+    Its "series" is a StepSeries, a sequence made when read (`.tolist()` for JSON): the JSON report
+    takes at most SERIES_MAX of its pairs (report/contract.py)."""
     from operator import itemgetter
     if st is None:
         st = s.steady(warmup)

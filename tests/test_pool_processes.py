@@ -101,9 +101,13 @@ def test_ctrl_c_while_the_workers_start_stops_those_started(started, monkeypatch
     assert len(started) == 2 and all(_gone(pid) for pid in started)
 
 
-def test_a_message_cut_short_is_eof():
+@pytest.mark.parametrize("sent", [(100).to_bytes(8, "little") + b"only part", b"\x01\x02\x03",
+                                  (1 << 62).to_bytes(8, "little") + b"garbage"])
+def test_a_message_cut_short_or_announced_past_any_size_is_eof(sent):
+    """Half a message (a worker killed while it sent), or a length no message of ours has: EOFError,
+    which the scanner takes for a broken pool (it prepares the blocks itself), never a MemoryError."""
     r, w = os.pipe()
-    os.write(w, (100).to_bytes(8, "little") + b"only part")
+    os.write(w, sent)
     os.close(w)
     conn = pool._Conn(r, False)
     with pytest.raises(EOFError):

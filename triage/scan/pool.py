@@ -74,6 +74,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
 
 
 _HEADER = 8                 # bytes of a message's length, before its pickle
+_MAX_MESSAGE = 1 << 34      # (a block's results are megabytes: a length past this is no message of ours)
 
 
 class _Conn:
@@ -96,6 +97,8 @@ class _Conn:
         if len(head) != _HEADER:
             raise EOFError("the worker's pipe closed")
         n = int.from_bytes(head, "little")
+        if n > _MAX_MESSAGE:
+            raise EOFError(f"the worker's pipe carried no message ({n:,} bytes announced)")
         data = self.f.read(n)
         if len(data) != n:
             raise EOFError("the worker's pipe closed in a message")

@@ -20,7 +20,12 @@ from .config.rules import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
 from .record import record
-from .scan.rx import LazyRx, compile_rx, regex, remember_valid, risky
+from .scan.rx import LazyRx, compile_rx, regex, regex_origin, remember_valid, risky
+
+try:
+    from _pickle import dumps, loads  # the C pickler (the catalog cache), without pickle.py's pure-Python one
+except ImportError:  # pragma: no cover - a Python without the accelerator
+    from pickle import dumps, loads
 
 DEFAULT_PRIORITY: Dict[Kind, int] = {"config": 90, "capture": 70, "perf": 40, "runtime": 50}
 RULE_OPS = tuple(OPERATORS)      # the operators a config rule's condition may use
@@ -677,12 +682,10 @@ class CatalogCache:
     def _stamps() -> List[Tuple[str, int, int]]:
         """(file, mtime_ns, size) of each module of MADE_BY imported in this process, and of the
         `regex` package's (the sources may have been known valid without importing it)."""
-        import importlib.util
         import sys
         paths = [getattr(mod, "__file__", None) for mod_name, mod in list(sys.modules.items())
                  if mod_name.split(".", 1)[0] in CatalogCache.MADE_BY]
-        spec = importlib.util.find_spec("regex") if "regex" not in sys.modules else None
-        paths.append(spec.origin if spec is not None else None)
+        paths.append(regex_origin())
         out = []
         for path in set(paths):
             if path:
@@ -696,10 +699,6 @@ class CatalogCache:
     @staticmethod
     def load(name: str, n: int) -> Optional[Tuple[Pattern, ...]]:
         """The N patterns kept under NAME, or None (no cache, or one not to be read)."""
-        try:
-            from _pickle import loads  # the C unpickler, without pickle.py's pure-Python pickler (~1 ms)
-        except ImportError:  # pragma: no cover - a Python without the accelerator
-            from pickle import loads
         raw = cachefiles.read_own(name, CatalogCache.MAX_BYTES)
         if raw is None:
             return None
@@ -721,10 +720,6 @@ class CatalogCache:
     @staticmethod
     def store(name: str, pats: Tuple[Pattern, ...]) -> None:
         """Keep PATS under NAME (best effort: a read-only home just means no cache)."""
-        try:
-            from _pickle import dumps
-        except ImportError:  # pragma: no cover - a Python without the accelerator
-            from pickle import dumps
         try:
             payload = dumps(pats, 4)
             data = dumps((CatalogCache.MAGIC, CatalogCache.FORMAT, CatalogCache._stamps(), payload), 4)

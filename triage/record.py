@@ -17,6 +17,7 @@ own that dataclass would keep (`__eq__`, `__hash__`, ...): a TypeError says so w
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import sys
@@ -240,16 +241,6 @@ class _LazyDoc:
 _PARAMS: Dict[bool, Any] = {}
 
 
-def _copy_params(frozen: bool) -> Any:
-    model = _PARAMS[frozen]
-    params = object.__new__(type(model))
-    for name in getattr(type(model), "__slots__", ()):
-        setattr(params, name, getattr(model, name))
-    if hasattr(model, "__dict__"):
-        params.__dict__.update(model.__dict__)
-    return params
-
-
 def _fields(cls: Any) -> Optional[Dict[str, dataclasses.Field]]:  # type: ignore[type-arg]
     """CLS's fields as dataclass collects them (in place: a `field(...)` in the class body becomes its
     default, or goes), without dataclass's checks of each annotation for ClassVar, InitVar and KW_ONLY
@@ -304,7 +295,7 @@ def _record(cls: _C, frozen: bool) -> _C:
         # what dataclass(init=False, repr=False, eq=False) sets, the params as the first record's
         c: Any = cls
         c.__dataclass_fields__ = fields
-        c.__dataclass_params__ = _copy_params(frozen)
+        c.__dataclass_params__ = copy.copy(_PARAMS[frozen])
         if "__replace__" not in cls.__dict__ and hasattr(dataclasses, "_replace"):     # Python >= 3.13: copy.replace
             c.__replace__ = dataclasses._replace
         if sys.version_info >= (3, 10) and "__match_args__" not in cls.__dict__:

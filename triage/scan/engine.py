@@ -30,7 +30,7 @@ it does not react to changes nothing.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .anchors import Anchor, AnchorSet
 from .attempts import Attempts
@@ -196,7 +196,7 @@ class Engine:
         plan = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
         k = _Pool.jobs([p for p, _ in plan])
         live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
-        pool = _start_pool(plan, aset, batchers, k, live) if k else None
+        pool = _Pool(plan, aset, batchers, k, live) if k else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
         try:
@@ -290,17 +290,6 @@ def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
     """The content hash of a recorded job's inputs (digest.py: hashlib only when one is recorded)."""
     from .digest import InputsDigest
     return InputsDigest(paths, all_paths)
-
-
-def _start_pool(plan: Sequence[Tuple[str, List[Tuple[int, int, bool]]]], aset: AnchorSet, batchers: Any, k: int,
-                live: Sequence[Any]) -> "_Pool":
-    """K workers for PLAN.  What every worker and the scanner need for a big input's first lines is
-    made once before they are forked (each made it again: the `regex` engine's import, ~10 ms, and
-    the rank matchers, ~4 ms): the workers' first blocks, which the scanner waits for, come that much
-    sooner, and the scanner has them when it starts."""
-    from .ranks import RANKS
-    RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds both sides)
-    return _Pool(plan, aset, batchers, k, live)
 
 
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,

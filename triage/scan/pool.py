@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
 from . import prepare
 from .anchors import AnchorSet
 from .geometry import NotPlain, Span
+from .ranks import RANKS
 
 try:
     from _pickle import dumps, loads  # the C pickler, without pickle.py (imported for nothing else)
@@ -187,6 +188,10 @@ class _Pool:
         self.k = k
         self.conns: List[_Conn] = []
         self.pids: List[int] = []
+        # what every worker and the scanner need for a big input's first lines, made once before the
+        # fork (each worker made it again before its first block, which the scanner waits for): the
+        # `regex` engine's import (~10 ms) and both sides of the rank matchers (~4 ms)
+        RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
         # and run on as a second copy of triage.  The child takes the default actions (_own_signals)

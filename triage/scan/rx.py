@@ -191,16 +191,22 @@ def _cache_name() -> str:
     return f"regex-ok-{_regex_install()}.txt"
 
 
+def regex_origin() -> Optional[str]:
+    """The file of the installed `regex` package, found without importing it (None: not installed)."""
+    import importlib.util
+    spec = importlib.util.find_spec("regex")
+    return spec.origin if spec is not None and spec.origin else None
+
+
 def _regex_install() -> str:
     """Which installation of `regex` validates (its file's place, size and time): a source that
     compiled with it compiles with it again; found without importing it."""
-    import importlib.util
-    spec = importlib.util.find_spec("regex")
+    origin = regex_origin()
     try:
-        st = os.stat(spec.origin) if spec is not None and spec.origin else None
+        st = os.stat(origin) if origin else None
     except OSError:
         st = None
-    where = f"{spec.origin if spec else ''}\0{st.st_size if st else 0}\0{st.st_mtime_ns if st else 0}"
+    where = f"{origin or ''}\0{st.st_size if st else 0}\0{st.st_mtime_ns if st else 0}"
     return hashlib.sha1(where.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

@@ -290,7 +290,7 @@ def _read_errors() -> Tuple[Type[BaseException], ...]:
     input imported lzma (an `except _read_errors()` is evaluated only when something was raised)."""
     lz = sys.modules.get("lzma")
     z = sys.modules.get("zlib")             # (likewise: loaded by gzip, or by whoever needed it)
-    return (OSError, EOFError, UnicodeError) + tuple(m.error for m in (z,) if m is not None) + \
+    return (OSError, EOFError, UnicodeError) + ((z.error,) if z is not None else ()) + \
         ((lz.LZMAError,) if lz is not None else ())
 
 

@@ -409,6 +409,11 @@ def _median(xs: Sequence[float]) -> float:
 BOOTSTRAP_RESAMPLE_MAX = 1000
 
 
+def _resampled_median(rng: Any, data: Sequence[float]) -> float:
+    """The median of a bootstrap resample of DATA, drawn (len(data) draws with replacement)."""
+    return _median(rng.choices(data, k=len(data)))
+
+
 def _resample_median(rng: Any, data: Sequence[float]) -> float:
     """The median of a bootstrap resample of sorted DATA (len(data) draws with replacement), drawn
     from its exact law without drawing the resample: the j-th smallest of n uniform indices is
@@ -434,18 +439,13 @@ def compare(base: List[float], cur: List[float], seed: int = 0) -> Optional[Comp
         return None
     import random  # (only when two runs are compared)
     rng = random.Random(seed)
-    deltas = []
+    draw: Callable[[Any, Sequence[float]], float] = _resampled_median
     if max(len(base), len(cur)) > BOOTSTRAP_RESAMPLE_MAX:
-        sb, sc = sorted(base), sorted(cur)
-        for _ in range(BOOTSTRAP):
-            b = _resample_median(rng, sb)
-            c = _resample_median(rng, sc)
-            deltas.append((c - b) / b * 100.0)
-    else:
-        for _ in range(BOOTSTRAP):
-            b = _median(rng.choices(base, k=len(base)))
-            c = _median(rng.choices(cur, k=len(cur)))
-            deltas.append((c - b) / b * 100.0)
+        draw, base, cur = _resample_median, sorted(base), sorted(cur)
+    deltas = []
+    for _ in range(BOOTSTRAP):
+        b, c = draw(rng, base), draw(rng, cur)
+        deltas.append((c - b) / b * 100.0)
     deltas.sort()
     lo, hi = deltas[int(0.025 * BOOTSTRAP)], deltas[int(0.975 * BOOTSTRAP) - 1]
     ps, pf = mann_whitney(base, cur)

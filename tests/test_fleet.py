@@ -209,6 +209,40 @@ def _work_or_die(job):
     return analyse_in_worker(job)
 
 
+# A process that installed the CLI's SIGTERM handler (raise KeyboardInterrupt) or one that returns
+# (some host programs do), then runs a pool in which one job kills its worker: the pool terminates the
+# other workers (SIGTERM).  Inherited by a forked worker, the first handler printed a KeyboardInterrupt
+# traceback per worker, and the second kept the worker alive: the pool's shutdown never returned
+# (Python 3.13).  Each worker now dies of SIGTERM whatever its parent installed (procs.as_worker).
+_PARENT_HANDLER = r"""
+import os, signal, sys
+from triage.cli import _on_term
+signal.signal(signal.SIGTERM, _on_term if sys.argv[2] == "cli" else (lambda *a: None))
+from triage.fleet import analyse_jobs, analyse_in_worker, find_jobs
+
+def work(job):
+    if job.job_id.endswith("job-00003.log"):
+        os._exit(9)
+    if job.job_id.endswith("job-00000.log"):
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    return analyse_in_worker(job)
+
+rs = list(analyse_jobs(find_jobs([], [sys.argv[1]])[:8], workers=2, work=work))
+print(sorted(os.path.basename(r.job.job_id) for r in rs if r.record is None), len(rs))
+"""
+
+
+@pytest.mark.parametrize("handler", ["cli", "returns"])
+def test_workers_die_of_sigterm_whatever_handler_their_parent_installed(jobs100, handler):
+    d, _ = jobs100
+    p = subprocess.run([sys.executable, "-c", _PARENT_HANDLER, d, handler], cwd=ROOT, env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("\n")[0] == "['job-00003.log'] 8"
+    assert "Traceback" not in p.stderr and "KeyboardInterrupt" not in p.stderr, p.stderr
+
+
 def test_a_job_that_kills_its_worker_is_an_error_not_a_hang(jobs100):
     from triage.fleet import analyse_jobs
     d, kinds = jobs100

@@ -12,6 +12,7 @@ from triage.scan import anchors   # the module that owns the settings patched be
 from triage.engine import Engine
 from triage.patterns import load_all
 from triage.pipeline import Seen, _tee
+from triage.scan.prepare import anchor_set
 from triage.scan.sources import iter_blocks_with_tail
 from triage.sources import InputError, iter_inputs
 
@@ -77,6 +78,41 @@ def test_without_hyperscan_the_stdlib_fallback_gives_the_same(monkeypatch):
         assert block == line, path
 
 
+@pytest.mark.parametrize("version, buffers", [("0.7.8", False), ("0.7.30", False), ("0.8.0", True),
+                                              ("0.9.1", True), ("1.0", True), ("", False), ("dev", False)])
+def test_which_hyperscan_wheels_take_a_buffer(version, buffers):
+    assert anchors._takes_buffers(version) is buffers
+
+
+@pytest.mark.skipif(not anchors.hyperscan_available(), reason="needs the hyperscan wheel")
+def test_a_hyperscan_that_takes_only_bytes_scans_blocks_past_the_first(monkeypatch):
+    """hyperscan < 0.8 (0.7.8 is the last wheel for CPython 3.9) refuses a memoryview ("a bytes-like
+    object is required"): every block after the first (scanned past the previous block's tail) made
+    `analyze` of an input over one block an internal error.  Such a wheel is given bytes."""
+    class BytesOnly:                     # a database whose scan takes what 0.7.x's takes
+        def __init__(self, db):
+            self.db = db
+
+        def scan(self, data, **k):
+            if not isinstance(data, bytes):
+                raise TypeError("a bytes-like object is required")
+            return self.db.scan(data, **k)
+    compile_hs = anchors.AnchorSet._compile_hs
+    path = os.path.join(HERE, "fixtures", "logs", "real", "gpu")
+    paths = sorted(os.path.join(path, f) for f in os.listdir(path) if f.endswith(".log"))[:6]
+    line = line_scan(paths)
+    monkeypatch.setattr(anchors.AnchorSet, "_compile_hs", lambda self: BytesOnly(compile_hs(self)))
+    anchor_set.cache_clear()             # the compiled anchors, kept per process
+    try:
+        monkeypatch.setattr(anchors, "_HS_BUFFERS", True)
+        with pytest.raises(TypeError):   # what a 0.7.x wheel did to every block past the first
+            block_scan(paths, 4096)
+        monkeypatch.setattr(anchors, "_HS_BUFFERS", False)
+        assert block_scan(paths, 4096) == line
+    finally:
+        anchor_set.cache_clear()
+
+
 def test_directory_of_rank_files_in_order(tmp_path):
     d = os.path.join(LOGS, "real", "torchrun-cpu")
     if not os.path.isdir(d):
@@ -97,7 +133,8 @@ def _write(tmp_path, name, text, mode="w", **kw):
     if mode == "wb":
         p.write_bytes(text)
     else:
-        p.write_text(text, **kw)
+        with open(p, "w", **kw) as f:        # (Path.write_text takes newline= from Python 3.10)
+            f.write(text)
     return str(p)
 
 

@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import multiprocessing
 import os
-import signal
 import sys
 import time
 from collections import Counter, defaultdict
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import TriageError
+from .procs import as_worker, cores
 from .store import Record, Store, StoreError, content_hash, day, known_match, record_of
 
 JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
@@ -154,7 +154,7 @@ def catalog(pattern_dirs: Tuple[str, ...]) -> List[Any]:
 
 
 def _init_worker(pattern_dirs: Sequence[str]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)     # the parent handles Ctrl-C and stops the pool
+    as_worker()                                      # the parent handles Ctrl-C and stops the pool
     os.environ["TRIAGE_JOBS"] = "1"                  # no worker pool inside a worker
     catalog(tuple(pattern_dirs))                     # patterns compiled once per worker, up front
 
@@ -164,10 +164,7 @@ def analyse_in_worker(job: Job) -> JobResult:
 
 
 def default_workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+    return cores()
 
 
 def _context():

@@ -49,6 +49,19 @@ DB_FORMAT = 2              # how a database is made of its anchors (_literal_rx,
                            # (tests/test_cachefiles.py pins them to it)
 
 
+def _takes_buffers(version: str) -> bool:
+    """Whether this `hyperscan` wheel's Database.scan takes any buffer (a memoryview of a block past
+    the previous block's tail): from 0.8.0 on; 0.7.x takes only bytes ("a bytes-like object is
+    required"), and 0.7.8 is the last wheel for CPython 3.9.  An unreadable version: bytes only."""
+    try:
+        return tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)
+    except ValueError:
+        return False
+
+
+_HS_BUFFERS = _hs is not None and _takes_buffers(str(getattr(_hs, "__version__", "")))
+
+
 def hyperscan_available() -> bool:
     """Whether the `hyperscan` wheel could be imported."""
     return _hs is not None
@@ -172,7 +185,8 @@ class AnchorSet:
         def on_match(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
             note_id(i)
             note_end(to)
-        db.scan(data, match_event_handler=on_match, scratch=self._scratch)
+        db.scan(data if _HS_BUFFERS or type(data) is bytes else bytes(data),
+                match_event_handler=on_match, scratch=self._scratch)
         out: Dict[int, Set[int]] = {}
         canon: Dict[FrozenSet[int], Set[int]] = {}
         tags = self._tags

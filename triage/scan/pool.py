@@ -6,6 +6,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
 
+from .. import procs
 from . import prepare
 from .anchors import AnchorSet
 from .geometry import NotPlain, Span
@@ -41,7 +42,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
     """Worker process: prepare_block and the catalog's RULES' searches of the hit lines
     (prepare.rule_searches) for its share (_owner) of the blocks of the plain inputs in PLAN
     (geometry.plain_inputs: each input with its blocks), in order; it reads only those."""
-    _own_signals()
+    procs.as_worker()
     try:
         guard = prepare.WorkerBudget(rules)
         g = 0
@@ -194,9 +195,9 @@ class _Pool:
         RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
-        # and run on as a second copy of triage.  The child takes the default actions (_own_signals)
+        # and run on as a second copy of triage.  The child takes the default actions (procs.as_worker)
         # before it lets them in; the parent gets a held one when the workers have started.
-        held = _hold_signals()
+        held = procs.hold_signals()
         try:
             try:
                 for w in range(k):
@@ -204,7 +205,7 @@ class _Pool:
                     self.pids.append(pid)
                     self.conns.append(conn)
             finally:
-                _release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
+                procs.release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
         except BaseException:               # the workers started so far are stopped and collected
             self.close()
             raise
@@ -216,7 +217,7 @@ class _Pool:
     def jobs(paths: Sequence[str]) -> int:
         """Workers to start: one per core beyond the scanner's own, none for small inputs."""
         env = os.environ.get("TRIAGE_JOBS", "")
-        cores = int(env) if env.isdigit() and int(env) > 0 else min(_cores(), MAX_WORKERS + 1)
+        cores = int(env) if env.isdigit() and int(env) > 0 else min(procs.cores(), MAX_WORKERS + 1)
         if cores < 2 or not paths or not hasattr(os, "fork"):
             return 0
         if sum(_size(p) for p in paths) < POOL_MIN_BYTES:
@@ -247,37 +248,6 @@ class _Pool:
         for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
         _reap(self.pids)
-
-
-_SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
-
-
-def _hold_signals():
-    if not hasattr(signal, "pthread_sigmask"):
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-
-
-def _release_signals(held) -> None:
-    if held is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-
-
-def _own_signals() -> None:
-    """A worker dies of SIGTERM and ignores Ctrl-C (the scanner stops it), whatever handlers the
-    scanner's process had installed; then it lets the held signals in."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
-
-
-
-def _cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
 
 
 def _size(path: str) -> int:

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from triage.progress import PROGRESS_MIN_BYTES, Progress, for_inputs
+from triage.progress import PROGRESS_MIN_BYTES, SLOW_NOTE_BYTES, Progress, for_inputs, slow_search_note
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -67,3 +67,33 @@ def test_fleet_job_counter_only_on_a_terminal():
     assert "2/4 jobs" in s.getvalue() and "1.0 jobs/s" in s.getvalue() and "ETA 2s" in s.getvalue()
     bar.close()
     assert s.getvalue().endswith("\r\x1b[2K")
+
+
+def test_without_hyperscan_big_inputs_get_one_line_saying_so(tmp_path, monkeypatch):
+    from triage.scan import anchors
+    big = tmp_path / "big.log"
+    with open(big, "wb") as f:
+        f.truncate(SLOW_NOTE_BYTES)             # sparse: size is what counts
+    small = tmp_path / "small.log"
+    small.write_text("x\n")
+    out = io.StringIO()
+    monkeypatch.setattr(anchors, "_hs", None)
+    assert slow_search_note([str(big)], out) is True
+    assert out.getvalue() == ("triage: note: without the hyperscan wheel (pip install hyperscan) these 34 MB of "
+                              "logs are searched with Python's re, about 20 times slower\n")
+    assert slow_search_note([str(tmp_path)], io.StringIO()) is True     # a directory: its files
+    assert slow_search_note([str(small), "-"], io.StringIO()) is False
+    monkeypatch.undo()
+    if anchors.hyperscan_available():
+        assert slow_search_note([str(big)], io.StringIO()) is False
+
+
+def test_the_slow_search_note_is_said_by_analyze_unless_quiet(monkeypatch):
+    import inproc
+    import triage.pipeline
+    said = []
+    monkeypatch.setattr(triage.pipeline, "slow_search_note", said.append)
+    log = os.path.join(ROOT, "examples", "sample_job.log")
+    inproc.run(["analyze", log])
+    inproc.run(["analyze", "-q", log])
+    assert [list(p) for p in said] == [[log]]

@@ -73,9 +73,64 @@ def test_block_scan_equals_line_scan_on_every_fixture(path):
 
 def test_without_hyperscan_the_stdlib_fallback_gives_the_same(monkeypatch):
     monkeypatch.setattr(anchors, "_hs", None)
-    for path in fixture_logs()[::3]:
-        line, block = both([path], 1024)
-        assert block == line, path
+    anchor_set.cache_clear()             # the per-process anchors: made without the wheel here ...
+    try:
+        for path in fixture_logs()[::3]:
+            line, block = both([path], 1024)
+            assert block == line, path
+        e = Engine(PATS)
+        assert e._anchor_set(e._observers(Seen().observers())[1]).engine == "re"
+    finally:
+        anchor_set.cache_clear()         # ... and not left to the tests after this one
+
+
+@pytest.mark.skipif(not anchors.hyperscan_available(), reason="compares with the hyperscan wheel")
+def test_the_stdlib_search_finds_the_lines_and_tags_hyperscan_finds():
+    """The fallback searches each anchor by itself (literals with bytes.find, a caseless one in the
+    block lowered once; each regex; a line once per anchor): the same {line start: tags} as the
+    Hyperscan database, on every fixture (whole and past a line-aligned cut, as a block after the
+    previous block's tail) and on random lines of anchor texts, mutated, recased, with CRs and
+    control bytes."""
+    import random
+    from triage.pipeline import Seen
+    e = Engine(PATS)
+    _, obs, _ = e._observers(Seen().observers())
+    aset = anchors.AnchorSet(e._anchor_set(obs).anchors)    # (not the per-process one: it may be "re")
+    assert aset.engine == "hyperscan"
+    aset._compile_re()
+    rnd = random.Random(7)
+    cases = []
+    for f in fixture_logs():
+        with open(f, "rb") as fh:
+            data = fh.read()
+        cut = data.find(b"\n", rnd.randrange(len(data))) + 1 if data else 0
+        cases += [(data, 0)] + ([(data, cut)] if 0 < cut < len(data) else [])
+    texts = [a.text.encode() for a in aset.anchors if not a.regex] + [
+        b"---------- arguments ----------", b"Error", b"error:", b"Exit \r", b"torch 2.3.1", b"\x07bell",
+        b"E1205 12:00:01", b"+cu121", b"python3.11 ", b"megatron-core", b"Transformer_Engine"]
+    for _ in range(800):
+        lines = []
+        for _ in range(rnd.randrange(1, 20)):
+            parts = []
+            for _ in range(rnd.randrange(0, 4)):
+                t = rnd.choice(texts)
+                if rnd.random() < 0.3:
+                    t = t.upper() if rnd.random() < 0.5 else t.lower()
+                if rnd.random() < 0.2 and len(t) > 2:
+                    i = rnd.randrange(len(t))
+                    t = t[:i] + bytes([rnd.randrange(256)]) + t[i + 1:]
+                parts += [t, rnd.choice([b" ", b"", b"\t", b"\r", b"x", b":"])]
+            lines.append(b"".join(parts).replace(b"\n", b" "))
+        whole = b"\n".join(lines) + rnd.choice([b"\n", b""])
+        cut = whole.find(b"\n", rnd.randrange(len(whole) or 1)) + 1
+        cases.append((whole, cut if 0 < cut < len(whole) and rnd.random() < 0.5 else 0))
+    hit = 0
+    for whole, base in cases:
+        data = memoryview(whole)[base:] if base else whole
+        want = aset._scan_hs(aset._db, data, base, whole)
+        assert aset._scan_re(data, base, whole) == want, (whole[:200], base)
+        hit += bool(want)
+    assert hit > len(cases) // 2
 
 
 @pytest.mark.parametrize("version, buffers", [("0.7.8", False), ("0.7.30", False), ("0.8.0", True),

@@ -10,7 +10,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
 from .patterns import Pattern, load_all
-from .progress import for_inputs
+from .progress import for_inputs, slow_search_note
 from .record import record
 from .scan.engine import Engine
 from .scan.observer import Feeder
@@ -56,6 +56,8 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
     pats = pats if pats is not None else load_all(pattern_dirs)
     seen = Seen()
     paths = _logs(logs)
+    if progress:
+        slow_search_note(paths)
     bar = for_inputs(paths) if progress else None
     try:
         scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=max_bytes,

@@ -8,6 +8,7 @@ import time
 from typing import IO, Optional, Sequence
 
 PROGRESS_MIN_BYTES = 64 << 20
+SLOW_NOTE_BYTES = 32 << 20       # (the size from which a run without hyperscan takes seconds)
 _EVERY_S = 0.2
 
 
@@ -54,11 +55,7 @@ class Progress:
             self.stream.flush()
 
 
-def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[Progress]:
-    """A Progress for these inputs when it should be shown, else None."""
-    s = stream if stream is not None else sys.stderr
-    if not _on_terminal(s, quiet):
-        return None
+def _total(paths: Sequence[str]) -> int:
     from .scan.sources import expand_paths
     total = 0
     for p in expand_paths(paths):
@@ -68,7 +65,32 @@ def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[st
             total += os.path.getsize(p)
         except OSError:
             pass
+    return total
+
+
+def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[Progress]:
+    """A Progress for these inputs when it should be shown, else None."""
+    s = stream if stream is not None else sys.stderr
+    if not _on_terminal(s, quiet):
+        return None
+    total = _total(paths)
     return Progress(total, s) if total >= PROGRESS_MIN_BYTES else None
+
+
+def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None) -> bool:
+    """Without the `hyperscan` wheel, one line on stderr before inputs of SLOW_NOTE_BYTES or more are
+    searched (with `re`, ~20 times slower): what is missing and how to get it.  Whether it was said."""
+    from .scan.anchors import hyperscan_available
+    if hyperscan_available():
+        return False
+    total = _total(paths)
+    if total < SLOW_NOTE_BYTES:
+        return False
+    s = stream if stream is not None else sys.stderr
+    s.write(f"triage: note: without the hyperscan wheel (pip install hyperscan) these {_mb(total)} of logs "
+            "are searched with Python's re, about 20 times slower\n")
+    s.flush()
+    return True
 
 
 class JobsProgress(Progress):

@@ -133,6 +133,26 @@ def test_each_anchor_set_has_its_own_cached_database(cache):
 
 
 @pytest.mark.skipif(not anchors.hyperscan_available(), reason="the hyperscan wheel")
+def test_hosts_of_two_architectures_sharing_a_cache_each_keep_their_database(cache, monkeypatch):
+    """A home directory shared by x86-64 and aarch64 hosts: each reads back its own database (one
+    name for both made each host compile over the other's, ~0.3 s a run for the catalog)."""
+    line = b"x\nthe widget exploded\n"
+    here = anchors.AnchorSet([anchors.Anchor("widget exploded", 1)]).scan(line)
+    monkeypatch.setattr(anchors, "_machine", lambda: "other-arch")
+    assert anchors.AnchorSet([anchors.Anchor("widget exploded", 1)]).scan(line) == here == {2: {1}}
+    files = sorted(p.name for p in cache.iterdir() if p.name.startswith("anchors-"))
+    assert len(files) == 2
+    loads = []
+    real = anchors.load_cached
+    monkeypatch.setattr(anchors, "load_cached", lambda key: loads.append(real(key) is not None) or real(key))
+    for machine in ("other-arch", os.uname().machine):
+        monkeypatch.setattr(anchors, "_machine", lambda m=machine: m)
+        anchors.AnchorSet([anchors.Anchor("widget exploded", 1)])
+    assert loads == [True, True]                 # each read back, none compiled again
+    assert sorted(p.name for p in cache.iterdir() if p.name.startswith("anchors-")) == files
+
+
+@pytest.mark.skipif(not anchors.hyperscan_available(), reason="the hyperscan wheel")
 def test_how_a_database_is_made_is_pinned_to_its_format():
     """A database is named by its anchors and DB_FORMAT, not by the expressions made of them: a change
     to how they are made (_literal_rx, the flags) must come with another DB_FORMAT, or a cached

@@ -52,7 +52,6 @@ from typing import (
     Union,
 )
 
-from . import hashing as hashlib
 from .lazyre import lazy_re
 from .scan.rx import TIMEOUT, LazyRx, lazy, regex
 
@@ -172,8 +171,7 @@ def _hs() -> Union[Literal[False], _HsDb]:
         from .scan import anchors  # its cache of compiled databases (compiling: ~50 ms)
         exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
         flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
-        key = hashlib.sha256(repr(("redact", getattr(hyperscan, "__version__", ""), exprs, flags))
-                             .encode()).hexdigest()[:24]
+        key = anchors.db_key("redact", exprs, flags)
         db = anchors.load_cached(key) if anchors.hyperscan_available() else None
         if db is None:
             db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)

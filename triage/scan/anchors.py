@@ -62,6 +62,20 @@ def _takes_buffers(version: str) -> bool:
 _HS_BUFFERS = _hs is not None and _takes_buffers(str(getattr(_hs, "__version__", "")))
 
 
+def db_key(*what: object) -> str:
+    """The cache name of a database compiled of WHAT: also named by the wheel's version and this
+    machine's architecture (a home directory shared by x86-64 login nodes and aarch64 Grace nodes
+    holds one of each, instead of each host compiling again over the other's)."""
+    return hashlib.sha256(repr((getattr(_hs, "__version__", ""), _machine(), what)).encode()).hexdigest()[:24]
+
+
+def _machine() -> str:
+    try:
+        return os.uname().machine
+    except AttributeError:  # pragma: no cover - not POSIX
+        return os.environ.get("PROCESSOR_ARCHITECTURE", "")
+
+
 def hyperscan_available() -> bool:
     """Whether the `hyperscan` wheel could be imported."""
     return _hs is not None
@@ -129,8 +143,7 @@ class AnchorSet:
         assert _hs is not None           # only called with the wheel
         # named by the anchors themselves: the expressions and flags below are made from them (only
         # when the database is not in the cache: ~2 ms of a tiny log's run); DB_FORMAT names how
-        key = hashlib.sha256(repr((getattr(_hs, "__version__", ""), DB_FORMAT,
-                                   [(a.text, a.regex, a.ignore_case) for a in self.anchors])).encode()).hexdigest()[:24]
+        key = db_key(DB_FORMAT, [(a.text, a.regex, a.ignore_case) for a in self.anchors])
         db = load_cached(key)
         if db is None:
             exprs: List[bytes] = []

@@ -2,6 +2,7 @@
 
     python bench/bench_big.py [FILE] [-n RUNS]                 # an existing log
     python bench/bench_big.py --size 256M [--dense] [-n RUNS]  # generate one (bench/gen_biglog.py) in a temp dir
+    python bench/bench_big.py FILE --without-hyperscan         # as on a host without the hyperscan wheel
 
 Each run starts `python -m triage analyze FILE --format json` as a child process, one after another,
 and prints its wall seconds, CPU seconds (user+sys of the child, from os.wait4), MB/s (file bytes /
@@ -111,9 +112,14 @@ def _size(path: str) -> int:
     return os.path.getsize(path)
 
 
-def bench_triage(path: str, runs: int) -> List[float]:
+# the child without the hyperscan wheel (--without-hyperscan): the stdlib search every host falls back to
+NO_HS = "import sys; sys.modules['hyperscan'] = None; sys.argv[0] = 'triage'; import triage.cli; triage.cli.main()"
+
+
+def bench_triage(path: str, runs: int, without_hyperscan: bool = False) -> List[float]:
     size = _size(path)
-    cmd = [sys.executable, "-m", "triage", "analyze", path, "--format", "json"]
+    cmd = ([sys.executable, "-c", NO_HS] if without_hyperscan else [sys.executable, "-m", "triage"]) + \
+        ["analyze", path, "--format", "json"]
     print(f"triage: {' '.join(['python'] + cmd[1:])}")
     print(f"{'run':>3} {'wall_s':>8} {'cpu_s':>8} {'MB/s':>8} {'MB/cpu_s':>8} {'rss_MB':>7} {'tree_MB':>7} "
           f"{'json_B':>10} {'rc':>2}  primary / first_failing_rank")
@@ -165,6 +171,8 @@ def main() -> None:
     ap.add_argument("--size", default="64M", help="size of the generated log (default 64M)")
     ap.add_argument("--dense", action="store_true", help="generate the worst case (a step/capture line every third line)")
     ap.add_argument("-n", "--runs", type=int, default=1, help="runs one after another (default 1)")
+    ap.add_argument("--without-hyperscan", action="store_true",
+                    help="run triage as if the hyperscan wheel were missing (its stdlib search)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = a.file
@@ -181,7 +189,7 @@ def main() -> None:
               f"{f' in {len(files)} files' if len(files) > 1 else ''}")
         for f in files:
             warm(f)
-        t = bench_triage(path, a.runs)
+        t = bench_triage(path, a.runs, a.without_hyperscan)
         g = bench_rg(path, a.runs)
         if g:
             print(f"triage / rg (best wall): {min(t) / min(g):.1f}x")

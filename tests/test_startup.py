@@ -525,6 +525,26 @@ def test_record_behaves_as_dataclass(frozen, strings):
     assert repr(dataclasses.replace(r, x=7)) == repr(dataclasses.replace(d, x=7))
 
 
+def test_record_leaves_annotations_not_in_the_class_namespace_to_dataclass():
+    """Python 3.14 keeps a class's annotations (without `from __future__ import annotations`) in an
+    `__annotate__` function, made when read: record's own collection reads only a namespace's
+    `__annotations__` dict, so any other class is dataclass's to collect (it found no field: records
+    of no field)."""
+    import dataclasses
+
+    from triage import record as rec
+
+    class Lazy:
+        x = 1
+    Lazy.__annotate__ = lambda fmt: {"x": int}
+    assert rec._fields(Lazy) is None
+
+    class Strings:
+        __annotations__ = {"x": "int"}
+    assert [f.name for f in rec._fields(Strings).values()] == ["x"]
+    assert [f.name for f in dataclasses.fields(rec.record(frozen=True)(type("E", (), {})))] == []
+
+
 def test_record_collects_string_annotated_fields_without_dataclass(monkeypatch):
     """triage's modules annotate with strings: record collects their fields itself (dataclass's checks
     of each annotation for ClassVar / InitVar cost ~60 us a class); what dataclass refuses it refuses."""

@@ -246,7 +246,9 @@ def _fields(cls: Any) -> Optional[Dict[str, dataclasses.Field]]:  # type: ignore
     default, or goes), without dataclass's checks of each annotation for ClassVar, InitVar and KW_ONLY
     (regexes on the annotation's text): None, for dataclass to collect them, when an annotation could
     be one of those or is not a string (this module's callers write `from __future__ import annotations`)."""
-    ann = cls.__dict__.get("__annotations__", {})
+    ann = cls.__dict__.get("__annotations__")
+    if not isinstance(ann, dict):    # none, or made when read (Python 3.14's __annotate__): dataclass reads them
+        return None
     if any(not isinstance(t, str) or "ClassVar" in t or "InitVar" in t or "KW_ONLY" in t for t in ann.values()):
         return None
     body = cls.__dict__

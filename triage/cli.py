@@ -311,7 +311,8 @@ def cli() -> None:
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
 @click.option("-j", "--jobs", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
               help="Processes for one big input (32 MiB and more): 1 = this one only (default: TRIAGE_JOBS, "
-                   "else the cores, at most 16). The report is the same whatever N.")
+                   "else the cores it may use (CPU affinity, at most the cgroup's CPU quota), at most 16). "
+                   "The report is the same whatever N.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=0, metavar="N",
               help="Read at most N bytes of each input (0: all); a note says when the cap was hit. "
                    "For endless inputs (a FIFO, /dev/stdin of a stream).")

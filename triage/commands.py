@@ -414,7 +414,8 @@ def fleet() -> None:
 @click.option("--jobs-in", "jobs_in", multiple=True, type=click.Path(),
               help="A directory whose every child (a log file or a per-rank directory) is one job (repeatable).")
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
-              help="Analyse N jobs at once (default 0: all cores).")
+              help="Analyse N jobs at once (default 0: every core this process may use: its CPU affinity, "
+                   "at most its cgroup's CPU quota).")
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--no-store", is_flag=True,
               help="Do not store the verdicts (first/last seen then come from these jobs only).")
@@ -545,7 +546,8 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help=PATTERNS_HELP)
 @click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
-              help="Analyse N jobs at once (default 0: all cores).")
+              help="Analyse N jobs at once (default 0: every core this process may use: its CPU affinity, "
+                   "at most its cgroup's CPU quota).")
 @click.option("--dry-run", is_flag=True, help="Say what would change; leave the store as it is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,

@@ -4,17 +4,78 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any
+from typing import Any, List, Optional, Tuple
 
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
 
 
 def cores() -> int:
-    """The cores this process may run on (its affinity), at least 1."""
+    """The cores this process may use: those it may run on (its affinity), at most as many as its
+    cgroup's CPU quota allows (a container limited to 2 CPUs on a 200-core node: 2), at least 1."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        n = os.cpu_count() or 1
+    q = cpu_quota()
+    return max(1, min(n, q) if q else n)
+
+
+def cpu_quota(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> Optional[int]:
+    """The CPUs this process's cgroup quota allows, rounded up (None: no quota, or none readable):
+    cgroup v2's `cpu.max` ("QUOTA PERIOD" or "max PERIOD") of its cgroup and every cgroup above it,
+    else v1's `cpu.cfs_quota_us` / `cpu.cfs_period_us` (a quota of -1: none).  The smallest wins."""
+    paths = _own_cgroups(own)
+    if paths is None:
+        return None
+    v2, v1 = paths
+    found: List[int] = []
+    if os.path.exists(os.path.join(root, "cgroup.controllers")):        # the v2 hierarchy
+        parts = [p for p in v2.split("/") if p and p not in (".", "..")]
+        for i in range(len(parts), -1, -1):
+            q = _ratio(os.path.join(root, *parts[:i], "cpu.max"), None)
+            if q is not None:
+                found.append(q)
+    else:
+        parts = [p for p in v1.split("/") if p and p not in (".", "..")]
+        for mount in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
+            for d in (os.path.join(root, mount, *parts), os.path.join(root, mount)):
+                q = _ratio(os.path.join(d, "cpu.cfs_quota_us"), os.path.join(d, "cpu.cfs_period_us"))
+                if q is not None:
+                    found.append(q)
+    return min(found) if found else None
+
+
+def _own_cgroups(own: str) -> Optional[Tuple[str, str]]:
+    """This process's cgroup paths from /proc/self/cgroup: (v2's, v1's cpu controller's)."""
+    v2, v1 = "", ""
+    try:
+        with open(own, encoding="ascii", errors="replace") as f:
+            for line in f.read(65536).splitlines():
+                hier, _, rest = line.partition(":")
+                ctl, _, path = rest.partition(":")
+                if hier == "0" and not ctl:
+                    v2 = path
+                elif "cpu" in ctl.split(","):
+                    v1 = path
+    except OSError:
+        return None
+    return v2, v1
+
+
+def _ratio(quota_file: str, period_file: Optional[str]) -> Optional[int]:
+    """ceil(quota / period) from a v2 `cpu.max` (PERIOD_FILE None) or v1's two files; None: no quota."""
+    try:
+        with open(quota_file, encoding="ascii") as f:
+            words = f.read(256).split()
+        if period_file is not None:
+            with open(period_file, encoding="ascii") as f:
+                words = words[:1] + f.read(256).split()[:1]
+        quota, period = int(words[0]), int(words[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    if quota <= 0 or period <= 0:
+        return None
+    return max(1, -(-quota // period))
 
 
 def hold_signals() -> Any:

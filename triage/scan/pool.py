@@ -216,13 +216,11 @@ class _Pool:
     @staticmethod
     def jobs(paths: Sequence[str]) -> int:
         """Workers to start: one per core beyond the scanner's own, none for small inputs."""
+        if not paths or not hasattr(os, "fork") or sum(_size(p) for p in paths) < POOL_MIN_BYTES:
+            return 0
         env = os.environ.get("TRIAGE_JOBS", "")
         cores = int(env) if env.isdigit() and int(env) > 0 else min(procs.cores(), MAX_WORKERS + 1)
-        if cores < 2 or not paths or not hasattr(os, "fork"):
-            return 0
-        if sum(_size(p) for p in paths) < POOL_MIN_BYTES:
-            return 0
-        return cores - 1
+        return cores - 1 if cores >= 2 else 0
 
     def get(self, path: str, bi: int, start: int, nbytes: int):
         """Block BI of PATH prepared (it starts at offset START of the input and is NBYTES long), or

@@ -77,3 +77,36 @@ def test_a_container_limited_to_one_cpu_scans_a_big_input_in_one_process(monkeyp
     monkeypatch.setenv("TRIAGE_JOBS", "4")            # asked for: as asked
     assert pool._Pool.jobs([str(big)]) == 3
     assert pool._Pool.jobs([str(tmp_path / "missing")]) == 0
+
+
+def _v1_cpu_mount():
+    d = "/sys/fs/cgroup/cpu"
+    ok = os.path.isfile(os.path.join(d, "cpu.cfs_quota_us")) and os.access(d, os.W_OK)
+    return d if ok else None
+
+
+@pytest.mark.skipif(_v1_cpu_mount() is None, reason="needs a writable cgroup v1 cpu hierarchy (root)")
+def test_a_real_cgroup_quota_of_one_cpu_is_one_core(tmp_path):
+    """The kernel's own files: a child cgroup with a quota of one CPU (100 ms per 100 ms), a process
+    moved into it, which asks procs.cores() and how many workers a 32 MiB input would get."""
+    import subprocess
+    import sys
+    big = tmp_path / "big.log"
+    with open(big, "wb") as f:
+        f.truncate(32 << 20)
+    cg = os.path.join(_v1_cpu_mount(), f"triage-test-{os.getpid()}")
+    os.mkdir(cg)
+    try:
+        with open(os.path.join(cg, "cpu.cfs_quota_us"), "w") as f:
+            f.write("100000")
+        code = ("import os, sys\n"
+                f"open({os.path.join(cg, 'cgroup.procs')!r}, 'w').write(str(os.getpid()))\n"
+                "from triage import procs\nfrom triage.scan import pool\n"
+                "print(procs.cpu_quota(), procs.cores(), pool._Pool.jobs([sys.argv[1]]))")
+        env = {k: v for k, v in os.environ.items() if k != "TRIAGE_JOBS"}
+        out = subprocess.run([sys.executable, "-c", code, str(big)], capture_output=True, text=True,
+                             env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["1", "1", "0"]
+    finally:
+        os.rmdir(cg)

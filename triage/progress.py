@@ -79,7 +79,7 @@ def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[st
 
 def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None) -> bool:
     """Without the `hyperscan` wheel, one line on stderr before inputs of SLOW_NOTE_BYTES or more are
-    searched (with `re`, ~20 times slower): what is missing and how to get it.  Whether it was said."""
+    searched (with `re`, ~12 times slower): what is missing and how to get it.  Whether it was said."""
     from .scan.anchors import hyperscan_available
     if hyperscan_available():
         return False
@@ -88,7 +88,7 @@ def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None) -> 
         return False
     s = stream if stream is not None else sys.stderr
     s.write(f"triage: note: without the hyperscan wheel (pip install hyperscan) these {_mb(total)} of logs "
-            "are searched with Python's re, about 20 times slower\n")
+            "are searched with Python's re, about 12 times slower\n")
     s.flush()
     return True
 

@@ -178,8 +178,14 @@ class AnchorSet:
                 b = a.text.encode("utf-8")
                 lits.setdefault((b.lower() if a.ignore_case else b, a.ignore_case), set()).add(a.tag)
         self._re_lits: List[Tuple[bytes, bool, Set[int]]] = [(b, ci, tags) for (b, ci), tags in lits.items()]
-        self._re_rxs: List[Tuple["re.Pattern[bytes]", Set[int]]] = [
-            (re.compile(t.encode("utf-8"), re.M | (re.I if ci else 0)), tags) for (t, ci), tags in rxs.items()]
+        # a regex is searched only in the lines holding one of the literals every match contains (the
+        # catalog's prefilter, patterns.derive_literals), when it has them
+        from ..patterns import derive_literals
+        self._re_rxs: List[Tuple["re.Pattern[bytes]", Set[int], Optional[List[bytes]], bool]] = []
+        for (t, ci), tags in rxs.items():
+            pre = [x.encode("utf-8") for x in derive_literals(t, ci)[0]]
+            self._re_rxs.append((re.compile(t.encode("utf-8"), re.M | (re.I if ci else 0)), tags,
+                                 [x.lower() for x in pre] if ci else pre or None, ci))
 
     def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:
         """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:])."""
@@ -236,41 +242,62 @@ class AnchorSet:
         if type(whole) is not bytes:
             whole = bytes(whole)
         found: Dict[int, Set[int]] = {}
-        self._literals_in(whole, base, found)
-        rfind, lf = whole.rfind, whole.find
-        for rx, tags in self._re_rxs:
-            m = rx.search(data)
-            while m is not None:
-                found.setdefault(rfind(b"\n", 0, base + m.start()) + 1, set()).update(tags)
-                nl = lf(b"\n", base + m.end())
-                if nl < 0:
-                    break
-                m = rx.search(data, nl + 1 - base)
+        lowered: List[Optional[bytes]] = [None]          # whole[base:] lowered, made once if needed
+        for needle, caseless, tags in self._re_lits:
+            for start in self._lines_with(needle, caseless, whole, base, lowered):
+                found.setdefault(start, set()).update(tags)
+        for rx, tags, pre, caseless in self._re_rxs:
+            for start in self._regex_lines(rx, pre, caseless, data, whole, base, lowered):
+                found.setdefault(start, set()).update(tags)
         out: Dict[int, Set[int]] = {}
         canon: Dict[FrozenSet[int], Set[int]] = {}
         for start in sorted(found):
             _put(out, canon, start, found[start])
         return out
 
-    def _literals_in(self, whole: bytes, base: int, found: Dict[int, Set[int]]) -> None:
-        """The literal anchors' hits in whole[base:], by their lines' starts into FOUND."""
-        rfind = whole.rfind
-        lowered: Optional[bytes] = None      # whole[base:], lowered
-        for needle, caseless, tags in self._re_lits:
-            if caseless:
-                if lowered is None:
-                    lowered = whole[base:].lower()
-                hay, lo, off = lowered, 0, base
-            else:
-                hay, lo, off = whole, base, 0
-            find = hay.find
-            p = find(needle, lo)
-            while p >= 0:
-                found.setdefault(rfind(b"\n", 0, off + p) + 1, set()).update(tags)
-                nl = find(b"\n", p + len(needle))
-                if nl < 0:
-                    break
-                p = find(needle, nl + 1)
+    def _regex_lines(self, rx: "re.Pattern[bytes]", pre: Optional[List[bytes]], caseless: bool, data: bytes,
+                     whole: bytes, base: int, lowered: List[Optional[bytes]]) -> List[int]:
+        """The starts of the lines of DATA (= whole[base:]) that RX hits: searched in each line holding
+        one of its literals PRE, else through the block."""
+        lf = whole.find
+        out: List[int] = []
+        if pre:
+            for start in sorted({s for lit in pre for s in self._lines_with(lit, caseless, whole, base, lowered)}):
+                end = lf(b"\n", start)
+                if rx.search(data, max(start, base) - base, (end if end >= 0 else len(whole)) - base):
+                    out.append(start)
+            return out
+        m = rx.search(data)
+        while m is not None:
+            out.append(whole.rfind(b"\n", 0, base + m.start()) + 1)
+            nl = lf(b"\n", base + m.end())
+            if nl < 0:
+                break
+            m = rx.search(data, nl + 1 - base)
+        return out
+
+    @staticmethod
+    def _lines_with(needle: bytes, caseless: bool, whole: bytes, base: int,
+                    lowered: List[Optional[bytes]]) -> List[int]:
+        """The starts (in WHOLE) of the lines of whole[base:] holding NEEDLE (lowered: caseless, in the
+        block lowered once, kept in LOWERED[0]), each once."""
+        if caseless:
+            low = lowered[0]
+            if low is None:
+                low = lowered[0] = whole[base:].lower()
+            hay, lo, off = low, 0, base
+        else:
+            hay, lo, off = whole, base, 0
+        find, rfind = hay.find, whole.rfind
+        out: List[int] = []
+        p = find(needle, lo)
+        while p >= 0:
+            out.append(rfind(b"\n", 0, off + p) + 1)
+            nl = find(b"\n", p + len(needle))
+            if nl < 0:
+                break
+            p = find(needle, nl + 1)
+        return out
 
     def tags_of(self, line: bytes) -> Set[int]:
         """The tags that hit one (normalised) line."""

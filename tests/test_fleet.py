@@ -226,6 +226,7 @@ def work(job):
     if job.job_id.endswith("job-00000.log"):
         assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
         assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+        assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])   # held only while forked
     return analyse_in_worker(job)
 
 rs = list(analyse_jobs(find_jobs([], [sys.argv[1]])[:8], workers=2, work=work))

@@ -14,7 +14,7 @@ def _tree(tmp_path, files, own):
         p = tmp_path / "sys" / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
-    (tmp_path / "self-cgroup").write_text(own)
+    (tmp_path / "self-cgroup").write_bytes(os.fsencode(own))
     return str(tmp_path / "sys"), str(tmp_path / "self-cgroup")
 
 
@@ -37,10 +37,19 @@ def _tree(tmp_path, files, own):
       "cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"},
      "3:cpu,cpuacct:/docker/abc\n", 1),
     ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, "2:cpu:/\n", None),
+    # v1 without a namespace: the pod's quota, above the container's cgroup (kubelet on an older host)
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n",
+      "cpu/kubepods/pod1/cpu.cfs_quota_us": "200000\n", "cpu/kubepods/pod1/cpu.cfs_period_us": "100000\n",
+      "cpu/kubepods/pod1/ctr/cpu.cfs_quota_us": "-1\n", "cpu/kubepods/pod1/ctr/cpu.cfs_period_us": "100000\n"},
+     "5:cpu:/kubepods/pod1/ctr\n", 2),
+    # a cgroup whose name is not ASCII, and one with a space
+    ({"cgroup.controllers": "cpu\n", "jobs/é/cpu.max": "200000 100000\n"}, "0::/jobs/é\n", 2),
+    ({"cgroup.controllers": "cpu\n", "my job/cpu.max": "300000 100000\n"}, "0::/my job\n", 3),
     # what cannot be read is no quota
     ({"cgroup.controllers": "cpu\n", "cpu.max": "garbage\n"}, "0::/\n", None),
     ({"cgroup.controllers": "cpu\n", "cpu.max": "100000 0\n"}, "0::/\n", None),
-    ({"cgroup.controllers": "cpu\n"}, "0::/../../etc\n", None),
+    # outside the namespace's root: not this namespace's cgroup of that name
+    ({"cgroup.controllers": "cpu\n", "other/cpu.max": "100000 100000\n"}, "0::/../other\n", None),
     ({}, "", None),
 ])
 def test_the_cgroup_cpu_quota(tmp_path, files, own, quota):

@@ -36,6 +36,7 @@ def test_shown_only_on_a_terminal_for_big_inputs(tmp_path):
     assert for_inputs([str(tmp_path)], stream=FakeTTY()) is not None        # a directory: its files
     assert for_inputs([str(big)], stream=io.StringIO()) is None             # a pipe / file
     assert for_inputs([str(big)], quiet=True, stream=FakeTTY()) is None
+    assert for_inputs([str(big)], stream=FakeTTY(), max_bytes=1000) is None   # --max-bytes: what is read
     assert for_inputs([str(small)], stream=FakeTTY()) is None
     assert for_inputs(["-"], stream=FakeTTY()) is None                      # stdin: size unknown
 
@@ -83,6 +84,7 @@ def test_without_hyperscan_big_inputs_get_one_line_saying_so(tmp_path, monkeypat
                               "logs are searched with Python's re, about 12 times slower\n")
     assert slow_search_note([str(tmp_path)], io.StringIO()) is True     # a directory: its files
     assert slow_search_note([str(small), "-"], io.StringIO()) is False
+    assert slow_search_note([str(big)], io.StringIO(), max_bytes=1000) is False       # --max-bytes 1000
     monkeypatch.undo()
     if anchors.hyperscan_available():
         assert slow_search_note([str(big)], io.StringIO()) is False
@@ -92,8 +94,9 @@ def test_the_slow_search_note_is_said_by_analyze_unless_quiet(monkeypatch):
     import inproc
     import triage.pipeline
     said = []
-    monkeypatch.setattr(triage.pipeline, "slow_search_note", said.append)
+    monkeypatch.setattr(triage.pipeline, "slow_search_note", lambda paths, max_bytes=0: said.append((paths, max_bytes)))
     log = os.path.join(ROOT, "examples", "sample_job.log")
     inproc.run(["analyze", log])
     inproc.run(["analyze", "-q", log])
-    assert [list(p) for p in said] == [[log]]
+    inproc.run(["analyze", "--max-bytes", "1000", log])
+    assert [(list(p), m) for p, m in said] == [([log], 0), ([log], 1000)]

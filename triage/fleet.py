@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .errors import TriageError
-from .procs import as_worker, cores
+from .procs import as_worker, cores, hold_signals, release_signals
 from .store import Record, Store, StoreError, content_hash, day, known_match, record_of
 
 JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
@@ -181,11 +181,22 @@ def _died(job: Job) -> JobResult:
                                 "in native code); the other jobs were analysed")
 
 
+def _submit(ex: ProcessPoolExecutor, work: Callable[[Job], JobResult], jobs: Dict[int, Job]) -> Dict[Any, int]:
+    """JOBS submitted to EX ({future: key}).  The first submission forks the workers: Ctrl-C and SIGTERM
+    are held meanwhile, so a worker takes its own handlers (procs.as_worker) before it gets one."""
+    held = hold_signals()
+    try:
+        return {ex.submit(work, j): k for k, j in jobs.items()}
+    finally:
+        release_signals(held)
+
+
 def _alone(job: Job, pattern_dirs: Sequence[str], work: Callable[[Job], JobResult]) -> JobResult:
     """One job in a worker of its own: a job that kills its worker is an error result, never a hang."""
     with _pool(1, pattern_dirs) as ex:
         try:
-            return ex.submit(work, job).result()
+            (f,) = _submit(ex, work, {0: job})
+            return f.result()
         except BrokenProcessPool:
             return _died(job)
 
@@ -214,7 +225,7 @@ def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers:
     left: Dict[int, Job] = dict(enumerate(jobs))
     ex = _pool(n, pattern_dirs)
     try:
-        futures = {ex.submit(work, j): k for k, j in left.items()}
+        futures = _submit(ex, work, left)
         for f in as_completed(futures):
             try:
                 r = f.result()

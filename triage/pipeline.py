@@ -57,8 +57,8 @@ def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
     seen = Seen()
     paths = _logs(logs)
     if progress:
-        slow_search_note(paths)
-    bar = for_inputs(paths) if progress else None
+        slow_search_note(paths, max_bytes=max_bytes)
+    bar = for_inputs(paths, max_bytes=max_bytes) if progress else None
     try:
         scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=max_bytes,
                                        content_hash=content_hash)

@@ -22,43 +22,51 @@ def cores() -> int:
 
 def cpu_quota(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> Optional[int]:
     """The CPUs this process's cgroup quota allows, rounded up (None: no quota, or none readable):
-    cgroup v2's `cpu.max` ("QUOTA PERIOD" or "max PERIOD") of its cgroup and every cgroup above it,
-    else v1's `cpu.cfs_quota_us` / `cpu.cfs_period_us` (a quota of -1: none).  The smallest wins."""
+    cgroup v2's `cpu.max` ("QUOTA PERIOD" or "max PERIOD"), else v1's `cpu.cfs_quota_us` /
+    `cpu.cfs_period_us` (a quota of -1: none), of its cgroup and every cgroup above it.  The smallest
+    wins.  A path through ".." (a cgroup outside this namespace's root) is none readable."""
     paths = _own_cgroups(own)
     if paths is None:
         return None
     v2, v1 = paths
     found: List[int] = []
     if os.path.exists(os.path.join(root, "cgroup.controllers")):        # the v2 hierarchy
-        parts = [p for p in v2.split("/") if p and p not in (".", "..")]
-        for i in range(len(parts), -1, -1):
-            q = _ratio(os.path.join(root, *parts[:i], "cpu.max"), None)
+        for d in _up(root, v2):
+            q = _ratio(os.path.join(d, "cpu.max"), None)
             if q is not None:
                 found.append(q)
     else:
-        parts = [p for p in v1.split("/") if p and p not in (".", "..")]
         for mount in ("cpu", "cpu,cpuacct", "cpuacct,cpu"):
-            for d in (os.path.join(root, mount, *parts), os.path.join(root, mount)):
+            for d in _up(os.path.join(root, mount), v1):
                 q = _ratio(os.path.join(d, "cpu.cfs_quota_us"), os.path.join(d, "cpu.cfs_period_us"))
                 if q is not None:
                     found.append(q)
     return min(found) if found else None
 
 
+def _up(mount: str, path: str) -> List[str]:
+    """The directories of cgroup PATH under MOUNT and of every cgroup above it, itself first."""
+    parts = [p for p in path.split("/") if p and p != "."]
+    if ".." in parts:
+        return []
+    return [os.path.join(mount, *parts[:i]) for i in range(len(parts), -1, -1)]
+
+
 def _own_cgroups(own: str) -> Optional[Tuple[str, str]]:
     """This process's cgroup paths from /proc/self/cgroup: (v2's, v1's cpu controller's)."""
     v2, v1 = "", ""
     try:
-        with open(own, encoding="ascii", errors="replace") as f:
-            for line in f.read(65536).splitlines():
-                hier, _, rest = line.partition(":")
-                ctl, _, path = rest.partition(":")
-                if hier == "0" and not ctl:
-                    v2 = path
-                elif "cpu" in ctl.split(","):
-                    v1 = path
+        with open(own, "rb") as f:
+            text = os.fsdecode(f.read(65536))         # a path is bytes: as the file system names it
     except OSError:
         return None
+    for line in text.splitlines():
+        hier, _, rest = line.partition(":")
+        ctl, _, path = rest.partition(":")
+        if hier == "0" and not ctl:
+            v2 = path
+        elif "cpu" in ctl.split(","):
+            v1 = path
     return v2, v1
 
 

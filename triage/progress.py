@@ -55,35 +55,39 @@ class Progress:
             self.stream.flush()
 
 
-def _total(paths: Sequence[str]) -> int:
+def _total(paths: Sequence[str], max_bytes: int = 0) -> int:
+    """The bytes of PATHS that will be read (each file at most MAX_BYTES, when > 0)."""
     from .scan.sources import expand_paths
     total = 0
     for p in expand_paths(paths):
         if p == "-":
             continue
         try:
-            total += os.path.getsize(p)
+            size = os.path.getsize(p)
         except OSError:
-            pass
+            continue
+        total += min(size, max_bytes) if max_bytes > 0 else size
     return total
 
 
-def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[str]] = None) -> Optional[Progress]:
-    """A Progress for these inputs when it should be shown, else None."""
+def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[str]] = None,
+               max_bytes: int = 0) -> Optional[Progress]:
+    """A Progress for these inputs (each read up to MAX_BYTES, when > 0) when it should be shown, else None."""
     s = stream if stream is not None else sys.stderr
     if not _on_terminal(s, quiet):
         return None
-    total = _total(paths)
+    total = _total(paths, max_bytes)
     return Progress(total, s) if total >= PROGRESS_MIN_BYTES else None
 
 
-def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None) -> bool:
-    """Without the `hyperscan` wheel, one line on stderr before inputs of SLOW_NOTE_BYTES or more are
-    searched (with `re`, ~12 times slower): what is missing and how to get it.  Whether it was said."""
+def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None, max_bytes: int = 0) -> bool:
+    """Without the `hyperscan` wheel, one line on stderr before SLOW_NOTE_BYTES or more of inputs (each
+    read up to MAX_BYTES, when > 0) are searched (with `re`, ~12 times slower): what is missing and how
+    to get it.  Whether it was said."""
     from .scan.anchors import hyperscan_available
     if hyperscan_available():
         return False
-    total = _total(paths)
+    total = _total(paths, max_bytes)
     if total < SLOW_NOTE_BYTES:
         return False
     s = stream if stream is not None else sys.stderr

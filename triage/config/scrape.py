@@ -42,7 +42,7 @@ _ENV_NCCL = lazy(r"\bNCCL INFO\s+" + _ENV_KEYS_RX + r"\s+set by environment to\s
 _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
-    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
+    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:(?:==|[:=])\s*)?v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
     ("te_version", lazy(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
     ("mcore_version", lazy(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", IGNORECASE)),  # noqa: E501
     ("nccl_version", lazy(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
@@ -117,7 +117,7 @@ class LogConfigCollector:
         *[Anchor(k, 0) for k in ENV_KEYS], *LAUNCH_ANCHORS,
         Anchor(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph",
                0, regex=True),
-        Anchor(r"\b(?:torch|pytorch)(?:[ \t]+version|\.__version__)?[ \t]*(?:==|[:=])?[ \t]*v?\d+\.\d+\.\d+", 0,
+        Anchor(r"\b(?:torch|pytorch)(?:[ \t]+version|\.__version__)?[ \t]*(?:(?:==|[:=])[ \t]*)?v?\d+\.\d+\.\d+", 0,
                ignore_case=True, regex=True),
         Anchor(r"transformer[_ -]engine", 0, ignore_case=True, regex=True),
         Anchor(r"megatron[_-]core", 0, ignore_case=True, regex=True),

@@ -48,6 +48,8 @@ def _tree(tmp_path, files, own):
     # what cannot be read is no quota
     ({"cgroup.controllers": "cpu\n", "cpu.max": "garbage\n"}, "0::/\n", None),
     ({"cgroup.controllers": "cpu\n", "cpu.max": "100000 0\n"}, "0::/\n", None),
+    # a path deeper than any hierarchy: not walked
+    ({"cgroup.controllers": "cpu\n", "cpu.max": "100000 100000\n"}, "0::" + "/a" * 65 + "\n", None),
     # outside the namespace's root: not this namespace's cgroup of that name
     ({"cgroup.controllers": "cpu\n", "other/cpu.max": "100000 100000\n"}, "0::/../other\n", None),
     ({}, "", None),

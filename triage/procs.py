@@ -6,6 +6,7 @@ import os
 import signal
 from typing import Any, List, Optional, Tuple
 
+MAX_DEPTH = 64             # cgroup levels read at most (real hierarchies are a handful deep)
 _SIGNALS = tuple(s for s in (getattr(signal, "SIGINT", None), getattr(signal, "SIGTERM", None)) if s is not None)
 
 
@@ -47,7 +48,7 @@ def cpu_quota(root: str = "/sys/fs/cgroup", own: str = "/proc/self/cgroup") -> O
 def _up(mount: str, path: str) -> List[str]:
     """The directories of cgroup PATH under MOUNT and of every cgroup above it, itself first."""
     parts = [p for p in path.split("/") if p and p != "."]
-    if ".." in parts:
+    if ".." in parts or len(parts) > MAX_DEPTH:
         return []
     return [os.path.join(mount, *parts[:i]) for i in range(len(parts), -1, -1)]
 
@@ -60,7 +61,7 @@ def _own_cgroups(own: str) -> Optional[Tuple[str, str]]:
             text = os.fsdecode(f.read(65536))         # a path is bytes: as the file system names it
     except OSError:
         return None
-    for line in text.splitlines():
+    for line in text.split("\n"):
         hier, _, rest = line.partition(":")
         ctl, _, path = rest.partition(":")
         if hier == "0" and not ctl:

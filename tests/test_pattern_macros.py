@@ -4,7 +4,8 @@ import os
 import pytest
 
 from triage.engine import Engine
-from triage.patterns import MACROS, PatternError, builtin_dir, derive_literals, expand_macros, load_dir, parse_pattern
+from triage.patterns import (MACROS, PatternError, builtin_dir, derive_literals, expand_macros, leading_alternatives,
+                             load_dir, parse_pattern)
 from triage.selftest import check_examples, fired, lines_of
 
 SHIPPED = load_dir(builtin_dir())
@@ -104,6 +105,28 @@ def test_shipped_patterns_use_the_macros_and_compile_to_plain_regexes():
 ])
 def test_derive_literals(rx, lits):
     assert derive_literals(expand_macros(rx, "w"))[0] == lits
+
+
+@pytest.mark.parametrize("rx, ci, lits", [
+    (r"(?:Error|Exception|Interrupt|Exit|Failure)(?::|[ \t\r]*$)", False,
+     ["Error", "Exception", "Interrupt", "Exit", "Failure"]),            # (?: is inlined by the parser
+    (r"\b(?:torch|pytorch)(?:[ \t]+version)?[ \t]*v?\d+", True, ["torch", "pytorch"]),
+    (r"(Error|Fault) in \w+", False, ["Error", "Fault"]),              # a capturing group around them
+    (r"(?:Fatal error|Bus fault)", False, ["Fatal error", "Bus fault"]),
+    (r"(?:ab|Error)x", False, []),                                     # an alternative too short
+    (r"Error|Fault", False, ["Error", "Fault"]),                       # a bare alternation (as derive_literals)
+    (r"x(?:Error|Fault)", False, []),                                  # not leading
+    (r"(?i:Error|Fault)", True, []),                                   # a group with flags
+    (r"(?i)(?:Error|Fault)", False, []),                               # (?i) without ignore_case
+    (r"(?:Error|Fault", False, []),                                    # not a regex
+])
+def test_leading_alternatives(rx, ci, lits):
+    """One literal per alternative of a leading group (the stdlib search's prefilter of an anchor
+    regex that derive_literals leaves without one): every match holds one of them."""
+    import re
+    assert leading_alternatives(rx, ci) == lits
+    for lit in lits:                                                   # each alternative can match
+        assert any(re.search(rx, lit + tail, re.I if ci else 0) for tail in (":", " in x", "", " 2", "x"))
 
 
 def test_derive_literals_with_ignore_case():

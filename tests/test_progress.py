@@ -81,7 +81,7 @@ def test_without_hyperscan_big_inputs_get_one_line_saying_so(tmp_path, monkeypat
     monkeypatch.setattr(anchors, "_hs", None)
     assert slow_search_note([str(big)], out) is True
     assert out.getvalue() == ("triage: note: without the hyperscan wheel (pip install hyperscan) these 34 MB of "
-                              "logs are searched with Python's re, about 12 times slower\n")
+                              "logs are searched with Python's re, about 10 times slower\n")
     assert slow_search_note([str(tmp_path)], io.StringIO()) is True     # a directory: its files
     assert slow_search_note([str(small), "-"], io.StringIO()) is False
     assert slow_search_note([str(big)], io.StringIO(), max_bytes=1000) is False       # --max-bytes 1000

@@ -228,6 +228,41 @@ def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str
     return lits, ""
 
 
+def leading_alternatives(src: str, ignore_case: bool = False) -> List[str]:
+    """For a regex that starts (after zero-width assertions) with a plain group of alternatives, one
+    literal per alternative that every match through it contains, e.g. ["Error", "Exception"] for
+    `(?:Error|Exception)(?::|$)`: every match holds one of them.  [] when an alternative has no run of
+    MIN_DERIVED_LITERAL characters, or the regex is beyond the stdlib parser (as derive_literals)."""
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = _sre()[0].parse(src)
+    except Exception:  # noqa: BLE001 - regex-only syntax
+        return []
+    from re import IGNORECASE
+    c = _sre()[1]
+    if parsed.state.flags & IGNORECASE and not ignore_case:
+        return []
+    items = [(op, av) for op, av in parsed if op not in (c.AT, c.ASSERT, c.ASSERT_NOT)]
+    first = items[0] if items else None
+    if first is not None and first[0] is c.SUBPATTERN and not first[1][1] and not first[1][2] \
+            and len(first[1][3]) == 1:
+        first = list(first[1][3])[0]           # a capturing group around it (a `(?:` group is inlined)
+    if first is None or first[0] is not c.BRANCH:
+        return []
+    lits: List[str] = []
+    for b in first[1][1]:
+        out: List[str] = []
+        out.append("".join(_runs(b, out, [])))
+        best = max(out, key=len, default="")
+        if len(best.strip()) < MIN_DERIVED_LITERAL:
+            return []
+        if best not in lits:
+            lits.append(best)
+    return lits
+
+
 def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False) -> LazyRx:
     if user:                      # a user's pattern is refused when it risks a runaway search
         why = risky(src)

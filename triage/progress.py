@@ -82,7 +82,7 @@ def for_inputs(paths: Sequence[str], quiet: bool = False, stream: Optional[IO[st
 
 def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None, max_bytes: int = 0) -> bool:
     """Without the `hyperscan` wheel, one line on stderr before SLOW_NOTE_BYTES or more of inputs (each
-    read up to MAX_BYTES, when > 0) are searched (with `re`, ~12 times slower): what is missing and how
+    read up to MAX_BYTES, when > 0) are searched (with `re`, ~10 times slower): what is missing and how
     to get it.  Whether it was said."""
     from .scan.anchors import hyperscan_available
     if hyperscan_available():
@@ -92,7 +92,7 @@ def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None, max
         return False
     s = stream if stream is not None else sys.stderr
     s.write(f"triage: note: without the hyperscan wheel (pip install hyperscan) these {_mb(total)} of logs "
-            "are searched with Python's re, about 12 times slower\n")
+            "are searched with Python's re, about 10 times slower\n")
     s.flush()
     return True
 

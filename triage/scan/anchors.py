@@ -4,7 +4,7 @@ Every observer declares anchors: literal strings (optionally case-insensitive) o
 that every line it reacts to contains.  All anchors of all observers are compiled into one
 Hyperscan database (the `hyperscan` wheel) and searched once per block, in C; a block of plain
 INFO lines costs no Python at all.  Where the wheel is missing, each anchor is searched by itself
-(`bytes.find` for the literals, the stdlib `re` for the regexes): the same lines and tags, ~12 times
+(`bytes.find` for the literals, the stdlib `re` for the regexes): the same lines and tags, ~10 times
 slower.
 
 Anchor regexes must not cross a newline: they use `[ \\t]` instead of `\\s` and no `.`.
@@ -180,11 +180,12 @@ class AnchorSet:
                 lits.setdefault((b.lower() if a.ignore_case else b, a.ignore_case), set()).add(a.tag)
         self._re_lits: List[Tuple[bytes, bool, Set[int]]] = [(b, ci, tags) for (b, ci), tags in lits.items()]
         # a regex is searched only in the lines holding one of the literals every match contains (the
-        # catalog's prefilter, patterns.derive_literals), when it has them
-        from ..patterns import derive_literals
+        # catalog's prefilter, patterns.derive_literals, or one per alternative of a leading group),
+        # when it has them
+        from ..patterns import derive_literals, leading_alternatives
         self._re_rxs: List[Tuple["re.Pattern[bytes]", Set[int], Optional[List[bytes]], bool]] = []
         for (t, ci), tags in rxs.items():
-            pre = [x.encode("utf-8") for x in derive_literals(t, ci)[0]]
+            pre = [x.encode("utf-8") for x in derive_literals(t, ci)[0] or leading_alternatives(t, ci)]
             self._re_rxs.append((re.compile(t.encode("utf-8"), re.M | (re.I if ci else 0)), tags,
                                  [x.lower() for x in pre] if ci else pre or None, ci))
 

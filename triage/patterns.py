@@ -193,66 +193,26 @@ def _runs(items: Any, out: List[str], cur: List[str]) -> List[str]:
     return cur
 
 
-def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str]:
-    """The prefilter for a regex: the longest run of plain characters that every match contains
-    (one per alternative when the whole regex is an alternation).  ([], why) when none of at least
-    MIN_DERIVED_LITERAL characters exists or the regex is beyond the stdlib parser used to read it."""
+def _parse_rx(src: str, ignore_case: bool) -> Tuple[Any, str]:
+    """(the stdlib parser's reading of SRC, "") or (None, why it cannot be read for a prefilter)."""
     try:
         import warnings
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             parsed = _sre()[0].parse(src)
     except Exception as e:  # noqa: BLE001 - regex-only syntax, or an error compile will report
-        return [], f"the regex cannot be analysed ({str(e)[:60]})"
+        return None, f"the regex cannot be analysed ({str(e)[:60]})"
     from re import IGNORECASE
-    c = _sre()[1]
     if parsed.state.flags & IGNORECASE and not ignore_case:
-        return [], "an inline (?i) needs `ignore_case: true` or an explicit literal"
-    items = list(parsed)
-    branches = [items]
-    # an alternation (bare, or one group) with only zero-width assertions around it: one per alternative
-    core = [(op, av) for op, av in items if op not in (c.AT, c.ASSERT, c.ASSERT_NOT)]
-    if len(core) == 1 and core[0][0] is c.SUBPATTERN and not core[0][1][1] and not core[0][1][2]:
-        core = list(core[0][1][3])
-    if len(core) == 1 and core[0][0] is c.BRANCH:
-        branches = core[0][1][1]
+        return None, "an inline (?i) needs `ignore_case: true` or an explicit literal"
+    return parsed, ""
+
+
+def _branch_literals(branches: Any) -> List[str]:
+    """The longest run every match of each of BRANCHES contains, once each; [] when one has none of
+    MIN_DERIVED_LITERAL characters."""
     lits: List[str] = []
     for b in branches:
-        out: List[str] = []
-        out.append("".join(_runs(b, out, [])))
-        best = max(out, key=len, default="")
-        if len(best.strip()) < MIN_DERIVED_LITERAL:
-            return [], f"no plain text of {MIN_DERIVED_LITERAL}+ characters that every match contains"
-        if best not in lits:
-            lits.append(best)
-    return lits, ""
-
-
-def leading_alternatives(src: str, ignore_case: bool = False) -> List[str]:
-    """For a regex that starts (after zero-width assertions) with a plain group of alternatives, one
-    literal per alternative that every match through it contains, e.g. ["Error", "Exception"] for
-    `(?:Error|Exception)(?::|$)`: every match holds one of them.  [] when an alternative has no run of
-    MIN_DERIVED_LITERAL characters, or the regex is beyond the stdlib parser (as derive_literals)."""
-    try:
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            parsed = _sre()[0].parse(src)
-    except Exception:  # noqa: BLE001 - regex-only syntax
-        return []
-    from re import IGNORECASE
-    c = _sre()[1]
-    if parsed.state.flags & IGNORECASE and not ignore_case:
-        return []
-    items = [(op, av) for op, av in parsed if op not in (c.AT, c.ASSERT, c.ASSERT_NOT)]
-    first = items[0] if items else None
-    if first is not None and first[0] is c.SUBPATTERN and not first[1][1] and not first[1][2] \
-            and len(first[1][3]) == 1:
-        first = list(first[1][3])[0]           # a capturing group around it (a `(?:` group is inlined)
-    if first is None or first[0] is not c.BRANCH:
-        return []
-    lits: List[str] = []
-    for b in first[1][1]:
         out: List[str] = []
         out.append("".join(_runs(b, out, [])))
         best = max(out, key=len, default="")
@@ -261,6 +221,47 @@ def leading_alternatives(src: str, ignore_case: bool = False) -> List[str]:
         if best not in lits:
             lits.append(best)
     return lits
+
+
+def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str]:
+    """The prefilter for a regex: the longest run of plain characters that every match contains
+    (one per alternative when the whole regex is an alternation).  ([], why) when none of at least
+    MIN_DERIVED_LITERAL characters exists or the regex is beyond the stdlib parser used to read it."""
+    parsed, why = _parse_rx(src, ignore_case)
+    if parsed is None:
+        return [], why
+    c = _sre()[1]
+    items = list(parsed)
+    branches = [items]
+    # an alternation (bare, or one group) with only zero-width assertions around it: one per alternative
+    core = [(op, av) for op, av in items if op not in (c.AT, c.ASSERT, c.ASSERT_NOT)]
+    if len(core) == 1 and core[0][0] is c.SUBPATTERN and not core[0][1][1] and not core[0][1][2]:
+        core = list(core[0][1][3])
+    if len(core) == 1 and core[0][0] is c.BRANCH:
+        branches = core[0][1][1]
+    lits = _branch_literals(branches)
+    if not lits:
+        return [], f"no plain text of {MIN_DERIVED_LITERAL}+ characters that every match contains"
+    return lits, ""
+
+
+def leading_alternatives(src: str, ignore_case: bool = False) -> List[str]:
+    """For a regex that starts (after zero-width assertions) with a plain group of alternatives, one
+    literal per alternative that every match through it contains, e.g. ["Error", "Exception"] for
+    `(?:Error|Exception)(?::|$)`: every match holds one of them.  [] when an alternative has no run of
+    MIN_DERIVED_LITERAL characters, or the regex is beyond the stdlib parser (as derive_literals)."""
+    parsed, _ = _parse_rx(src, ignore_case)
+    if parsed is None:
+        return []
+    c = _sre()[1]
+    items = [(op, av) for op, av in parsed if op not in (c.AT, c.ASSERT, c.ASSERT_NOT)]
+    first = items[0] if items else None
+    if first is not None and first[0] is c.SUBPATTERN and not first[1][1] and not first[1][2] \
+            and len(first[1][3]) == 1:
+        first = list(first[1][3])[0]           # a capturing group around it (a `(?:` group is inlined)
+    if first is None or first[0] is not c.BRANCH:
+        return []
+    return _branch_literals(first[1][1])
 
 
 def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False) -> LazyRx:

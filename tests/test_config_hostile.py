@@ -66,3 +66,33 @@ def test_an_alias_bomb_inside_a_log_task_configuration_is_skipped(tmp_path):
     # the bomb is not expanded (no config key from it); the block's marker still says Bridge
     assert (d["outcome"], d["first_failure"]["message"], d["config"]) == (
         "unexplained-failure", "RuntimeError: boom", {"framework": "bridge"})
+
+
+BIG = "9" * 5000                                   # over Python's 4,300-digit int/str limit
+HOSTILE_VALUES = {
+    "huge-int.yaml": f"model:\n  cuda_graph_impl: local\n  seq_length: {BIG}\n",
+    "huge-hex.yaml": "model:\n  cuda_graph_impl: local\n  seq_length: 0x" + "f" * 5000 + "\n",
+    "huge-int.json": json.dumps({"model": {"cuda_graph_impl": "local"}})[:-2] + f', "seq_length": {BIG}}}}}',
+    "dates.yaml": "model:\n  cuda_graph_impl: local\nb: 0000-00-00\nc: 10000-01-01\nd: 2001-02-30\ne: 9999-12-31\n",
+    "surrogate.json": '{"model": {"cuda_graph_impl": "local", "name": "x\\ud800y"}, "\\udfff": 1}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_VALUES))
+def test_values_python_cannot_hold_as_read_are_read_as_their_text(tmp_path, name):
+    """Found by fuzzing: an integer of 5,000 digits (YAML, JSON; a YAML hex one read fine but could
+    not be printed), a YAML date out of datetime's range (0000-00-00, 10000-01-01) and a JSON lone
+    surrogate were internal errors.  They are read as their text (the int as hex, clipped; the
+    surrogate as U+FFFD), and the rest of the config is still checked: the graph impl without the TE
+    RNG tracker is found in every one, in every format."""
+    import inproc
+    p = tmp_path / name
+    p.write_text(HOSTILE_VALUES[name], encoding="utf-8")
+    for fmt in ("text", "json", "markdown", "html"):
+        r = inproc.run(["check-config", str(p), "--format", fmt])
+        assert r.returncode == 1 and r.stderr == "", (fmt, r.stderr)
+        assert "te-rng-tracker-missing" in r.stdout, fmt
+        if fmt == "json":
+            json.loads(r.stdout)
+    d = inproc.run(["diff", str(p), os.path.join(ROOT, "tests", "fixtures", "configs", "bad_run_config.yaml")])
+    assert d.returncode in (0, 1) and "internal error" not in d.stderr, d.stderr

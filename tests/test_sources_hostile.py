@@ -43,6 +43,49 @@ def test_zstd_is_read_or_refused_clearly(tmp_path):
             scan([str(p)])                     # a corrupt frame: a clear error either way
 
 
+@pytest.mark.parametrize("damage", ["flipped", "garbage-frame"])
+def test_a_corrupt_zstd_input_is_read_up_to_its_break_never_an_internal_error(tmp_path, damage):
+    """zstandard's ZstdError ("Data corruption detected", "Unknown frame descriptor", "Destination
+    buffer is too small") is not an OSError: it was an internal error (found by fuzzing).  A break
+    after the first bytes is noted and what came before it triaged, as a truncated archive is; a
+    corrupt start is a one-line input error (exit 2)."""
+    zstandard = pytest.importorskip("zstandard")
+    text = b"".join(b"iteration %d ok\n" % i for i in range(3000)) + IMA + \
+        b"".join(b"filler %s\n" % os.urandom(24).hex().encode() for _ in range(40000))   # ~1 MB compressed
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(text)
+    if damage == "flipped":
+        data = bytearray(frame)
+        for i in range(len(data) * 3 // 4, len(data) * 3 // 4 + 64):
+            data[i] ^= 0x5A
+    else:
+        data = bytearray(frame + b"\x28\xb5\x2f\xfd" + bytes(range(256)) * 4)
+    p = tmp_path / "node3.log.zst"
+    p.write_bytes(bytes(data))
+    r = inproc.run(["analyze", str(p), "--format", "json"])
+    assert r.returncode == 1 and "internal error" not in r.stderr, r.stderr
+    import json
+    d = json.loads(r.stdout)
+    assert d["primary"] == "illegal-memory-access"
+    assert any("breaks off after" in n and "triaged up to there" in n for n in d["notes"]), d["notes"]
+    start = tmp_path / "start.log.zst"
+    start.write_bytes(b"\x28\xb5\x2f\xfd" + bytes(range(256)) * 4)
+    r = inproc.run(["analyze", str(start)])
+    assert r.returncode == 2 and r.stderr.startswith("triage: error: cannot read") and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_year_9999_timestamp_on_a_long_line_is_no_internal_error(tmp_path):
+    """A step line stamped 9999-12-31 23:59:59.999999 (as a float, the first second of year 10000)
+    in a line long enough to be read in segments: the year of the log's dated lines was taken from it
+    and its end (year 10000) was a ValueError (found by fuzzing).  Such a stamp tells no year now."""
+    p = tmp_path / "y.log"
+    p.write_bytes(b" [9999-12-31 23:59:59.999999] iteration        3/      30 | elapsed time per iteration "
+                  b"(ms): 1000 |  File \"/w/site-packages/megatron/core/transformer/transformer_config.py\", "
+                  b"line 1694, in __post_init__" + b"a" * 20000 + b"\n" + IMA)
+    r = inproc.run(["analyze", str(p), "-q"])
+    assert r.returncode == 1 and "illegal-memory-access" in r.stdout, r.stderr
+
+
 def test_corrupt_gzip_is_a_clear_error_a_truncated_one_is_read_up_to_its_break(tmp_path):
     p = tmp_path / "corrupt.gz"
     p.write_bytes(b"\x1f\x8b\x08\x00" + os.urandom(200))

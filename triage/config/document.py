@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Tuple
 
@@ -45,7 +46,28 @@ def _loaders() -> Tuple[Any, Any]:
         """SafeLoader that reads unknown tags (OmegaConf / python objects) as plain data."""
 
     _LenientLoader.add_multi_constructor("", _unknown)
+    for tag in ("int", "timestamp"):      # 0000-00-00, 10000-01-01, 5,000 digits: the text as written
+        _LenientLoader.add_constructor(f"tag:yaml.org,2002:{tag}", _or_text(getattr(base, f"construct_yaml_{tag}")))
     return base, _LenientLoader
+
+
+def _or_text(construct: Any) -> Any:
+    """A YAML scalar constructor that gives the scalar's text where CONSTRUCT cannot make its value
+    (a date out of datetime's range, an integer over Python's 4,300 digits)."""
+    def constructor(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError):
+            return loader.construct_scalar(node)    # type: ignore[arg-type]
+    return constructor
+
+
+def _json_int(text: str) -> Any:
+    """A JSON integer; its text when longer than Python reads (4,300 digits)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
@@ -86,11 +108,19 @@ def _expansion(data: Any) -> None:
     walk(data, 0)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_INT_BITS = 14000          # an int of more bits has over 4,214 digits: str() of it may raise
+
+
 def _clipped(v: Any) -> Any:
     """V with every string (keys too) clipped to CONFIG_MAX_SCALAR characters (see clip_scalar);
     V itself when nothing is that long."""
     if isinstance(v, str):
+        if not v.isascii() and _SURROGATE.search(v):
+            v = _SURROGATE.sub("\ufffd", v)    # a JSON "\ud800": no UTF-8 output could hold it
         return clip_scalar(v)
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > _INT_BITS:
+        return clip_scalar(hex(v))            # (YAML's 0x...: too long for str(), which every view uses)
     if isinstance(v, dict):
         out = {}
         changed = False
@@ -135,7 +165,8 @@ def parse_config_text(text: str, kind: str, where: str) -> Any:
     try:
         if kind != "JSON" and not _yaml_depth_ok(text):
             raise RecursionError
-        data = json.loads(text) if kind == "JSON" else yaml.load(text, Loader=_loaders()[1])  # noqa: S506
+        data = json.loads(text, parse_int=_json_int) if kind == "JSON" else \
+            yaml.load(text, Loader=_loaders()[1])  # noqa: S506
         _expansion(data)
         data = _clipped(data)
     except (json.JSONDecodeError, yaml.YAMLError) as e:

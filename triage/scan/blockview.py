@@ -213,6 +213,7 @@ class BlockView(View):
             self._ts_from += 1
         if ts is not None and not (self._year_span[0] <= ts < self._year_span[1]) and "-" in line.raw[:40]:
             y = time.gmtime(ts).tm_year     # a dated line tells glog lines (no year) their year
-            self.year = y
-            self._year_span = (timegm(y, 1, 1), timegm(y + 1, 1, 1))
+            if 1 <= y <= 9999:              # (9999-12-31 23:59 with a zone west of UTC is 10000 there)
+                self.year = y
+                self._year_span = (timegm(y, 1, 1), timegm(y, 12, 31) + 86400)
 

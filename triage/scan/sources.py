@@ -360,7 +360,7 @@ def _decompressor(kind: str, f: IO[bytes]) -> "Union[io.BufferedIOBase, _ZstdFra
     except ImportError:
         raise InputError("a .zst (zstandard) input needs the `zstandard` package: pip install zstandard, "
                          "or decompress it first (zstd -d)") from None
-    return _ZstdFrames(f, zstandard.ZstdDecompressor())
+    return _ZstdFrames(f, zstandard.ZstdDecompressor(), zstandard.ZstdError)
 
 
 class _ZstdFrames(io.RawIOBase):
@@ -369,18 +369,21 @@ class _ZstdFrames(io.RawIOBase):
     the break (zstandard's own stream reader returns the partial data as if the file were whole)."""
     CHUNK = 1 << 16
 
-    def __init__(self, f: IO[bytes], dctx: Any):
-        self._f, self._dctx = f, dctx
+    def __init__(self, f: IO[bytes], dctx: Any, error: Type[Exception]):
+        self._f, self._dctx, self._zerr = f, dctx, error
         self._obj = dctx.decompressobj()
         self._in_frame = False      # bytes of a frame fed and its end not reached
         self._out = b""
         self._done = False
+        self._error: Optional[Exception] = None    # raised once what came before it is read
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b: Any) -> int:
         while not self._out and not self._done:
+            if self._error is not None:
+                raise self._error
             self._fill()
         n = min(len(b), len(self._out))
         b[:n] = self._out[:n]
@@ -396,7 +399,11 @@ class _ZstdFrames(io.RawIOBase):
             return
         while data:
             self._in_frame = True
-            self._out += self._obj.decompress(data)
+            try:
+                self._out += self._obj.decompress(data)
+            except self._zerr as e:         # corrupt data (a ZstdError: not an OSError)
+                self._error = OSError(f"corrupt zstd data ({e})")
+                return
             if not self._obj.eof:
                 return
             data = self._obj.unused_data        # a frame ended: the next one starts here

@@ -3,7 +3,7 @@ crashes, peers, the Flight Recorder, the timeline -- and the matched lines the s
 (counted in their findings)."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..scan.results import ErrorBlock, Match, ScanResult
 from .analysis import Analysis
@@ -17,13 +17,47 @@ from .unexplained import _unmatched, logged_tracebacks, merge_continuations
 
 
 def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
-                  text: str, memo: Dict[str, str]) -> Optional[Finding]:
+                  text: str, memo: Dict[str, str], ranks: Callable[[Finding], Set[int]]) -> Optional[Finding]:
     """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any (MEMO:
-    fingerprint's, for all the dropped texts)."""
+    fingerprint's, for all the dropped texts; RANKS: a finding's ranks so far)."""
     if text:
         return by_fp.get(fingerprint(pid, text, memo))
     cands = by_pid.get(pid) or []
-    return next((x for x in cands if rank in x.ranks), cands[0] if cands else None)
+    return next((x for x in cands if rank in ranks(x)), cands[0] if cands else None)
+
+
+class _RankTally:
+    """The ranks and rank counts that dropped lines add to findings, kept per finding and sorted into
+    each once (done): sorted again at every dropped line, a crash printed by 100,000 ranks took minutes."""
+
+    def __init__(self) -> None:
+        self._acc: Dict[int, Tuple[Finding, Set[int], Dict[int, int]]] = {}   # id(finding): it, ranks, counts
+        self._grown: Set[int] = set()                                         # (those given a new rank)
+
+    def _of(self, f: Finding) -> Tuple[Finding, Set[int], Dict[int, int]]:
+        a = self._acc.get(id(f))
+        if a is None:
+            a = self._acc[id(f)] = (f, set(f.ranks), dict(f.rank_counts))
+        return a
+
+    def ranks(self, f: Finding) -> Set[int]:
+        """F's ranks so far."""
+        return self._of(f)[1]
+
+    def add(self, f: Finding, rank: int, n: int) -> None:
+        """N lines of RANK counted in F; a rank new to F is one more occurrence."""
+        _, rs, rc = self._of(f)
+        if rank not in rc:
+            f.count += 1
+            rs.add(rank)
+            self._grown.add(id(f))
+        rc[rank] = rc.get(rank, 0) + n
+
+    def done(self) -> None:
+        for f, rs, rc in self._acc.values():
+            if id(f) in self._grown:
+                f.ranks = sorted(rs)
+            f.rank_counts = dict(sorted(rc.items()))
 
 
 def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str], int]) -> int:
@@ -40,17 +74,16 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
             by_pid.setdefault(cf.pitfall, []).append(cf)
     total = 0
     memo: Dict[str, str] = {}
+    tally = _RankTally()
     for (pid, rank, text), n in dropped.items():
-        f = _dropped_into(by_fp, by_pid, pid, rank, text, memo)
+        f = _dropped_into(by_fp, by_pid, pid, rank, text, memo, tally.ranks)
         if f is None:
             continue
         f.matched_lines += n
         total += n
         if rank is not None:
-            if rank not in f.rank_counts:
-                f.count += 1
-                f.ranks = sorted(set(f.ranks) | {rank})
-            f.rank_counts = dict(sorted({**f.rank_counts, rank: f.rank_counts.get(rank, 0) + n}.items()))
+            tally.add(f, rank, n)
+    tally.done()
     return total
 
 

@@ -115,6 +115,41 @@ def test_check_config_and_diff_warn_on_a_key_that_is_no_setting_with_did_you_mea
     assert d.returncode == 2 and "cuda_graph_scpoe" in d.stderr
 
 
+def test_the_near_miss_search_gives_difflibs_answer():
+    """_near looks only at the names whose length could reach the cutoff (difflib's first test):
+    the same answer as difflib over the whole sorted table, for every known name misspelt three
+    ways and for random names."""
+    import difflib
+    import random
+    from triage.config.settings import CUTOFF, _near, known_settings
+    table = known_settings()
+    rng = random.Random(7)
+    names = []
+    for n in sorted(table)[::90]:
+        i = rng.randrange(len(n) + 1)
+        names += [n[:i] + "x" + n[i:], n[:i] + n[i + 1:], n[::-1][:8], n.upper()]
+    names += ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rng.randint(1, 40))) for _ in range(60)]
+    for name in names:
+        want = difflib.get_close_matches(name, sorted(table), n=1, cutoff=CUTOFF)
+        assert _near(name, table) == (want[0] if want else None), name
+
+
+def test_a_config_of_many_unknown_keys_is_checked_in_bounded_time(tmp_path):
+    """Found by fuzzing: each key that is no known setting was compared with the ~2,700 known ones
+    (2.5 ms), so a config of 10,000 such keys took 25 s and one of 300,000 never ended.  The first
+    NEAR_MAX distinct names are looked up, the rest are counted in one warning."""
+    from triage.config.settings import NEAR_MAX
+    p = tmp_path / "many.yaml"
+    p.write_text("model:\n  cuda_graph_impl: local\n  cuda_graph_scpoe: [attn]\n"
+                 + "".join(f"k{i}: {i}\n" for i in range(NEAR_MAX + 3000)))
+    r = triage("check-config", str(p))
+    assert r.returncode == 1 and "te-rng-tracker-missing" in r.stdout
+    warnings = r.stderr.splitlines()
+    assert "did you mean 'cuda_graph_scope'?" in warnings[-1]
+    assert warnings[0] == (f"triage: warning: 3,001 keys not checked for typos (past the first {NEAR_MAX:,} names "
+                           f"that are no known setting), from 'k{NEAR_MAX - 1}'")
+
+
 def test_no_real_config_of_the_fixtures_raises_a_typo_warning():
     from triage.config import ConfigError, build_config
     from triage.config.settings import unknown_keys

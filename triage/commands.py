@@ -234,10 +234,14 @@ def _typos(cfg: Mapping[str, Any], overrides: Sequence[str], env: Sequence[str],
     """The config's keys that are no known setting (config.settings): a warning line each on stderr,
     or, with --strict, one error (exit 2)."""
     from .config.load import parse_overrides
-    from .config.settings import unknown_keys
+    from .config.settings import NEAR_MAX, unknown_keys
     given = list(parse_overrides(overrides)) + [f"env.{e.split('=', 1)[0].strip()}" for e in env if "=" in e]
     lasts = {g.rsplit(".", 1)[-1] for g in given}
-    typos = unknown_keys([k for k in cfg if k.rsplit(".", 1)[-1] not in lasts], given)
+    unchecked: List[str] = []
+    typos = unknown_keys([k for k in cfg if k.rsplit(".", 1)[-1] not in lasts], given, unchecked)
+    if unchecked:
+        click.echo(f"triage: warning: {len(unchecked):,} keys not checked for typos (past the first "
+                   f"{NEAR_MAX:,} names that are no known setting), from {unchecked[0]!r}", err=True)
     if typos and strict:
         raise fail("; ".join(t.message() for t in typos[:5]) + (f" (+{len(typos) - 5} more)" if len(typos) > 5 else "")
                    + " (--strict)")

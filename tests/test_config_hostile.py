@@ -96,3 +96,18 @@ def test_values_python_cannot_hold_as_read_are_read_as_their_text(tmp_path, name
             json.loads(r.stdout)
     d = inproc.run(["diff", str(p), os.path.join(ROOT, "tests", "fixtures", "configs", "bad_run_config.yaml")])
     assert d.returncode in (0, 1) and "internal error" not in d.stderr, d.stderr
+
+
+def test_an_override_of_5000_digits_and_a_pattern_file_of_an_unreadable_date(tmp_path):
+    """Found by fuzzing (internal errors before): KEY=<5,000 digits> is its text; a pattern file
+    holding a date PyYAML cannot make (0000-00-00) is that file's one-line problem."""
+    import inproc
+    r = inproc.run(["check-config", "model.seq_length=" + "9" * 5000, "model.cuda_graph_impl=local", "--format", "json"])
+    assert r.returncode == 1 and "te-rng-tracker-missing" in r.stdout, r.stderr
+    p = tmp_path / "mine.yaml"
+    with open(os.path.join(ROOT, "patterns", "te-required.yaml"), encoding="utf-8") as f:
+        p.write_text(f.read() + "\nreviewed: 0000-00-00\n")
+    r = inproc.run(["patterns", "check", str(p)])
+    assert r.returncode == 1 and "mine.yaml: a value PyYAML cannot read: year 0 is out of range" in r.stdout + r.stderr
+    r = inproc.run(["analyze", os.path.join(ROOT, "examples", "sample_job.log"), "--patterns", str(p)])
+    assert r.returncode == 2 and r.stderr.startswith("triage: error: --patterns") and r.stderr.count("\n") == 1

@@ -206,3 +206,17 @@ def test_check_config_writes_output_files_and_html_like_analyze(tmp_path):
     md = triage("check-config", bad, "-o", str(tmp_path / "c.md"))
     assert md.returncode == 1 and (tmp_path / "c.md").read_text().startswith("### triage check-config:")
     assert triage("check-config", bad, "-o", "-", "--format", "html").stdout.startswith("<!doctype html>")
+
+
+def test_check_config_html_lists_the_undecided_rules_and_their_keys():
+    """Found by fuzzing: `{% for k in r.keys %}` in the HTML template is the dict's keys METHOD in
+    Jinja, so every config with an undecided rule (the real Bridge 0.6.2 Configuration Summary here)
+    was an internal error in --format html."""
+    f = os.path.join(CFG, "real", "bridge-0.6.2", "pair-te-rng", "summary-good.log")
+    j = json.loads(triage("check-config", f, "--format", "json").stdout)
+    assert j["undecided"]
+    r = triage("check-config", f, "--format", "html")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    for u in j["undecided"]:
+        shown = ", ".join(f"<code>{k}</code>" for k in u["keys"])
+        assert f"undecided: <code>{u['pitfall']}</code>: the config does not show {shown}</li>" in r.stdout

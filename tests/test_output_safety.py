@@ -55,3 +55,27 @@ def test_an_interrupted_run_leaves_no_report_and_no_temp_file(tmp_path):
         assert p.wait(timeout=60) == 130
     assert not out.exists()
     assert [f for f in os.listdir(tmp_path) if f.startswith(".triage-")] == []
+
+
+def test_a_file_name_and_job_id_of_bytes_that_are_no_utf8(tmp_path):
+    """Found by fuzzing: a rank file named with a byte that is no UTF-8 (Linux allows any bytes), or
+    such a --job-id, reached the reports as a lone surrogate (os.fsdecode) and every format but text
+    was an internal error, as was --record.  Reports and the store now show it as U+FFFD; the text
+    report prints the name's own bytes, as ls does."""
+    import json
+    src = os.path.join(ROOT, "tests", "fixtures", "logs", "real", "cpu-outcome", "uncaught_torch_error.log")
+    name = os.path.join(os.fsencode(str(tmp_path)), b"rank_0_\xff.log")
+    with open(src, "rb") as f, open(name, "wb") as g:
+        g.write(f.read())
+    path, job = os.fsdecode(name), os.fsdecode(b"job-\xff")
+    db = str(tmp_path / "verdicts.db")
+    p = run("analyze", path, "--format", "json", "--job-id", job, "--record", "--db", db)
+    assert p.returncode == 3 and p.stderr == "", p.stderr
+    d = json.loads(p.stdout)
+    assert "rank_0_\ufffd.log" in p.stdout and d["outcome"] == "unexplained-failure"
+    for fmt in ("markdown", "html", "junit", "jira"):
+        q = run("analyze", path, "--format", fmt)
+        assert q.returncode == 3 and q.stderr == "", (fmt, q.stderr)
+        assert fmt == "jira" or "rank_0_\ufffd.log" in q.stdout, fmt       # (jira's comment names no file)
+    r = run("fleet", "report", "--db", db, "--since", "all", "--format", "json")
+    assert r.returncode == 0 and "job-\ufffd" in r.stdout, r.stderr

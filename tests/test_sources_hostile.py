@@ -1,6 +1,7 @@
 """Hostile inputs (issue 13): compressed formats, bombs, endless and unreadable inputs."""
 import bz2
 import gzip
+import io
 import lzma
 import os
 import threading
@@ -84,6 +85,10 @@ def test_a_year_9999_timestamp_on_a_long_line_is_no_internal_error(tmp_path):
                   b"line 1694, in __post_init__" + b"a" * 20000 + b"\n" + IMA)
     r = inproc.run(["analyze", str(p), "-q"])
     assert r.returncode == 1 and "illegal-memory-access" in r.stdout, r.stderr
+    for stamp in (b"9999-06-01 10:00:00.000000", b"9998-12-31 23:59:59.999999"):    # a CR ending: the same
+        p.write_bytes(b" [" + stamp + b"] iteration        3/      30 | elapsed time per iteration (ms): 1000 |\r\n" + IMA)
+        r = inproc.run(["analyze", str(p), "-q"])
+        assert r.returncode == 1 and "illegal-memory-access" in r.stdout, (stamp, r.stderr)
 
 
 def test_corrupt_gzip_is_a_clear_error_a_truncated_one_is_read_up_to_its_break(tmp_path):
@@ -106,6 +111,32 @@ def test_a_decompression_bomb_stops_with_a_note(tmp_path, monkeypatch):
     r = scan([str(p)], block_size=1 << 20)
     assert any("decompression bomb" in n for n in r.notes)
     assert r.lines < 8 << 20
+
+
+def test_a_zstd_bomb_stops_with_a_note_and_a_repetitive_zstd_log_reads_whole(tmp_path, monkeypatch):
+    """Found by fuzzing: the zstd reader made all of a 64 KiB read's output at once (a bomb: GiBs)
+    and cut what was left of it at every read (quadratic: a 64 MiB log of one repeated line took
+    20 s, a 1.2 GB bomb never stopped).  It now decompresses 4 KiB at a time up to ~1 MiB of output
+    and reads on from an offset: the bomb stops at the ratio as gzip's does, and a repetitive log
+    of many frames reads back byte for byte."""
+    zstandard = pytest.importorskip("zstandard")
+    monkeypatch.setattr(sources, "MAX_EXPANDED", 1 << 20)
+    p = tmp_path / "bomb.log.zst"
+    p.write_bytes(zstandard.ZstdCompressor(level=19).compress(b"\n" * (64 << 20)))
+    r = scan([str(p)], block_size=1 << 20)
+    assert any("decompression bomb" in n for n in r.notes) and r.lines < 8 << 20
+    text = b"".join(b"[rank%d]: hello world %d\n" % (i % 8, i // 1000) for i in range(400_000))
+    c = zstandard.ZstdCompressor(level=3)
+    frames = b"".join(c.compress(text[i:i + (3 << 20)]) for i in range(0, len(text), 3 << 20))
+    z = sources._ZstdFrames(io.BytesIO(frames), zstandard.ZstdDecompressor(), zstandard.ZstdError)
+    got, buf = [], bytearray(50_000)
+    while True:
+        n = z.readinto(buf)
+        if not n:
+            break
+        got.append(bytes(buf[:n]))
+        assert len(z._out) < len(text) // 3       # never a whole chunk's output (here all of it) at once
+    assert b"".join(got) == text
 
 
 def test_devices_are_refused_and_fifos_capped(tmp_path):

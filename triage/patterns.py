@@ -595,6 +595,8 @@ def _document(raw: bytes, where: str) -> Any:
         return yaml.load(text, Loader=_safe_loader())  # noqa: S506 - a safe loader (libyaml's when present)
     except yaml.YAMLError as e:
         raise PatternError(f"{where}: invalid YAML: {str(e).splitlines()[0]}") from None
+    except (ValueError, OverflowError) as e:     # a date out of range (0000-00-00), an int of 5,000 digits
+        raise PatternError(f"{where}: a value PyYAML cannot read: {str(e).splitlines()[0]}") from None
 
 
 def load_file(path: str, known_ids: Optional[Sequence[str]] = None, user: bool = False) -> Pattern:

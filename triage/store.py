@@ -833,14 +833,15 @@ def record_of(a: Any, paths: Sequence[str], identity: Any, digest: str) -> Recor
     start, end = getattr(job, "log_start", None), getattr(job, "log_end", None)
     where = [p if p == "-" or "://" in p else os.path.abspath(p) for p in paths]
     msg_sig = getattr(v, "message_signature", None)
-    return Record(job_id=redact(job_id), job_time=end or job_time(paths), outcome=v.outcome,
+    from .unicode import utf8_safe as ok  # (a job id or host of bytes that are no UTF-8: U+FFFD)
+    return Record(job_id=ok(redact(job_id)), job_time=end or job_time(paths), outcome=v.outcome,
                   primary=v.primary.pitfall if v.primary is not None else None,
-                  signature=redact(v.signature) if v.signature else None, title=redact(v.title),
-                  first_failing_rank=v.first_rank, blamed=blamed, summary=redact(v.summary),
+                  signature=ok(redact(v.signature)) if v.signature else None, title=ok(redact(v.title)),
+                  first_failing_rank=v.first_rank, blamed=blamed, summary=ok(redact(v.summary)),
                   content_hash=digest, triage_version=__version__, attempt=attempt,
-                  hosts=" ".join(getattr(job, "hosts", ()) or ()), log_start=start, log_end=end,
+                  hosts=ok(" ".join(getattr(job, "hosts", ()) or ())), log_start=start, log_end=end,
                   paths=json.dumps(where) if "-" not in where else "",
-                  message_signature=redact(msg_sig) if msg_sig else None)
+                  message_signature=ok(redact(msg_sig)) if msg_sig else None)
 
 
 KNOWN_RE = "re:"      # a known-issue key "re:REGEX": found in a job's signature or error block (elastic-recheck)

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Tuple
 
 from .. import hashing as hashlib
+from ..unicode import utf8_safe
 from .keys import ConfigError
 
 CONFIG_MAX_BYTES = 16 << 20      # a YAML/JSON config bigger than this is refused
@@ -108,7 +108,6 @@ def _expansion(data: Any) -> None:
     walk(data, 0)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _INT_BITS = 14000          # an int of more bits has over 4,214 digits: str() of it may raise
 
 
@@ -116,9 +115,7 @@ def _clipped(v: Any) -> Any:
     """V with every string (keys too) clipped to CONFIG_MAX_SCALAR characters (see clip_scalar);
     V itself when nothing is that long."""
     if isinstance(v, str):
-        if not v.isascii() and _SURROGATE.search(v):
-            v = _SURROGATE.sub("\ufffd", v)    # a JSON "\ud800": no UTF-8 output could hold it
-        return clip_scalar(v)
+        return clip_scalar(utf8_safe(v))      # (a JSON "\ud800": no UTF-8 output could hold it)
     if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > _INT_BITS:
         return clip_scalar(hex(v))            # (YAML's 0x...: too long for str(), which every view uses)
     if isinstance(v, dict):

@@ -89,7 +89,7 @@ def parse_scalar(v: Any) -> Any:
     if s in ("None", "null", "Null", "NULL", "~", ""):   # lower-case "none" is a value (cuda_graph_impl)
         return None
     if regex.fullmatch(r"[+-]?\d+", s):
-        return int(s)
+        return int(s) if len(s) <= 4000 else s          # (past Python's 4,300 digits: the text)
     if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
         return float(s)
     return _parse_text(s)

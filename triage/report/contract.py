@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..caps import CLIP_MARK, FINDINGS_MAX, LEVELS, MAX_DEPTH, MAX_JSON_BYTES, SERIES_MAX, SUMMARY_MAX, Caps  # noqa: F401
 from ..redact import redact_obj
+from ..unicode import utf8_safe
 from ..verdict.analysis import Analysis
 from ..verdict.fingerprint import signature_id
 from ..verdict.hangs import FR_ANALYSE, FR_DUMPS
@@ -314,7 +315,13 @@ def report_json(a: Analysis, redact_secrets: bool = True, limit: int = MAX_JSON_
         if redact_secrets:
             d = redact_obj(d)
         text = json_text(d)
-        if len(text.encode("utf-8")) <= limit:
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError:    # a file name, job id or variable of bytes that are no UTF-8 (os.fsdecode's
+            text = utf8_safe(text)                      # lone surrogates): U+FFFD in every report made from it
+            d = json.loads(text)
+            size = len(text.encode("utf-8"))
+        if size <= limit:
             break
     return d, text
 

@@ -367,13 +367,17 @@ class _ZstdFrames(io.RawIOBase):
     """A zstd stream of one or more frames, decompressed; an input that ends inside a frame (a log
     a crashed node left truncated) raises EOFError once what it held is read, so the reader notes
     the break (zstandard's own stream reader returns the partial data as if the file were whole)."""
-    CHUNK = 1 << 16
+    CHUNK = 1 << 16             # compressed bytes read at a time
+    FEED = 1 << 12              # ... given to the decompressor at a time
+    OUT = 1 << 20               # decompressed bytes made at most (about) in one _fill
 
     def __init__(self, f: IO[bytes], dctx: Any, error: Type[Exception]):
         self._f, self._dctx, self._zerr = f, dctx, error
         self._obj = dctx.decompressobj()
         self._in_frame = False      # bytes of a frame fed and its end not reached
-        self._out = b""
+        self._out = b""             # decompressed, read up to _pos
+        self._pos = 0
+        self._pending = b""         # read, not yet decompressed
         self._done = False
         self._error: Optional[Exception] = None    # raised once what came before it is read
 
@@ -381,34 +385,44 @@ class _ZstdFrames(io.RawIOBase):
         return True
 
     def readinto(self, b: Any) -> int:
-        while not self._out and not self._done:
+        while self._pos >= len(self._out) and not self._done:
             if self._error is not None:
                 raise self._error
+            self._out, self._pos = b"", 0
             self._fill()
-        n = min(len(b), len(self._out))
-        b[:n] = self._out[:n]
-        self._out = self._out[n:]
+        n = min(len(b), len(self._out) - self._pos)
+        b[:n] = memoryview(self._out)[self._pos:self._pos + n]
+        self._pos += n                  # (a slice of what is left at every read: quadratic, 64 MiB 20 s)
         return n
 
     def _fill(self) -> None:
-        data = self._f.read(self.CHUNK)
-        if not data:
-            self._done = True
-            if self._in_frame:
-                raise EOFError("the zstd frame is truncated (the input ends inside it)")
-            return
-        while data:
+        """Decompress what is pending (reading a CHUNK when nothing is) FEED bytes at a time until
+        OUT bytes came out: a very repetitive input (or a bomb, which _Limited stops) never makes
+        more than ~OUT + FEED x the ratio at once."""
+        if not self._pending:
+            self._pending = self._f.read(self.CHUNK)
+            if not self._pending:
+                self._done = True
+                if self._in_frame:
+                    raise EOFError("the zstd frame is truncated (the input ends inside it)")
+                return
+        parts = []
+        got = 0
+        while self._pending and got < self.OUT:
+            data, self._pending = self._pending[:self.FEED], self._pending[self.FEED:]
             self._in_frame = True
             try:
-                self._out += self._obj.decompress(data)
+                piece = self._obj.decompress(data)
             except self._zerr as e:         # corrupt data (a ZstdError: not an OSError)
                 self._error = OSError(f"corrupt zstd data ({e})")
-                return
-            if not self._obj.eof:
-                return
-            data = self._obj.unused_data        # a frame ended: the next one starts here
-            self._obj = self._dctx.decompressobj()
-            self._in_frame = False
+                break
+            parts.append(piece)
+            got += len(piece)
+            if self._obj.eof:                   # a frame ended: the next one starts in what it left
+                self._pending = self._obj.unused_data + self._pending
+                self._obj = self._dctx.decompressobj()
+                self._in_frame = False
+        self._out = b"".join(parts)
 
 
 _Binary = Union[IO[bytes], _Limited]     # an input opened as bytes (_Limited: decompressing it)

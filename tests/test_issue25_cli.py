@@ -58,6 +58,21 @@ def test_contradictory_options_are_a_usage_error():
     assert r.returncode == 2 and "--no-store and --db contradict" in r.stderr
 
 
+@pytest.mark.parametrize("args,message", [
+    (["analyze", SAMPLE, "--attempt", "-1"], "Invalid value for '--attempt': -1 is not in the range 0<=x<=999999."
+                                            " (see 'triage analyze --help')"),
+    (["analyze", SAMPLE, "-o", ROOT], f"Invalid value for '-o' / '--output': File '{ROOT}' is a directory."
+                                      " (see 'triage analyze --help')"),
+    (["analyze", "--bogus"], "No such option '--bogus'. Did you mean '--jobs'? (see 'triage analyze --help')"),
+    (["bogus"], "No such command 'bogus'. (see 'triage --help')"),
+])
+def test_a_usage_error_is_one_line(args, message):
+    """README: a usage error is one line on stderr and exit 2 (click printed its usage block: four
+    lines; found by fuzzing)."""
+    r = inproc.run(args)
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"triage: error: {message}\n")
+
+
 def test_quiet_keeps_the_known_issue_line(tmp_path):
     db = str(tmp_path / "k.db")
     assert triage("known", "add", "moe-scope-conflict", "https://t.example/TRAIN-1", "--db", db).returncode == 0

@@ -209,6 +209,11 @@ class _Group(click.Group):
             sys.exit(rv if isinstance(rv, int) else 0)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
+        except click.UsageError as e:       # one line (README), not click's usage block
+            see = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+            msg = " ".join(e.format_message().split())
+            click.echo(f"triage: error: {msg}{see}", err=True)
+            sys.exit(EXIT_USAGE)
         except click.ClickException as e:
             e.show()
             sys.exit(EXIT_USAGE)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLE = os.path.join(ROOT, "examples", "sample_job.log")
 
@@ -79,3 +81,30 @@ def test_a_file_name_and_job_id_of_bytes_that_are_no_utf8(tmp_path):
         assert fmt == "jira" or "rank_0_\ufffd.log" in q.stdout, fmt       # (jira's comment names no file)
     r = run("fleet", "report", "--db", db, "--since", "all", "--format", "json")
     assert r.returncode == 0 and "job-\ufffd" in r.stdout, r.stderr
+
+
+def test_a_file_behind_a_directory_this_user_may_not_enter_is_not_called_missing(tmp_path):
+    """Found by fuzzing: os.path.exists() is False for a file this user cannot reach, and the error
+    said "no such file or directory"; the OS's reason is said now (analyze and fleet)."""
+    import shutil
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "job.log").write_text("hello\n")
+    locked.chmod(0o600)                 # no x: nobody but root gets to job.log
+    prefix = []
+    if os.geteuid() == 0:               # root passes permission checks: drop the capabilities that do it
+        if not shutil.which("setpriv"):
+            locked.chmod(0o700)
+            pytest.skip("running as root without setpriv (util-linux) to drop CAP_DAC_OVERRIDE")
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search",
+                  "--inh-caps=-dac_override,-dac_read_search"]
+    try:
+        for args in (["analyze", str(locked / "job.log")], ["fleet", "run", str(locked / "job.log"), "--no-store"]):
+            p = subprocess.run(prefix + [sys.executable, "-m", "triage", *args], capture_output=True, text=True,
+                               cwd=ROOT)
+            assert p.returncode == 2 and p.stderr == f"triage: error: cannot read {str(locked / 'job.log')!r}: " \
+                                                     "Permission denied\n", (args, p.stderr)
+        missing = run("analyze", str(tmp_path / "nope.log"))
+        assert missing.stderr == f"triage: error: no such file or directory: {str(tmp_path / 'nope.log')!r}\n"
+    finally:
+        locked.chmod(0o700)

@@ -93,8 +93,14 @@ def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
     for p in paths:
         if p == "-":
             raise FleetError("triage fleet reads jobs from files and directories, not stdin")
-        if not (remote.exists(p) if remote.is_url(p) else os.path.exists(p)):
-            raise FleetError(f"no such file or directory: {p!r}")
+        if remote.is_url(p):
+            if not remote.exists(p):
+                raise FleetError(f"no such file or directory: {p!r}")
+        else:
+            from .scan.sources import not_there
+            why = not_there(p)
+            if why:
+                raise FleetError(why)
         jobs.append(job_at(p))
     seen = set()
     out = []

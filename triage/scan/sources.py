@@ -267,11 +267,26 @@ def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> Lis
                 raise InputError(f"directory {p!r} holds no log files (*.log, *.out, *.err, *.txt, *.gz)")
             _one_job(p, found)
             out.extend(found)
-        elif os.path.exists(p):
-            out.append(p)
         else:
-            raise InputError(f"no such file or directory: {p!r}")
+            why = not_there(p)
+            if why:
+                raise InputError(why)
+            out.append(p)
     return out
+
+
+def not_there(p: str) -> Optional[str]:
+    """Why local path P cannot be looked at ("no such file or directory", or the OS's reason: a
+    directory on its way that this user may not enter), or None."""
+    try:
+        os.stat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        return f"no such file or directory: {p!r}"
+    except OSError as e:
+        return f"cannot read {p!r}: {e.strerror or e}"
+    except ValueError:                  # a NUL in the name
+        return f"no such file or directory: {p!r}"
+    return None
 
 
 # lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)

@@ -235,3 +235,40 @@ def test_check_config_html_lists_the_undecided_rules_and_their_keys():
     for u in j["undecided"]:
         shown = ", ".join(f"<code>{k}</code>" for k in u["keys"])
         assert f"undecided: <code>{u['pitfall']}</code>: the config does not show {shown}</li>" in r.stdout
+
+
+def test_second_fuzzing_round_known_issues_watch_options_and_a_full_disk(tmp_path):
+    """Found by fuzzing (each was an internal error, a false alert or a raw escape on the terminal):
+    contradicting regex flags in a known-issue key or a pattern, a key of bytes that are no UTF-8,
+    a title holding terminal escapes and newlines in `known list`, nan for a number of seconds, and
+    stdout on a full disk."""
+    db = str(tmp_path / "k.db")
+    r = inproc.run(["known", "add", "re:(?a)(?u)x", "https://x.example/1", "--db", db])
+    assert r.returncode == 2 and r.stderr.startswith("triage: error: 're:(?a)(?u)x': not a valid regex"), r.stderr
+    r = inproc.run(["known", "add", os.fsdecode(b"re:\xed\xa0\x80"), "https://x.example/1", "--db", db])
+    assert r.returncode == 2 and "holds bytes that are no UTF-8 text" in r.stderr and r.stderr.count("\n") == 1
+    title = "t\x1b]0;pwn\x07\nnewline"
+    assert inproc.run(["known", "add", "illegal-memory-access", "https://x.example/2", "--title", title,
+                       "--db", db]).returncode == 0
+    out = inproc.run(["known", "list", "--db", db]).stdout
+    assert "\x1b" not in out and "\x07" not in out and "t\\e]0;pwn\\x07\\nnewline" in out
+    assert json.loads(inproc.run(["known", "list", "--db", db, "--format", "json"]).stdout)[0]["title"] == title
+    for opt in ("--stall", "--idle", "--heartbeat", "--settle"):
+        r = inproc.run(["watch", SAMPLE, "--idle", "1", opt, "nan"])
+        assert r.returncode == 2 and f"'{opt}': 'nan' is not a number of seconds" in r.stderr, (opt, r.stderr)
+    pat = tmp_path / "pats"
+    pat.mkdir()
+    with open(os.path.join(ROOT, "patterns", "te-required.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    (pat / "mine.yaml").write_text(text.replace("id: te-required", "id: mine-flags") + "\n")
+    import yaml
+    d = yaml.safe_load(text)
+    d["id"], d["match"] = "mine-flags", [{"regex": "boom(?a)(?u)x", "literal": ["boom"]}]
+    (pat / "mine.yaml").write_text(yaml.safe_dump(d))
+    r = inproc.run(["patterns", "check", str(pat)])
+    assert r.returncode != 0 and "bad regex 'boom(?a)(?u)x'" in r.stdout + r.stderr and "internal" not in r.stderr
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([sys.executable, "-m", "triage", "schema", "analyze"], stdout=full, stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT)
+        assert (p.returncode, p.stderr) == (2, "triage: error: cannot write the output: No space left on device\n")

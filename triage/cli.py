@@ -11,12 +11,13 @@ import gc
 _GC_AT_IMPORT = gc.isenabled()
 gc.disable()
 try:
+    import errno
     import os
     import signal
     import stat
     import sys
     import threading
-    from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+    from typing import TYPE_CHECKING, Any, List, Mapping, NoReturn, Optional
 
     import click
 
@@ -221,18 +222,29 @@ class _Group(click.Group):
             from .redact import redact
             click.echo(f"triage: error: {redact(str(e).strip()) or type(e).__name__}", err=True)
             sys.exit(EXIT_USAGE)
-        except click.exceptions.Abort:
+        except (click.exceptions.Abort, KeyboardInterrupt, BrokenPipeError):
             sys.exit(130)
-        except (KeyboardInterrupt, BrokenPipeError):
-            sys.exit(130)
+        except OSError as e:
+            if e.errno not in _FULL:
+                raise_internal(e)
+            click.echo(f"triage: error: cannot write the output: {e.strerror}", err=True)   # (stdout on a full disk)
+            sys.exit(EXIT_USAGE)
         except Exception as e:  # never a traceback for a user; TRIAGE_DEBUG=1 shows it
-            if os.environ.get("TRIAGE_DEBUG"):
-                raise
-            from .redact import redact
-            click.echo(f"triage: internal error: {type(e).__name__}: {redact(str(e)[:300])}\n"
-                       f"triage {__version__} hit a bug: please report it with the command line and, if you can, "
-                       "the log (TRIAGE_DEBUG=1 shows the traceback)", err=True)
-            sys.exit(EXIT_INTERNAL)
+            raise_internal(e)
+
+
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)   # a write that cannot be the user's command's fault
+
+
+def raise_internal(e: BaseException) -> NoReturn:
+    """An unexpected error: one line and a request to report it (exit 4); TRIAGE_DEBUG=1 re-raises it."""
+    if os.environ.get("TRIAGE_DEBUG"):
+        raise e
+    from .redact import redact
+    click.echo(f"triage: internal error: {type(e).__name__}: {redact(str(e)[:300])}\n"
+               f"triage {__version__} hit a bug: please report it with the command line and, if you can, "
+               "the log (TRIAGE_DEBUG=1 shows the traceback)", err=True)
+    sys.exit(EXIT_INTERNAL)
 
 
 class _LazyCommands(dict):

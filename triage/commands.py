@@ -33,20 +33,32 @@ from .schemas import NAMES as SCHEMA_NAMES
 WATCH_FORMATS = ("text", "jsonl")
 
 
+
+class _Seconds(click.FloatRange):
+    """A FloatRange of seconds that refuses nan (a FloatRange lets it through: every
+    comparison with it is false; found by fuzzing: --stall nan alerted at once, --idle nan never ended)."""
+    name = "seconds"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        v = super().convert(value, param, ctx)
+        if v != v:
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return v
+
 @cli.command()
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--format", "fmt", type=click.Choice(WATCH_FORMATS), default="text", show_default=True,
               help="text: one alert line per event; jsonl: one JSON object per event (`triage schema watch-event`).")
-@click.option("--settle", type=click.FloatRange(min=0), default=3.0, show_default=True, metavar="SECONDS",
+@click.option("--settle", type=_Seconds(min=0), default=3.0, show_default=True, metavar="SECONDS",
               help="A root cause is emitted once it has stood this long (later lines could overturn it); "
                    "an unexplained failure waits 3x as long.")
-@click.option("--stall", type=click.FloatRange(min=0.1), default=None, metavar="SECONDS",
+@click.option("--stall", type=_Seconds(min=0.1), default=None, metavar="SECONDS",
               help="No rank's step advancing for this long, with no error logged, is a suspected hang "
                    "(default: 10x the median step time, at least 60 s; 10x longer during a checkpoint save "
                    "or an evaluation).")
-@click.option("--heartbeat", type=click.FloatRange(min=0), default=60.0, show_default=True, metavar="SECONDS",
+@click.option("--heartbeat", type=_Seconds(min=0), default=60.0, show_default=True, metavar="SECONDS",
               help="Emit healthy-progress (the last step per rank) this often while no root cause is known; 0: never.")
-@click.option("--idle", type=click.FloatRange(min=0), default=3600.0, show_default=True, metavar="SECONDS",
+@click.option("--idle", type=_Seconds(min=0), default=3600.0, show_default=True, metavar="SECONDS",
               help="End after this long without new bytes; 0: never (the launcher's end lines, or stdin "
                    "closing, end it too).")
 @click.option("--on-failure", "on_failure", metavar="CMD", default=None,
@@ -65,7 +77,7 @@ WATCH_FORMATS = ("text", "jsonl")
 @click.option("--job-id", metavar="ID", default=None, help="The job's id in the store (as for analyze).")
 @click.option("--attempt", type=click.IntRange(min=0, max=999999), default=None, metavar="N",
               help="The job's attempt in the store (as for analyze).")
-@click.option("--poll", type=click.FloatRange(min=0.01, max=10), default=0.25, show_default=True, metavar="SECONDS",
+@click.option("--poll", type=_Seconds(min=0.01, max=10), default=0.25, show_default=True, metavar="SECONDS",
               help="Seconds between looks at the inputs.", hidden=True)
 def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], heartbeat: float, idle: float,
           on_failure: Optional[str], report_dir: Optional[str], pattern_dirs: List[str], fail_on: str,
@@ -637,7 +649,8 @@ def known_add(key: str, url: str, title: Optional[str], db: Optional[str], patte
                            "triage analyze --record, or triage fleet)") from None
             key = sig
         new = st.known_add(key, url, title)
-    click.echo(f"{'added' if new else 'updated'}: {key} -> {url}")
+    from .report.util import clip
+    click.echo(f"{'added' if new else 'updated'}: {clip(key, 500)} -> {clip(url, 500)}")
 
 
 @known.command("list")
@@ -664,9 +677,11 @@ def known_list(db: Optional[str], fmt: str) -> None:
         return
     if not out:
         click.echo("no known issues (add one with: triage known add KEY URL)")
+    from .report.util import clip  # (one clipped line each: a title may hold escapes or newlines)
     for k in out:
         seen_s = f"seen {k['seen']}x, {k['first_seen']}..{k['last_seen']}" if k["seen"] else "not seen yet"
-        click.echo(f"{k['key']}\n  {k['url']}" + (f"  {k['title']}" if k["title"] else "") + f"\n  {seen_s}")
+        title = f"  {clip(k['title'], 500)}" if k["title"] else ""
+        click.echo(f"{clip(k['key'], 500)}\n  {clip(k['url'], 500)}{title}\n  {seen_s}")
 
 
 @known.command("remove")

@@ -272,7 +272,7 @@ def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False
                                "possessive quantifier such as \\w++ cannot backtrack)")
     try:
         return compile_rx(src, ignore_case)
-    except regex.error as e:
+    except (regex.error, ValueError) as e:     # (ValueError: flags that contradict, e.g. (?a)(?u))
         raise PatternError(f"{where}: bad regex {src!r}: {e}") from None
 
 

@@ -867,7 +867,7 @@ def known_match(known: Sequence[Dict[str, Any]], signature: Optional[str], pitfa
                 if (any(rx.search(x, timeout=0.05) for x in (signature, *also))
                         or (text and rx.search(text[:20000], timeout=0.05))):
                     return r
-            except (_regex.error, TimeoutError):
+            except (_regex.error, ValueError, TimeoutError):
                 continue
     return None
 
@@ -881,6 +881,9 @@ def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
     ids = set(IDS) | set(extra_ids)
     if not key.strip():
         return "the key is empty: give a pitfall id or a signature"
+    from .unicode import utf8_safe
+    if utf8_safe(key) != key:
+        return f"{utf8_safe(key)!r}: holds bytes that are no UTF-8 text"
     if key.startswith(KNOWN_RE):
         import regex as _regex
 
@@ -890,7 +893,7 @@ def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
             return "the regex after 're:' is empty"
         try:
             _regex.compile(body)
-        except _regex.error as e:
+        except (_regex.error, ValueError) as e:   # (ValueError: flags that contradict, e.g. (?a)(?u))
             return f"{key!r}: not a valid regex ({e})"
         why = risky(body)
         return f"{key!r}: {why}" if why else None

@@ -267,6 +267,18 @@ def test_second_fuzzing_round_known_issues_watch_options_and_a_full_disk(tmp_pat
     (pat / "mine.yaml").write_text(yaml.safe_dump(d))
     r = inproc.run(["patterns", "check", str(pat)])
     assert r.returncode != 0 and "bad regex 'boom(?a)(?u)x'" in r.stdout + r.stderr and "internal" not in r.stderr
+    os.mkfifo(pat / "fifo.yaml")            # was read for TODO placeholders first: blocked for ever
+    r = subprocess.run([sys.executable, "-m", "triage", "patterns", "check", str(pat)], capture_output=True,
+                       text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 1 and "fifo.yaml: not a regular file" in r.stderr, r.stderr
+    job = tmp_path / "job.log"                  # a stored job whose log became a FIFO: recheck waited for ever
+    job.write_text(open(SAMPLE, encoding="utf-8").read())
+    assert inproc.run(["fleet", "run", str(job), "--db", db]).returncode in (0, 1)
+    job.unlink()
+    os.mkfifo(job)
+    r = subprocess.run([sys.executable, "-m", "triage", "fleet", "recheck", "--db", db], capture_output=True,
+                       text=True, cwd=ROOT, timeout=60)
+    assert r.returncode == 0 and "its log is no longer a file or a directory" in r.stdout, r.stdout + r.stderr
     if os.path.exists("/dev/full"):
         with open("/dev/full", "w") as full:
             p = subprocess.run([sys.executable, "-m", "triage", "schema", "analyze"], stdout=full, stderr=subprocess.PIPE,

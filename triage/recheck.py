@@ -57,6 +57,8 @@ def readable_paths(rec: Record) -> Tuple[Optional[str], str]:
     p = paths[0]
     if "://" not in p and not os.access(p, os.R_OK):
         return None, "its log is gone or unreadable"
+    if "://" not in p and not (os.path.isfile(p) or os.path.isdir(p)):
+        return None, "its log is no longer a file or a directory (a pipe, a device)"   # a FIFO: a wait for ever
     return p, ""
 
 

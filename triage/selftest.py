@@ -268,6 +268,8 @@ def _placeholders(path: str) -> List[str]:
     """The fields of a pattern file still holding a `triage patterns suggest` placeholder (TODO),
     read as text (never parsed here: the loader's guards against hostile YAML come first)."""
     import re
+    if not os.path.isfile(path):        # a FIFO would block here (the loader says what it is)
+        return []
     try:
         with open(path, "rb") as f:
             text = f.read(1 << 20).decode("utf-8", "replace")

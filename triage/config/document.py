@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Tuple
 
 from .. import hashing as hashlib
 from ..unicode import utf8_safe
-from .keys import ConfigError
+from .keys import ConfigError, int_or_text
 
 CONFIG_MAX_BYTES = 16 << 20      # a YAML/JSON config bigger than this is refused
 CONFIG_MAX_VALUES = 1_000_000    # values a config may expand to (YAML aliases re-used count again)
@@ -60,14 +60,6 @@ def _or_text(construct: Any) -> Any:
         except (ValueError, OverflowError):
             return loader.construct_scalar(node)    # type: ignore[arg-type]
     return constructor
-
-
-def _json_int(text: str) -> Any:
-    """A JSON integer; its text when longer than Python reads (4,300 digits)."""
-    try:
-        return int(text)
-    except ValueError:
-        return text
 
 
 def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
@@ -162,7 +154,7 @@ def parse_config_text(text: str, kind: str, where: str) -> Any:
     try:
         if kind != "JSON" and not _yaml_depth_ok(text):
             raise RecursionError
-        data = json.loads(text, parse_int=_json_int) if kind == "JSON" else \
+        data = json.loads(text, parse_int=int_or_text) if kind == "JSON" else \
             yaml.load(text, Loader=_loaders()[1])  # noqa: S506
         _expansion(data)
         data = _clipped(data)

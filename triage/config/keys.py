@@ -76,6 +76,14 @@ def same_dtype(v: Any) -> Any:
     return v
 
 
+def int_or_text(text: str) -> Any:
+    """The integer TEXT writes; TEXT itself when it has more digits than Python reads (4,300)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def parse_scalar(v: Any) -> Any:
     """'True' -> True, '3' -> 3, 'None' -> None, "['attn']" -> ['attn'] (without eval)."""
     if not isinstance(v, str) or isinstance(v, Unknown):
@@ -89,7 +97,7 @@ def parse_scalar(v: Any) -> Any:
     if s in ("None", "null", "Null", "NULL", "~", ""):   # lower-case "none" is a value (cuda_graph_impl)
         return None
     if regex.fullmatch(r"[+-]?\d+", s):
-        return int(s) if len(s) <= 4000 else s          # (past Python's 4,300 digits: the text)
+        return int_or_text(s)
     if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
         return float(s)
     return _parse_text(s)

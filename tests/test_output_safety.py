@@ -108,3 +108,57 @@ def test_a_file_behind_a_directory_this_user_may_not_enter_is_not_called_missing
         assert missing.stderr == f"triage: error: no such file or directory: {str(tmp_path / 'nope.log')!r}\n"
     finally:
         locked.chmod(0o700)
+
+
+def test_a_run_in_process_gives_the_callers_sigterm_handler_back(tmp_path):
+    """main() turns SIGTERM into a clean stop (KeyboardInterrupt: no half report) while it runs; called
+    in-process (a job wrapper, a notebook) it then gives the caller's handler back: it left its own
+    installed, so the caller's next SIGTERM (Slurm's, at the end of its time) raised KeyboardInterrupt
+    wherever the caller happened to be instead of what the caller had set up."""
+    import contextlib
+    import io
+
+    from triage.cli import cli
+    seen = []
+
+    def callers(signum, frame):
+        seen.append(signum)
+    before = signal.signal(signal.SIGTERM, callers)
+    try:
+        for args in (["analyze", SAMPLE, "-o", str(tmp_path / "r.html")], ["patterns", "list"],
+                     ["analyze", "--no-such-option"], ["analyze", str(tmp_path / "missing.log")]):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                with pytest.raises(SystemExit):
+                    cli.main(args=args, prog_name="triage")
+            assert signal.getsignal(signal.SIGTERM) is callers, args
+        os.kill(os.getpid(), signal.SIGTERM)        # the caller's handler runs (no KeyboardInterrupt)
+        for _ in range(100):
+            if seen:
+                break
+            time.sleep(0.01)
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_sigterm_while_main_runs_is_a_clean_stop():
+    """The handler main() installs is its clean stop: a SIGTERM during a command unwinds it as Ctrl-C
+    does (exit 130)."""
+    import contextlib
+    import io
+
+    from triage import cli as cli_module
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        orig = cli_module.cli.commands["analyze"].callback
+
+        def term(*a, **k):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)                           # (the handler raises before this ends)
+            return orig(*a, **k)
+        cli_module.cli.commands["analyze"].callback = term
+        try:
+            with pytest.raises(SystemExit) as e:
+                cli_module.cli.main(args=["analyze", SAMPLE], prog_name="triage")
+        finally:
+            cli_module.cli.commands["analyze"].callback = orig
+    assert e.value.code == 130

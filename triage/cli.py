@@ -201,9 +201,15 @@ class _Group(click.Group):
 
     def _main(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         try:
-            signal.signal(signal.SIGTERM, _on_term)
+            before = signal.signal(signal.SIGTERM, _on_term)
         except (ValueError, OSError):     # not the main thread
-            pass
+            return self._run(*args, **kwargs)
+        try:
+            return self._run(*args, **kwargs)
+        finally:                          # called in-process (a wrapper, a notebook): its SIGTERM is its own again
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)   # (None: set outside Python)
+
+    def _run(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         # usage errors exit 2 (click's default); anything unexpected becomes one line, not a traceback
         try:
             rv = super().main(*args, standalone_mode=False, **kwargs)

@@ -33,7 +33,6 @@ from .schemas import NAMES as SCHEMA_NAMES
 WATCH_FORMATS = ("text", "jsonl")
 
 
-
 class _Seconds(click.FloatRange):
     """A FloatRange of seconds that refuses nan (a FloatRange lets it through: every
     comparison with it is false; found by fuzzing: --stall nan alerted at once, --idle nan never ended)."""
@@ -44,6 +43,7 @@ class _Seconds(click.FloatRange):
         if v != v:
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
         return v
+
 
 @cli.command()
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))

@@ -882,8 +882,9 @@ def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
     if not key.strip():
         return "the key is empty: give a pitfall id or a signature"
     from .unicode import utf8_safe
-    if utf8_safe(key) != key:
-        return f"{utf8_safe(key)!r}: holds bytes that are no UTF-8 text"
+    safe = utf8_safe(key)
+    if safe != key:
+        return f"{safe!r}: holds bytes that are no UTF-8 text"
     if key.startswith(KNOWN_RE):
         import regex as _regex
 

@@ -118,6 +118,19 @@ class Pattern:
     # notes the report adds when this pitfall is the primary and any condition of `when_any` holds on
     # the run's facts (its canonical config, plus graphs_captured: the log shows a graph capture)
     notes: List["PatternNote"] = field(default_factory=list)
+    # advice for the stack the log shows (issue 40): engine -> its own fix text and the settings it
+    # names, used instead of `fix` / `implicates` when the log is that engine's (ENGINES)
+    advice: Dict[str, "EngineAdvice"] = field(default_factory=dict)
+
+
+# the stacks a log can show, for per-engine advice (triage/scan/jobfacts.py says which one a log is)
+ENGINES = ("megatron", "vllm", "sglang", "trtllm", "jax", "pytorch")
+
+
+@record(frozen=True)
+class EngineAdvice:
+    fix: str
+    settings: Tuple[str, ...] = ()
 
 
 def _req(d: Dict[str, Any], key: str, typ: Any, where: str) -> Any:
@@ -383,7 +396,7 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
 _ID_RX = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _TOP_FIELDS = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
                "fix", "references", "examples", "config_rules", "note", "overlaps", "implies",
-               "waits", "cascade_verb", "hang", "notes"}
+               "waits", "cascade_verb", "hang", "notes", "advice"}
 
 
 def _parse_id(data: Dict[str, Any], where: str, known_ids: Optional[Sequence[str]]) -> str:
@@ -479,7 +492,25 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         hang_summary=_hang(data, where, "summary"),
         hang_silent=_hang(data, where, "silent"),
         notes=_notes(data, where),
+        advice=_advice(data, where),
     )
+
+
+def _advice(data: Dict[str, Any], where: str) -> Dict[str, EngineAdvice]:
+    v = data.get("advice") or {}
+    if not isinstance(v, dict):
+        raise PatternError(f"{where}: 'advice' must be a mapping of engine ({', '.join(ENGINES)}) to "
+                           "{fix, settings}")
+    out: Dict[str, EngineAdvice] = {}
+    for eng, a in v.items():
+        w = f"{where} advice.{eng}"
+        if eng not in ENGINES:
+            raise PatternError(f"{w}: unknown engine (one of {', '.join(ENGINES)})")
+        if not isinstance(a, dict) or set(a) - {"fix", "settings"} or not isinstance(a.get("fix"), str) \
+                or not a["fix"].strip():
+            raise PatternError(f"{w}: a mapping with 'fix' (text) and 'settings' (a list of the settings it names)")
+        out[eng] = EngineAdvice(" ".join(a["fix"].split()), tuple(_str_list(a.get("settings"), w, "settings")))
+    return out
 
 
 def _waits(data: Dict[str, Any], where: str, user: bool) -> Union[bool, LazyRx, None]:

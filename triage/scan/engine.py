@@ -40,6 +40,7 @@ from .blockview import BlockView
 from .followups import Followups
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
+from .forms import FailureForms
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
 from .pool import _Pool, _size
@@ -82,8 +83,8 @@ class Engine:
         rules.disabled = self.disabled
         blocks = Blocks(core)
         # the order is the order of the checks of one line
-        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), LauncherExits(core), follow,
-                                             blocks, rules]
+        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), LauncherExits(core),
+                                             FailureForms(core), follow, blocks, rules]
         return core, obs, rules
 
     def _anchor_set(self, obs: Sequence[Observer]) -> AnchorSet:

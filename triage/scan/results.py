@@ -98,4 +98,6 @@ class LauncherExit:
     seq: int
     order_ts: Optional[float]
     group: int = 0
+    form: str = ""       # a failure form's id (triage/scan/failure_forms.yaml); "" for the launcher's own
+    tail: int = 0        # > 0: evidence only when its input ends within this many lines of it
 

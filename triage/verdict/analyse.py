@@ -118,10 +118,14 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
                           and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
             if cr is not None:
                 c.crashes.append(cr)
-        for x in getattr(scan, "exits", None) or []:      # a death torchrun or the shell reports
-            if x.group == g:
-                c.crashes.append(Crash("launcher-exit", x.rank, x.source, x.line, x.text[:200], [x.text],
-                                       (x.order_ts if x.order_ts is not None else float("inf"), x.seq), 1))
+        for x in getattr(scan, "exits", None) or []:      # a death torchrun or the shell reports, a failure form
+            if x.group != g:
+                continue
+            if x.tail and (ends.get(x.source) is None or ends[x.source] - x.seq > x.tail):
+                continue                # a line that fails a job only when its input ends with it
+            c.crashes.append(Crash("error" if x.form else "launcher-exit", x.rank, x.source, x.line, x.text[:200],
+                                   [x.text], (x.order_ts if x.order_ts is not None else float("inf"), x.seq),
+                                   2 if x.form else 1))     # a form is the last evidence looked to
         ms = by_group.get(g, [])
         c.peers = _peers(ms, c.blocks)
         c.flight_recorder = _flight_recorder(ms)

@@ -1,0 +1,77 @@
+"""The declared failure forms (triage/scan/failure_forms.yaml, issue 40): each form's `fires` log is a
+failed job (never healthy), its `healthy` counter-example is a healthy job, and a regex form's hit is
+its own (the scan keeps it with the form's id)."""
+import os
+
+import pytest
+
+from triage.engine import Engine
+from triage.patterns import builtin_dir, load_dir
+from triage.scan.forms import failure_forms
+from triage.selftest import lines_of
+
+from inproc import run
+
+FORMS = failure_forms()
+ENV = {**os.environ, "TRIAGE_DB": ""}
+
+
+def _outcome(text):
+    r = run(["analyze", "-", "-q"], input=text + "\n", env=ENV)
+    return {0: "healthy", 1: "pitfall", 3: "unexplained-failure"}.get(r.returncode, r.returncode), r
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return Engine(load_dir(builtin_dir()))
+
+
+def test_forms_are_declared_once_with_examples():
+    ids = [f.id for f in FORMS]
+    assert len(ids) == len(set(ids)) and len(ids) >= 10
+    for f in FORMS:
+        assert f.fires.strip() and f.healthy.strip() and f.source and f.what
+        assert (f.regex is None) == bool(f.builtin), f.id
+
+
+@pytest.mark.parametrize("form", FORMS, ids=[f.id for f in FORMS])
+def test_form_fires_on_its_example(form, engine):
+    outcome, r = _outcome(form.fires)
+    assert outcome in ("unexplained-failure", "pitfall"), (form.id, r.stdout, r.stderr)
+    if form.regex is not None:
+        got = {x.form for x in engine.scan(lines_of(form.fires)).exits}
+        assert form.id in got, (form.id, got)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=[f.id for f in FORMS])
+def test_form_leaves_its_healthy_counter_example_healthy(form, engine):
+    outcome, r = _outcome(form.healthy)
+    assert outcome == "healthy", (form.id, r.stdout, r.stderr)
+    if form.regex is not None and not form.tail:      # (a tail form's hit is weighed by where its input ends)
+        assert not {x.form for x in engine.scan(lines_of(form.healthy)).exits if x.form}, form.id
+
+
+# Issue 46's shapes of a failed job that ended on an error (each was exit 0): never healthy.
+ENDED_ON_AN_ERROR = [
+    "[rank0]: ERROR: data loader failed\n[rank0]: RuntimeError: boom",
+    "Error: x",
+    "ERROR:root:something",
+    "error: x\nKeyError: boom",
+    "[rank0]: ERROR: data loader failed\n  File \"train.py\", line 1, in <module>\n[rank0]: RuntimeError: boom",
+]
+
+
+@pytest.mark.parametrize("text", ENDED_ON_AN_ERROR)
+def test_a_log_ending_on_an_error_is_a_failed_job(text):
+    outcome, r = _outcome(text)
+    assert outcome == "unexplained-failure", (text, r.stdout)
+
+
+def test_a_tail_form_far_from_the_end_is_not_evidence():
+    nan = ("ERROR:megatron.core.rerun_state_machine:Unexpected result tensor(nan, device='cuda:3') on rank 3 at "
+           "iteration #120 invokation #1 (message='found NaN in local grad norm for bucket #0 in backward pass "
+           "before data-parallel communication collective')")
+    steps = "\n".join(f" [2026-12-03 08:00:{i % 60:02d}] iteration {121 + i}/1000 | consumed samples: {i} | "
+                      f"elapsed time per iteration (ms): 812.{i % 10} | lm loss: 2.1E+00" for i in range(60))
+    assert _outcome(nan)[0] == "unexplained-failure"
+    assert _outcome(nan + "\n" + steps)[0] == "healthy"

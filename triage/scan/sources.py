@@ -38,7 +38,7 @@ from . import remote
 from .ranks import inner_rank, split_prefix
 from .rx import IGNORECASE, TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
-from .text import MAX_LINE, normalise
+from .text import MAX_LINE, clip_keeping_error, normalise
 
 if TYPE_CHECKING:
     from .digest import InputHash
@@ -616,7 +616,7 @@ def decode_line(data: bytes) -> str:
     dropped (a CRLF line end)."""
     raw = data.decode("utf-8", "replace")
     if len(raw) > MAX_LINE * 4:
-        raw = raw[:MAX_LINE * 4]
+        raw = clip_keeping_error(raw, MAX_LINE * 4)
     if raw.endswith("\r") and "\r" not in raw[:-1]:
         raw = raw[:-1]
     return raw
@@ -652,10 +652,15 @@ def _readline(stream: io.TextIOWrapper, label: str) -> str:
     try:
         raw = stream.readline(MAX_LINE * 4)
         if raw and not raw.endswith("\n"):
-            # over-long physical line: skip the remainder of it, streaming
-            rest = raw
+            # over-long physical line: up to LONG_LINE of it kept (a failure word in it is kept,
+            # decode_line), the remainder skipped, streaming
+            parts, kept, rest = [raw], len(raw), raw
             while rest and not rest.endswith("\n"):
                 rest = stream.readline(MAX_LINE * 4)
+                if kept < LONG_LINE:
+                    parts.append(rest[:LONG_LINE - kept])
+                    kept += len(parts[-1])
+            raw = clip_keeping_error("".join(parts).rstrip("\n"), MAX_LINE * 4) + "\n"
     except _read_errors() as e:
         raise InputError(f"cannot read {label!r}: {e}") from None
     return raw
@@ -757,7 +762,10 @@ def iter_inputs(paths: Iterable[str]) -> Iterator[Line]:
 
 # --- block reading (the fast path) -------------------------------------------------------
 BLOCK_SIZE = 8 << 20          # bytes read at a time
-MAX_RAW = MAX_LINE * 4 * 4    # bytes of one physical line kept (readline kept MAX_LINE*4 characters)
+# bytes (characters) of one physical line kept: an over-long line is looked through this far for a
+# failure word past its head (text.clip_keeping_error), the rest of it is skipped
+LONG_LINE = 1 << 20
+MAX_RAW = LONG_LINE
 
 
 @record

@@ -5,11 +5,27 @@ from __future__ import annotations
 from ..caps import CLIP_MARK, MAX_LINE
 from ..lazyre import lazy_re
 
-__all__ = ["CLIP_MARK", "MAX_LINE", "normalise"]
+__all__ = ["CLIP_MARK", "MAX_LINE", "clip_keeping_error", "normalise"]
 
 # anchored or linear: the stdlib `re` (pattern-catalog regexes always run with rx's timeout)
 _ANSI = lazy_re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CTRL = lazy_re(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# a word of a failure, looked for past the part of an over-long line that is kept anyway (issue 40:
+# an error at character 200,000 of a line was cut off unseen)
+_LATE = lazy_re(r"Error|ERROR|error|Exception|FATAL|NCCL WARN|Traceback|failed|out of memory|illegal|Killed")
+
+
+def clip_keeping_error(text: str, cap: int) -> str:
+    """TEXT (longer than CAP characters) cut to about CAP: its head, and, when a failure word stands
+    past the last quarter of the cap, a window from just before that word (the characters between
+    are said to be left out); else its first CAP characters."""
+    m = _LATE.search(text, cap - cap // 4)
+    if m is None or m.start() < cap:
+        return text[:cap]
+    head = cap // 4
+    at = max(head, m.start() - cap // 8)
+    gap = f" …[{at - head:,} characters not kept]… "
+    return text[:head] + gap + text[at:at + cap - head - len(gap)]
 
 
 def normalise(text: str) -> str:
@@ -20,7 +36,7 @@ def normalise(text: str) -> str:
         parts = [p for p in text.split("\r") if p.strip()]
         text = parts[-1] if parts else ""
     if len(text) > MAX_LINE:
-        text = text[:MAX_LINE] + CLIP_MARK
+        text = clip_keeping_error(text, MAX_LINE) + CLIP_MARK
     if not text.isprintable():
         text = _CTRL.sub("", text)
     return text

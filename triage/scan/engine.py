@@ -41,6 +41,7 @@ from .followups import Followups
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .forms import FailureForms
+from .paste import PASTE_MAX
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
 from .pool import _Pool, _size
@@ -256,12 +257,14 @@ class Engine:
         consumed = [0]
         path = inp.inp.path
 
-        plain = open_plain(path, block_size, core.max_bytes) if _size(path) > block_size else None
+        # (a small input is read whole by the reader: a hard-wrapped paste is joined there, paste.py)
+        plain = open_plain(path, block_size, core.max_bytes) if _size(path) > max(block_size, PASTE_MAX) else None
 
         def make(notes, prog):
             if plain is not None:      # one read per block (geometry.py), the same blocks
                 return plain.blocks(prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink)
-            return iter_blocks_with_tail(path, block_size, prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink)
+            return iter_blocks_with_tail(path, block_size, prog, TAIL_BYTES, core.max_bytes, notes, consumed, sink,
+                                         paste=True)
         # a big local file is read ahead by a thread (prefetch.py); anything else as the scanner asks
         ahead = _size(path) > block_size and "://" not in path
         if ahead:

@@ -6,6 +6,7 @@ import os
 import stat
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from .paste import PASTE_MAX, unwrap
 from .sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
 
 
@@ -190,6 +191,12 @@ def _tail_start(prev: bytes, p: int, start: int, tail: int) -> int:
 Span = Tuple[int, int, bool]        # a block: start, end, and whether a newline is added after it
 
 
+def _joined(fd: int) -> bool:
+    """The small file FD is a hard-wrapped paste, whose lines the reader joins (paste.py)."""
+    size = os.fstat(fd).st_size
+    return size <= PASTE_MAX and unwrap(os.pread(fd, size, 0)) is not None
+
+
 def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[Tuple[str, List[Span]]]:
     """The PATHS the workers can cut into blocks (see Geometry), each with its blocks, cut once
     here for every worker; the scanner prepares the blocks of the others (compressed, UTF-16,
@@ -197,6 +204,9 @@ def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[
     out = []
     for p in paths:
         f = open_plain(p, block_size, max_bytes)
+        if f is not None and _joined(f.fd):
+            os.close(f.fd)              # a hard-wrapped paste: the scanner's reader joins its lines
+            continue
         if f is not None:
             os.close(f.fd)
             out.append((p, f.spans))

@@ -38,6 +38,7 @@ from . import remote
 from .ranks import inner_rank, split_prefix
 from .rx import IGNORECASE, TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
+from .paste import PASTE_MAX, unwrap, wrapped_note
 from .text import MAX_LINE, clip_keeping_error, normalise
 
 if TYPE_CHECKING:
@@ -604,16 +605,27 @@ def _with_head(f: IO[bytes]) -> "Tuple[IO[bytes], bytes]":
     return io.BufferedReader(_Prefixed(head, f)), head  # type: ignore[return-value]
 
 
+_NUL_RUN = re.compile(rb"\x00{16,}")
+
+
 def _binary(head: bytes) -> bool:
-    """Binary data, not a log: NUL bytes (a UTF-16 log, which has them, starts with a byte-order
-    mark), or an ELF executable / core file."""
-    return head.startswith(b"\x7fELF") or head.count(b"\x00") > max(2, len(head) // 100)
+    """Binary data, not a log: an ELF executable or core file, or NUL bytes scattered through the
+    text (a UTF-16 log, which has them, starts with a byte-order mark).  Runs of NULs are gaps in a
+    log (logrotate's copytruncate, a writer that kept its offset after `> log`), never a refusal."""
+    if head.startswith(b"\x7fELF"):
+        return True
+    if b"\x00" not in head:
+        return False
+    rest = _NUL_RUN.sub(b"", head)
+    return rest.count(b"\x00") > max(2, len(rest) // 100)
 
 
 def decode_line(data: bytes) -> str:
     """One physical line's bytes (at most MAX_RAW, without its newline) as the text the scanner
     reads: decoded (a bad byte replaced), cut to MAX_LINE * 4 characters, a lone CR at its end
     dropped (a CRLF line end)."""
+    if b"\x00" in data:            # a NUL run is a gap (logrotate copytruncate, a writer past a truncation)
+        data = data.replace(b"\x00", b"")
     raw = data.decode("utf-8", "replace")
     if len(raw) > MAX_LINE * 4:
         raw = clip_keeping_error(raw, MAX_LINE * 4)
@@ -647,23 +659,24 @@ def attempt_from_path(path: str) -> Optional[int]:
 
 
 def _readline(stream: io.TextIOWrapper, label: str) -> str:
-    """The next physical line, cut to MAX_LINE * 4 characters (the rest of an over-long line is
-    skipped, streaming); "" at the end of the input."""
+    """The next physical line, NUL runs left out (gaps, as decode_line), cut to MAX_LINE * 4
+    characters keeping a failure word past the cut (text.clip_keeping_error; LONG_LINE of it looked
+    through, the rest skipped, streaming); "" at the end of the input."""
     try:
         raw = stream.readline(MAX_LINE * 4)
-        if raw and not raw.endswith("\n"):
-            # over-long physical line: up to LONG_LINE of it kept (a failure word in it is kept,
-            # decode_line), the remainder skipped, streaming
-            parts, kept, rest = [raw], len(raw), raw
-            while rest and not rest.endswith("\n"):
-                rest = stream.readline(MAX_LINE * 4)
-                if kept < LONG_LINE:
-                    parts.append(rest[:LONG_LINE - kept])
-                    kept += len(parts[-1])
-            raw = clip_keeping_error("".join(parts).rstrip("\n"), MAX_LINE * 4) + "\n"
+        if not raw or (raw.endswith("\n") and "\x00" not in raw):
+            return raw
+        parts, kept, rest = [raw.replace("\x00", "")], 0, raw
+        kept = len(parts[0])
+        while rest and not rest.endswith("\n"):
+            rest = stream.readline(MAX_LINE * 4)
+            if kept < LONG_LINE:
+                parts.append(rest.replace("\x00", "")[:LONG_LINE - kept])
+                kept += len(parts[-1])
     except _read_errors() as e:
         raise InputError(f"cannot read {label!r}: {e}") from None
-    return raw
+    line = "".join(parts).rstrip("\n")
+    return (clip_keeping_error(line, MAX_LINE * 4) if len(line) > MAX_LINE * 4 else line) + "\n"
 
 
 def _tagged_lines(stream: io.TextIOWrapper, inp: Input) -> Iterator[Line]:
@@ -700,6 +713,10 @@ def read_lines(path: str) -> Iterator[Line]:
     """Yield normalised, rank- and time-tagged lines of one input, streaming."""
     inp = describe_input(path)
     fb, enc = _open_binary(path)
+    if enc == "utf-8":               # a small paste hard-wrapped at a fixed width: its lines joined (paste.py)
+        head = fb.read(PASTE_MAX + 1)
+        u = unwrap(head) if len(head) <= PASTE_MAX else None
+        fb = io.BufferedReader(_Prefixed(u[0] if u is not None else head, fb))  # type: ignore[assignment]
     stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     try:
         yield from _tagged_lines(_LoneCr.of(stream, inp.label), inp)  # type: ignore[arg-type]
@@ -1005,6 +1022,31 @@ def _read_salvaging(read: Callable[[int], bytes], want: int, compressed: bool, l
     return b"".join(parts)
 
 
+def _unwrapped(chunks: Iterator[bytes], label: str, notes: Optional[List[str]]) -> Iterator[bytes]:
+    """CHUNKS, and when they are a whole input of at most PASTE_MAX bytes, with its hard-wrapped lines
+    joined (paste.py), in chunks of the first one's size (whatever the block size, as the line reader)."""
+    head: List[bytes] = []
+    size = 0
+    for c in chunks:
+        head.append(c)
+        size += len(c)
+        if size > PASTE_MAX:
+            yield from head
+            yield from chunks
+            return
+    if not head:
+        return
+    u = unwrap(b"".join(head))
+    if u is None:
+        yield from head
+        return
+    if notes is not None:
+        notes.append(wrapped_note(label, u[1], u[2]))
+    step = max(len(head[0]), 1)
+    for at in range(0, len(u[0]), step):
+        yield u[0][at:at + step]
+
+
 def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo) blocks of whole lines from `chunks` (see iter_blocks_with_tail): a line's part
     at the end of a chunk is carried over to the next; a line longer than MAX_RAW bytes keeps
@@ -1047,18 +1089,19 @@ def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[byt
 def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress: Optional[Callable[[int], object]] = None,
                           tail: int = 0, max_bytes: int = 0, notes: Optional[List[str]] = None,
                           consumed: Optional[List[int]] = None,
-                          sink: "Optional[InputHash]" = None) -> Iterator[Tuple[bytes, int]]:
+                          sink: "Optional[InputHash]" = None, paste: bool = False) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo): buf[lo:] is the next block of whole lines, buf[:lo] up to `tail` bytes of whole
     lines before it (for looking back across the boundary).  One copy per block.  Reading stops
     after `max_bytes` bytes (0: no cap) or at a decompression bomb, with a note in `notes`;
     `consumed[0]` tells how many bytes of the stream were read (over-long lines included).
     `sink` (digest.InputHash): gets the input's bytes as stored, as they are read (the content
-    hash of `analyze --record`, folded into this one read), then whether all were read."""
+    hash of `analyze --record`, folded into this one read), then whether all were read.  `paste`: a
+    small input that is a hard-wrapped paste has its lines joined (paste.py; the scanner asks)."""
     label = "<stdin>" if path == "-" else path
     fb, enc = _open_binary(path, sink)
     try:
-        yield from _whole_line_blocks(_chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed,
-                                              sink), tail)
+        chunks = _chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed, sink)
+        yield from _whole_line_blocks(_unwrapped(chunks, label, notes) if paste else chunks, tail)
     finally:
         if path != "-":
             fb.close()

@@ -24,7 +24,12 @@ FIXTURES = {
     "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
     "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC
     "srun": "logs/synthetic/multirank/srun_nccl_failure.log",
-    "vllm-process": "logs/synthetic/vllm/enginecore_fatal_error_tail.log",     # SYNTHETIC (real strings)
+    "vllm-worker": "launchers/vllm_worker_rank.log",                       # SYNTHETIC (real strings)
+    "vllm-worker-tp": "launchers/vllm_worker_tp.log",                      # SYNTHETIC (real strings)
+    "vllm-enginecore-dp": "launchers/vllm_enginecore_dp.log",              # SYNTHETIC (real strings)
+    "sglang-tp": "launchers/sglang_tp.log",                                 # SYNTHETIC (real strings)
+    "trtllm": "launchers/trtllm_rank.log",                                 # SYNTHETIC (real strings)
+    "vllm-process": "logs/synthetic/vllm/enginecore_failed_to_start.log",      # SYNTHETIC (real strings)
     "vllm-logger": "logs/synthetic/vllm/worker_exception_caught_0.6.log",      # SYNTHETIC (real strings)
     "sglang": "logs/synthetic/other-stacks/sglang_capture_failed_oom.log",     # SYNTHETIC (real strings)
 }

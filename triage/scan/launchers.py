@@ -66,8 +66,18 @@ LAUNCHERS: Tuple[Launcher, ...] = (
     # utils._add_prefix, in cyan; vllm 0.34.0 logger _FORMAT "(%(vllm_process_name)s pid=%(process)d) ");
     # the names (EngineCore, EngineCore_DP0, Worker_TP1, Worker_PP1_TP2, VllmWorkerProcess, APIServer)
     # are vLLM's process names, not global ranks: no rank
-    Launcher("vllm-process", "(EngineCore_DP0 pid=4242) RuntimeError: CUDA error: out of memory",
-             r"\((?:[A-Za-z][\w-]*|VllmWorker rank=\d+) pid=\d+\)", " pid=", rank=None),
+    # vLLM's worker processes name their rank (issue 40): "(VllmWorker rank=3 pid=1090) " (vllm 0.8-0.9,
+    # v1/executor/multiproc_executor.py: f"VllmWorker rank={rank}"), "(Worker_TP1 pid=1090) " (0.10+: the
+    # worker's tensor-parallel rank, "Worker_TP{tp}" when it is the only parallelism shown), and the
+    # data-parallel engine "(EngineCore_DP1 pid=4242) " (0.10+, its DP rank): read as the rank
+    Launcher("vllm-worker", "(VllmWorker rank=3 pid=1090) RuntimeError: CUDA error: out of memory",
+             r"\(VllmWorker rank=(?P<rank>\d+) pid=\d+\)", "VllmWorker rank="),
+    Launcher("vllm-worker-tp", "(Worker_TP3 pid=1090) RuntimeError: CUDA error: out of memory",
+             r"\((?:Worker|VllmWorkerProcess)_TP(?P<rank>\d+) pid=\d+\)", "_TP"),
+    Launcher("vllm-enginecore-dp", "(EngineCore_DP3 pid=4242) RuntimeError: CUDA error: out of memory",
+             r"\(EngineCore_DP(?P<rank>\d+) pid=\d+\)", "EngineCore_DP"),
+    Launcher("vllm-process", "(EngineCore pid=4242) RuntimeError: CUDA error: out of memory",
+             r"\((?!(?:Worker|VllmWorkerProcess)_TP\d+ |EngineCore_DP\d+ )[A-Za-z][\w-]* pid=\d+\)", " pid=", rank=None),
     # vLLM's logger header: "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] " (vllm 0.10.2 .. 0.34.0),
     # "ERROR 10-24 12:00:00 engine.py:123] " (vllm 0.6.3); its time kept (MM-DD, no year)
     Launcher("vllm-logger", "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] EngineCore encountered a fatal error.",
@@ -77,7 +87,17 @@ LAUNCHERS: Tuple[Launcher, ...] = (
     # (sglang 0.5.23 utils/common.py configure_logger: f"[%(asctime)s{maybe_ms}{prefix}] %(message)s",
     # the prefix " DP{d} PP{p} ATTN_CP{c} MOE_DP{m} TP{t} EP{e}" as the parallelism has them); at least
     # one tag, so a bare "[2026-12-04 06:10:09] " of other software stays; TP/DP ranks are no global rank
-    Launcher("sglang", "[2026-12-04 06:10:09 DP0 TP3] Scheduler hit an exception: Traceback (most recent call last):",
+    # ... with a TP tag, its TP rank is the line's rank (issue 40; with several DP / PP groups it is the
+    # rank within its group): "[2026-12-04 06:10:09 TP3] ", "[2026-12-04 06:10:09 DP1 TP2 EP2] "
+    Launcher("sglang-tp", "[2026-12-04 06:10:09 DP0 TP3 EP3] Scheduler hit an exception: Traceback (most recent call last):",
+             r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP)\d+)* TP(?P<rank>\d+)(?: EP\d+)?\]",
+             None, keeps_time=True),
+    # TensorRT-LLM's Python logger: "[01/23/2025-09:50:47] [TRT-LLM] [RANK 3] [E] msg" (tensorrt_llm/logger.py:
+    # '[TRT-LLM]' and f'[RANK {rank}]' before the severity letter [V]/[I]/[W]/[E]/[F])
+    Launcher("trtllm", "[01/24/2025-09:50:47] [TRT-LLM] [RANK 3] [E] RuntimeError: CUDA error: out of memory",
+             r"(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] )?\[TRT-LLM\] \[RANK (?P<rank>\d+)\](?: \[[VIWEF]\])?",
+             "[TRT-LLM] [RANK "),
+    Launcher("sglang", "[2026-12-04 06:10:09 DP0] Scheduler hit an exception: Traceback (most recent call last):",
              r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+\]",
              None, rank=None, keeps_time=True),
 )

@@ -293,7 +293,7 @@ def not_there(p: str) -> Optional[str]:
 # lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
 _CONTINUATION = lazy(
     r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
-    r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
+    r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
 def continues(text: str, prev_text: str) -> bool:
     """A line that continues the message of the line before it (and so takes its rank): the

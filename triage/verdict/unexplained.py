@@ -29,7 +29,8 @@ def _block_order(b: ErrorBlock) -> Tuple[float, int]:
 
 _CARET = lazy(r"^\s*[~^]+\s*$")
 _NOT_A_MESSAGE = lazy(r'^\s*File "[^"]*", line \d+|^\s*(?:frame )?#\d+[: ]|^Last error:|^Exception raised from |'
-                      r"^Traceback \(most recent call last\):|^\s*$")
+                      r"^Traceback \(most recent call last\):|^\s*$|^CUDA kernel errors might be asynchronously|"
+                      r"^For debugging consider passing|^Compile with `TORCH_USE_CUDA_DSA`|^Search for `cudaError")
 
 
 def exception_line(lines: Sequence[str]) -> Optional[str]:
@@ -136,13 +137,72 @@ def logged_tracebacks(blocks: List[ErrorBlock]) -> set:
     return out
 
 
+# PyTorch's boilerplate around an error (issue 40): hints after a CUDA error, the lines that chain one
+# traceback to the next, caret lines, empty lines -- never an error of their own, never a block's message
+# (torch c10/cuda/CUDAException.cpp, CUDAMiscFunctions.cpp 2.1-2.11; CPython traceback.py)
+_BOILERPLATE = lazy(r"^\s*$|^\s*[~^]+\s*$|^CUDA kernel errors might be asynchronously reported|"
+                    r"^For debugging consider passing CUDA_LAUNCH_BLOCKING=1|^Compile with `TORCH_USE_CUDA_DSA`|"
+                    r"^Device-side assertions? (?:were|was) explicitly omitted|"
+                    r"^During handling of the above exception, another exception occurred:|"
+                    r"^The above exception was the direct cause of the following exception:|"
+                    r"^Search for `cudaError\w*' in https?://")
+_CHAIN = lazy(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+TB_CHAIN_GAP = 3       # lines between two tracebacks of one stream that chain ("During handling ...")
+# a one-line block that introduces the traceback after it (vLLM's "EngineCore failed to start.",
+# "WorkerProc hit an exception.", a logger's "...: " line)
+_INTRO_MAX = 1
+
+
+def _boilerplate(line: str) -> bool:
+    return bool(_BOILERPLATE.match(line))
+
+
+def _starts_tb(b: ErrorBlock) -> bool:
+    return bool(b.lines) and (b.lines[0].startswith(_TB_HEAD) or b.lines[0].rstrip().endswith(_TB_HEAD))
+
+
+def one_per_traceback(blocks: Sequence[ErrorBlock]) -> List[ErrorBlock]:
+    """The error blocks as a reader sees them: one block per traceback (with the line that introduced
+    it, and the tracebacks chained to it by "During handling of the above exception"), PyTorch's
+    boilerplate left out, blocks of nothing but boilerplate dropped.  Copies, in scan order."""
+    out: List[ErrorBlock] = []
+    last: Dict[Tuple[str, Optional[int]], ErrorBlock] = {}
+    reach: Dict[Tuple[str, Optional[int]], int] = {}     # the last line of the stream's block or its boilerplate
+    chained: Dict[Tuple[str, Optional[int]], bool] = {}  # ... and that boilerplate chains a traceback to it
+    for b in sorted(blocks, key=lambda b: b.seq):
+        key = (b.source, b.rank)
+        lines = [ln for ln in b.lines if not _boilerplate(ln)]
+        chain = any(_CHAIN.match(ln) for ln in b.lines)
+        prev = last.get(key)
+        near = prev is not None and 0 < b.start - reach.get(key, prev.end) <= TB_CHAIN_GAP
+        if not lines:
+            if near:
+                reach[key] = b.end
+                chained[key] = chained.get(key, False) or chain
+            continue
+        if near and prev is not None and _starts_tb(b) and (
+                (chained.get(key) and any(x.startswith(_TB_HEAD) for x in prev.lines)) or (len(prev.lines) <= _INTRO_MAX and not _starts_tb(prev))):
+            prev.lines = (prev.lines + lines)[:2 * EVIDENCE_MAX * 10]
+            prev.end = reach[key] = b.end
+            prev.exc_line = b.exc_line or prev.exc_line
+            chained[key] = chain
+            continue
+        nb = replace(b, lines=lines)
+        out.append(nb)
+        last[key] = nb
+        reach[key] = nb.end
+        chained[key] = chain
+    return out
+
+
 def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[List[Unmatched], int]:
-    """The first block of each distinct masked signature, with the ranks (or rank-less inputs) that
-    printed it; at most LIMIT of them, plus how many signatures were left out."""
+    """The first block of each distinct masked signature (one per traceback: one_per_traceback), with the
+    ranks (or rank-less inputs) that printed it; at most LIMIT of them, plus how many signatures were left
+    out."""
     by_fp: Dict[str, Unmatched] = {}
     streams: Dict[str, set] = {}
     masked: Dict[str, str] = {}
-    for b in sorted(blocks, key=_block_order):
+    for b in sorted(one_per_traceback(blocks), key=_block_order):
         stream = (b.source if b.rank is None else None, b.rank)
         sig = mask_lines(b.lines, masked)       # secrets redacted first (fingerprint.py)
         fp = hashlib.sha1("\n".join(sig).encode("utf-8", "replace")).hexdigest()[:12]

@@ -154,7 +154,9 @@ def _failure_blocks(D: Dialect, v: ReportView) -> List[str]:
                       + (f" (ranks {D.text(frv.ranks)})" if frv.ranks else "")
                       + f". Dumps: {D.text(frv.dumps)} Analyse them with {D.command(frv.analyse)}.")
     if p:
-        blocks.append(f"{D.bold('Fix:')} {D.text(p.fix)}\n\n{D.bold('Why:')} {D.text(p.explanation)}")
+        involved = (f"\n\n{D.bold('Settings involved:')} " + ", ".join(D.mono(x) for x in p.settings)
+                    if p.settings else "")
+        blocks.append(f"{D.bold('Fix:')} {D.text(p.fix)}{involved}\n\n{D.bold('Why:')} {D.text(p.explanation)}")
         blocks.append(D.details(f"Evidence ({D.plain(p.loc)}, x{p.count}"
                                 + (f", ranks {D.plain(p.ranks)}" if p.ranks else "") + ")",
                                 D.code_block(evidence_lines(p))))

@@ -124,6 +124,7 @@ def finding_dict(f: Finding, cut: Optional[_Cut] = None) -> Dict[str, Any]:
         "implicates": cut.value(f.implicates, "implicates"),
         "rank_counts": {str(r): n for r, n in rc},
         "matched_lines": f.matched_lines,
+        "settings": [t(x) for x in f.settings[:32]],
     }
 
 
@@ -292,6 +293,7 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
         d["known"] = _known(a.known, cut)
     _verdict_parts(a, cut, d)
     _config_parts(a, cut, d)
+    d["engine"] = getattr(a, "engine", None)
     if cut.omitted:
         d["omitted"] = dict(sorted(cut.omitted.items()))
     return d

@@ -57,8 +57,10 @@ def _primary(v: ReportView, p: FindingView) -> List[str]:
         out.append(f"  ranks: {p.ranks}  count: {p.count}")
     out.append("  evidence:")
     out += [f"    {e.loc}: {_clip(e.text)}" for e in p.evidence]
-    out += ["  why: " + p.explanation, "  fix: " + p.fix,
-            f"  pattern: {p.pattern_file}   fingerprint: {p.fingerprint}"]
+    out += ["  why: " + p.explanation, "  fix: " + p.fix]
+    if p.settings:
+        out.append("  settings involved: " + ", ".join(p.settings))
+    out.append(f"  pattern: {p.pattern_file}   fingerprint: {p.fingerprint}")
     return out
 
 

@@ -93,6 +93,7 @@ class FindingView:
     fix: str
     references: Tuple[ReferenceView, ...]
     implicates: Tuple[str, ...]
+    settings: Tuple[str, ...] = ()     # the settings the fix names, as the log's engine spells them
 
 
 @record(frozen=True)
@@ -544,6 +545,7 @@ def finding_view(f: Dict[str, Any]) -> FindingView:
         explanation=clip(f.get("explanation"), 4000), fix=clip(f.get("fix"), 4000),
         references=_references(f.get("references")),
         implicates=tuple(clip(x, 120) for x in as_list(f.get("implicates"))[:MAX_NOTES]),
+        settings=tuple(clip(x, 120) for x in as_list(f.get("settings"))[:MAX_NOTES]),
     )
 
 

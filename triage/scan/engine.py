@@ -38,12 +38,12 @@ from .blocks import Blocks
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .followups import Followups
+from .forms import FailureForms
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
-from .forms import FailureForms
-from .paste import PASTE_MAX
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
+from .paste import PASTE_MAX
 from .pool import _Pool, _size
 from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
 from .ranks import ranks_in

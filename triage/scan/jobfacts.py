@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import field
-from typing import Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..lazyre import lazy_re
 from ..record import record
@@ -39,6 +39,31 @@ HOST_RX: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     (" CANCELLED", lazy_re(r"\*\*\* (?:STEP|JOB) [\w.+]{1,40} ON " + _HOST + r" CANCELLED")),
 )
 _ISO_YEAR = re.compile(r"(?<!\d)(\d{4})-\d\d-\d\d[ T_]\d\d:\d\d")
+# The stack a log is of (issue 40: advice that fits the engine), by what its lines name: a package path
+# or logger name, a process or logger prefix, a banner.  Counted in the first and last bytes of each
+# input (the banner is at the start, a traceback's frames at the end); patterns/*.yaml `advice` is
+# keyed by these names (patterns.ENGINES).
+ENGINE_MARKERS: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    ("vllm", lazy_re(r"\bvllm[./]|\(EngineCore(?:_DP\d+)? pid=|\(VllmWorker|\(Worker_TP\d+ pid=|\bvLLM\b")),
+    ("sglang", lazy_re(r"\bsglang[./]|\bSGLang\b|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?:DP|PP|TP|EP)\d+)+\]")),
+    ("trtllm", lazy_re(r"\btensorrt_llm[./]|\[TRT-LLM\]|\[TensorRT-LLM\]")),
+    ("jax", lazy_re(r"\bjax(?:lib)?[./]|\bXlaRuntimeError\b")),
+    ("megatron", lazy_re(r"\bmegatron[./]|\bMegatron-(?:LM|Core|Bridge)\b|-+ arguments -+")),
+)
+ENGINE_PROBES = ("vllm", "vLLM", "EngineCore", "Worker_TP", "sglang", "SGLang", " TP", " DP", "tensorrt_llm", "TRT-LLM",
+                 "TensorRT-LLM", "jax", "Xla", "megatron", "Megatron", "arguments")
+
+
+def engines_in(lines: Iterable[str]) -> Dict[str, int]:
+    """How many of LINES name each engine (ENGINE_MARKERS)."""
+    out: Dict[str, int] = {}
+    for ln in lines:
+        if not any(p in ln for p in ENGINE_PROBES):
+            continue
+        for name, rx in ENGINE_MARKERS:
+            if rx.search(ln[:4096]):
+                out[name] = out.get(name, 0) + 1
+    return out
 
 
 @record
@@ -48,6 +73,7 @@ class LogFacts:
     end: Optional[float] = None
     hosts: List[str] = field(default_factory=list)      # the first HOSTS_MAX, in order of appearance
     extra: Set[str] = field(default_factory=set)         # the distinct hosts beyond them (EXTRA_MAX kept)
+    engines: Dict[str, int] = field(default_factory=dict)  # lines naming each engine (ENGINE_MARKERS)
 
     @property
     def hosts_more(self) -> int:
@@ -69,6 +95,8 @@ class LogFacts:
             self.end = other.end
         self.add_hosts(other.hosts)
         self.add_hosts(sorted(other.extra))
+        for k, n in other.engines.items():
+            self.engines[k] = self.engines.get(k, 0) + n
 
 
 def hosts_in(lines: Iterable[str]) -> List[str]:
@@ -110,4 +138,5 @@ def facts_of(head: bytes, tail: bytes, year: Optional[int] = None, tail_is_whole
         f.start, f.end = f.end, f.start          # a date a message names, not the log's clock
     f.add_hosts(hosts_in(head_lines))
     f.add_hosts(hosts_in(tail_lines))
+    f.engines = engines_in(head_lines + tail_lines)
     return f

@@ -77,7 +77,8 @@ LAUNCHERS: Tuple[Launcher, ...] = (
     Launcher("vllm-enginecore-dp", "(EngineCore_DP3 pid=4242) RuntimeError: CUDA error: out of memory",
              r"\(EngineCore_DP(?P<rank>\d+) pid=\d+\)", "EngineCore_DP"),
     Launcher("vllm-process", "(EngineCore pid=4242) RuntimeError: CUDA error: out of memory",
-             r"\((?!(?:Worker|VllmWorkerProcess)_TP\d+ |EngineCore_DP\d+ )[A-Za-z][\w-]* pid=\d+\)", " pid=", rank=None),
+             r"\((?!(?:Worker|VllmWorkerProcess)_TP\d+ |EngineCore_DP\d+ )[A-Za-z][\w-]* pid=\d+\)", " pid=",
+             rank=None),
     # vLLM's logger header: "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] " (vllm 0.10.2 .. 0.34.0),
     # "ERROR 10-24 12:00:00 engine.py:123] " (vllm 0.6.3); its time kept (MM-DD, no year)
     Launcher("vllm-logger", "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] EngineCore encountered a fatal error.",
@@ -89,8 +90,10 @@ LAUNCHERS: Tuple[Launcher, ...] = (
     # one tag, so a bare "[2026-12-04 06:10:09] " of other software stays; TP/DP ranks are no global rank
     # ... with a TP tag, its TP rank is the line's rank (issue 40; with several DP / PP groups it is the
     # rank within its group): "[2026-12-04 06:10:09 TP3] ", "[2026-12-04 06:10:09 DP1 TP2 EP2] "
-    Launcher("sglang-tp", "[2026-12-04 06:10:09 DP0 TP3 EP3] Scheduler hit an exception: Traceback (most recent call last):",
-             r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP)\d+)* TP(?P<rank>\d+)(?: EP\d+)?\]",
+    Launcher("sglang-tp", "[2026-12-04 06:10:09 DP0 TP3 EP3] Scheduler hit an exception: Traceback (most recent call "
+             "last):",
+             r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP)\d+)* "
+             r"TP(?P<rank>\d+)(?: EP\d+)?\]",
              None, keeps_time=True),
     # TensorRT-LLM's Python logger: "[01/23/2025-09:50:47] [TRT-LLM] [RANK 3] [E] msg" (tensorrt_llm/logger.py:
     # '[TRT-LLM]' and f'[RANK {rank}]' before the severity letter [V]/[I]/[W]/[E]/[F])

@@ -13,8 +13,10 @@ MIN_WIDTH = 60            # columns: a narrower "width" is a log's own short lin
 MIN_WRAPPED = 3           # lines cut at exactly the width
 # the start of a log record: a launcher / logger prefix (srun's task id), a date, a glog header, a level,
 # a traceback, an exception line
-_NEW_RECORD = lazy_re(r"\d{1,6}: |\[[^\]\s][^\]]{0,80}\]|\d{4}-\d\d-\d\d[ T]|[IWEF]\d{4} \d\d:|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[a-z][\w.-]*: (?:error|info|warning)\b|"
-                      r"Traceback \(most|\S+:\d+:\d+ \[\d+\] NCCL |\s+File \"|[A-Za-z_][\w.]*(?:Error|Exception|Warning): ")
+_NEW_RECORD = lazy_re(r"\d{1,6}: |\[[^\]\s][^\]]{0,80}\]|\d{4}-\d\d-\d\d[ T]|[IWEF]\d{4} \d\d:|"
+                      r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[a-z][\w.-]*: (?:error|info|warning)\b|"
+                      r"Traceback \(most|\S+:\d+:\d+ \[\d+\] NCCL |\s+File \"|"
+                      r"[A-Za-z_][\w.]*(?:Error|Exception|Warning): ")
 
 
 def _width(lines: List[str]) -> Optional[int]:

@@ -35,10 +35,10 @@ from ..errors import TriageError
 from ..lazyre import lazy_re
 from ..record import record
 from . import remote
+from .paste import PASTE_MAX, unwrap, wrapped_note
 from .ranks import inner_rank, split_prefix
 from .rx import IGNORECASE, TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
-from .paste import PASTE_MAX, unwrap, wrapped_note
 from .text import MAX_LINE, clip_keeping_error, normalise
 
 if TYPE_CHECKING:
@@ -293,7 +293,8 @@ def not_there(p: str) -> Optional[str]:
 # lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
 _CONTINUATION = lazy(
     r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
-    r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|For debugging consider|"
+    r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|"
+    r"For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
 def continues(text: str, prev_text: str) -> bool:
     """A line that continues the message of the line before it (and so takes its rank): the
@@ -716,7 +717,7 @@ def read_lines(path: str) -> Iterator[Line]:
     if enc == "utf-8":               # a small paste hard-wrapped at a fixed width: its lines joined (paste.py)
         head = fb.read(PASTE_MAX + 1)
         u = unwrap(head) if len(head) <= PASTE_MAX else None
-        fb = io.BufferedReader(_Prefixed(u[0] if u is not None else head, fb))  # type: ignore[assignment]
+        fb = io.BufferedReader(_Prefixed(u[0] if u is not None else head, fb))  # type: ignore[assignment,arg-type]
     stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     try:
         yield from _tagged_lines(_LoneCr.of(stream, inp.label), inp)  # type: ignore[arg-type]

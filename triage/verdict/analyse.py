@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..scan.results import ErrorBlock, Match, ScanResult
+from ..scan.jobfacts import LogFacts
+from ..scan.results import ErrorBlock, LauncherExit, Match, ScanResult
 from .analysis import Analysis
 from .crashes import _input_ends, crash_of
+from .engine import fit_advice, log_engine
 from .fingerprint import fingerprint
 from .grouping import _group
 from .hangs import _flight_recorder, _peers
@@ -87,6 +89,22 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
     return total
 
 
+def _exit_crashes(exits: List[LauncherExit], g: int, ends: Dict[str, Optional[int]]) -> List[Crash]:
+    """The crashes of attempt G that the launcher or the shell reports, and the failure forms' hits (one
+    with a `tail` only when its input ends within that many lines of it)."""
+    out = []
+    for x in exits:
+        if x.group != g:
+            continue
+        end = ends.get(x.source)
+        if x.tail and (end is None or end - x.seq > x.tail):
+            continue
+        out.append(Crash("error" if x.form else "launcher-exit", x.rank, x.source, x.line, x.text[:200], [x.text],
+                         (x.order_ts if x.order_ts is not None else float("inf"), x.seq),
+                         2 if x.form else 1))       # a form is the last evidence looked to
+    return out
+
+
 def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
     """What a scan shows, per attempt; a log with restarts is triaged per attempt and the last
     attempt is the headline.  DECIDE_NOW: decide the verdict here, from the log alone; the pipeline
@@ -102,6 +120,10 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
     cases = [Case(grouped[g][0], merge_continuations(blocks_by_group.get(g, []), by_group.get(g, [])))
              for g in range(scan.attempts)]
     dropped = _add_dropped(cases, getattr(scan, "dropped", None) or {})
+    facts = getattr(scan, "facts", None) or LogFacts()
+    engine = log_engine(facts, [f for c in cases for f in c.findings])
+    for c in cases:
+        fit_advice(c.findings, engine)
     head = cases[last]
     head.launcher_root_rank = scan.launcher_root_rank
     ends = _input_ends(scan)
@@ -118,14 +140,7 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
                           and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
             if cr is not None:
                 c.crashes.append(cr)
-        for x in getattr(scan, "exits", None) or []:      # a death torchrun or the shell reports, a failure form
-            if x.group != g:
-                continue
-            if x.tail and (ends.get(x.source) is None or ends[x.source] - x.seq > x.tail):
-                continue                # a line that fails a job only when its input ends with it
-            c.crashes.append(Crash("error" if x.form else "launcher-exit", x.rank, x.source, x.line, x.text[:200],
-                                   [x.text], (x.order_ts if x.order_ts is not None else float("inf"), x.seq),
-                                   2 if x.form else 1))     # a form is the last evidence looked to
+        c.crashes += _exit_crashes(getattr(scan, "exits", None) or [], g, ends)
         ms = by_group.get(g, [])
         c.peers = _peers(ms, c.blocks)
         c.flight_recorder = _flight_recorder(ms)
@@ -138,7 +153,7 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
     a = Analysis(lines=scan.lines, sources=scan.sources, case=head, earlier=cases[:last],
                  unmatched=unmatched, unmatched_omitted=unmatched_omitted,
                  timeline=events, timeline_omitted=events_omitted + dropped,
-                 launcher_root_rank=scan.launcher_root_rank, notes=notes, log_facts=scan.facts)
+                 launcher_root_rank=scan.launcher_root_rank, notes=notes, log_facts=scan.facts, engine=engine)
     if decide_now:
         a.decide()
     return a

@@ -34,6 +34,7 @@ class Analysis:
     known: Optional[Dict[str, Any]] = None     # the known issue of this verdict (store.known_info), given a store
     log_facts: LogFacts = field(default_factory=LogFacts)   # the log's first/last timestamps, its hosts (scan)
     job: Optional[JobInfo] = None              # which job it is (the report's header): job.job_info, once identified
+    engine: Optional[str] = None               # the stack the log is of (engine.py): the advice fits it
     # store.content_hash of the inputs, hashed as the scan read them (run_analysis(content_hash=True));
     # None: not asked for, or an input was not read whole (the store then reads the inputs itself)
     content_hash: Optional[str] = None

@@ -34,7 +34,7 @@ _SRUN = lazy(r"^srun: error: (\S+): (tasks?) ([\d,\-\[\]]+): (.+?)\s*$")
 # start."; csrc CUDACHECK "Failed: Cuda error %s:%d '%s'"; sglang 0.4-0.5.23 managers/*.py
 # logger.error(f"Scheduler hit an exception: {traceback}"), then SIGQUIT to its parent)
 _ENGINE_DEATH = lazy(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\S+ died unexpectedly|"
-                     r"Engine core process \S+ died unexpectedly|Failed: Cuda error \S+:\d+ '|"
+                     r"Engine core proc(?:ess)? \S+ died unexpectedly|Failed: Cuda error \S+:\d+ '|"
                      r"^EngineCore (?:encountered a fatal error|failed to start)\.|^WorkerProc failed to start\.|"
                      r"(?:^|\] )(?:Scheduler|DetokenizerManager|DataParallelController|TokenizerManager|"
                      r"MultiDetokenizerRouter) hit an exception: ")

@@ -145,6 +145,7 @@ def _group(matches: List[Match]) -> Tuple[List[Finding], Dict[Tuple[str, str], s
             explanation=p.explanation, fix=p.fix, references=p.references, rule=rep.rule.source_text,
             rank_counts=dict(sorted(per_rank.items())), matched_lines=len(every), waits=key[1] == "wait",
             cascade_verb=p.cascade_verb, hang_summary=p.hang_summary, hang_silent=p.hang_silent,
+            advice=dict(p.advice),
         ))
     return out, fps, kinds
 

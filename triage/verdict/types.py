@@ -82,6 +82,10 @@ class Finding:
     cascade_verb: str = ""        # the pattern's `cascade_verb`
     hang_summary: str = ""        # the pattern's `hang.summary` / `hang.silent`
     hang_silent: str = ""
+    # per-engine advice of its pattern (issue 40: patterns/*.yaml `advice`), and the settings the fix
+    # names as the log's engine spells them (set with the fix when the log is that engine's: engine.py)
+    advice: Dict[str, Any] = field(default_factory=dict)
+    settings: List[str] = field(default_factory=list)
 
     @property
     def ranks_text(self) -> str:

@@ -180,8 +180,9 @@ def one_per_traceback(blocks: Sequence[ErrorBlock]) -> List[ErrorBlock]:
                 reach[key] = b.end
                 chained[key] = chained.get(key, False) or chain
             continue
-        if near and prev is not None and _starts_tb(b) and (
-                (chained.get(key) and any(x.startswith(_TB_HEAD) for x in prev.lines)) or (len(prev.lines) <= _INTRO_MAX and not _starts_tb(prev))):
+        chains = bool(chained.get(key)) and prev is not None and any(x.startswith(_TB_HEAD) for x in prev.lines)
+        intro = prev is not None and len(prev.lines) <= _INTRO_MAX and not _starts_tb(prev)
+        if near and prev is not None and _starts_tb(b) and (chains or intro):
             prev.lines = (prev.lines + lines)[:2 * EVIDENCE_MAX * 10]
             prev.end = reach[key] = b.end
             prev.exc_line = b.exc_line or prev.exc_line

@@ -1,0 +1,69 @@
+"""Advice that fits the engine (issue 40): the stack a log is of is read from what its lines name, and a
+finding's fix and the settings it names come from its pattern's `advice` for that engine; a Megatron log
+keeps the pattern's own fix; the advice is data (patterns/*.yaml) naming only the settings its text names."""
+import json
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from triage.cli import cli
+from triage.patterns import ENGINES, builtin_dir, load_dir
+from triage.scan.jobfacts import engines_in
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOGS = os.path.join(HERE, "fixtures", "logs")
+PATTERNS = load_dir(builtin_dir())
+
+
+def _json(path):
+    r = CliRunner().invoke(cli, ["analyze", path, "--format", "json"], env={"TRIAGE_DB": None})
+    return json.loads(r.stdout)
+
+
+CASES = [  # (log, engine, a setting the fix must name, a Megatron knob it must not)
+    ("synthetic/other-stacks/vllm_capture_progress_oom.log", "vllm", "--gpu-memory-utilization", "micro_batch_size"),
+    ("synthetic/other-stacks/sglang_capture_failed_oom.log", "sglang", "--mem-fraction-static", "micro_batch_size"),
+]
+
+
+@pytest.mark.parametrize("log,engine,knob,not_knob", CASES)
+def test_an_engines_capture_oom_gets_that_engines_advice(log, engine, knob, not_knob):
+    d = _json(os.path.join(LOGS, log))
+    assert d["engine"] == engine and d["primary"] == "capture-memory-overhead"
+    p = d["findings"][0]
+    assert knob in p["fix"] and knob in p["settings"] and not_knob not in p["fix"]
+    assert "moe_preprocess" not in p["fix"]
+    text = CliRunner().invoke(cli, ["analyze", os.path.join(LOGS, log)], env={"TRIAGE_DB": None}).stdout
+    assert "settings involved: " in text and knob in text
+
+
+def test_a_megatron_log_keeps_the_patterns_own_fix():
+    d = _json(os.path.join(LOGS, "real", "mcore-0.19.2", "moe_preprocess_dtoh_capacity.log"))
+    assert d["engine"] == "megatron"
+    p = next(x for x in PATTERNS if x.id == d["primary"])
+    assert d["findings"][0]["fix"] == p.fix and d["findings"][0]["settings"] == []
+
+
+def test_the_engine_is_read_from_what_the_lines_name():
+    assert engines_in(['  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 1']) == {"vllm": 1}
+    assert engines_in(["[2026-12-04 06:10:09 TP3] Scheduler hit an exception"]) == {"sglang": 1}
+    assert engines_in(["[01/24/2025-09:50:47] [TRT-LLM] [RANK 3] [E] boom"]) == {"trtllm": 1}
+    assert engines_in(["INFO:megatron.core.transformer.cuda_graphs:Start CUDA Graphs capture..."]) == {"megatron": 1}
+    assert engines_in(["jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED"]) == {"jax": 1}
+    assert engines_in(["iteration 10/100 | loss 2.0", "an ajax call"]) == {}
+
+
+@pytest.mark.parametrize("p", [p for p in PATTERNS if p.advice], ids=lambda p: p.id)
+def test_each_advice_names_only_settings_its_text_names(p):
+    for eng, adv in p.advice.items():
+        assert eng in ENGINES and adv.fix.strip()
+        for s in adv.settings:
+            words = [w for w in re.split(r"[^\w-]+", s.split(".")[-1]) if len(w.strip("-")) >= 3]
+            assert words and all(w.strip("-") in adv.fix for w in words), (p.id, eng, s)
+
+
+def test_capture_memory_overhead_advises_vllm_and_sglang():
+    p = next(x for x in PATTERNS if x.id == "capture-memory-overhead")
+    assert {"vllm", "sglang"} <= set(p.advice)

@@ -1025,18 +1025,26 @@ def _read_salvaging(read: Callable[[int], bytes], want: int, compressed: bool, l
 
 def _unwrapped(chunks: Iterator[bytes], label: str, notes: Optional[List[str]]) -> Iterator[bytes]:
     """CHUNKS, and when they are a whole input of at most PASTE_MAX bytes, with its hard-wrapped lines
-    joined (paste.py), in chunks of the first one's size (whatever the block size, as the line reader)."""
+    joined (paste.py), in chunks of the first one's size (whatever the block size, as the line reader).
+    A bigger input's chunks are passed on as they come, none of them kept."""
     head: List[bytes] = []
     size = 0
     for c in chunks:
         head.append(c)
         size += len(c)
         if size > PASTE_MAX:
-            yield from head
-            yield from chunks
-            return
-    if not head:
+            break
+    else:
+        if head:
+            yield from _joined_chunks(head, label, notes)
         return
+    del c
+    while head:
+        yield head.pop(0)
+    yield from chunks
+
+
+def _joined_chunks(head: List[bytes], label: str, notes: Optional[List[str]]) -> Iterator[bytes]:
     u = unwrap(b"".join(head))
     if u is None:
         yield from head

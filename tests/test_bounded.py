@@ -148,11 +148,11 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
     assert list(d) == ["schema", "outcome", "primary", "summary", "first_failing_rank", "findings", "suspects",
                        "unmatched", "stats", "job", "timeline", "signature", "signature_id", "message_signature",
                        "first_failing_rank_by", "config", "config_violations", "step_times",
-                       "notes", "omitted"]
+                       "notes", "engine", "omitted"]
     f = d["findings"][0]
     assert list(f) == ["pitfall", "title", "severity", "role", "rank", "ranks", "source", "line", "count", "evidence",
                        "evidence_detail", "fingerprint", "rule", "explanation", "fix", "references", "implicates",
-                       "rank_counts", "matched_lines"]
+                       "rank_counts", "matched_lines", "settings"]
     assert f["count"] == 4096 and f["matched_lines"] == 4096          # counts are never cut
     assert len(d["findings"]) == 5 and d["omitted"]["findings"] == N_FINDINGS - 5
     assert sorted(d["omitted"]) == ["config", "evidence", "evidence.context", "findings", "notes", "rank_counts",

@@ -67,3 +67,21 @@ def test_each_advice_names_only_settings_its_text_names(p):
 def test_capture_memory_overhead_advises_vllm_and_sglang():
     p = next(x for x in PATTERNS if x.id == "capture-memory-overhead")
     assert {"vllm", "sglang"} <= set(p.advice)
+
+
+def test_a_failure_on_a_nightly_build_says_pin_the_last_good_version(tmp_path):
+    ima = "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    p = tmp_path / "nightly.log"
+    p.write_text("torch version: 2.6.0.dev20241112+cu124\n" + ima)
+    d = _json(str(p))
+    assert any("2.6.0.dev20241112+cu124 is a nightly" in n and "pin the last good version" in n for n in d["notes"])
+    good = tmp_path / "good.log"
+    good.write_text("torch version: 2.5.1+cu124\n[rank0]: iteration 10/100 | loss 2.0\n")
+    bad = tmp_path / "bad.log"
+    bad.write_text("torch version: 2.6.0+cu124\n" + ima)
+    r = CliRunner().invoke(cli, ["analyze", str(bad), "--baseline-log", str(good), "--format", "json"],
+                           env={"TRIAGE_DB": None})
+    notes = json.loads(r.stdout).get("notes", [])
+    assert any("torch changed since the last good run (2.5.1+cu124 -> 2.6.0+cu124)" in n for n in notes), notes
+    p.write_text("torch version: 2.6.0.dev20241112+cu124\n[rank0]: iteration 10/100 | loss 2.0\n")
+    assert not any("nightly" in n for n in _json(str(p)).get("notes", []))      # a healthy run: nothing to pin

@@ -71,8 +71,10 @@ def test_real_rank_error_without_timestamp_beats_timestamped_errors_and_timeouts
     roles = sorted((f.pitfall, f.role, f.ranks_text) for f in a.findings if f.role != "info")
     # one finding per (pitfall, event) (issue 21): rank 3's NCCL error; the lost peer on rank 0 (NCCL's
     # own WARN line about the closed socket, without a rank prefix, is a line of that event); the timeouts
+    # (rank 0's watchdog follow-up, "failure detected by watchdog at work sequence id: 3", is a line of the
+    # timeouts' event since issue 40: the watchdog's own report that its collective did not complete)
     assert roles == [("nccl-error", "cascade", "0"), ("nccl-error", "root-cause", "3"),
-                     ("nccl-watchdog-timeout", "cascade", "1-2")]
+                     ("nccl-watchdog-timeout", "cascade", "0-2")]
     # rank 3's "Last error:" / "Failed to CUDA calloc async 608 bytes" belong to its NCCL error
     assert not a.unmatched
     assert a.summary.startswith("rank 3 failed first with nccl-error")

@@ -124,6 +124,26 @@ def _configs(seen: Seen, config_files: Sequence[str], baseline_files: Sequence[s
     return current, baseline, base_seen
 
 
+_PRERELEASE = re.compile(r"\.?dev\d|\.?post\d|(?:a|b|rc)\d+(?:\+|$)|\+git|nightly", re.I)
+_PINNED = {"torch_version": "torch", "te_version": "Transformer Engine", "mcore_version": "megatron-core",
+           "nccl_version": "NCCL"}
+
+
+def version_notes(versions: Dict[str, str], baseline: Dict[str, str]) -> List[str]:
+    """Issue 40: a failed run on a nightly / pre-release build, or on other versions than the last good
+    run's: pin the last good version to tell whether the build caused it."""
+    out = []
+    for key, name in _PINNED.items():
+        v, b = versions.get(key), baseline.get(key)
+        if v and b and v != b:
+            out.append(f"{name} changed since the last good run ({b} -> {v}): pin the last good version ({b}) "
+                       "to tell whether the new build caused this failure")
+        elif v and _PRERELEASE.search(v):
+            out.append(f"{name} {v} is a nightly / pre-release build: if a release (or the last good run's "
+                       "build) did not fail, pin the last good version and report the regression upstream")
+    return out
+
+
 def pattern_notes(p: Optional[Pattern], facts: Config) -> List[str]:
     """The primary pattern's `notes` whose conditions hold on the run's facts."""
     if p is None:
@@ -172,6 +192,8 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
               for v in verdicts if v.pitfall in by_id])
     current = _with_implied(a, current, by_id, pats)
+    if a.verdict.outcome != "healthy":
+        a.notes.extend(version_notes(a.versions, base_seen.config.versions if base_seen is not None else {}))
     a.notes.extend(pattern_notes(by_id.get(a.primary.pitfall) if a.primary is not None else None,
                                  dict(current, graphs_captured=bool(seen.steps.graphs_seen))))
     if baseline and a.config is not None:

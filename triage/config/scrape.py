@@ -42,7 +42,7 @@ _ENV_NCCL = lazy(r"\bNCCL INFO\s+" + _ENV_KEYS_RX + r"\s+set by environment to\s
 _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
 _VERSION_LINES = [
-    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:(?:==|[:=])\s*)?v?(\d+\.\d+\.\d+(?:[a-z]+\d*)?(?:\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
+    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:(?:==|[:=])\s*)?v?(\d+\.\d+\.\d+(?:\.?(?:dev|post)\d+|[a-z]+\d*)?(?:\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
     ("te_version", lazy(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
     ("mcore_version", lazy(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", IGNORECASE)),  # noqa: E501
     ("nccl_version", lazy(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),

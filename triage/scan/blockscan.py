@@ -31,6 +31,7 @@ class _InputScan:
         self.view = view
         self.followers = [o for o in obs if type(o).following is not Observer.following]
         self.blocks_obs = next((o for o in obs if isinstance(o, Blocks)), None)
+        self.skippable = {id(o) for o in obs if o.skippable}    # observers a run of copies needs not feed
         self.batchers = _batchers(obs)
         self.file_rank = inp.inp.file_rank
         self.eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
@@ -124,6 +125,7 @@ class _InputScan:
         if any(o is not blocks for o in following):
             return 0
         woken, rule_ids = _woken(tags, following, self.obs, self.rules_obs)
+        woken = {w for w in woken if w not in self.skippable}
         if rule_ids or woken != {id(blocks)} or any(start in b.recs for b in batches):
             return 0
         ln = self.view.line_at(start, self.lineno + 1)

@@ -6,6 +6,7 @@ from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from .rx import TextMemo
 from .sources import (
+    _DOTTED_EXC,
     MAX_RAW,
     Input,
     Line,
@@ -27,6 +28,7 @@ PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a l
 PARSED_TEXT = 512          # ... of at most this many bytes
 # continues(text, prev) is this test of TEXT, or PREV is NCCL's "Last error:" line
 _continues = TextMemo(lambda text: continues(text, ""))
+_dotted_exc = TextMemo(lambda text: bool(_DOTTED_EXC.match(text)))
 
 
 class BlockView(View):
@@ -106,7 +108,8 @@ class BlockView(View):
             po = self.buf.rfind(b"\n", 0, o - 1) + 1
             prev = self.cache.get(po)
             prev_line = prev if prev is not None else self._parse(po, n - 1)
-            cont = prev_line.text.startswith("Last error:") or _continues(cur.text)
+            cont = (prev_line.text.startswith("Last error:") or _continues(cur.text)
+                    or (prev_line.text[:1] in (" ", "\t") and _dotted_exc(cur.text)))
             chain.append((o, cur, cont))
             if not cont:
                 break

@@ -6,10 +6,9 @@ it); the verdict reads it as a crash (verdict/analyse.py), so a log holding one 
 from __future__ import annotations
 
 import functools
+import json
 import os
-from typing import List, Optional, Tuple
-
-import yaml
+from typing import Any, List, Optional, Tuple
 
 from ..errors import TriageError
 from ..record import record
@@ -19,9 +18,13 @@ from .rx import TIMEOUT, LazyRx, lazy
 from .sources import Line
 from .state import Core, Event
 
-FORMS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "failure_forms.yaml")
-_FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin"}
-MAX_HITS = 100          # form hits kept per scan (as launcher exits are)
+HERE = os.path.dirname(os.path.abspath(__file__))
+FORMS_FILE = os.path.join(HERE, "failure_forms.yaml")      # the list, as written (with its comments)
+# ... as JSON, what a run reads (the stdlib parses it in a millisecond; PyYAML's import alone costs more
+# than a small log's analysis): `python -m triage.scan.forms` writes it from the YAML, and
+# tests/test_failure_forms.py checks the two hold the same forms
+FORMS_JSON = os.path.join(HERE, "failure_forms.json")
+_FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin", "not"}
 
 
 @record(frozen=True)
@@ -35,8 +38,10 @@ class FailureForm:
     anchor: str = ""
     anchor_is_rx: bool = False
     raw: bool = False               # searched in the whole raw line (a logger's level in its header)
-    tail: int = 0                   # > 0: counts only when its input ends within `tail` lines of it
+    tail: int = 0                   # > 0: counts only when its input ends within `tail` lines of it (of the
+    #                                 error block it opens): 1 = nothing after it
     builtin: str = ""
+    negative: Optional[LazyRx] = None   # `not`: a line that also matches this is no failure
 
 
 def _form(d: object, i: int) -> FailureForm:
@@ -56,14 +61,15 @@ def _form(d: object, i: int) -> FailureForm:
     return FailureForm(id=d["id"], what=" ".join(d["what"].split()), source=d["source"], fires=d["fires"],
                        healthy=d["healthy"], regex=lazy(d["regex"]) if d.get("regex") else None,
                        anchor=d.get("anchor") or d.get("anchor_rx") or "", anchor_is_rx=bool(d.get("anchor_rx")),
-                       raw=bool(d.get("raw")), tail=tail, builtin=str(d.get("builtin") or ""))
+                       raw=bool(d.get("raw")), tail=tail, builtin=str(d.get("builtin") or ""),
+                       negative=lazy(d["not"]) if d.get("not") else None)
 
 
 @functools.lru_cache(maxsize=None)
 def failure_forms() -> Tuple[FailureForm, ...]:
     """Every declared form, in the file's order."""
-    with open(FORMS_FILE, encoding="utf-8") as f:
-        data = yaml.safe_load(f)
+    with open(FORMS_JSON, encoding="utf-8") as f:
+        data = json.load(f)
     forms = tuple(_form(d, i) for i, d in enumerate((data or {}).get("forms") or []))
     ids = [x.id for x in forms]
     if len(set(ids)) != len(ids):
@@ -72,7 +78,11 @@ def failure_forms() -> Tuple[FailureForm, ...]:
 
 
 class FailureForms(Observer):
-    """The regex forms: a line that holds one is kept (Core.exits) with its form's id and tail."""
+    """The regex forms: of the lines that hold one, the first and the last of each form (and attempt) are
+    kept (Core.form_hits; ScanResult.exits at the end, with the form's id and tail) -- the first is the
+    earliest failure, the last tells whether the input ends with it.  A repeat of a line between them
+    changes neither: the scanner may skip runs of copies (skippable)."""
+    skippable = True
 
     def __init__(self, core: Core):
         self.core = core
@@ -80,14 +90,46 @@ class FailureForms(Observer):
         self.anchors = [rxa(f.anchor) if f.anchor_is_rx else lit(f.anchor) for f in self.forms]
 
     def feed(self, line: Line, ev: Event) -> None:
-        if len(self.core.exits) >= MAX_HITS:
-            return
+        exits = self.core.exits
+        if exits and exits[-1].line == line.lineno and exits[-1].source == line.source:
+            return                      # (a death the launcher or the shell reports on this line: it is kept)
         for f in self.forms:
             rx = f.regex
             assert rx is not None
             text = (line.raw or line.text) if f.raw else line.text
-            if rx.search(text[:2000], timeout=TIMEOUT):
-                self.core.exits.append(LauncherExit(line.source, line.lineno, line.rank, line.text[:300], ev.seq,
-                                                    ev.view.last_ts(line, ev.st), ev.inp.attempt(line),
-                                                    form=f.id, tail=f.tail))
+            if rx.search(text[:2000], timeout=TIMEOUT) and not (
+                    f.negative is not None and f.negative.search(text[:2000], timeout=TIMEOUT)):
+                self._hit(f, line, ev)
                 return
+
+    def _hit(self, f: FailureForm, line: Line, ev: Event) -> None:
+        group = ev.inp.attempt(line)
+        x = LauncherExit(line.source, line.lineno, line.rank, line.text[:300], ev.seq, ev.view.last_ts(line, ev.st),
+                         group, form=f.id, tail=f.tail)
+        kept = self.core.form_hits.setdefault((f.id, group), [])
+        if len(kept) < 2:
+            kept.append(x)
+        else:
+            kept[1] = x
+        self.core.form_seen += 1
+
+    def finish(self) -> None:
+        self.core.exits.extend(x for kept in self.core.form_hits.values() for x in kept)
+
+
+def forms_from_yaml() -> Any:
+    """The forms as FORMS_FILE writes them (PyYAML: for the generator and the tests only)."""
+    import yaml
+    with open(FORMS_FILE, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+def write_json() -> None:
+    """FORMS_JSON from FORMS_FILE."""
+    with open(FORMS_JSON, "w", encoding="utf-8") as f:
+        json.dump(forms_from_yaml(), f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    write_json()

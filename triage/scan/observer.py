@@ -15,6 +15,8 @@ FOLLOW_MAX = 200_000       # physical lines an arguments / config block is follo
 class Observer:
     """A line observer: `anchors` hit every line it reacts to when it is not following."""
     anchors: Sequence[Anchor] = ()
+    # a copy of a line it was just fed changes nothing it keeps (the scanner may skip runs of copies)
+    skippable = False
 
     def feed(self, line: Line, ev: Event) -> None:  # pragma: no cover - interface
         raise NotImplementedError

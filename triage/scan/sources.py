@@ -293,13 +293,19 @@ def not_there(p: str) -> Optional[str]:
 # lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
 _CONTINUATION = lazy(
     r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
-    r"(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|"
+    r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|"
     r"For debugging consider|"
     r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
+# a dotted exception line ("torch.OutOfMemoryError: ...") right under a traceback's frame or source line
+_DOTTED_EXC = lazy(r"^(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception): ")
+
+
 def continues(text: str, prev_text: str) -> bool:
     """A line that continues the message of the line before it (and so takes its rank): the
-    continuation shapes above, or the line after NCCL's "Last error:" (the error text itself)."""
-    return bool(_CONTINUATION.match(text)) or prev_text.startswith("Last error:")
+    continuation shapes above, the line after NCCL's "Last error:" (the error text itself), or a dotted
+    exception line ending the traceback whose indented frame is the line before."""
+    return (bool(_CONTINUATION.match(text)) or prev_text.startswith("Last error:")
+            or (prev_text[:1] in (" ", "\t") and bool(_DOTTED_EXC.match(text))))
 
 
 def _read_errors() -> Tuple[Type[BaseException], ...]:

@@ -150,6 +150,9 @@ class Core:
         self._kept: Dict[Tuple[int, Optional[int], bytes], int] = {}
         self.notes: List[str] = []          # about the inputs (unreadable, capped, a decompression bomb)
         self.exits: List["LauncherExit"] = []   # processes the launcher or the shell says died
+        # failure forms' hits (forms.py): the first and the last of each (form, attempt); how many in all
+        self.form_hits: Dict[Tuple[str, int], List["LauncherExit"]] = {}
+        self.form_seen = 0
         self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
+from ..scan.blocks import EXC_LINE
 from ..scan.jobfacts import LogFacts
 from ..scan.results import ErrorBlock, LauncherExit, Match, ScanResult
 from .analysis import Analysis
-from .crashes import _input_ends, crash_of
+from .crashes import FORM_WEIGHT, _input_ends, crash_of
 from .engine import fit_advice, log_engine
 from .fingerprint import fingerprint
 from .grouping import _group
@@ -89,19 +90,33 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
     return total
 
 
-def _exit_crashes(exits: List[LauncherExit], g: int, ends: Dict[str, Optional[int]]) -> List[Crash]:
+def _error_extent(b: ErrorBlock) -> int:
+    """The lines after its first that still tell block B's error: exception lines, a traceback, its
+    frames and indented lines (not the run's own lines a block may take in as a continuation)."""
+    n = 0
+    for ln in b.lines[1:]:
+        if not (ln.startswith(("  File ", "    ", "\t", "Traceback")) or EXC_LINE.match(ln)):
+            break
+        n += 1
+    return n
+
+
+def _exit_crashes(exits: List[LauncherExit], g: int, ends: Dict[str, Optional[int]],
+                  blocks: List[ErrorBlock]) -> List[Crash]:
     """The crashes of attempt G that the launcher or the shell reports, and the failure forms' hits (one
-    with a `tail` only when its input ends within that many lines of it)."""
+    with a `tail` only when its input ends within that many lines of it -- of the error block it opens,
+    when it opens one: the exception and message lines that continue it are the same error)."""
     out = []
+    opened = {(b.source, b.start): _error_extent(b) for b in blocks}
     for x in exits:
         if x.group != g:
             continue
         end = ends.get(x.source)
-        if x.tail and (end is None or end - x.seq > x.tail):
+        if x.tail and (end is None or end - (x.seq + opened.get((x.source, x.line), 0)) > x.tail - 1):
             continue
         out.append(Crash("error" if x.form else "launcher-exit", x.rank, x.source, x.line, x.text[:200], [x.text],
                          (x.order_ts if x.order_ts is not None else float("inf"), x.seq),
-                         2 if x.form else 1))       # a form is the last evidence looked to
+                         FORM_WEIGHT if x.form else 1))       # a form is the last evidence looked to
     return out
 
 
@@ -140,7 +155,7 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
                           and b.rank == scan.launcher_root_rank, logged=id(b) in logged)
             if cr is not None:
                 c.crashes.append(cr)
-        c.crashes += _exit_crashes(getattr(scan, "exits", None) or [], g, ends)
+        c.crashes += _exit_crashes(getattr(scan, "exits", None) or [], g, ends, c.blocks)
         ms = by_group.get(g, [])
         c.peers = _peers(ms, c.blocks)
         c.flight_recorder = _flight_recorder(ms)

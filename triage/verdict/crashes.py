@@ -12,6 +12,7 @@ from ..scan.rx import lazy, search
 from .types import Case, Crash
 from .unexplained import _TB_HEAD, _block_order, block_message, exception_line
 
+FORM_WEIGHT = 3        # a failure form's crash (verdict/analyse.py): the last evidence looked to
 TAIL_LINES = 40        # a traceback this close to the end of its input ended the process (uncaught)
 LOGGED_TAIL = 5        # ... or this close, when a log record ("ERROR ...: msg") introduces it (logging.exception)
 
@@ -135,8 +136,10 @@ def first_crash(case: Case) -> Optional[Crash]:
     earliest process error, else the earliest launcher / scheduler report."""
     if not case.crashes:
         return None
-    # a death torchrun or the shell reports only stands in when nothing else shows the failure
-    crashes = [c for c in case.crashes if c.kind != "launcher-exit"] or case.crashes
+    # a death torchrun or the shell reports only stands in when nothing else shows the failure, and a
+    # failure form's line (failure_forms.yaml) only when neither does
+    crashes = ([c for c in case.crashes if c.kind != "launcher-exit" and c.weight < FORM_WEIGHT]
+               or [c for c in case.crashes if c.kind == "launcher-exit"] or case.crashes)
     named = [c for c in crashes if c.rank is not None and c.rank == case.launcher_root_rank]
     pool = named or crashes
     return min(pool, key=lambda c: (c.weight, c.order))

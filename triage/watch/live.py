@@ -150,7 +150,7 @@ class Watch:
         """What the verdict depends on, in counts: it changed, the verdict may have."""
         core = self.live.core
         return (len(core.matches), sum(core.dropped.values()), len(core.blocks), len(core.tail_blocks or ()),
-                core.blocks_dropped, len(core.exits), len(core.root_summaries), core.root_rank,
+                core.blocks_dropped, len(core.exits), core.form_seen, len(core.root_summaries), core.root_rank,
                 tuple(s.restarts for s in core.inputs.values()))
 
     def _open_blocks(self) -> bool:

@@ -20,6 +20,9 @@ FIX = os.path.join(HERE, "fixtures")
 # each launcher row's fixture: a log printed with that prefix (a row without one fails test_every_row_has_a_fixture)
 FIXTURES = {
     "kubectl": "launchers/kubectl_prefix.log",          # SYNTHETIC (a real torchrun log, kubectl's prefix)
+    "cri": "launchers/cri_prefix.log",                  # SYNTHETIC (a real torchrun log, CRI's log file format)
+    "docker-timestamps": "launchers/docker_timestamps.log",   # SYNTHETIC (a real torchrun log, docker logs -t)
+    "ray": "launchers/ray_prefix.log",                  # SYNTHETIC (a real torchrun log, Ray's worker prefix)
     "torchrun": "logs/real/gpu-multirank/nccl_rank_error_vs_timeouts.log",
     "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
     "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC

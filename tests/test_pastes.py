@@ -109,3 +109,26 @@ def test_an_error_past_the_line_cap_is_matched(at, tmp_path):
     p.write_text("[rank0]: starting\n" + "[rank0]: " + "x=1; " * (at // 5) + err + "\n[rank0]: exiting\n")
     code, outcome, primary = _verdict(p)
     assert (outcome, primary) == ("pitfall", "illegal-memory-access")
+
+
+# the prefixes a collector puts before every line and that name no rank (the launcher table's outer rows)
+OUTER = {
+    "kubectl": "[pod/train-x7k2p/trainer] ",
+    "cri": "2026-12-03T08:33:52.123456789Z stderr F ",
+    "docker-timestamps": "2026-12-03T08:33:52.123456789Z ",
+    "ray": "(RayWorkerWrapper pid=51, ip=10.1.2.3) ",
+}
+
+
+@pytest.mark.parametrize("name", sorted(OUTER))
+def test_a_log_behind_a_collectors_prefix_gets_the_verdict_of_its_log(name, tmp_path):
+    from triage.scan.launchers import LAUNCHERS
+    assert name in {r.name for r in LAUNCHERS if not r.has_rank}
+    differ = []
+    for f in LOGS[::2]:
+        p = tmp_path / "prefixed.log"
+        p.write_text("".join(OUTER[name] + ln + "\n" for ln in _read(f).split("\n") if ln), encoding="utf-8")
+        want, got = _verdict(f), _verdict(p)
+        if got != want:
+            differ.append((os.path.relpath(f, REAL), want, got))
+    assert not differ, differ

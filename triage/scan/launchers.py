@@ -51,6 +51,19 @@ LAUNCHERS: Tuple[Launcher, ...] = (
     # (a DNS label, empty when kubectl cannot read it) name no rank
     Launcher("kubectl", "[pod/train-x7k2p/trainer] RuntimeError: CUDA error: an illegal memory access was encountered",
              r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9-]{0,63}\]", "[pod/", rank=None),
+    # a container runtime's log file (issue 40: pasted from /var/log/pods or /var/log/containers): CRI's
+    # "<RFC3339Nano time> <stdout|stderr> <P|F> <line>" (containerd / CRI-O, kubelet's CRI logging format)
+    Launcher("cri", "2026-12-03T08:33:52.123456789Z stderr F RuntimeError: CUDA error: an illegal memory access was "
+             "encountered", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP]",
+             "std", rank=None),
+    # `docker logs -t` / `kubectl logs --timestamps`: an RFC3339Nano time before each line
+    Launcher("docker-timestamps", "2026-12-03T08:33:52.123456789Z RuntimeError: CUDA error: an illegal memory access "
+             "was encountered", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}Z(?= )", "Z ", rank=None),
+    # Ray's worker prefix (vLLM's and verl's Ray executors): "(RayWorkerWrapper pid=51, ip=10.1.2.3) ",
+    # "(pid=51) ", "(raylet) " (ray/_private/log_monitor.py / worker.py print_logs: "({name} pid={pid}, ip={ip})")
+    Launcher("ray", "(RayWorkerWrapper pid=51, ip=10.1.2.3) RuntimeError: CUDA error: an illegal memory access was "
+             "encountered", r"\((?:(?:[A-Za-z_][\w.:-]* )?pid=\d+, ip=[\d.]+|pid=\d+|raylet(?:, ip=[\d.]+)?)\)",
+             "pid=", rank=None),
     # torchrun: "[rank3]:" (PyTorch >= 2.2) and "[default3]:" (--tee / TailLog); may repeat
     Launcher("torchrun", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
              r"\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:", "\n["),

@@ -20,18 +20,18 @@ FIX = os.path.join(HERE, "fixtures")
 # each launcher row's fixture: a log printed with that prefix (a row without one fails test_every_row_has_a_fixture)
 FIXTURES = {
     "kubectl": "launchers/kubectl_prefix.log",          # SYNTHETIC (a real torchrun log, kubectl's prefix)
-    "cri": "launchers/cri_prefix.log",                  # SYNTHETIC (a real torchrun log, CRI's log file format)
-    "docker-timestamps": "launchers/docker_timestamps.log",   # SYNTHETIC (a real torchrun log, docker logs -t)
-    "ray": "launchers/ray_prefix.log",                  # SYNTHETIC (a real torchrun log, Ray's worker prefix)
+    "cri": "logs/synthetic/launchers/cri_prefix.log",                  # SYNTHETIC (a real torchrun log, CRI's log file format)
+    "docker-timestamps": "logs/synthetic/launchers/docker_timestamps.log",   # SYNTHETIC (a real torchrun log, docker logs -t)
+    "ray": "logs/synthetic/launchers/ray_prefix.log",                  # SYNTHETIC (a real torchrun log, Ray's worker prefix)
     "torchrun": "logs/real/gpu-multirank/nccl_rank_error_vs_timeouts.log",
     "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
     "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC
     "srun": "logs/synthetic/multirank/srun_nccl_failure.log",
-    "vllm-worker": "launchers/vllm_worker_rank.log",                       # SYNTHETIC (real strings)
-    "vllm-worker-tp": "launchers/vllm_worker_tp.log",                      # SYNTHETIC (real strings)
-    "vllm-enginecore-dp": "launchers/vllm_enginecore_dp.log",              # SYNTHETIC (real strings)
-    "sglang-tp": "launchers/sglang_tp.log",                                 # SYNTHETIC (real strings)
-    "trtllm": "launchers/trtllm_rank.log",                                 # SYNTHETIC (real strings)
+    "vllm-worker": "logs/synthetic/launchers/vllm_worker_rank.log",                       # SYNTHETIC (real strings)
+    "vllm-worker-tp": "logs/synthetic/launchers/vllm_worker_tp.log",                      # SYNTHETIC (real strings)
+    "vllm-enginecore-dp": "logs/synthetic/launchers/vllm_enginecore_dp.log",              # SYNTHETIC (real strings)
+    "sglang-tp": "logs/synthetic/launchers/sglang_tp.log",                                 # SYNTHETIC (real strings)
+    "trtllm": "logs/synthetic/launchers/trtllm_rank.log",                                 # SYNTHETIC (real strings)
     "vllm-process": "logs/synthetic/vllm/enginecore_failed_to_start.log",      # SYNTHETIC (real strings)
     "vllm-logger": "logs/synthetic/vllm/worker_exception_caught_0.6.log",      # SYNTHETIC (real strings)
     "sglang": "logs/synthetic/other-stacks/sglang_capture_failed_oom.log",     # SYNTHETIC (real strings)

@@ -53,7 +53,7 @@ def _store_writer(args: tuple) -> list:
     """One writer process: N records through the Store API, the seconds each took."""
     db, w, n = args
     sys.path.insert(0, ROOT)
-    from triage.store import Record, Store
+    from triage.fleet.store import Record, Store
     took = []
     with Store(db) as st:
         for i in range(n):
@@ -68,7 +68,7 @@ def _store_writer(args: tuple) -> list:
 
 def concurrent_writers(db: str, label: str, logs: list, writers: int, per_writer: int, env: dict) -> None:
     """(a) WRITERS `triage analyze --record` processes at once; (b) WRITERS Store API writers."""
-    from triage.store import Store
+    from triage.fleet.store import Store
     cmd = triage_cmd()
     Store(db).close()                     # the schema exists (first-open races: tests/test_store.py)
     t = time.perf_counter()
@@ -163,7 +163,7 @@ def main() -> None:
     rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     v = json.loads(r.stdout)
     # exact grouping: the jobs of each generated kind share one signature, and no two kinds share one
-    from triage.store import Store
+    from triage.fleet.store import Store
     with Store(db) as st:
         sig = {rec.job_id: rec.signature or "healthy" for rec in st.records()}
     by_kind: dict = {}

@@ -13,8 +13,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's triage
 
-from triage.engine import Engine
-from triage.findings import analyse
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
 from triage.patterns import load_all
 from triage.pipeline import Seen
 

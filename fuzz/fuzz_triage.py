@@ -18,12 +18,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 with atheris.instrument_imports():
     from triage.config import ConfigError, parse_config_text
-    from triage.engine import Engine
-    from triage.findings import analyse
+    from triage.inputs.sources import InputError
     from triage.patterns import load_all
     from triage.report import render
+    from triage.scan.engine import Engine
     from triage.selftest import lines_of
-    from triage.sources import InputError
+    from triage.verdict.analyse import analyse
 
 PATS = load_all()
 ENGINE = Engine(PATS)

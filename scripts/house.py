@@ -20,19 +20,16 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 FLOORS: List[Tuple[int, Tuple[str, ...]]] = [
     (0, ("triage.__init__", "triage.record", "triage.lazyre", "triage.hashing", "triage.errors", "triage.caps",
          "triage.kinds", "triage.unicode", "triage.term", "triage.procs", "triage.cachefiles", "triage.jobid",
-         "triage.progress", "triage.files", "triage.redact")),
-    (1, ("triage.match", "triage.scan.rx", "triage.scan.anchors", "triage.rx", "triage.anchors")),
-    (2, ("triage.inputs", "triage.scan.text", "triage.scan.sources", "triage.scan.remote", "triage.scan.digest",
-         "triage.scan.paste", "triage.sources")),
-    (3, ("triage.patterns", "triage.taxonomy", "triage.config.rules", "triage.config.operators")),
+         "triage.files")),
+    (1, ("triage.match",)),
+    (2, ("triage.inputs", "triage.redact")),
+    (3, ("triage.patterns", "triage.taxonomy", "triage.config.operators", "triage.config.enums", "triage.config.keys")),
     (4, ("triage.config",)),
-    (5, ("triage.scan", "triage.engine")),
-    (6, ("triage.verdict", "triage.findings", "triage.steps", "triage.blame", "triage.pipeline", "triage.selftest",
-         "triage.suggest")),
-    (7, ("triage.report", "triage.svg", "triage.templates", "triage.schemas")),
-    (8, ("triage.store", "triage.fleet", "triage.fleet_report", "triage.fleet_reports", "triage.fleet_html",
-         "triage.recheck", "triage.watch")),
-    (9, ("triage.cli", "triage.commands", "triage.__main__")),
+    (5, ("triage.scan",)),
+    (6, ("triage.verdict", "triage.pipeline", "triage.progress", "triage.selftest", "triage.suggest")),
+    (7, ("triage.report", "triage.templates", "triage.schemas")),
+    (8, ("triage.fleet", "triage.watch")),
+    (9, ("triage.cli", "triage.cliutil", "triage.commands", "triage.__main__")),
 ]
 
 
@@ -82,39 +79,47 @@ def imports(mod: str, path: str, known: Set[str]) -> Set[str]:
 
 
 def sccs(graph: Dict[str, Set[str]]) -> List[List[str]]:
-    index: Dict[str, int] = {}
-    low: Dict[str, int] = {}
-    stack: List[str] = []
-    on: Set[str] = set()
-    out: List[List[str]] = []
-    counter = [0]
-    sys.setrecursionlimit(10000)
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    st = _Tarjan(graph)
     for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return out
+        if v not in st.index:
+            st.visit(v)
+    return st.out
+
+
+class _Tarjan:
+    def __init__(self, graph: Dict[str, Set[str]]):
+        self.graph = graph
+        self.index: Dict[str, int] = {}
+        self.low: Dict[str, int] = {}
+        self.stack: List[str] = []
+        self.on: Set[str] = set()
+        self.out: List[List[str]] = []
+        sys.setrecursionlimit(10000)
+
+    def visit(self, v: str) -> None:
+        self.index[v] = self.low[v] = len(self.index)
+        self.stack.append(v)
+        self.on.add(v)
+        for w in self.graph.get(v, ()):
+            if w not in self.index:
+                self.visit(w)
+                self.low[v] = min(self.low[v], self.low[w])
+            elif w in self.on:
+                self.low[v] = min(self.low[v], self.index[w])
+        if self.low[v] == self.index[v]:
+            self._pop(v)
+
+    def _pop(self, v: str) -> None:
+        comp = []
+        while True:
+            w = self.stack.pop()
+            self.on.discard(w)
+            comp.append(w)
+            if w == v:
+                break
+        if len(comp) > 1:
+            self.out.append(sorted(comp))
 
 
 def main() -> int:

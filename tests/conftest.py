@@ -316,7 +316,7 @@ def pytest_xdist_auto_num_workers(config):
 @pytest.fixture(scope="module")
 def engine():
     """The shipped catalog's engine, built once per test module."""
-    from triage.engine import Engine
+    from triage.scan.engine import Engine
     from triage.patterns import load_all
     return Engine(load_all())
 

@@ -20,13 +20,13 @@ def pat(pid, regex_, literal, kind="runtime", generic=False, role=None, context=
 
 def analyse_path(engine, path):
     """The analysis of one log file through the line scanner."""
-    from triage.findings import analyse
-    from triage.sources import iter_inputs
+    from triage.verdict.analyse import analyse
+    from triage.inputs.sources import iter_inputs
     return analyse(engine.scan(iter_inputs([path])))
 
 
 def analyse_text(engine, text):
     """The analysis of a log given as text."""
-    from triage.findings import analyse
+    from triage.verdict.analyse import analyse
     from triage.selftest import lines_of
     return analyse(engine.scan(lines_of(text)))

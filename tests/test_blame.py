@@ -2,10 +2,10 @@ import os
 
 from helpers import pat
 
-from triage.blame import blame
+from triage.verdict.blame import blame
 from triage.config import load_config
-from triage.engine import Engine
-from triage.findings import analyse
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
 from triage.patterns import parse_pattern
 from triage.selftest import lines_of
 

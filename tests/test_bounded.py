@@ -9,9 +9,9 @@ import sys
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.engine import Engine
-from triage.findings import (EVIDENCE_MAX, TIMELINE_MAX, UNMATCHED_MAX, Analysis, Case, ConfigAnalysis, Evidence,
-                             Finding, TimelineEvent, Unmatched)
+from triage.scan.engine import Engine
+from triage.verdict.analysis import Analysis
+from triage.verdict.types import Case, ConfigAnalysis, EVIDENCE_MAX, Evidence, Finding, TIMELINE_MAX, TimelineEvent, UNMATCHED_MAX, Unmatched
 from triage.report import FINDINGS_MAX, MAX_JSON_BYTES, SERIES_MAX, build_view, render, render_json, to_dict
 from triage.verdict.job import JobInfo
 

@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from triage import cachefiles
-from triage.scan import anchors, rx
+from triage.match import anchors, rx
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """One set of caps (triage/caps.py): the report shows as many evidence lines as the analysis keeps,
 and the modules that still name a cap themselves agree with it."""
-from triage import caps, findings
+from triage import caps
+from triage.verdict import types as findings
 from triage.report import EVIDENCE_MAX, build_view, contract, render_html, render_markdown, render_text
 from triage.report import view as view_module
 
@@ -39,7 +40,7 @@ def test_caps_named_elsewhere_agree_with_caps_py():
     assert [tuple(vars(c).values()) for c in contract.LEVELS] == [tuple(vars(c).values()) for c in caps.LEVELS]
     assert list(vars(contract.Caps)["__dataclass_fields__"]) == list(vars(caps.Caps)["__dataclass_fields__"])
     from triage.report import util
-    from triage.scan import text
+    from triage.inputs import text
     assert text.MAX_LINE is caps.MAX_LINE and text.CLIP_MARK is caps.CLIP_MARK and util.CLIP is caps.CLIP
 
 

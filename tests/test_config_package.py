@@ -3,10 +3,10 @@ import pytest
 
 import triage.config as config
 from triage.config import OPERATORS, cond_holds, rule_holds
-from triage.config.rules import OPERATORS as RULES_OPERATORS
-from triage.engine import Engine
+from triage.config.operators import OPERATORS as RULES_OPERATORS
+from triage.scan.engine import Engine
 from triage.patterns import RULE_OPS, ConfigRule
-from triage.rx import Timeouts, search
+from triage.match.rx import Timeouts, search
 
 
 def test_one_operator_table_used_by_the_loader():

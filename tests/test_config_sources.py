@@ -16,7 +16,7 @@ from triage.config import (Unknown, build_config, canonical, check, config_from_
 from triage.config import load_config
 from triage.config.launch import is_launch_line, parse_launch
 from triage.patterns import builtin_dir, load_dir
-from triage.sources import Line
+from triage.inputs.sources import Line
 import inproc  # noqa: E402
 
 PATS = load_dir(builtin_dir())
@@ -255,8 +255,8 @@ def test_env_from_the_log_is_read_with_config_and_blamed(tmp_path):
 # --- relatedness -----------------------------------------------------------------------------------
 
 def test_schedule_keys_are_unrelated(tmp_path):
-    from triage.blame import blame
-    from triage.findings import Finding  # noqa: F401 - the type blame takes
+    from triage.verdict.blame import blame
+    from triage.verdict.types import Finding
     old = canonical({"scheduler.lr_decay_iters": 100, "scheduler.wd_incr_steps": 800, "model.cuda_graph_impl": "none",
                      "train.train_iters": 100})
     new = canonical({"scheduler.lr_decay_iters": 200, "scheduler.wd_incr_steps": 1600,
@@ -282,8 +282,8 @@ def test_gen_enum_table_script_is_kept_with_its_table():
 
 
 def test_a_graph_setting_of_a_run_that_got_faster_is_no_suspect():
-    from triage.blame import blame
-    from triage.findings import make_finding
+    from triage.verdict.blame import blame
+    from triage.verdict.grouping import make_finding
     by_id = {p.id: p for p in PATS}
     f = make_finding(by_id["graph-no-speedup"], [], "triage: CUDA graphs gave no steady-state speedup over eager: x")
     old = canonical({"model.cuda_graph_impl": "transformer_engine", "model.cuda_graph_scope": ["attn"],

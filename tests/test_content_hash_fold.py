@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.fleet import Job, analyse_job
+from triage.fleet.run import Job, analyse_job
 from triage.patterns import load_all
 from triage.pipeline import run_analysis
-from triage.store import Store, content_hash
+from triage.fleet.store import Store, content_hash
 
 LOG = b"".join(b"[rank0]: step %d INFO all good\n" % i for i in range(30000)) + \
     b"[rank0]: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
@@ -59,7 +59,7 @@ def test_folded_hash_is_content_hash(inputs, pats, names):
 
 
 def test_folded_hash_of_a_bigger_input_than_a_block(inputs, pats):
-    from triage.engine import Engine
+    from triage.scan.engine import Engine
     p = str(inputs / "a.log.gz")
     scan = Engine(pats).scan_paths([p], block_size=4096, content_hash=True)
     assert scan.content_hash == content_hash([p])

@@ -1,6 +1,6 @@
 from helpers import pat
 
-from triage.engine import Engine
+from triage.scan.engine import Engine
 from triage.selftest import lines_of
 
 IMA = pat("illegal-memory-access", r"an illegal memory access was encountered", "illegal memory access")
@@ -62,7 +62,7 @@ def test_explained_traceback_is_not_unmatched():
 def test_pathological_line_is_cut_off_as_no_match_and_the_scan_goes_on():
     # (a+)+$ on 'aaa...ab' backtracks exponentially: the one search is cut off by rx.TIMEOUT, counted,
     # and read as no match; the next line is searched as usual
-    from triage import rx
+    from triage.match import rx
     evil = pat("cuda-oom", r"(a+)+$", "aaaa")
     before = getattr(rx, "timeouts", 0)
     r = scan("a" * 3000 + "b\naaaa", evil)

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from triage.engine import Engine
+from triage.scan.engine import Engine
 from triage.patterns import builtin_dir, load_dir
 from triage.scan.forms import failure_forms
 from triage.selftest import lines_of

@@ -1,7 +1,9 @@
 from helpers import pat
 
-from triage.engine import Engine
-from triage.findings import analyse, fingerprint, mask, rank_ranges
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
+from triage.verdict.fingerprint import fingerprint, mask
+from triage.verdict.types import rank_ranges
 from triage.selftest import lines_of
 
 IMA = pat("illegal-memory-access", r"an illegal memory access was encountered", "illegal memory access")

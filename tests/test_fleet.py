@@ -14,8 +14,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import gen_fleet  # noqa: E402
 
-from triage.fleet import FleetError, find_jobs, parse_since, view  # noqa: E402
-from triage.store import Record, Store  # noqa: E402
+from triage.fleet.run import FleetError, find_jobs, parse_since, view  # noqa: E402
+from triage.fleet.store import Record, Store  # noqa: E402
 import inproc  # noqa: E402
 
 ENV = {k: v for k, v in os.environ.items() if k not in ("TRIAGE_DB", "SLURM_JOB_ID", "TORCHELASTIC_RUN_ID")}
@@ -203,7 +203,7 @@ def test_fleet_outputs_match_the_schema(jobs100, tmp_path):
 
 def _work_or_die(job):
     """A worker that dies (as a segfault or the OOM killer would kill it) on one job."""
-    from triage.fleet import analyse_in_worker
+    from triage.fleet.run import analyse_in_worker
     if job.job_id.endswith("job-00003.log"):
         os._exit(9)
     return analyse_in_worker(job)
@@ -218,7 +218,7 @@ _PARENT_HANDLER = r"""
 import os, signal, sys
 from triage.cli import _on_term
 signal.signal(signal.SIGTERM, _on_term if sys.argv[2] == "cli" else (lambda *a: None))
-from triage.fleet import analyse_jobs, analyse_in_worker, find_jobs
+from triage.fleet.run import analyse_jobs, analyse_in_worker, find_jobs
 
 def work(job):
     if job.job_id.endswith("job-00003.log"):
@@ -245,7 +245,7 @@ def test_workers_die_of_sigterm_whatever_handler_their_parent_installed(jobs100,
 
 
 def test_a_job_that_kills_its_worker_is_an_error_not_a_hang(jobs100):
-    from triage.fleet import analyse_jobs
+    from triage.fleet.run import analyse_jobs
     d, kinds = jobs100
     jobs = find_jobs([], [d])[:12]
     ticks = []
@@ -276,7 +276,7 @@ def test_fleet_and_report_on_postgresql(jobs100, pg_url):
 
 def test_markdown_view_escapes_like_the_job_report():
     """A signature or job id holding a table pipe, backticks or HTML stays inside its cell."""
-    from triage.fleet_report import render_markdown
+    from triage.fleet.render import render_markdown
     r = [Record("job|`x`<script>", 1.7e9, "pitfall", "p", "p: a | b `c`", "t", 1, None, "s", "h", "v")]
     row = next(ln for ln in render_markdown(view(r)).splitlines() if ln.startswith("| 1 |"))
     assert row == "| 1 | `` p: a \\| b `c` `` | 2023-11-14 | 2023-11-14 |  | job\\|\\`x\\`&lt;script&gt; |"

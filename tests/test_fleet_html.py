@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from triage.fleet_html import JOBS_SHOWN, render_html
-from triage.svg import SERIES_CLASSES, daily_chart_svg
+from triage.fleet.html import JOBS_SHOWN, render_html
+from triage.report.svg import SERIES_CLASSES, daily_chart_svg
 
 from test_browser import CHROMIUM, open_report, png_size, problems, shot  # noqa: F401
 import inproc  # noqa: E402

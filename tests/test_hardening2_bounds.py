@@ -14,13 +14,14 @@ from click.testing import CliRunner
 
 from triage.cli import cli
 from triage.config import CONFIG_MAX_SCALAR, build_config, diff, load_config
-from triage.engine import Engine
-from triage.findings import analyse
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
 from triage.patterns import PatternError, load_all
-from triage.rx import risky
-from triage.scan import anchors, blockview, followups, rules
+from triage.match.rx import risky
+from triage.match import anchors
+from triage.scan import blockview, followups, rules
 from triage.scan.prepare import NORM_TAG
-from triage.sources import iter_inputs
+from triage.inputs.sources import iter_inputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CTRL = bytes(list(range(0x01, 0x09)) + [0x0b, 0x0c] + list(range(0x0e, 0x20)) + [0x7f])

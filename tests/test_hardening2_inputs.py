@@ -12,7 +12,7 @@ import pytest
 
 import inproc  # the CLI in this process: tests/inproc.py
 
-from triage.scan import sources as S
+from triage.inputs import sources as S
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)

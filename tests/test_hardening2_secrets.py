@@ -109,7 +109,7 @@ def test_a_known_issue_keyed_by_the_redacted_signature_is_found_by_analyze(tmp_p
 def test_two_jobs_that_differ_only_in_their_secrets_have_one_signature_and_fingerprint(tmp_path):
     """The unmatched block's fingerprint is of the block redacted (a key block spread over its
     lines too), then masked: a secret neither reaches it nor splits one failure in two."""
-    from triage.findings import fingerprint
+    from triage.verdict.fingerprint import fingerprint
     from triage.scan.results import ErrorBlock
     from triage.verdict.unexplained import _unmatched
     other = CASE.replace(TOKEN, "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8N").replace(":PASS@", ":OTHER@")

@@ -4,7 +4,7 @@ file's references say where from); the layouts are labelled where synthetic."""
 import pytest
 
 import inproc
-from triage.engine import Engine
+from triage.scan.engine import Engine
 from triage.patterns import PatternError, builtin_dir, load_dir, parse_pattern
 from triage.scan.rules import size_bytes
 from triage.selftest import fired, lines_of
@@ -14,7 +14,7 @@ ENG = Engine(PATS)
 
 
 def primary(text):
-    from triage.findings import analyse
+    from triage.verdict.analyse import analyse
     a = analyse(ENG.scan(lines_of(text)))
     return a.primary.pitfall if a.primary else None, a
 
@@ -237,14 +237,14 @@ def test_a_traceback_vllm_logged_and_went_on_from_stays_healthy():
 ])
 def test_an_engines_fatal_record_alone_is_a_failure(line):
     """The record without its traceback (a paste that kept one line), followed by the run's lines."""
-    from triage.findings import analyse
+    from triage.verdict.analyse import analyse
     log = line + "\n" + "\n".join(f"INFO 12-04 06:03:{i:02d} [loggers.py:123] heartbeat {i}" for i in range(10, 20))
     a = analyse(ENG.scan(lines_of(log)))
     assert a.outcome == "unexplained-failure", a.outcome
 
 
 def test_vllm_lines_keep_their_time():
-    from triage.scan.sources import parse_ts
+    from triage.inputs.sources import parse_ts
     t = parse_ts("ERROR 12-04 06:03:31 [v1/engine/core.py:1759] EngineCore encountered a fatal error.")
     assert t is not None and parse_ts("ERROR 12-04 06:03:41 [core.py:1] x") - t == 10
 

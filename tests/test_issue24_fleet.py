@@ -100,7 +100,7 @@ def test_a_store_that_is_down_costs_one_attempt_and_the_report_comes_first(tmp_p
     import socket
     import time
 
-    from triage import store
+    from triage.fleet import store
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -197,7 +197,7 @@ def test_fleet_recheck_explains_links_keeps_history_and_skips_what_is_gone(tmp_p
     old; a job whose log is gone is skipped and says why; --dry-run changes nothing."""
     import json
 
-    from triage.store import Store
+    from triage.fleet.store import Store
     db = store_url
     jobs = _jobs_dir(tmp_path)
     pats = tmp_path / "pats"
@@ -286,7 +286,7 @@ def test_a_schema_2_store_becomes_one_record_per_job(store_url):
     history; stdin records stay apart (one job per content); the known issues are kept."""
     import sqlalchemy as sa
 
-    from triage.store import SCHEMA_VERSION, Store, resolve_url
+    from triage.fleet.store import SCHEMA_VERSION, Store, resolve_url
     db = store_url
     os.makedirs(os.path.dirname(db), exist_ok=True) if "://" not in db else None
     eng = sa.create_engine(resolve_url(db))

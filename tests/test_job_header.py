@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from triage import __version__
 from triage.cli import cli
-from triage.fleet_reports import GENERATOR, report_name
+from triage.fleet.job_reports import GENERATOR, report_name
 from triage.scan.jobfacts import facts_of, hosts_in
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -146,7 +146,7 @@ def test_a_job_date_is_its_logs_own_not_the_copys_mtime(tmp_path):
     assert run("analyze", log, "--db", db, "--format", "json").exit_code == 3
     rep = json.loads(run("fleet", "report", "--since", "all", "--db", db, "--format", "json").output)
     assert rep["daily"]["days"] == ["2026-11-02"]
-    from triage.store import Store
+    from triage.fleet.store import Store
     with Store(db, existing=True) as st:
         (r,) = list(st.records())
     assert time.strftime("%Y-%m-%d", time.gmtime(r.job_time)) == "2026-11-02"
@@ -282,7 +282,7 @@ def test_fleet_report_links_the_stored_jobs_whose_reports_are_there(tmp_path):
 
 
 def test_the_fleet_html_links_only_relative_paths():
-    from triage.fleet_html import render_html
+    from triage.fleet.html import render_html
     g = {"signature": "s", "count": 3, "jobs": ["a", "b", "c"],
          "reports": {"a": "javascript:alert(1)", "b": "//evil.example/x.html", "c": "r/c%20d.html"}}
     hrefs = html_parts(render_html({"jobs": 3, "groups": [g]})).hrefs

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triage.scan import ranks
-from triage.scan.launchers import INNER_RANKS, LAUNCHERS, InnerRank, Launcher
-from triage.scan.ranks import RANKS, RankReader
-from triage.scan.text import normalise
+from triage.inputs import ranks
+from triage.inputs.launchers import INNER_RANKS, LAUNCHERS, InnerRank, Launcher
+from triage.inputs.ranks import RANKS, RankReader
+from triage.inputs.text import normalise
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "fixtures")
@@ -200,6 +200,6 @@ def test_a_new_inner_form_is_all_it_takes():
 
 
 def test_the_module_names_are_the_shipped_reader():
-    from triage import sources
+    from triage.inputs import sources
     assert sources.split_prefix == ranks.split_prefix == RANKS.split_prefix
     assert sources.inner_rank == RANKS.inner_rank

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.engine import Engine
+from triage.scan.engine import Engine
 from triage.patterns import builtin_dir, load_dir
 from triage.selftest import fired
 from triage.taxonomy import IDS

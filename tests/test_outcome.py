@@ -15,7 +15,7 @@ from helpers import analyse_path, analyse_text
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.findings import TAIL_LINES
+from triage.verdict.crashes import TAIL_LINES
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, "fixtures", "logs")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.scan.paste import unwrap
+from triage.inputs.paste import unwrap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = os.path.join(HERE, "fixtures", "logs", "real")
@@ -122,7 +122,7 @@ OUTER = {
 
 @pytest.mark.parametrize("name", sorted(OUTER))
 def test_a_log_behind_a_collectors_prefix_gets_the_verdict_of_its_log(name, tmp_path):
-    from triage.scan.launchers import LAUNCHERS
+    from triage.inputs.launchers import LAUNCHERS
     assert name in {r.name for r in LAUNCHERS if not r.has_rank}
     differ = []
     for f in LOGS[::2]:

@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from triage.engine import Engine
-from triage.patterns import (MACROS, PatternError, builtin_dir, derive_literals, expand_macros, leading_alternatives,
-                             load_dir, parse_pattern)
+from triage.scan.engine import Engine
+from triage.match.literals import derive_literals, leading_alternatives
+from triage.patterns import MACROS, PatternError, builtin_dir, expand_macros, load_dir, parse_pattern
 from triage.selftest import check_examples, fired, lines_of
 
 SHIPPED = load_dir(builtin_dir())

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from triage.engine import Engine
+from triage.scan.engine import Engine
 from triage.patterns import PatternError, builtin_dir, load_dir, load_file, parse_pattern
 from triage.selftest import check_examples, fired
 from triage.taxonomy import IDS

@@ -5,7 +5,7 @@ import pytest
 
 import inproc  # the CLI in this process: tests/inproc.py
 from triage.patterns import PatternError, load_all
-from triage.rx import risky
+from triage.match.rx import risky
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOOD = """id: my-thing

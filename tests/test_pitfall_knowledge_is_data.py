@@ -36,8 +36,8 @@ def test_the_verdicts_pitfall_knowledge_is_in_the_pattern_files():
 
 def test_a_new_hang_type_pattern_is_a_yaml_change(tmp_path):
     """A made-up waiting pattern (SYNTHETIC) gets a hang verdict with its own summary, no code."""
-    from triage.engine import Engine
-    from triage.findings import analyse
+    from triage.scan.engine import Engine
+    from triage.verdict.analyse import analyse
     from triage.patterns import parse_pattern
     from triage.selftest import lines_of
     p = parse_pattern({

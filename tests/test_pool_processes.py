@@ -46,7 +46,7 @@ def started(monkeypatch):
 
 
 def _scan(block_size=256):
-    from triage.engine import Engine
+    from triage.scan.engine import Engine
     from triage.patterns import load_all
     return Engine(load_all()).scan_paths([LOG], block_size=block_size)
 
@@ -148,7 +148,7 @@ def test_an_interrupted_scan_stops_and_collects_its_workers(started, monkeypatch
 def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monkeypatch):
     """A worker that dies (the OOM killer, say) after its first block: the scanner prepares the rest
     itself and the report is the serial scan's."""
-    from triage.engine import Engine
+    from triage.scan.engine import Engine
     from triage.patterns import load_all
     real_worker = pool._worker
 
@@ -188,7 +188,7 @@ def test_workers_flush_no_copy_of_the_scanners_output_and_import_no_multiprocess
         "from triage.scan import pool\n"
         "pool.POOL_MIN_BYTES = 0\n"
         "os.environ['TRIAGE_JOBS'] = '3'\n"
-        "from triage.engine import Engine\n"
+        "from triage.scan.engine import Engine\n"
         "from triage.patterns import load_all\n"
         "pats = load_all()\n"                         # (a cold cache: the catalog is pickled, by _pickle)
         "sys.stdout.write('BEFORE-THE-FORK\\n')\n"
@@ -209,7 +209,7 @@ def test_the_workers_are_forked_with_what_every_one_needs_made(tmp_path):
     this one has them from other tests."""
     probe = (
         "import os, sys\n"
-        "from triage.scan import pool, ranks\n"
+        "from triage.scan import pool\nfrom triage.inputs import ranks\n"
         "pool.POOL_MIN_BYTES = 0\n"
         "os.environ['TRIAGE_JOBS'] = '3'\n"
         "real, at_fork = pool._start, []\n"
@@ -217,7 +217,7 @@ def test_the_workers_are_forked_with_what_every_one_needs_made(tmp_path):
         "    at_fork.append(('regex' in sys.modules, {'starts', 'kinds'} <= set(vars(ranks.RANKS))))\n"
         "    return real(*a)\n"
         "pool._start = start\n"
-        "from triage.engine import Engine\n"
+        "from triage.scan.engine import Engine\n"
         "from triage.patterns import load_all\n"
         "pats = load_all()\n"
         "before = ('regex' in sys.modules, {'starts', 'kinds'} <= set(vars(ranks.RANKS)))\n"

@@ -71,7 +71,7 @@ def test_fleet_job_counter_only_on_a_terminal():
 
 
 def test_without_hyperscan_big_inputs_get_one_line_saying_so(tmp_path, monkeypatch):
-    from triage.scan import anchors
+    from triage.match import anchors
     big = tmp_path / "big.log"
     with open(big, "wb") as f:
         f.truncate(SLOW_NOTE_BYTES)             # sparse: size is what counts

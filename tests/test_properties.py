@@ -8,13 +8,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from triage.config import ConfigError, parse_config_text
-from triage.engine import Engine
-from triage.findings import analyse
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
 from triage.patterns import load_all
 from triage.pipeline import Seen, _tee
 from triage.report import render
 from triage.selftest import lines_of
-from triage.sources import MAX_LINE, InputError, iter_inputs, make_line, normalise
+from triage.inputs.sources import InputError, iter_inputs, make_line
+from triage.inputs.text import MAX_LINE, normalise
 
 PATS = load_all()
 ENGINE = Engine(PATS)

@@ -12,7 +12,8 @@ from helpers import analyse_path, analyse_text
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.findings import FR_ANALYSE, FR_DUMPS, block_message, exception_line
+from triage.verdict.hangs import FR_ANALYSE, FR_DUMPS
+from triage.verdict.unexplained import block_message, exception_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = os.path.join(HERE, "fixtures", "logs", "real")
@@ -200,7 +201,7 @@ def test_ranks_of_a_block_decode_no_line_whose_prefix_names_its_rank(monkeypatch
     """A line with a launcher prefix naming its rank has that rank, whatever rank its message names:
     ranks_in reads it from the prefix search and decodes only the lines without one (50,000 watchdog
     lines of 8 ranks were 50,000 decodes, 1.2 s of a 12 MB log)."""
-    from triage.scan.ranks import RankReader
+    from triage.inputs.ranks import RankReader
     reader = RankReader()
     lines = [f"[rank{r}]:[E1203 07:12:01.4 ProcessGroupNCCL.cpp:629] [Rank {r}] Watchdog caught collective "
              "operation timeout" for r in range(8)] * 500

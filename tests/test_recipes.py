@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from triage.store import Store
+from triage.fleet.store import Store
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EPILOG = os.path.join(ROOT, "recipes", "slurm", "triage-epilog.sh")

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from triage.engine import Engine
-from triage.findings import analyse
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
 from triage.patterns import builtin_dir, load_dir
 from triage.report import render
 from triage.scan import blockscan, rules

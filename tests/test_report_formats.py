@@ -455,7 +455,7 @@ def test_junit_and_jira_of_any_text_and_any_log():
     from hypothesis import given
     from hypothesis import strategies as st
     from test_properties import ENGINE, LOG, SETTINGS
-    from triage.findings import analyse
+    from triage.verdict.analyse import analyse
     from triage.selftest import lines_of
 
     @SETTINGS

@@ -2,7 +2,7 @@
 import pytest
 import regex
 
-from triage import rx
+from triage.match import rx
 
 
 @pytest.fixture

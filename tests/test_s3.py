@@ -194,7 +194,7 @@ def test_fleet_run_job_urls_and_the_store(aws, tmp_path):
     r = invoke(*args)
     d = json.loads(r.output)
     assert [g["seen_total"] for g in d["groups"]] == [1, 1], r.output
-    from triage.store import content_hash
+    from triage.fleet.store import content_hash
     local = content_hash([PER_RANK])
     assert content_hash([f"s3://{BUCKET}/jobs/per-rank/"]) == local      # the same bytes, the same record
     assert content_hash([f"s3://{BUCKET}/single/ima.log"]) == content_hash([ONE_LOG])

@@ -8,13 +8,13 @@ import os
 
 import pytest
 
-from triage.scan import anchors   # the module that owns the settings patched below
-from triage.engine import Engine
+from triage.match import anchors
+from triage.scan.engine import Engine
 from triage.patterns import load_all
 from triage.pipeline import Seen, _tee
 from triage.scan.prepare import anchor_set
-from triage.scan.sources import iter_blocks_with_tail
-from triage.sources import InputError, iter_inputs
+from triage.inputs.sources import iter_blocks_with_tail
+from triage.inputs.sources import InputError, iter_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, "fixtures", "logs")
@@ -79,7 +79,7 @@ def test_without_hyperscan_the_stdlib_fallback_gives_the_same(monkeypatch):
             line, block = both([path], 1024)
             assert block == line, path
         e = Engine(PATS)
-        assert e._anchor_set(e._observers(Seen().observers())[1]).engine == "re"
+        assert e.anchor_set_of(e.wire(Seen().observers())[1]).engine == "re"
     finally:
         anchor_set.cache_clear()         # ... and not left to the tests after this one
 
@@ -94,8 +94,8 @@ def test_the_stdlib_search_finds_the_lines_and_tags_hyperscan_finds():
     import random
     from triage.pipeline import Seen
     e = Engine(PATS)
-    _, obs, _ = e._observers(Seen().observers())
-    aset = anchors.AnchorSet(e._anchor_set(obs).anchors)    # (not the per-process one: it may be "re")
+    _, obs, _ = e.wire(Seen().observers())
+    aset = anchors.AnchorSet(e.anchor_set_of(obs).anchors)    # (not the per-process one: it may be "re")
     assert aset.engine == "hyperscan"
     aset._compile_re()
     rnd = random.Random(7)
@@ -301,7 +301,7 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
     assert plain == [p for p in paths if p in plain] and len(plain) >= len(paths) * 3 // 4
     # a line longer than a 512-byte chunk (a NUL hole is one): the reader clips it, so the scanner cuts
     # that input itself; so it does a hard-wrapped paste, whose lines its reader joins (paste.py)
-    from triage.scan.paste import unwrap
+    from triage.inputs.paste import unwrap
     others = [p for p in paths if p not in plain]
     assert all(any(len(x) > 512 for x in open(p, "rb")) or unwrap(open(p, "rb").read()) for p in others)
     calls = []
@@ -480,7 +480,7 @@ def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatc
         serial = report(p)
         monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
         monkeypatch.setenv("TRIAGE_JOBS", jobs)
-        monkeypatch.setattr("triage.scan.sources.BLOCK_SIZE", block)
+        monkeypatch.setattr("triage.inputs.sources.BLOCK_SIZE", block)
         from triage.scan import engine
         calls = []
         real_prepare = engine.prepare_block

@@ -1,4 +1,5 @@
-"""triage.scan is one module per job (issue 21); the old module paths are compatibility faces."""
+"""triage.scan is one module per job (issue 21); since issue 41 the matching (triage.match) and the inputs
+(triage.inputs) are floors of their own, and no compatibility face of an old path is left."""
 import importlib
 
 import pytest
@@ -6,29 +7,19 @@ import pytest
 from triage.scan.observer import derived, lit, rxa
 
 
-def test_old_import_paths_are_the_scan_modules_names():
-    import triage.anchors
-    import triage.engine
-    import triage.rx
-    import triage.sources
-    from triage.scan import anchors, engine, pool, results, rx, sources
-    assert triage.engine.Engine is engine.Engine
-    assert triage.engine.ScanResult is results.ScanResult
-    assert triage.engine._Pool is pool._Pool and triage.engine._worker is pool._worker
-    assert triage.sources.Line is sources.Line and triage.sources.InputError is sources.InputError
-    assert triage.anchors.AnchorSet is anchors.AnchorSet
-    assert triage.rx.lazy is rx.lazy and triage.rx.VALIDATED is rx.VALIDATED
-    for shim in (triage.engine, triage.sources, triage.anchors, triage.rx):
-        assert "Compatibility face" in shim.__doc__
-        for name in shim.__all__:
-            assert getattr(shim, name) is not None
+def test_no_compatibility_face_is_left():
+    for face in ("rx", "anchors", "engine", "sources", "steps", "blame", "findings", "fleet_report", "fleet_reports",
+                 "fleet_html", "store", "recheck", "svg"):
+        with pytest.raises(ImportError):
+            importlib.import_module(f"triage.{face}")
 
 
 def test_the_package_face_loads_each_name_from_its_module():
     import triage.scan as scan
     for name in scan.__all__:
         obj = getattr(scan, name)
-        assert obj is getattr(importlib.import_module(f"triage.scan.{scan._HOME[name]}"), name)
+        home = scan._HOME[name]
+        assert obj is getattr(importlib.import_module(home if home.startswith(".") else f".{home}", "triage.scan"), name)
     with pytest.raises(AttributeError):
         scan.nothing_here
 
@@ -50,3 +41,15 @@ def test_an_observers_anchor_is_derived_from_its_line_regex(rx, anchor):
 
 def test_a_class_escape_keeps_the_anchor_a_regex():
     assert derived(r"foo\d+bar") == rxa(r"foo\d+bar")
+
+
+def test_every_package_of_the_tree_is_installed():
+    """pyproject.toml lists each package (a folder with __init__.py) so `pip install .` ships it."""
+    import os
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), encoding="utf-8") as f:
+        listed = set(re.findall(r'"(triage(?:\.\w+)*)"', re.search(r"^packages = \[(.*)\]$", f.read(), re.M).group(1)))
+    tree = {os.path.relpath(d, root).replace(os.sep, ".") for d, _, fs in os.walk(os.path.join(root, "triage"))
+            if "__init__.py" in fs}
+    assert tree - {"triage.patterns"} <= listed, sorted(tree - listed)

@@ -6,7 +6,7 @@ threading.excepthook writes "Exception in thread NAME:" then the traceback."""
 import pytest
 
 from helpers import analyse_path
-from triage.findings import analyse
+from triage.verdict.analyse import analyse
 
 HEALTHY_END = (" [2026-12-03 10:00:01] iteration      100/     100 | consumed samples:        12800 | "
                "elapsed time per iteration (ms): 512.3 | lm loss: 2.345678E+00 |\n"

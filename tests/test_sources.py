@@ -2,8 +2,9 @@ import gzip
 
 import pytest
 
-from triage.sources import (MAX_LINE, InputError, expand_paths, iter_inputs, normalise, parse_ts,
-                            rank_from_filename, read_lines, split_prefix)
+from triage.inputs.ranks import split_prefix
+from triage.inputs.sources import InputError, expand_paths, iter_inputs, parse_ts, rank_from_filename, read_lines
+from triage.inputs.text import MAX_LINE, normalise
 
 
 @pytest.mark.parametrize("raw,text,rank", [
@@ -85,7 +86,7 @@ def test_missing_file_is_input_error(tmp_path):
     ("[NeMo E 2026-12-03 07:12:01 exp_manager:123] RuntimeError: x", None),
 ])
 def test_rank_inside_message_and_nemo_prefix(raw, rank):
-    from triage.sources import make_line
+    from triage.inputs.sources import make_line
     ln = make_line(raw, "x.log", 1)
     assert ln.rank == rank
     if raw.startswith("[NeMo"):

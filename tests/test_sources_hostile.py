@@ -9,10 +9,10 @@ import threading
 import pytest
 
 import inproc  # the CLI in this process: tests/inproc.py
-from triage.scan import sources   # the module that owns MAX_EXPANDED (patched below)
-from triage.engine import Engine
+from triage.inputs import sources
+from triage.scan.engine import Engine
 from triage.patterns import load_all
-from triage.sources import InputError
+from triage.inputs.sources import InputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMA = b"[rank5]: torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"

@@ -23,8 +23,8 @@ HEAVY = ("sqlalchemy", "jinja2", "psycopg", "fsspec", "hypothesis", "yaml", "s3f
 STDLIB_NOT_NEEDED = ("statistics", "fractions", "decimal", "_strptime", "hashlib", "_hashlib", "calendar", "tempfile", "gzip",
                      "lzma", "shlex", "queue", "zlib", "pickle")
 NOT_FOR_TEXT = ("triage.report.markdown", "triage.report.html", "triage.report.junit", "triage.report.jira",
-                "triage.report.check_config", "triage.report.comment", "triage.fleet", "triage.fleet_report",
-                "triage.fleet_html", "triage.svg", "triage.recheck", "triage.suggest", "triage.selftest",
+                "triage.report.check_config", "triage.report.comment", "triage.fleet.run", "triage.fleet.render",
+                "triage.fleet.html", "triage.report.svg", "triage.fleet.recheck", "triage.suggest", "triage.selftest",
                 "triage.watch", "triage.config.settings", "triage.commands")
 
 # a fresh interpreter runs `triage ARGS`, then the probe's own lines print what it left behind (the
@@ -198,7 +198,7 @@ def test_the_builtin_hashes_are_hashlibs():
 def test_the_regex_flags_triage_names_are_the_regex_modules():
     import regex
 
-    from triage.scan import rx
+    from triage.match import rx
     assert (rx.V0, rx.IGNORECASE, rx.ASCII) == (regex.V0, regex.IGNORECASE, regex.ASCII)
     assert rx.regex.compile is regex.compile and rx.regex.error is regex.error    # the stand-in is the module
 
@@ -663,7 +663,7 @@ def test_lazy_re_is_the_compiled_pattern_once_used():
 LAZY_PROBE = RUN + """
 from triage import redact
 from triage.lazyre import LazyPattern
-from triage.scan.ranks import RANKS
+from triage.inputs.ranks import RANKS
 built = sorted(n for n, v in vars(redact).items() if isinstance(v, LazyPattern) and "compiled" in vars(v))
 print("\\nLAZY " + json.dumps({"redact": built, "ranks": sorted(vars(RANKS))}))
 """
@@ -678,7 +678,7 @@ def test_text_analyze_of_a_tiny_log_compiles_no_redaction_or_rank_regex(tmp_path
 
 
 def test_rank_reader_builds_each_side_on_first_use():
-    from triage.scan.ranks import RankReader
+    from triage.inputs.ranks import RankReader
     r = RankReader()
     assert r.split_prefix("[rank3]: boom") == ("boom", 3)
     assert "prefixes" in vars(r) and "kinds" not in vars(r)
@@ -696,7 +696,7 @@ def test_every_command_but_analyze_is_defined_lazily_and_listed(tmp_path):
     from triage.cli import _LazyCommands, cli
     help_text = r.stdout.split("\nMODULES ")[0]
     listed = [ln.split()[0] for ln in help_text.split("Commands:")[1].splitlines() if ln.strip()]
-    assert listed == sorted(("analyze",) + _LazyCommands.LAZY)     # commands.py defines exactly the lazy ones
+    assert listed == sorted(("analyze",) + tuple(_LazyCommands.LAZY))     # triage/commands/ defines exactly the lazy ones
     assert "fleet" in cli.commands and sorted(cli.commands) == listed
     assert cli.get_command(None, "known").name == "known"
     assert "nope" not in cli.commands and cli.commands.get("nope") is None
@@ -736,7 +736,7 @@ def test_timegm_is_calendars():
     import calendar
     import random
 
-    from triage.scan.sources import timegm
+    from triage.inputs.sources import timegm
     rng = random.Random(4)
     cases = [(1970, 1, 1), (1, 1, 1), (9999, 12, 31), (2000, 2, 29), (1900, 2, 29), (2026, 4, 31), (2024, 12, 31)]
     cases += [(rng.randint(1, 9999), rng.randint(1, 12), rng.randint(1, 31)) for _ in range(20000)]

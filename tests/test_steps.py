@@ -4,7 +4,7 @@ import pytest
 
 from triage.pipeline import scan_baseline
 from triage.selftest import lines_of
-from triage.steps import StepLog, assess, compare
+from triage.verdict.steps import StepLog, assess, compare
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ST = os.path.join(HERE, "fixtures", "logs", "synthetic", "steptime")
@@ -160,7 +160,7 @@ def test_too_few_steady_steps_give_no_verdict():
 
 
 def test_capture_in_another_ranks_file_is_placed_by_time():
-    from triage.sources import make_line
+    from triage.inputs.sources import make_line
     s = StepLog()
     s.feed(make_line("[2026-12-03 10:00:05.000000] INFO: Start CUDA Graphs capture...", "rank_0.log", 1))
     for i, (t, ms) in enumerate([("10:00:01", 1000), ("10:00:02", 1000), ("10:00:03", 1000),

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.store import SCHEMA_VERSION, Record, Store, StoreError, content_hash, resolve_url
+from triage.fleet.store import SCHEMA_VERSION, Record, Store, StoreError, content_hash, resolve_url
 import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from triage.store import SCHEMA_VERSION, Record, Store, StoreError
+from triage.fleet.store import SCHEMA_VERSION, Record, Store, StoreError
 import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -382,7 +382,7 @@ def test_newer_schema_is_refused_naming_both_versions(engine, tmp_path, request)
     if engine == "sqlite":
         assert digest(db) == before
     import sqlalchemy as sa
-    from triage.store import resolve_url
+    from triage.fleet.store import resolve_url
     eng = sa.create_engine(resolve_url(db))
     with eng.connect() as c:
         assert c.execute(sa.text("SELECT count(*) FROM verdicts")).scalar() == 1

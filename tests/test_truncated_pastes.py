@@ -7,11 +7,11 @@ import os
 
 import pytest
 
-from triage.engine import Engine
-from triage.findings import analyse
+from triage.scan.engine import Engine
+from triage.verdict.analyse import analyse
 from triage.patterns import load_all
 from triage.selftest import fired
-from triage.sources import iter_inputs
+from triage.inputs.sources import iter_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRUNC = os.path.join(HERE, "fixtures", "logs", "synthetic", "truncated")
@@ -67,7 +67,7 @@ def test_frames_of_an_unrelated_crash_raise_none_of_these(engine):
 def test_a_cpp_exception_trailer_the_process_went_on_after_is_not_a_failure(engine, tmp_path):
     """The same trailer followed by more than TAIL_LINES lines of a run that went on (a caught
     error it printed) is no failure."""
-    from triage.findings import TAIL_LINES
+    from triage.verdict.crashes import TAIL_LINES
     with open(os.path.join(TRUNC, "kernel_launch_frames_only.log")) as f:
         paste = f.read()
     p = tmp_path / "went_on.log"

@@ -11,10 +11,12 @@ from click.testing import CliRunner
 from helpers import pat
 
 from triage.cli import cli
-from triage.engine import Engine
+from triage.scan.engine import Engine
 import dataclasses
 
-from triage.findings import analyse, decide, make_finding
+from triage.verdict.analyse import analyse
+from triage.verdict.decide import decide
+from triage.verdict.grouping import make_finding
 from triage.selftest import lines_of
 
 HERE = os.path.dirname(os.path.abspath(__file__))

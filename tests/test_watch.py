@@ -18,7 +18,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from triage import schemas
-from triage.scan import anchors
+from triage.match import anchors
+from triage.scan.live import LiveScan
 from triage.patterns import load_all
 from triage.pipeline import Seen, add_config_analysis
 from triage.scan.engine import Engine
@@ -278,7 +279,7 @@ def test_fed_in_random_chunks_equals_scan_paths(pats, name):
     for seed in range(4):
         rnd = random.Random(seed)
         seen = Seen()
-        live = eng.stream(seen.observers())
+        live = LiveScan(eng, seen.observers())
         i = 0
         while i < len(data):
             n = rnd.choice([1, 7, 100, 4096, 65536])
@@ -308,7 +309,7 @@ def test_text_alerts_on_a_finished_log_and_the_launcher_end():
 
 
 def test_record_stores_the_verdict_the_epilog_finds(tmp_path):
-    from triage.store import Store
+    from triage.fleet.store import Store
     db = os.path.join(tmp_path, "t.db")
     log = os.path.join(REAL, "gpu", "illegal_memory_access.log")
     p = _watch_cli([log, "--idle", "1", "--settle", "0", "--db", db, "--job-id", "J26", "--format", "jsonl"])

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from triage.engine import Engine
+from triage.scan.engine import Engine
 from triage.patterns import builtin_dir, load_dir
 from triage.selftest import fired
 from triage.taxonomy import IDS

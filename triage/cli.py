@@ -14,15 +14,30 @@ try:
     import errno
     import os
     import signal
-    import stat
     import sys
     import threading
-    from typing import TYPE_CHECKING, Any, List, Mapping, NoReturn, Optional
+    from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
 
     import click
 
     from . import __version__
-    from .errors import TriageError
+    from .cliutil import (  # the helpers every command shares (commands/ reads them there)
+        DB_HELP,
+        EXIT_INTERNAL,
+        EXIT_USAGE,
+        FAIL_ON,
+        PATTERNS_HELP,
+        REQUIRE_STORE_HELP,
+        USER_ERRORS,
+        _no_contradiction,
+        _stdout_dash,
+        _store_failed,
+        _store_verdict,
+        fail,
+        format_for,
+        load_patterns,
+        write_output,
+    )
     from .report.names import FORMATS, SUFFIX_FORMAT
     from .term import COLOR_CHOICES
 except BaseException:        # (no click, say): the collector as it was, and the error as it is
@@ -31,123 +46,11 @@ except BaseException:        # (no click, say): the collector as it was, and the
     raise
 
 if TYPE_CHECKING:
-    from .patterns import Pattern
+    pass
 
 # Everything else is imported where it is used: `triage --help` and a text `analyze` of a small log
 # never load SQLAlchemy, jinja2, the markdown/HTML/JUnit renderings or the config-file parsers
 # (tests/test_startup.py guards this).
-
-# exit codes of `triage analyze` (README "Exit codes"; --fail-on/--exit-zero decide 1 and 3)
-EXIT_USAGE, EXIT_INTERNAL = 2, 4        # the CLI's own; the outcomes' codes are the verdict's (verdict/types.py)
-FAIL_ON = ("error", "warning", "never")
-# errors a user causes (every stage's error is a TriageError): one line and exit 2, handled once in _Group.main
-USER_ERRORS = (TriageError,)
-
-
-def fail(msg: str) -> "click.exceptions.Exit":
-    from .redact import redact
-    click.echo(f"triage: error: {redact(msg)}", err=True)     # a store URL's password, a token in a path
-    return click.exceptions.Exit(EXIT_USAGE)
-
-
-def write_atomic(path: str, text: str, force: bool) -> None:
-    """Write to a temp file beside PATH, then rename: never a half-written report; concurrent
-    writers each rename a whole file.  A symlink is never followed onto another file: without
-    --force it is an error, with --force the link itself is replaced.  A file overwritten keeps
-    its permissions (a 0600 report stays 0600); a new one gets the umask's."""
-    if os.path.islink(path) and not force:
-        raise fail(f"{path!r} is a symbolic link (to {os.readlink(path)!r}); "
-                   "pass --force to replace the link") from None
-    if os.path.exists(path) and not force:
-        raise fail(f"{path!r} exists; pass --force to overwrite it") from None
-    if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "w", encoding="utf-8") as f:     # a FIFO or device: write into it, never replace it
-            f.write(text)
-        return
-    try:
-        st = os.lstat(path)
-        mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
-    except OSError:
-        mode = None
-    from .files import replace_atomically
-    replace_atomically(path, text, mode)
-
-
-def write_output(output: Optional[str], text: str, force: bool, said: str) -> None:
-    """A command's result: written to OUTPUT (atomically; SAID on stderr), or to stdout without one."""
-    if not output:
-        click.echo(text, nl=not text.endswith("\n"))
-        return
-    try:
-        write_atomic(output, text, force)
-    except OSError as e:
-        raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
-    click.echo(said, err=True)
-
-
-def write_new(path: str, text: str) -> None:
-    """Create PATH and write TEXT to it; never overwrites, and never follows a symbolic link (a
-    link, even one to nowhere, is there: O_EXCL refuses it rather than create its target)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
-    except FileExistsError:
-        what = "is a symbolic link" if os.path.islink(path) else "exists"
-        raise fail(f"{path!r} {what}; not overwriting it") from None
-    except OSError as e:
-        raise fail(f"cannot write {path!r}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-    except BaseException as e:
-        os.unlink(path)                 # ours: made above, never a half draft left behind
-        if isinstance(e, OSError):
-            raise fail(f"cannot write {path!r}: {e.strerror or e}") from None
-        raise
-
-
-def _stdout_dash(ctx, param, value):  # noqa: ARG001 -- a click callback
-    """`-o -` is standard output, as for most tools (not a file named '-')."""
-    return None if value == "-" else value
-
-
-PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."
-DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
-           "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
-REQUIRE_STORE_HELP = ("Exit 2 (after the report) when the verdicts cannot be stored; without it a store that fails "
-                      "is a warning on stderr and the exit code is the analysis's own.")
-
-
-def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, identity: Any,
-                   stdin_hash: List[Optional[str]]) -> Optional[str]:
-    """Record the verdict (--record/--db) and look up its known issue.  A store that fails is never
-    the command's failure: the warning line to print after the report is returned."""
-    from .store import Store, StoreError, content_hash, record_of
-    done = False
-    try:
-        with Store(db) as st:
-            if record:
-                # hashed as the scan read the inputs; read again only when it could not (--max-bytes, a URL)
-                digest = getattr(a, "content_hash", None) or content_hash(logs, stdin_hash[0])
-                st.record(record_of(a, logs, identity, digest))
-                done = True
-            v = a.verdict
-            block = "\n".join(v.first_failure.lines) if v.first_failure is not None else ""
-            a.known = st.known_info(v.signature, v.primary.pitfall if v.primary else None, block,
-                                    also=[v.message_signature] if v.message_signature else [])
-    except StoreError as e:
-        what = ("the verdict was recorded, its known issue not looked up" if done else
-                "the verdict was not recorded" if record else "its known issue was not looked up")
-        return f"triage: warning: {e}; {what}"
-    return None
-
-
-def _store_failed(warning: Optional[str], require_store: bool) -> None:
-    """After the report: the store's warning, and exit 2 when the store was required (--require-store)."""
-    if warning:
-        click.echo(warning, err=True)
-        if require_store:
-            raise click.exceptions.Exit(EXIT_USAGE)
-
 
 def _on_term(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt    # unwinds like Ctrl-C: a report being written is removed, never left half
@@ -254,28 +157,34 @@ def raise_internal(e: BaseException) -> NoReturn:
 
 
 class _LazyCommands(dict):
-    """The command table of `cli`: `analyze` is defined here, every other command in commands.py,
-    imported the first time a name that is not here yet is looked up or the table is listed (a
+    """The command table of `cli`: `analyze` is defined here, every other command in its stage's module
+    of triage/commands/, imported the first time its name is looked up or the table is listed (a
     subcommand run, `triage --help`, completion), so `triage analyze` never defines them (~4 ms)."""
-    LAZY = ("check-config", "diff", "fleet", "known", "patterns", "schema", "watch")   # commands.py's
+    # name -> (module of triage.commands, its click command): a registry, not a list of imports
+    LAZY = {"check-config": ("config", "check_config"), "diff": ("config", "diff_cmd"),
+            "fleet": ("fleet", "fleet"), "known": ("known", "known"), "patterns": ("catalog", "patterns"),
+            "schema": ("catalog", "schema_cmd"), "watch": ("watch", "watch")}
 
-    def _load(self) -> None:
-        if not all(dict.__contains__(self, n) for n in self.LAZY):
-            from . import commands  # noqa: F401 - its decorators add its commands to this table
+    def _load(self, name: Any = None) -> None:
+        import importlib
+        for n in ([name] if name is not None else list(self.LAZY)):
+            if not dict.__contains__(self, n):
+                mod, attr = self.LAZY[n]
+                dict.__setitem__(self, n, getattr(importlib.import_module(f".commands.{mod}", __package__), attr))
 
     def get(self, name: Any, default: Any = None) -> Any:
         if not dict.__contains__(self, name) and name in self.LAZY:
-            self._load()
+            self._load(name)
         return dict.get(self, name, default)
 
     def __getitem__(self, name: Any) -> Any:
         if not dict.__contains__(self, name) and name in self.LAZY:
-            self._load()
+            self._load(name)
         return dict.__getitem__(self, name)
 
     def __contains__(self, name: object) -> bool:
         if not dict.__contains__(self, name) and name in self.LAZY:
-            self._load()
+            self._load(name)
         return dict.__contains__(self, name)
 
     def __iter__(self) -> Any:
@@ -396,9 +305,9 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     if fmt is None:
         fmt = format_for(output, SUFFIX_FORMAT)
     pats = load_patterns(pattern_dirs)
+    from .fleet.store import hashing_stdin
     from .pipeline import add_config_analysis, run_analysis
     from .report.formats import render
-    from .store import hashing_stdin
     from .term import for_terminal, use_color
     startup_over()
     record = record or bool(db) or require_store
@@ -406,8 +315,8 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes,
                                decide_now=False, content_hash=record)
     add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
+    from .fleet.store import store_given
     from .jobid import JobIdError, identify
-    from .store import store_given
     from .verdict.job import job_info
     try:
         identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=stdin_hash[0])
@@ -438,46 +347,6 @@ def _quiet(text: str) -> str:
     """-q: the text report's verdict line, and its known issue's (an epilog's whole story)."""
     lines = text.split("\n")
     return "\n".join([lines[0]] + [x for x in lines[1:] if x.startswith("known issue: ")][:1]) + "\n"
-
-
-def _no_contradiction(exit_zero: bool, fail_on: str, jobs: Optional[int] = None) -> None:
-    """Options that contradict each other are a usage error; -j N is handed to the scan's pool."""
-    if jobs:
-        os.environ["TRIAGE_JOBS"] = str(jobs)      # read by the scan's worker pool (scan/pool.py)
-    ctx = click.get_current_context()
-    if exit_zero and fail_on != "never" and \
-            ctx.get_parameter_source("fail_on") == click.core.ParameterSource.COMMANDLINE:
-        raise click.UsageError(f"--exit-zero and --fail-on {fail_on} contradict each other: --exit-zero is "
-                               "--fail-on never; give one of them")
-
-
-def load_patterns(pattern_dirs: List[str]) -> List[Pattern]:
-    """The catalog plus --patterns; a --patterns argument that is not a pattern file or directory
-    says so, naming the argument."""
-    from .patterns import PatternError, load_all
-    try:
-        return load_all(pattern_dirs)
-    except PatternError as e:
-        msg = str(e)
-        if not pattern_dirs or msg.startswith("--patterns"):
-            raise
-        raise PatternError(f"--patterns {' '.join(pattern_dirs)}: {msg} (a pattern file is YAML with id, title, "
-                           "severity, kind, match, explanation, fix, references, examples: see PATTERNS.md)") from None
-
-
-def format_for(output: Optional[str], suffixes: Mapping[str, str]) -> str:
-    """The report format of an -o file from its suffix (text without one); an unknown suffix is
-    an error, never text in a .pdf."""
-    if not output:
-        return "text"
-    ext = os.path.splitext(output)[1].lower()
-    if not ext:
-        return "text"
-    if ext not in suffixes:
-        known = " ".join(sorted(suffixes))
-        raise fail(f"-o {output!r}: unknown report suffix {ext!r} (known: {known}); "
-                   "pass --format to write another name")
-    return suffixes[ext]
 
 
 def exit_code(a, fail_on: str) -> int:

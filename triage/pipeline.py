@@ -9,12 +9,12 @@ from dataclasses import field
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
+from .inputs.sources import InputError, Line
 from .patterns import Pattern, load_all
 from .progress import for_inputs, slow_search_note
 from .record import record
 from .scan.engine import Engine
 from .scan.observer import Feeder
-from .scan.sources import InputError, Line
 from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, analyse, assess, blame, make_finding
 
 

@@ -57,7 +57,7 @@ class Progress:
 
 def _total(paths: Sequence[str], max_bytes: int = 0) -> int:
     """The bytes of PATHS that will be read (each file at most MAX_BYTES, when > 0)."""
-    from .scan.sources import expand_paths
+    from .inputs.sources import expand_paths
     total = 0
     for p in expand_paths(paths):
         if p == "-":
@@ -84,7 +84,7 @@ def slow_search_note(paths: Sequence[str], stream: Optional[IO[str]] = None, max
     """Without the `hyperscan` wheel, one line on stderr before SLOW_NOTE_BYTES or more of inputs (each
     read up to MAX_BYTES, when > 0) are searched (with `re`, ~10 times slower): what is missing and how
     to get it.  Whether it was said."""
-    from .scan.anchors import hyperscan_available
+    from .match.anchors import hyperscan_available
     if hyperscan_available():
         return False
     total = _total(paths, max_bytes)

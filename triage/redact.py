@@ -53,7 +53,7 @@ from typing import (
 )
 
 from .lazyre import lazy_re
-from .scan.rx import TIMEOUT, LazyRx, lazy, regex
+from .match.rx import TIMEOUT, LazyRx, lazy, regex
 
 if TYPE_CHECKING:
     from hyperscan import Database, Scratch
@@ -168,7 +168,7 @@ def _hs() -> Union[Literal[False], _HsDb]:
     try:
         import hyperscan
 
-        from .scan import anchors  # its cache of compiled databases (compiling: ~50 ms)
+        from .match import anchors
         exprs = [_hs_literal(x) for x in _LITS] + [_B64_HS]
         flags = [hyperscan.HS_FLAG_CASELESS] * len(_LITS) + [0]
         key = anchors.db_key("redact", exprs, flags)

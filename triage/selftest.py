@@ -23,9 +23,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import regex
 
+from .inputs.sources import Line, make_line
 from .patterns import ConfigRule, Pattern
 from .scan.engine import Engine
-from .scan.sources import Line, make_line
 
 _ENV_KEY = regex.compile(r"env\.[A-Za-z_][A-Za-z0-9_]*")
 
@@ -211,7 +211,7 @@ def _overlap_problems(patterns: Sequence[Pattern], catalog: Sequence[Pattern]) -
 
 def _risky_problems(p: Pattern) -> List[str]:
     """The regexes of P's match rules (with their context and `not` regexes) that risk a runaway search."""
-    from .scan.rx import risky
+    from .match.rx import risky
     problems = []
     for i, r in enumerate(p.match):
         for src in [r.source_text] + [c.rx.pattern for c in r.context] + [n.pattern for n in r.negative]:
@@ -224,7 +224,7 @@ def _risky_problems(p: Pattern) -> List[str]:
 def _example_problems(p: Pattern) -> List[str]:
     """P run on its own examples: a `match` example it misses, a `no_match` one it fires on, a rule
     that fires on none, a regex that hit the timeout."""
-    from .scan.rx import TIMEOUT
+    from .match.rx import TIMEOUT
     problems = []
     own = Engine([p])
     timeouts = 0

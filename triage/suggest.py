@@ -8,9 +8,9 @@ from typing import List, Optional
 import regex
 import yaml
 
+from .match.rx import TIMEOUT, lazy
 from .redact import MARK, redact, redact_lines
 from .scan.blocks import EXC_LINE
-from .scan.rx import TIMEOUT, lazy
 
 _MARK_RX = "(?:.+?)"      # where a secret was: any text (a quoted or several-word value included)
 _VARIABLE = lazy(regex.escape(MARK) + r"|0x[0-9a-fA-F]+|(?:/[\w.\-+@]+)+/?|\d+(?:\.\d+)?|'[^']*'|\"[^\"]*\"")

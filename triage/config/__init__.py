@@ -42,7 +42,8 @@ from .keys import (
 )
 from .launch import MULTI_VALUE_FLAGS, is_launch_line, parse_launch
 from .load import build_config, load_config, with_log_env
-from .rules import OPERATORS, Operator, Undecided, Violation, check, cond_holds, rule_holds, undecided, unknown_values
+from .operators import OPERATORS, Operator
+from .rules import Undecided, Violation, check, cond_holds, rule_holds, undecided, unknown_values
 from .scrape import (
                    VERSION_KEYS,
                    LogConfigCollector,

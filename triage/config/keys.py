@@ -8,7 +8,7 @@ import ast
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import TriageError
-from ..scan.rx import TIMEOUT, lazy, regex
+from ..match.rx import TIMEOUT, lazy, regex
 from .enums import Unknown, decode
 
 Config = Dict[str, Any]

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..scan.anchors import Anchor
-from ..scan.rx import TIMEOUT, lazy, regex
+from ..match.anchors import Anchor
+from ..match.rx import TIMEOUT, lazy, regex
 
 # What may stand before the command on an echoed line: (name, regex of the lead, an anchor literal).
 LEADS: List[Tuple[str, str, Optional[str]]] = [

@@ -29,7 +29,7 @@ def load_config(path: str) -> Config:
         cfg = _load_document(path)
         if cfg is not None:
             return cfg
-    from ..scan.sources import read_lines
+    from ..inputs.sources import read_lines
     cfg = config_from_lines(read_lines(path))
     if not cfg:
         raise ConfigError(f"{path}: found no configuration in it (no mapping, arguments block or config summary)")

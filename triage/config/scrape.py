@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from ..scan.anchors import Anchor
-from ..scan.prepare import scanned_text
-from ..scan.rx import IGNORECASE, TIMEOUT, lazy
-from ..scan.sources import MAX_RAW, Line
+from ..inputs.sources import MAX_RAW, Line, scanned_text
+from ..match.anchors import Anchor
+from ..match.rx import IGNORECASE, TIMEOUT, lazy
 from .defaults import apply_defaults
 from .document import parse_config_text
 from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten, parse_scalar
@@ -134,7 +133,7 @@ class LogConfigCollector:
     def follow_records(buf: bytes, lo: int) -> Dict[int, Tuple[str, str]]:
         """The lines of the block buf[lo:] that an arguments block's `  name ..... value` lines may
         be, parsed ahead of the scanner (a pool worker; see observer.Feeder.records): {line start:
-        (name, value)}, exactly what _feed_args takes from the line's text (prepare.scanned_text).
+        (name, value)}, exactly what _feed_args takes from the line's text (inputs.sources.scanned_text).
         Looked for after each arguments-block header of the block, up to its end line (at most
         FOLLOW_RECORDS lines), and from the block's start while its lines have that shape (a block
         that starts inside an arguments block).  Pure: whether the scan is inside an arguments block

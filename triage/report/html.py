@@ -59,7 +59,7 @@ def html_sections(v: ReportView, timeline_svg: Any = None) -> Dict[str, bool]:
 
 def render_html(d: Dict[str, Any]) -> str:
     """One self-contained HTML file: inline CSS and SVG, no scripts, fonts, images or network."""
-    from ..svg import step_chart_svg, timeline_svg
+    from .svg import step_chart_svg, timeline_svg
     v = build_view(d)
     d = d if isinstance(d, dict) else {}
     timeline = timeline_svg(d.get("timeline"), d.get("first_failing_rank"))

@@ -361,7 +361,7 @@ def _when(x: Any) -> Optional[Tuple[str, str, float]]:
         return None
     if not (1 <= y <= 9999 and 1 <= mo <= 12 and 1 <= d <= _month_days(y, mo)):
         return None
-    from ..scan.sources import timegm  # (calendar.timegm's, without importing calendar and datetime)
+    from ..inputs.sources import timegm  # (calendar.timegm's, without importing calendar and datetime)
     return m.group(1), m.group(2), float(timegm(y, mo, d, h, mi, s))
 
 

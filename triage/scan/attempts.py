@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import re
 
+from ..inputs.sources import Line
+from ..match.rx import TIMEOUT, lazy
 from .observer import Observer, derived, lit
-from .rx import TIMEOUT, lazy
-from .sources import Line
 from .state import Core, Event
 
 # Lines that start a (new) training attempt; a second one of the same kind in an input means a

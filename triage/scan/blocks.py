@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Dict, List, Set
 
 from ..caps import BLOCK_HEAD_LINES, BLOCK_MAX_LINES
+from ..inputs.sources import Line
 from ..lazyre import lazy_re
+from ..match.rx import TIMEOUT, TextMemo, lazy
 from .observer import Observer, lit, rxa
 from .results import ErrorBlock, StreamKey
-from .rx import TIMEOUT, TextMemo, lazy
-from .sources import Line
 from .state import Core, Event, InputState, Stream
 
 # Error block detection (for `unmatched`)

@@ -5,17 +5,17 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Set, Tuple, cast
 
 from ..caps import BLOCK_MAX_LINES
-from .blocks import Blocks
-from .blockview import BlockView
-from .observer import Feeder, Observer
-from .prepare import RULE_TAG, _batchers
-from .ranks import ranks_in
-from .sources import (
+from ..inputs.ranks import ranks_in
+from ..inputs.sources import (
     MAX_RAW,
     Input,
     Line,
     make_line,
 )
+from .blocks import Blocks
+from .blockview import BlockView
+from .observer import Feeder, Observer
+from .prepare import RULE_TAG, _batchers
 from .state import Core, Event, InputState, Searched, _wrapper
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
-from .rx import TextMemo
-from .sources import (
+from ..inputs.sources import (
     _DOTTED_EXC,
     MAX_RAW,
     Input,
@@ -15,6 +14,7 @@ from .sources import (
     make_line,
     timegm,
 )
+from ..match.rx import TextMemo
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp

@@ -32,7 +32,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
-from .anchors import Anchor, AnchorSet
+from ..inputs.paste import PASTE_MAX
+from ..inputs.ranks import ranks_in
+from ..inputs.sources import (
+    Input,
+    InputError,
+    Line,
+    describe_input,
+    expand_paths,
+    iter_blocks,
+    iter_blocks_with_tail,
+)
+from ..match.anchors import Anchor, AnchorSet
 from .attempts import Attempts
 from .blocks import Blocks
 from .blockscan import _InputScan
@@ -43,27 +54,15 @@ from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .launcher import LauncherExits, LauncherRoot
 from .observer import Feeder, Observer
-from .paste import PASTE_MAX
 from .pool import _Pool, _size
 from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
-from .ranks import ranks_in
 from .results import Match, ScanResult
 from .rules import Rules
-from .sources import (
-    Input,
-    InputError,
-    Line,
-    describe_input,
-    expand_paths,
-    iter_blocks,
-    iter_blocks_with_tail,
-)
 from .state import CONTEXT_LINES, Core, Event, InputState, View
 
 if TYPE_CHECKING:
+    from ..inputs.digest import InputHash, InputsDigest
     from ..patterns import MatchRule, Pattern
-    from .digest import InputHash, InputsDigest
-    from .live import LiveScan
 
 RESTART_MERGE_S = 60.0     # restart lines this close together (in different inputs) are one restart
 TAIL_BYTES = 256 << 10     # bytes of the previous block kept for walking back across a boundary
@@ -77,7 +76,7 @@ class Engine:
         self.disabled: Dict[int, str] = {}
 
     # --- wiring -------------------------------------------------------------------------------
-    def _observers(self, extra: Sequence[Observer]):
+    def wire(self, extra: Sequence[Observer]):
         core = Core()
         follow = Followups(core)
         rules = Rules(core, self.rules, follow)
@@ -88,7 +87,7 @@ class Engine:
                                              FailureForms(core), follow, blocks, rules]
         return core, obs, rules
 
-    def _anchor_set(self, obs: Sequence[Observer]) -> AnchorSet:
+    def anchor_set_of(self, obs: Sequence[Observer]) -> AnchorSet:
         anchors: List[Anchor] = [Anchor(_CTRL_RX, NORM_TAG, regex=True)]
         for i, o in enumerate(obs):
             anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
@@ -98,7 +97,7 @@ class Engine:
         return anchor_set(tuple(anchors))
 
     @staticmethod
-    def _result(core: Core, obs: Sequence[Observer], rules: Rules, lines: int, sources: List[str],
+    def result(core: Core, obs: Sequence[Observer], rules: Rules, lines: int, sources: List[str],
                 nbytes: int = 0, engine: str = "") -> ScanResult:
         for o in obs:
             o.finish()
@@ -139,7 +138,7 @@ class Engine:
     # --- the line driver ------------------------------------------------------------------------
     def scan(self, lines: Iterable[Line], blocks_limit: int = 500, extra: Sequence[Observer] = ()) -> ScanResult:
         """Feed every line to every observer (small inputs; the reference for scan_paths)."""
-        core, obs, rules = self._observers(extra)
+        core, obs, rules = self.wire(extra)
         core.blocks_limit = blocks_limit
         view = View(self.window)
         sources: List[str] = []
@@ -166,13 +165,7 @@ class Engine:
             if line.rank is not None:
                 core.ranks_seen.setdefault(inp.attempt(line), set()).add(line.rank)
             view.done(line, st)
-        return self._result(core, obs, rules, seq, sources)
-
-    # --- the incremental driver (triage watch) --------------------------------------------------
-    def stream(self, extra: Sequence[Observer] = (), blocks_limit: int = 500) -> "LiveScan":
-        """A LiveScan: the block driver fed new bytes as they arrive (see scan/live.py)."""
-        from .live import LiveScan
-        return LiveScan(self, extra, blocks_limit)
+        return self.result(core, obs, rules, seq, sources)
 
     # --- the block driver ---------------------------------------------------------------------
     def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,
@@ -182,11 +175,11 @@ class Engine:
         `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
         cannot be read is a note when others can be; an InputError when it is the only one.
         `content_hash`: hash the inputs' bytes as they are read (ScanResult.content_hash, see digest.py)."""
-        from .sources import BLOCK_SIZE
-        core, obs, rules = self._observers(extra)
+        from ..inputs.sources import BLOCK_SIZE
+        core, obs, rules = self.wire(extra)
         core.blocks_limit = blocks_limit
         rules_idx = obs.index(rules)
-        aset = self._anchor_set(obs)
+        aset = self.anchor_set_of(obs)
         sources: List[str] = []
         total_lines = 0
         nbytes = 0
@@ -229,14 +222,14 @@ class Engine:
                 digest.close()
         if failed and len(failed) == len(all_paths):
             raise InputError(f"no input could be read: {failed[0]}")
-        res = self._result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
+        res = self.result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
         res.content_hash = digest.hexdigest() if digest is not None else None    # closed: all hashed
         return res
 
     def _scan_one(self, path: str, core: Core, obs: List[Observer], rules_idx: int, aset: AnchorSet,
                   block_size: int, progress, pool: Optional["_Pool"], seq_base: int,
                   done_bytes: int, sink: Optional["InputHash"] = None) -> Tuple[int, int]:
-        from .sources import BLOCK_SIZE
+        from ..inputs.sources import BLOCK_SIZE
         inp = InputState(describe_input(path), seq_base=seq_base)
         core.inputs[inp.inp.label] = inp
 
@@ -292,7 +285,7 @@ class Engine:
 
 def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
     """The content hash of a recorded job's inputs (digest.py: hashlib only when one is recorded)."""
-    from .digest import InputsDigest
+    from ..inputs.digest import InputsDigest
     return InputsDigest(paths, all_paths)
 
 

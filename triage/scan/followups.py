@@ -8,11 +8,11 @@ from heapq import merge
 from time import thread_time
 from typing import TYPE_CHECKING, Callable, Deque, Dict, List, Tuple
 
+from ..inputs.sources import Line
+from ..match.rx import Timeouts, search
 from ..record import record
 from .observer import Observer
 from .results import Match, StreamKey
-from .rx import Timeouts, search
-from .sources import Line
 from .state import CONTEXT_LINES, Core, Event, InputState, Stream
 
 if TYPE_CHECKING:

@@ -11,11 +11,11 @@ import os
 from typing import Any, List, Optional, Tuple
 
 from ..errors import TriageError
+from ..inputs.sources import Line
+from ..match.rx import TIMEOUT, LazyRx, lazy
 from ..record import record
 from .observer import Observer, lit, rxa
 from .results import LauncherExit
-from .rx import TIMEOUT, LazyRx, lazy
-from .sources import Line
 from .state import Core, Event
 
 HERE = os.path.dirname(os.path.abspath(__file__))

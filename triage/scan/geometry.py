@@ -6,8 +6,8 @@ import os
 import stat
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .paste import PASTE_MAX, unwrap
-from .sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
+from ..inputs.paste import PASTE_MAX, unwrap
+from ..inputs.sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
 
 
 class NotPlain(Exception):

@@ -16,10 +16,10 @@ import re
 from dataclasses import field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from ..inputs.sources import parse_ts
+from ..inputs.text import normalise
 from ..lazyre import lazy_re
 from ..record import record
-from .sources import parse_ts
-from .text import normalise
 
 EDGE_BYTES = 64 << 10      # bytes read at each end of an input
 HOSTS_MAX = 8              # host names kept (the rest only counted)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+from ..inputs.sources import Line
 from ..lazyre import lazy_re
+from ..match.rx import lazy
 from .observer import Observer, lit, rxa
 from .results import LauncherExit
-from .rx import lazy
-from .sources import Line
 from .state import Core, Event
 
 _ROOT_RANK = lazy(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")

@@ -1,6 +1,6 @@
 """The incremental driver: the block driver fed new bytes as they arrive (`triage watch`).
 
-`Engine.stream(extra)` returns a LiveScan: the same observers, anchor set and per-input block
+`LiveScan(engine, extra)` is the same observers, anchor set and per-input block
 scanner (_InputScan) as `Engine.scan_paths`, fed one chunk of new bytes at a time.  Only complete
 lines are scanned: a partial trailing line is kept until its newline arrives (or the input ends);
 the previous chunk's last TAIL_BYTES of whole lines are kept in front of the next one for walking
@@ -16,12 +16,12 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
+from ..inputs.sources import MAX_RAW, Input, _tail_of, describe_input
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .observer import Observer
 from .prepare import _batchers, prepare_block
 from .results import ScanResult
-from .sources import MAX_RAW, Input, _tail_of, describe_input
 from .state import InputState
 
 if TYPE_CHECKING:
@@ -48,10 +48,10 @@ class LiveScan:
     def __init__(self, engine: "Engine", extra: Sequence[Observer] = (), blocks_limit: int = 500):
         from .engine import TAIL_BYTES
         self.engine = engine
-        self.core, self.obs, self.rules = engine._observers(extra)
+        self.core, self.obs, self.rules = engine.wire(extra)
         self.core.blocks_limit = blocks_limit
         self.rules_idx = self.obs.index(self.rules)
-        self.aset = engine._anchor_set(self.obs)
+        self.aset = engine.anchor_set_of(self.obs)
         self.batchers = _batchers(self.obs)
         self.tail = TAIL_BYTES
         self.inputs: Dict[str, _LiveInput] = {}
@@ -166,6 +166,6 @@ class LiveScan:
             lines += li.scan.lineno
             ends[label] = li.inp.seq_base + li.scan.lineno
         nbytes = sum(li.scan.nbytes for li in inputs.values())
-        res = self.engine._result(core, obs, rules, lines, sources, nbytes, self.aset.engine)
+        res = self.engine.result(core, obs, rules, lines, sources, nbytes, self.aset.engine)
         res.input_ends = ends
         return res, extra

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, Optional, Sequence
 
-from .anchors import Anchor
-from .sources import Line
+from ..inputs.sources import Line
+from ..match.anchors import Anchor
 from .state import Event, InputState
 
 FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most

@@ -7,10 +7,10 @@ import time
 from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
 
 from .. import procs
+from ..inputs.ranks import RANKS
+from ..match.anchors import AnchorSet
 from . import prepare
-from .anchors import AnchorSet
 from .geometry import NotPlain, Span
-from .ranks import RANKS
 
 try:
     from _pickle import dumps, loads  # the C pickler, without pickle.py (imported for nothing else)

@@ -5,17 +5,16 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, cast
 
-from . import rules as rules_  # (read at call time: tests patch its search)
-from .anchors import Anchor, AnchorSet
-from .observer import Feeder, Observer
-from .ranks import split_prefix
-from .rx import Timeouts
-from .sources import (
+from ..inputs.sources import (
     MAX_LINE,
     MAX_RAW,
-    decode_line,
     normalise,
+    scanned_text,
 )
+from ..match.anchors import Anchor, AnchorSet
+from ..match.rx import Timeouts
+from . import rules as rules_  # (read at call time: tests patch its search)
+from .observer import Feeder, Observer
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule
@@ -47,12 +46,6 @@ def _batchers(obs: Sequence[Observer]) -> List[Tuple[Feeder, int]]:
     batch observers (Feeder.batch) and those that take records of the lines they follow
     (Feeder.records)."""
     return [(o, i) for i, o in enumerate(obs) if isinstance(o, Feeder) and (o.batch or o.records)]
-
-
-def scanned_text(data: bytes) -> str:
-    """The text the scanner reads of one physical line (DATA: at most MAX_RAW bytes, without its
-    newline): decoded, normalised, its launcher prefix split off (sources.make_line's Line.text)."""
-    return split_prefix(normalise(decode_line(data)))[0]
 
 
 def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Set, Tuple
 
+from ..inputs.sources import Line
 from ..record import record
 from .jobfacts import LogFacts
-from .sources import Line
 
 if TYPE_CHECKING:
     from ..kinds import Role

@@ -5,12 +5,12 @@ import functools
 from time import thread_time
 from typing import TYPE_CHECKING, Any, Dict, Hashable, List, Optional, Tuple
 
+from ..inputs.sources import Line
 from ..lazyre import lazy_re
+from ..match.rx import Timeouts, lazy, search
 from .followups import Followups, _ctx_hit
 from .observer import Observer
 from .results import Match
-from .rx import Timeouts, lazy, search
-from .sources import Line
 from .state import CONTEXT_LINES, Core, Event, Searched, View
 
 if TYPE_CHECKING:

@@ -7,14 +7,14 @@ from collections import deque
 from dataclasses import field
 from typing import Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
 
-from ..record import record
-from .jobfacts import LogFacts
-from .results import ErrorBlock, LauncherExit, Match, StreamKey
-from .rx import TIMEOUT, TextMemo, Timeouts, lazy
-from .sources import (
+from ..inputs.sources import (
     Input,
     Line,
 )
+from ..match.rx import TIMEOUT, TextMemo, Timeouts, lazy
+from ..record import record
+from .jobfacts import LogFacts
+from .results import ErrorBlock, LauncherExit, Match, StreamKey
 
 # A Python traceback frame line; the next line is source code, not a message.
 _FRAME = lazy(r'^\s*File "[^"]*", line \d+')

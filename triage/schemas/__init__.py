@@ -3,8 +3,8 @@
     analyze       triage analyze --format json       (triage.report.report_dict)
     check-config  triage check-config --format json
     diff          triage diff OLD NEW --format json
-    fleet         triage fleet / triage fleet report --format json (triage.fleet.view)
-    recheck       triage fleet recheck --format json        (triage.recheck.Recheck)
+    fleet         triage fleet / triage fleet report --format json (triage.fleet.run.view)
+    recheck       triage fleet recheck --format json        (triage.fleet.recheck.Recheck)
     known         triage known list --format json
     watch-event   triage watch --format jsonl (one event a line; triage.watch.events)
 

@@ -12,14 +12,12 @@ and marked unrelated.  No diff means no suspects.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 from ..config import GRAPH_KEYS, Config, check, diff
+from ..match.rx import lazy
 from ..patterns import Pattern
-from ..record import record
-from ..scan.rx import lazy
-from .types import Finding
+from .types import Finding, Suspect
 
 # Settings that never change what a CUDA graph captures: the schedule, logging, checkpoints, data.
 # Shown in the report as unrelated even if a pattern were to implicate one by its short name.
@@ -31,19 +29,6 @@ BOOKKEEPING = lazy(
 )
 
 
-@record
-class Suspect:
-    """A changed config key, scored by what blames it."""
-    key: str
-    old: Any
-    new: Any
-    score: float
-    because: List[str] = field(default_factory=list)     # the pitfalls that blame it
-    unrelated: bool = False                               # score 0: nothing blames it
-    evidence: List[str] = field(default_factory=list)    # why, in a few lines
-
-    def as_dict(self) -> Dict[str, Any]:
-        return asdict(self)
 
 
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],

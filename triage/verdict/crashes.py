@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple, Union
 
+from ..match.rx import lazy, search
 from ..scan.blocks import EXC_LINE
 from ..scan.results import ErrorBlock, ScanResult
-from ..scan.rx import lazy, search
 from .types import Case, Crash
 from .unexplained import _TB_HEAD, _block_order, block_message, exception_line
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from .. import hashing as hashlib
+from ..match.rx import lazy
 from ..redact import redact, redact_lines
-from ..scan.rx import lazy
 
 _MASKS = [
     # NCCL's "host:pid:tid [dev]" prefix and hostnames: the same failure on another node is the same

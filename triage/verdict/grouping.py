@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..kinds import Role
+from ..match.rx import search
 from ..patterns import Pattern
 from ..scan.results import Match
-from ..scan.rx import search
 from .fingerprint import fingerprint
 from .types import EVIDENCE_MAX, SAME_BURST_S, Evidence, Finding
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..match.rx import lazy, search
 from ..scan.results import ErrorBlock, Match
-from ..scan.rx import lazy, search
 from .types import EVIDENCE_MAX, Case, Evidence, Finding, FlightRecorder, HangSuspect
 
 MAX_TEXT = 2000

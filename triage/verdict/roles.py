@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+from ..match.rx import lazy, search
 from ..scan.results import ErrorBlock
-from ..scan.rx import lazy, search
 from .types import FAILING, SAME_BURST_S, Crash, Finding
 from .unexplained import _block_order, exception_line
 

@@ -18,13 +18,13 @@ from collections.abc import Sequence as SequenceABC
 from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
+from ..inputs.ranks import split_prefix
+from ..inputs.sources import Line, parse_ts
+from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
+from ..match.anchors import Anchor
+from ..match.rx import TIMEOUT, lazy
 from ..record import record
-from ..scan.anchors import Anchor
-from ..scan.ranks import split_prefix
-from ..scan.rx import TIMEOUT, lazy
-from ..scan.sources import Line, parse_ts
-from ..scan.text import MAX_LINE, normalise
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
 MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"

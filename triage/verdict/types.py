@@ -8,7 +8,7 @@ only counted included), TIMELINE_MAX timeline events, UNMATCHED_MAX unexplained 
 """
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..kinds import Kind, Role, Severity
@@ -17,7 +17,6 @@ from ..scan.results import ErrorBlock
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only (blame and config import this module's types)
     from ..config import Change, Violation
-    from .blame import Suspect
 
 
 from ..caps import EVIDENCE_MAX, TIMELINE_MAX, UNMATCHED_MAX  # noqa: E402,F401 - the one set of caps
@@ -229,8 +228,23 @@ class Case:
 
 
 @record
+class Suspect:
+    """A changed config key, scored by what blames it."""
+    key: str
+    old: Any
+    new: Any
+    score: float
+    because: List[str] = field(default_factory=list)     # the pitfalls that blame it
+    unrelated: bool = False                               # score 0: nothing blames it
+    evidence: List[str] = field(default_factory=list)    # why, in a few lines
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+@record
 class ConfigAnalysis:
     config: Dict[str, Any]                     # the run's canonical config
     violations: List["Violation"]              # the config rules it breaks
     diff: Optional[List["Change"]] = None      # changes since the baseline (None: no baseline)
-    suspects: List["Suspect"] = field(default_factory=list)
+    suspects: List[Suspect] = field(default_factory=list)

@@ -8,10 +8,10 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import hashing as hashlib
+from ..match.rx import lazy, search
 from ..scan.blocks import EXC_LINE
 from ..scan.blocks import LOG_RECORD as _LOG_RECORD
 from ..scan.results import ErrorBlock, Match
-from ..scan.rx import lazy, search
 from .fingerprint import mask_lines
 from .types import EVIDENCE_MAX, UNMATCHED_MAX, Unmatched
 

@@ -26,7 +26,8 @@ import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
-from ..scan.sources import COMPRESSED, InputError, _walk_logs
+from ..inputs.names import COMPRESSED, InputError
+from ..inputs.sources import _walk_logs
 
 READ_BUDGET = 4 << 20      # bytes read from one file per poll at most
 DIR_EVERY = 1.0            # seconds between looks at a directory for new files

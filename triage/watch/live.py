@@ -24,9 +24,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from ..inputs.sources import rank_from_filename
 from ..pipeline import Seen, add_config_analysis
 from ..scan.engine import Engine
-from ..scan.sources import rank_from_filename
+from ..scan.live import LiveScan
 from ..verdict import analyse
 from . import events as E
 from .follow import Chunk, Follower
@@ -85,7 +86,7 @@ class Watch:
         self.t0 = clock()
         self.follower = Follower(paths)
         self.seen = Seen()
-        self.live = Engine(pats).stream(self.seen.observers())
+        self.live = LiveScan(Engine(pats), self.seen.observers())
         self.progress = Progress(clock)
         self.state = WatchState()
         self.analysis: Any = None

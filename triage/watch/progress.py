@@ -13,7 +13,7 @@ import time
 from collections import deque
 from typing import Callable, Deque, Dict, List, Optional, Tuple
 
-from ..scan.ranks import RANKS
+from ..inputs.ranks import RANKS
 from ..verdict.steps import _parse_step
 
 _STEP_KEYS = (b"elapsed time per iteration", b"train_step_timing")

@@ -19,9 +19,9 @@ import re
 from typing import TYPE_CHECKING, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..lazyre import lazy_re
+from ..match.rx import ASCII, V0
+from ..match.rx import regex as _regex
 from .launchers import INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
-from .rx import ASCII, V0
-from .rx import regex as _regex
 from .text import normalise
 
 _QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"

@@ -116,7 +116,7 @@ def recheck(db: Optional[str], since: Optional[float], pattern_dirs: Sequence[st
             on_total: Optional[Callable[[int], None]] = None) -> Recheck:
     """Triage again the stored jobs of the period (SINCE: epoch seconds, None for all) whose log is
     readable; store their new verdicts (unless DRY_RUN) and say what changed."""
-    from .fleet import Job, analyse_jobs
+    from .run import Job, analyse_jobs
     with Store(db, existing=True) as st:
         old = list(st.records(since=since))
         known = st.known_list()
@@ -154,7 +154,7 @@ def recheck(db: Optional[str], since: Optional[float], pattern_dirs: Sequence[st
 
 
 def _c(x: Any, n: int = 300) -> str:
-    from .fleet_report import _cut
+    from .render import _cut
     return _cut(x, n)
 
 

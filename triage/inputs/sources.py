@@ -31,13 +31,13 @@ from typing import (
     Union,
 )
 
-from ..errors import TriageError
 from ..lazyre import lazy_re
+from ..match.rx import IGNORECASE, TIMEOUT, lazy
 from ..record import record
 from . import remote
+from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
 from .paste import PASTE_MAX, unwrap, wrapped_note
 from .ranks import inner_rank, split_prefix
-from .rx import IGNORECASE, TIMEOUT, lazy
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
 from .text import MAX_LINE, clip_keeping_error, normalise
 
@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from .digest import InputHash
 
 
-class InputError(TriageError):
-    """A user-facing input problem (missing file, unreadable archive, ...)."""
 
 
 @record
@@ -176,15 +174,6 @@ def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
 
 
 # --- opening inputs -------------------------------------------------------------
-LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".bz2", ".xz", ".zst", ".stdout", ".stderr")
-COMPRESSED = (".gz", ".bz2", ".xz", ".zst")
-
-
-MAX_DIR_DEPTH = 4          # directory levels below a given directory searched for logs
-MAX_DIR_FILES = 4096       # log-like files one job's directory may hold
-MAX_DIR_ENTRIES = 100_000  # entries looked at in a directory tree before giving up
-
-
 def _regular_or_note(path: str, notes: Optional[List[str]]) -> bool:
     """A file found in a directory is read only when it is a regular file (a FIFO named rank_1.log
     would block the run forever; a socket or device is no log); the others get a note."""
@@ -198,12 +187,6 @@ def _regular_or_note(path: str, notes: Optional[List[str]]) -> bool:
         what = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file"
         notes.append(f"skipped {path!r} found in a directory: {what} (name it on the command line to read it)")
     return False
-
-
-def log_name(f: str) -> bool:
-    """A file found in a directory (or an object under a URL prefix) that is read as a log: not
-    hidden, and a log suffix (.log .out .err .txt, compressed too) or none."""
-    return not f.startswith(".") and (f.lower().endswith(LOG_SUFFIXES) or "." not in f)
 
 
 def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
@@ -639,6 +622,12 @@ def decode_line(data: bytes) -> str:
     if raw.endswith("\r") and "\r" not in raw[:-1]:
         raw = raw[:-1]
     return raw
+
+
+def scanned_text(data: bytes) -> str:
+    """The text the scanner reads of one physical line (DATA: at most MAX_RAW bytes, without its
+    newline): decoded, normalised, its launcher prefix split off (sources.make_line's Line.text)."""
+    return split_prefix(normalise(decode_line(data)))[0]
 
 
 def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,

@@ -20,8 +20,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .errors import TriageError
-from .procs import as_worker, cores, hold_signals, release_signals
+from ..errors import TriageError
+from ..procs import as_worker, cores, hold_signals, release_signals
 from .store import Record, Store, StoreError, content_hash, day, known_match, record_of
 
 JOBS_SHOWN = 200           # job ids listed per group at most (the rest are counted)
@@ -40,7 +40,7 @@ class Job:
 def job_at(path: str) -> Job:
     """The job whose log is PATH, its id from the log's name or path (never from this process's
     environment: fleet runs outside the jobs)."""
-    from .jobid import identify
+    from ..jobid import identify
     ident = identify([path], use_env=False)
     return Job(ident.job_id, path, attempt=ident.attempt)
 
@@ -61,7 +61,7 @@ class FleetError(TriageError):
 def log_like(name: str) -> bool:
     """A file that reads as a log (the suffixes a job directory's logs have, or none), not an
     expected-result .json, a README or a MANIFEST.tsv beside them."""
-    from .scan.sources import COMPRESSED, LOG_SUFFIXES
+    from ..inputs.names import COMPRESSED, LOG_SUFFIXES
     n = name.lower()
     for c in COMPRESSED:
         if n.endswith(c):
@@ -72,7 +72,7 @@ def log_like(name: str) -> bool:
 
 def _children(d: str) -> List[Job]:
     """The jobs of a --jobs-in directory: each child directory, and each log-like child file."""
-    from .scan import remote
+    from ..inputs import remote
     if remote.is_url(d):                # a prefix: each child prefix or log-like object
         return [Job(u, u) for u, is_dir in remote.children(d) if is_dir or log_like(u.rsplit("/", 1)[-1])]
     if not os.path.isdir(d):
@@ -88,7 +88,7 @@ def _children(d: str) -> List[Job]:
 def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
     """Each PATH is one job (a file or a per-rank directory); each child of a --jobs-in DIR is one
     job (hidden entries skipped).  A job named twice is analysed once."""
-    from .scan import remote
+    from ..inputs import remote
     jobs: List[Job] = [j for d in jobs_in for j in _children(d)]
     for p in paths:
         if p == "-":
@@ -97,7 +97,7 @@ def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
             if not remote.exists(p):
                 raise FleetError(f"no such file or directory: {p!r}")
         else:
-            from .scan.sources import not_there
+            from ..inputs.sources import not_there
             why = not_there(p)
             if why:
                 raise FleetError(why)
@@ -117,15 +117,15 @@ def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
 # --- analysing them ------------------------------------------------------------------------------
 def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     """One job's verdict record; an input that cannot be read is an error result, never a raise."""
-    from .config import ConfigError
-    from .patterns import PatternError
-    from .pipeline import add_config_analysis, run_analysis
-    from .scan.sources import InputError
+    from ..config import ConfigError
+    from ..inputs.sources import InputError
+    from ..patterns import PatternError
+    from ..pipeline import add_config_analysis, run_analysis
     try:
         a, seen = run_analysis([job.path], pats=list(pats), decide_now=False, content_hash=True)
         add_config_analysis(a, list(pats), seen)
-        from .jobid import JobIdentity
-        from .verdict.job import job_info
+        from ..jobid import JobIdentity
+        from ..verdict.job import job_info
         ident = JobIdentity(job.job_id, job.attempt)
         a.job = job_info(a, ident)           # the job header: the record's hosts and log span, the report's
         digest = a.content_hash or content_hash([job.path])     # hashed in the scan's read, else read again
@@ -141,8 +141,8 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
 
 def _write_report(a: Any, path: str, pats: Sequence[Any]) -> Optional[str]:
     """Write the job's HTML report (render, as `triage analyze` does) to PATH; why not, or None."""
-    from .fleet_reports import write_report
-    from .report import render
+    from ..report import render
+    from .job_reports import write_report
     try:
         write_report(path, render(a, "html", pitfall_ids=[p.id for p in pats]))
     except OSError as e:
@@ -155,7 +155,7 @@ def _write_report(a: Any, path: str, pats: Sequence[Any]) -> Optional[str]:
 @functools.lru_cache(maxsize=4)
 def catalog(pattern_dirs: Tuple[str, ...]) -> List[Any]:
     """The catalog plus PATTERN_DIRS, loaded once per process (a worker's cache)."""
-    from .patterns import load_all
+    from ..patterns import load_all
     return load_all(pattern_dirs)
 
 
@@ -214,7 +214,7 @@ def analyse_jobs(jobs: Sequence[Job], pattern_dirs: Sequence[str] = (), workers:
     `tick(done)` is called after each job.  When a worker process dies, the jobs not finished yet
     are analysed again one per fresh worker, so only the job that kills its worker is lost (an
     error result naming it)."""
-    from .patterns import load_all
+    from ..patterns import load_all
     n = workers or default_workers()
     n = max(1, min(n, len(jobs)))
     if n == 1 and work is analyse_in_worker:
@@ -314,7 +314,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
     table; `since`: the start of the period (signatures first seen in it are marked new);
     `daily`: add per-day counts per signature (for the chart); `reports`: {job label: link to its
     report} (--reports): each group gets `reports`, the links of its jobs listed."""
-    from .verdict.groupkey import message_signature
+    from ..verdict.groupkey import message_signature
     seen = seen or {}
     table = {k["key"]: k for k in (known or ())}
     outcomes = Counter(r.outcome for r in records)

@@ -45,7 +45,7 @@ def _scheme(url: str) -> str:
 
 
 def _error(msg: str) -> TriageError:
-    from .sources import InputError
+    from .names import InputError
     return InputError(_scrub(msg))
 
 
@@ -141,7 +141,7 @@ def _why(e: BaseException) -> str:
 
 def _call(url: str, fn: Callable[[], T]) -> T:
     """fn(), its failure one InputError line."""
-    from .sources import InputError
+    from .names import InputError
     try:
         return fn()
     except InputError:
@@ -215,7 +215,7 @@ class _Walk:
         self.seen = 0
 
     def walk(self, path: str, depth: int) -> None:
-        from .sources import MAX_DIR_DEPTH, InputError
+        from .names import MAX_DIR_DEPTH, InputError
         try:
             entries = _listing(self.url, path)
         except InputError as e:
@@ -233,7 +233,7 @@ class _Walk:
 
     def add(self, entries: List[Dict[str, Any]]) -> None:
         """A directory's entries counted, its log-like files kept (sorted), within the bounds."""
-        from .sources import MAX_DIR_ENTRIES, MAX_DIR_FILES, log_name
+        from .names import MAX_DIR_ENTRIES, MAX_DIR_FILES, log_name
         self.seen += len(entries)
         if self.seen > MAX_DIR_ENTRIES:
             raise _error(f"directory {_show(self.url)} holds more than {MAX_DIR_ENTRIES:,} entries: it does not "

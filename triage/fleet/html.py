@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional
 
-from . import __version__
+from .. import __version__
 
 TEXT_MAX = 300             # characters of a signature, title or error
 JOB_MAX = 160              # characters of a job id
@@ -145,7 +145,7 @@ def _groups(x: Any) -> Dict[str, Any]:
 
 
 def _model(v: Any) -> Dict[str, Any]:
-    from .svg import daily_chart_svg
+    from ..report.svg import daily_chart_svg
     v = _dict(v)
     outcomes = _dict(v.get("outcomes"))
     groups = _groups(v.get("groups"))
@@ -196,7 +196,7 @@ def _env():
     global _ENV
     if _ENV is None:
         from jinja2 import Environment, FileSystemLoader
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+        here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
         _ENV = Environment(loader=FileSystemLoader(here), autoescape=True, trim_blocks=True, lstrip_blocks=True)
     return _ENV
 

@@ -29,9 +29,9 @@ import sys
 import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .errors import TriageError
-from .lazyre import lazy_re
-from .record import record
+from ..errors import TriageError
+from ..lazyre import lazy_re
+from ..record import record
 
 SCHEMA_VERSION = 3
 DEFAULT_TIMEOUT_S = 5.0        # TRIAGE_DB_TIMEOUT: all the waiting one transaction may do, in seconds
@@ -206,8 +206,8 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
     so the same log analysed twice, from anywhere, is one record."""
     import hashlib  # (OpenSSL's: many bytes; imported only when a job is recorded)
 
-    from .scan.remote import is_url, open_url
-    from .scan.sources import InputError, expand_paths
+    from ..inputs.remote import is_url, open_url
+    from ..inputs.sources import InputError, expand_paths
     h = hashlib.sha256()
     files = expand_paths(paths)
     single = len(files) == 1
@@ -234,7 +234,7 @@ def content_hash(paths: Sequence[str], stdin_digest: Optional[str] = None) -> st
 
 
 def _relname(p: str, roots: Sequence[str]) -> str:
-    from .scan.digest import relname  # one definition: the scan folds the same hash (scan/digest.py)
+    from ..inputs.digest import relname  # one definition: the scan folds the same hash (scan/digest.py)
     return relname(p, roots)
 
 
@@ -284,8 +284,8 @@ class hashing_stdin:
 
 
 def job_time(paths: Sequence[str]) -> float:
-    from .scan.remote import is_url, mtime
-    from .scan.sources import expand_paths
+    from ..inputs.remote import is_url, mtime
+    from ..inputs.sources import expand_paths
     best = 0.0
     for p in expand_paths(paths):
         if p == "-":
@@ -523,7 +523,7 @@ class Store:
         except ValueError:
             raise self._err(f"a garbled schema version {str(v)[:40]!r}") from None
         if have > SCHEMA_VERSION:
-            from . import __version__
+            from .. import __version__
             raise self._err(f"its schema version is {have}, newer than this triage ({__version__}) knows "
                             f"({SCHEMA_VERSION}); nothing was written to it: upgrade triage")
         return have
@@ -673,7 +673,7 @@ class Store:
 
     def signature_of(self, sid: str) -> Optional[str]:
         """The stored job signature whose short id (verdict.fingerprint.signature_id) is SID, or None."""
-        from .verdict.fingerprint import signature_id
+        from ..verdict.fingerprint import signature_id
         sa = self.sa
         v = self.verdicts
         with self._begin() as c:
@@ -787,7 +787,7 @@ def _store_error(store: Store, e: BaseException) -> BaseException:
             msg += " (the store's file, or its directory, is read-only)"
         elif _TRANSIENT_SQLITE.search(msg):
             msg += f" (another process holds its lock; gave up within TRIAGE_DB_TIMEOUT={store.timeout:g} s)"
-        from .redact import redact
+        from ..redact import redact
         return store._err(redact(msg)[:300])
     return e
 
@@ -821,8 +821,8 @@ def record_of(a: Any, paths: Sequence[str], identity: Any, digest: str) -> Recor
     IDENTITY (jobid.JobIdentity; a plain string is a job id, attempt 0)."""
     import json
 
-    from . import __version__
-    from .redact import redact
+    from .. import __version__
+    from ..redact import redact
     v = a.verdict                      # the record is the verdict's fields, nothing re-derived
     blamed = None
     if a.config is not None and a.config.suspects:
@@ -833,7 +833,7 @@ def record_of(a: Any, paths: Sequence[str], identity: Any, digest: str) -> Recor
     start, end = getattr(job, "log_start", None), getattr(job, "log_end", None)
     where = [p if p == "-" or "://" in p else os.path.abspath(p) for p in paths]
     msg_sig = getattr(v, "message_signature", None)
-    from .unicode import utf8_safe as ok  # (a job id or host of bytes that are no UTF-8: U+FFFD)
+    from ..unicode import utf8_safe as ok  # (a job id or host of bytes that are no UTF-8: U+FFFD)
     return Record(job_id=ok(redact(job_id)), job_time=end or job_time(paths), outcome=v.outcome,
                   primary=v.primary.pitfall if v.primary is not None else None,
                   signature=ok(redact(v.signature)) if v.signature else None, title=ok(redact(v.title)),
@@ -877,18 +877,18 @@ def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
     --patterns -- or a job signature), or None; a near miss of an id says which one was meant."""
     import difflib
 
-    from .taxonomy import IDS
+    from ..taxonomy import IDS
     ids = set(IDS) | set(extra_ids)
     if not key.strip():
         return "the key is empty: give a pitfall id or a signature"
-    from .unicode import utf8_safe
+    from ..unicode import utf8_safe
     safe = utf8_safe(key)
     if safe != key:
         return f"{safe!r}: holds bytes that are no UTF-8 text"
     if key.startswith(KNOWN_RE):
         import regex as _regex
 
-        from .scan.rx import risky
+        from ..match.rx import risky
         body = key[len(KNOWN_RE):]
         if not body:
             return "the regex after 're:' is empty"

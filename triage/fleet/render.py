@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
-from .report.names import FLEET_FORMATS
-from .report.util import one_line
+from ..report.names import FLEET_FORMATS
+from ..report.util import one_line
 
 __all__ = ["FLEET_FORMATS", "render", "render_json", "render_markdown", "render_text"]
 FIELD_MAX = 300
@@ -99,12 +99,12 @@ def _sample(g: Dict[str, Any]) -> bool:
 
 
 def _md(s: Any, n: int = FIELD_MAX) -> str:
-    from .report.markdown import md_text
+    from ..report.markdown import md_text
     return md_text(_cut(s, n))          # the job report's escaping: HTML-escaped, punctuation escaped
 
 
 def _code(s: Any, n: int = FIELD_MAX) -> str:
-    from .report.markdown import code_span
+    from ..report.markdown import code_span
     t = _cut(s, n)
     return code_span(t) if t else ""    # survives backticks and table pipes
 
@@ -140,6 +140,6 @@ def render(v: Dict[str, Any], fmt: str) -> str:
     if fmt == "markdown":
         return render_markdown(v)
     if fmt == "html":
-        from .fleet_html import render_html
+        from .html import render_html
         return render_html(v)
     return render_text(v)

@@ -18,7 +18,7 @@ import re
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .errors import TriageError
+from ..errors import TriageError
 
 GENERATOR = '<meta name="generator" content="triage '      # in the head of every triage HTML report
 STEM_MAX = 60
@@ -74,7 +74,7 @@ def plan(jobs: Sequence[Any], directory: str, force: bool) -> List[Any]:
 def write_report(path: str, text: str) -> None:
     """Write a report atomically (a temp file beside it, then a rename: a link is replaced, never
     followed)."""
-    from .files import replace_atomically
+    from ..files import replace_atomically
     replace_atomically(path, text)
 
 

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .. import hashing as hashlib
-from ..cachefiles import cache_dir, path_of, read_own, write  # noqa: F401 - cache_dir: triage.anchors's face
+from ..cachefiles import cache_dir, path_of, read_own, write  # noqa: F401 - cache_dir: read by tests
 from ..record import record
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ class AnchorSet:
         # a regex is searched only in the lines holding one of the literals every match contains (the
         # catalog's prefilter, patterns.derive_literals, or one per alternative of a leading group),
         # when it has them
-        from ..patterns import derive_literals, leading_alternatives
+        from .literals import derive_literals, leading_alternatives
         self._re_rxs: List[Tuple["re.Pattern[bytes]", Set[int], Optional[List[bytes]], bool]] = []
         for (t, ci), tags in rxs.items():
             pre = [x.encode("utf-8") for x in derive_literals(t, ci)[0] or leading_alternatives(t, ci)]

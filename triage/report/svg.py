@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from markupsafe import Markup, escape
 
-from .caps import MAX_POINTS, MAX_SERIES
+from ..caps import MAX_POINTS, MAX_SERIES
 
 ROLES = ("root-cause", "cascade", "info")
 

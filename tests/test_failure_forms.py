@@ -76,11 +76,3 @@ def test_a_tail_form_far_from_the_end_is_not_evidence():
     assert _outcome(nan)[0] == "unexplained-failure"
     assert _outcome(nan + "\n" + steps)[0] == "healthy"
 
-
-def test_the_json_a_run_reads_holds_the_yaml_as_written():
-    """triage/scan/failure_forms.json is `python -m triage.scan.forms` of the YAML: never edited apart."""
-    import json
-
-    from triage.scan.forms import FORMS_JSON, forms_from_yaml
-    with open(FORMS_JSON, encoding="utf-8") as f:
-        assert json.load(f) == forms_from_yaml(), "run `python -m triage.scan.forms` after editing the YAML"

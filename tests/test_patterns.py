@@ -10,9 +10,8 @@ from triage.taxonomy import IDS
 
 PATTERN_DIR = builtin_dir()
 FILES = sorted(f for f in os.listdir(PATTERN_DIR) if f.endswith(".yaml"))
-# Ids added to the taxonomy through a pattern file (its `note` says why) that triage/taxonomy.py
-# does not list yet; each must have its pattern file, and leaves this set once taxonomy.py has it.
-PENDING_IDS: set = set()     # ids a pattern adds before triage/taxonomy.py lists them
+# (the taxonomy is the catalog's file names since issue 41: no id is pending a Python edit)
+PENDING_IDS: set = set()
 KNOWN_IDS = tuple(IDS) + tuple(sorted(PENDING_IDS - set(IDS)))
 
 

@@ -1,9 +1,10 @@
-"""The rank prefixes launchers put before each line, and the rank forms messages carry: declared once.
+"""The rank prefixes launchers put before each line, and the rank forms messages carry: declared once, as
+data (triage/inputs/launchers.yaml; a user's own rows from TRIAGE_LAUNCHERS=FILE come first).
 
-Every matcher that reads a rank is generated from these two tables (triage/scan/ranks.py): the str
+Every matcher that reads a rank is generated from these two tables (triage/inputs/ranks.py): the str
 side that tags one line (`split_prefix`, `inner_rank`) and the bytes side that finds the ranks of a
 whole block in C (`ranks_in`: one search per launcher, the quoted `> ` forms, the lines without a
-prefix).  Adding a launcher is one row here plus a fixture (a log of that launcher in
+prefix).  Adding a launcher is one row of the YAML plus a fixture (a log of that launcher in
 tests/fixtures/logs/); tests/test_launchers.py checks that both sides read every row's example alike.
 
 A row's `prefix` is a regex valid for str and bytes alike (ASCII classes only; `[ \\t]` rather than
@@ -12,8 +13,13 @@ A row's `prefix` is a regex valid for str and bytes alike (ASCII classes only; `
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+import json
+import os
+import re
+from typing import Any, List, Optional, Tuple
 
+from .. import tables
+from ..errors import TriageError
 from ..record import record
 
 RANK_GROUP = "(?P<rank>"       # how a prefix regex marks the digits of its rank
@@ -44,87 +50,64 @@ class InnerRank:
     probe: str                # a literal every such line holds
 
 
-LAUNCHERS: Tuple[Launcher, ...] = (
-    # kubectl logs --prefix (also --all-pods, and --all-containers with it): "[pod/<pod>/<container>] "
-    # (kubectl pkg/cmd/logs/logs.go addPrefixIfNeeded: fmt.Sprintf("[pod/%s/%s] ", ref.Name, containerName));
-    # the outermost prefix, before torchrun's "[rank3]:"; a pod name (a DNS subdomain) and a container name
-    # (a DNS label, empty when kubectl cannot read it) name no rank
-    Launcher("kubectl", "[pod/train-x7k2p/trainer] RuntimeError: CUDA error: an illegal memory access was encountered",
-             r"\[pod/[a-z0-9][a-z0-9.-]{0,252}/[a-z0-9-]{0,63}\]", "[pod/", rank=None),
-    # a container runtime's log file (issue 40: pasted from /var/log/pods or /var/log/containers): CRI's
-    # "<RFC3339Nano time> <stdout|stderr> <P|F> <line>" (containerd / CRI-O, kubelet's CRI logging format)
-    Launcher("cri", "2026-12-03T08:33:52.123456789Z stderr F RuntimeError: CUDA error: an illegal memory access was "
-             "encountered", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d) std(?:out|err) [FP]",
-             "std", rank=None),
-    # `docker logs -t` / `kubectl logs --timestamps`: an RFC3339Nano time before each line
-    Launcher("docker-timestamps", "2026-12-03T08:33:52.123456789Z RuntimeError: CUDA error: an illegal memory access "
-             "was encountered", r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}Z(?= )", "Z ", rank=None),
-    # Ray's worker prefix (vLLM's and verl's Ray executors): "(RayWorkerWrapper pid=51, ip=10.1.2.3) ",
-    # "(pid=51) ", "(raylet) " (ray/_private/log_monitor.py / worker.py print_logs: "({name} pid={pid}, ip={ip})")
-    Launcher("ray", "(RayWorkerWrapper pid=51, ip=10.1.2.3) RuntimeError: CUDA error: an illegal memory access was "
-             "encountered", r"\((?:(?:[A-Za-z_][\w.:-]* )?pid=\d+, ip=[\d.]+|pid=\d+|raylet(?:, ip=[\d.]+)?)\)",
-             "pid=", rank=None),
-    # torchrun: "[rank3]:" (PyTorch >= 2.2) and "[default3]:" (--tee / TailLog); may repeat
-    Launcher("torchrun", "[rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
-             r"\[(?:rank|default|trainer|worker)(?P<rank>\d+)\]:", "\n["),
-    # Open MPI --tag-output: "[1,3]<stderr>:" / "[1,3]<stdout>:" (job, rank)
-    Launcher("openmpi", "[1,3]<stderr>:RuntimeError: NCCL error", r"\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:", "]<std"),
-    # NeMo / Lightning logger: "[NeMo E 2026-12-03 07:12:01 exp_manager:123] " (no rank; its time kept)
-    Launcher("nemo", "[NeMo E 2026-12-03 07:12:01 exp_manager:123] Error: training failed",
-             r"\[NeMo [DIWEC] [\d\- :]+ [\w.]+:\d+\]", "[NeMo ", rank=None, keeps_time=True),
-    # srun -l (--label): the task id right-aligned to the width of the largest one, "3: " or "  3: "
-    # (Slurm pads it with spaces, never tabs)
-    Launcher("srun", "  3: RuntimeError: CUDA error: out of memory", r" {0,4}(?P<rank>\d{1,6}): ", None, sep=""),
-    # vLLM's process tag on every line a child process prints: "(EngineCore_DP0 pid=4242) " (vllm 0.10.2
-    # utils._add_prefix, in cyan; vllm 0.34.0 logger _FORMAT "(%(vllm_process_name)s pid=%(process)d) ");
-    # the names (EngineCore, EngineCore_DP0, Worker_TP1, Worker_PP1_TP2, VllmWorkerProcess, APIServer)
-    # are vLLM's process names, not global ranks: no rank
-    # vLLM's worker processes name their rank (issue 40): "(VllmWorker rank=3 pid=1090) " (vllm 0.8-0.9,
-    # v1/executor/multiproc_executor.py: f"VllmWorker rank={rank}"), "(Worker_TP1 pid=1090) " (0.10+: the
-    # worker's tensor-parallel rank, "Worker_TP{tp}" when it is the only parallelism shown), and the
-    # data-parallel engine "(EngineCore_DP1 pid=4242) " (0.10+, its DP rank): read as the rank
-    Launcher("vllm-worker", "(VllmWorker rank=3 pid=1090) RuntimeError: CUDA error: out of memory",
-             r"\(VllmWorker rank=(?P<rank>\d+) pid=\d+\)", "VllmWorker rank="),
-    Launcher("vllm-worker-tp", "(Worker_TP3 pid=1090) RuntimeError: CUDA error: out of memory",
-             r"\((?:Worker|VllmWorkerProcess)_TP(?P<rank>\d+) pid=\d+\)", "_TP"),
-    Launcher("vllm-enginecore-dp", "(EngineCore_DP3 pid=4242) RuntimeError: CUDA error: out of memory",
-             r"\(EngineCore_DP(?P<rank>\d+) pid=\d+\)", "EngineCore_DP"),
-    Launcher("vllm-process", "(EngineCore pid=4242) RuntimeError: CUDA error: out of memory",
-             r"\((?!(?:Worker|VllmWorkerProcess)_TP\d+ |EngineCore_DP\d+ )[A-Za-z][\w-]* pid=\d+\)", " pid=",
-             rank=None),
-    # vLLM's logger header: "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] " (vllm 0.10.2 .. 0.34.0),
-    # "ERROR 10-24 12:00:00 engine.py:123] " (vllm 0.6.3); its time kept (MM-DD, no year)
-    Launcher("vllm-logger", "ERROR 12-04 07:00:05 [v1/engine/core.py:1759] EngineCore encountered a fatal error.",
-             r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\]",
-             None, rank=None, keeps_time=True),
-    # SGLang's logger header in its scheduler / worker processes: "[2026-12-04 06:10:09 DP0 TP1] "
-    # (sglang 0.5.23 utils/common.py configure_logger: f"[%(asctime)s{maybe_ms}{prefix}] %(message)s",
-    # the prefix " DP{d} PP{p} ATTN_CP{c} MOE_DP{m} TP{t} EP{e}" as the parallelism has them); at least
-    # one tag, so a bare "[2026-12-04 06:10:09] " of other software stays; TP/DP ranks are no global rank
-    # ... with a TP tag, its TP rank is the line's rank (issue 40; with several DP / PP groups it is the
-    # rank within its group): "[2026-12-04 06:10:09 TP3] ", "[2026-12-04 06:10:09 DP1 TP2 EP2] "
-    Launcher("sglang-tp", "[2026-12-04 06:10:09 DP0 TP3 EP3] Scheduler hit an exception: Traceback (most recent call "
-             "last):",
-             r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP)\d+)* "
-             r"TP(?P<rank>\d+)(?: EP\d+)?\]",
-             None, keeps_time=True),
-    # TensorRT-LLM's Python logger: "[01/23/2025-09:50:47] [TRT-LLM] [RANK 3] [E] msg" (tensorrt_llm/logger.py:
-    # '[TRT-LLM]' and f'[RANK {rank}]' before the severity letter [V]/[I]/[W]/[E]/[F])
-    Launcher("trtllm", "[01/24/2025-09:50:47] [TRT-LLM] [RANK 3] [E] RuntimeError: CUDA error: out of memory",
-             r"(?:\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] )?\[TRT-LLM\] \[RANK (?P<rank>\d+)\](?: \[[VIWEF]\])?",
-             "[TRT-LLM] [RANK "),
-    Launcher("sglang", "[2026-12-04 06:10:09 DP0] Scheduler hit an exception: Traceback (most recent call last):",
-             r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+\]",
-             None, rank=None, keeps_time=True),
-)
+LAUNCHER_FIELDS = {"name", "why", "example", "prefix", "probe", "rank", "sep", "keeps_time"}
+INNER_FIELDS = {"name", "why", "example", "rx", "probe"}
 
-INNER_RANKS: Tuple[InnerRank, ...] = (
-    # NCCL / ProcessGroupNCCL: "[Rank 3]", "[PG 0 Rank 3]", "[PG ID 0 PG GUID 0(default_pg) Rank 3]"
-    InnerRank("nccl", "[PG ID 0 PG GUID 0(default_pg) Rank 3] Watchdog caught collective operation timeout",
-              r"\[(?:PG (?:ID )?\d+ (?:PG GUID \d+)?[ \t]*(?:\([^)\n]*\)[ \t]*)?)?Rank (\d+)\]", "Rank "),
-    # NeMo: "[rank: 3]"
-    InnerRank("nemo", "[NeMo W 2026-12-03 07:12:01 nemo_logging:349] [rank: 3] step failed", r"\[rank: ?(\d+)\]",
-              "[rank:"),
-    # TE / Megatron: "... on global rank 3"
-    InnerRank("global", "Exception on global rank 3 of 8", r"\bglobal rank (\d+)\b", "global rank"),
-)
+
+def _launcher(d: Any, where: str) -> Launcher:
+    if not isinstance(d, dict) or set(d) - LAUNCHER_FIELDS or not all(
+            isinstance(d.get(k), str) and d[k] for k in ("name", "example", "prefix")):
+        raise TriageError(f"{where}: a launcher row is a mapping with name, example, prefix (and probe, rank, sep, "
+                          "keeps_time, why)")
+    try:
+        re.compile(d["prefix"], re.ASCII)
+        re.compile(d["prefix"].encode(), re.ASCII)
+    except (re.error, UnicodeEncodeError) as e:
+        raise TriageError(f"{where}: prefix {d['prefix']!r} is no regex valid for str and bytes ({e})") from None
+    rank = d.get("rank", 3 if RANK_GROUP in d["prefix"] else None)
+    if rank is not None and not isinstance(rank, int):
+        raise TriageError(f"{where}: rank must be a number or null")
+    return Launcher(d["name"], d["example"], d["prefix"], d.get("probe"), rank, d.get("sep", r"\s?"),
+                    bool(d.get("keeps_time", False)))
+
+
+def _inner(d: Any, where: str) -> InnerRank:
+    if not isinstance(d, dict) or set(d) - INNER_FIELDS or not all(
+            isinstance(d.get(k), str) and d[k] for k in ("name", "example", "rx", "probe")):
+        raise TriageError(f"{where}: an inner rank row is a mapping with name, example, rx, probe")
+    return InnerRank(d["name"], d["example"], d["rx"], d["probe"])
+
+
+def _user_rows() -> Tuple[List[Launcher], List[InnerRank]]:
+    """A user's own rows (TRIAGE_LAUNCHERS=FILE: YAML or JSON of the table's shape), first in the table."""
+    path = os.environ.get("TRIAGE_LAUNCHERS", "")
+    if not path:
+        return [], []
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read(1 << 20)
+        if path.endswith(".json"):
+            data = json.loads(text)
+        else:
+            import yaml
+            data = yaml.safe_load(text)
+    except (OSError, ValueError) as e:
+        raise TriageError(f"TRIAGE_LAUNCHERS={path!r}: cannot read it ({e})") from None
+    except Exception as e:  # noqa: BLE001 - a YAML error: one line
+        raise TriageError(f"TRIAGE_LAUNCHERS={path!r}: not a launcher table ({str(e).splitlines()[0][:200]})") from None
+    if not isinstance(data, dict):
+        raise TriageError(f"TRIAGE_LAUNCHERS={path!r}: a mapping with `launchers` and/or `inner_ranks`")
+    where = f"TRIAGE_LAUNCHERS={path}"
+    return ([_launcher(d, f"{where} launchers[{i}]") for i, d in enumerate(data.get("launchers") or [])],
+            [_inner(d, f"{where} inner_ranks[{i}]") for i, d in enumerate(data.get("inner_ranks") or [])])
+
+
+def _table() -> Tuple[Tuple[Launcher, ...], Tuple[InnerRank, ...]]:
+    data = tables.load("inputs/launchers")
+    user, user_inner = _user_rows()
+    return (tuple(user + [_launcher(d, f"launchers.yaml launchers[{i}]") for i, d in enumerate(data["launchers"])]),
+            tuple(user_inner + [_inner(d, f"launchers.yaml inner_ranks[{i}]")
+                                for i, d in enumerate(data["inner_ranks"])]))
+
+
+LAUNCHERS, INNER_RANKS = _table()

@@ -6,10 +6,9 @@ it); the verdict reads it as a crash (verdict/analyse.py), so a log holding one 
 from __future__ import annotations
 
 import functools
-import json
-import os
-from typing import Any, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
+from .. import tables
 from ..errors import TriageError
 from ..inputs.sources import Line
 from ..match.rx import TIMEOUT, LazyRx, lazy
@@ -18,12 +17,7 @@ from .observer import Observer, lit, rxa
 from .results import LauncherExit
 from .state import Core, Event
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-FORMS_FILE = os.path.join(HERE, "failure_forms.yaml")      # the list, as written (with its comments)
-# ... as JSON, what a run reads (the stdlib parses it in a millisecond; PyYAML's import alone costs more
-# than a small log's analysis): `python -m triage.scan.forms` writes it from the YAML, and
-# tests/test_failure_forms.py checks the two hold the same forms
-FORMS_JSON = os.path.join(HERE, "failure_forms.json")
+FORMS = "scan/failure_forms"     # the table (triage/tables.py): triage/scan/failure_forms.yaml as written
 _FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin", "not"}
 
 
@@ -68,8 +62,7 @@ def _form(d: object, i: int) -> FailureForm:
 @functools.lru_cache(maxsize=None)
 def failure_forms() -> Tuple[FailureForm, ...]:
     """Every declared form, in the file's order."""
-    with open(FORMS_JSON, encoding="utf-8") as f:
-        data = json.load(f)
+    data = tables.load(FORMS)
     forms = tuple(_form(d, i) for i, d in enumerate((data or {}).get("forms") or []))
     ids = [x.id for x in forms]
     if len(set(ids)) != len(ids):
@@ -116,20 +109,3 @@ class FailureForms(Observer):
     def finish(self) -> None:
         self.core.exits.extend(x for kept in self.core.form_hits.values() for x in kept)
 
-
-def forms_from_yaml() -> Any:
-    """The forms as FORMS_FILE writes them (PyYAML: for the generator and the tests only)."""
-    import yaml
-    with open(FORMS_FILE, encoding="utf-8") as f:
-        return yaml.safe_load(f)
-
-
-def write_json() -> None:
-    """FORMS_JSON from FORMS_FILE."""
-    with open(FORMS_JSON, "w", encoding="utf-8") as f:
-        json.dump(forms_from_yaml(), f, indent=1, ensure_ascii=False)
-        f.write("\n")
-
-
-if __name__ == "__main__":
-    write_json()

@@ -8,21 +8,11 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence
 
 from .. import hashing as hashlib
+from .. import tables
 from ..match.rx import lazy
 from ..redact import redact, redact_lines
 
-_MASKS = [
-    # NCCL's "host:pid:tid [dev]" prefix and hostnames: the same failure on another node is the same
-    (lazy(r"(?m)^(?:\[[^\]]*\] )?[\w.\-]+:\d+:\d+ \[\d+\]"), "<host>:<pid>:<tid> [<dev>]"),
-    (lazy(r"\b(?:host|hostname|node)\s*[:=]\s*[\w.\-]+"), "host: <host>"),
-    (lazy(r"(?:/[\w.\-+@]+)+/?|[A-Za-z]:\\[\w\\.\-]+"), "<path>"),
-    (lazy(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b"), "<hex>"),
-    (lazy(r"\d{4}-\d\d-\d\d[ T_]\d\d:\d\d:\d\d(?:[.,]\d+)?"), "<time>"),
-    (lazy(r"\b[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+"), "<time>"),
-    (lazy(r"\b(?:rank|Rank|RANK)\s*+(?:[:=]\s*+)?\d+"), "rank <n>"),  # (possessive: linear)
-    (lazy(r"\d+(?:\.\d+)?"), "<n>"),
-    (lazy(r"\s+"), " "),
-]
+_MASKS = [(lazy(m["regex"]), m["mask"]) for m in tables.load("verdict/masks")["masks"]]   # masks.yaml
 
 
 def _mask(text: str) -> str:

@@ -53,3 +53,10 @@ def test_every_package_of_the_tree_is_installed():
     tree = {os.path.relpath(d, root).replace(os.sep, ".") for d, _, fs in os.walk(os.path.join(root, "triage"))
             if "__init__.py" in fs}
     assert tree - {"triage.patterns"} <= listed, sorted(tree - listed)
+
+
+def test_every_core_observer_is_registered_in_its_order():
+    from triage.patterns import load_all
+    from triage.scan.engine import Engine
+    names = [type(o).__name__ for o in Engine(load_all([])).wire([])[1]]
+    assert names == ["Attempts", "LauncherRoot", "LauncherExits", "FailureForms", "Followups", "Blocks", "Rules"]

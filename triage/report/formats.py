@@ -1,11 +1,12 @@
 """The report formats and `render`, which makes any of them from an analysis."""
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..redact import redact, redact_obj
 from .contract import report_json, to_dict
-from .names import FORMATS, SUFFIX_FORMAT
+from .names import BY_NAME, FORMATS, SUFFIX_FORMAT
 
 if TYPE_CHECKING:
     from ..verdict.analysis import Analysis
@@ -26,23 +27,15 @@ def text_report(a: Analysis, redact_secrets: bool = True) -> str:
 def render(a: Analysis, fmt: str, redact_secrets: bool = True,
            pitfall_ids: Optional[Sequence[str]] = None) -> str:
     """Render an analysis; secrets are redacted unless redact_secrets is False.  PITFALL_IDS (junit):
-    the ids of the pattern catalog that was checked (`[p.id for p in pats]`); default: the shipped one."""
+    the ids of the pattern catalog that was checked (`[p.id for p in pats]`); default: the shipped one.
+    The format's module is imported when asked for (names.REGISTRY)."""
     if fmt == "text":
         return text_report(a, redact_secrets)
-    if fmt not in FORMATS:
+    f = BY_NAME.get(fmt)
+    if f is None:
         raise ValueError(f"unknown format {fmt!r}")
     d, text = report_json(a, redact_secrets)
     if fmt == "json":
         return text
-    # each rendering is imported when asked for (a text or JSON report loads none of them)
-    if fmt == "markdown":
-        from .markdown import render_markdown
-        return render_markdown(d)
-    if fmt == "html":
-        from .html import render_html
-        return render_html(d)
-    if fmt == "junit":
-        from .junit import render_junit
-        return render_junit(d, pitfall_ids)
-    from .jira import render_jira
-    return render_jira(d)
+    fn = getattr(importlib.import_module(f".{f.module}", __package__), f.function)
+    return fn(d, pitfall_ids) if fmt == "junit" else fn(d)

@@ -1,10 +1,33 @@
-"""The report formats' names and file suffixes: what the CLI's options need, without importing a
-rendering (report.formats re-exports them; fleet_report its FLEET_FORMATS)."""
+"""The report formats, one registry (yamllint's `{ID: module}` style, issue 41): each format's name, the
+module and function that render it (imported when asked for: a text or JSON report loads none of the
+others), its file suffixes and whether `triage fleet` writes it.  What the CLI's options need, without
+importing a rendering (report.formats renders from it)."""
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Tuple
 
-FORMATS = ("text", "json", "markdown", "html", "junit", "jira")
-SUFFIX_FORMAT = MappingProxyType({".json": "json", ".md": "markdown", ".markdown": "markdown", ".html": "html",
-                                  ".htm": "html", ".txt": "text", ".xml": "junit", ".jira": "jira", ".wiki": "jira"})
-FLEET_FORMATS = ("text", "json", "markdown", "html")
+from ..record import record
+
+
+@record(frozen=True)
+class Format:
+    name: str
+    module: str                 # triage.report.<module>
+    function: str               # its render function: (report dict) -> str, or (dict, pitfall ids) for junit
+    suffixes: Tuple[str, ...]   # the -o file suffixes that choose it
+    fleet: bool = False         # a format of the fleet view too
+
+
+REGISTRY: Tuple[Format, ...] = (
+    Format("text", "text", "render_text", (".txt",), fleet=True),
+    Format("json", "contract", "report_json", (".json",), fleet=True),
+    Format("markdown", "markdown", "render_markdown", (".md", ".markdown"), fleet=True),
+    Format("html", "html", "render_html", (".html", ".htm"), fleet=True),
+    Format("junit", "junit", "render_junit", (".xml",)),
+    Format("jira", "jira", "render_jira", (".jira", ".wiki")),
+)
+BY_NAME = MappingProxyType({f.name: f for f in REGISTRY})
+FORMATS = tuple(f.name for f in REGISTRY)
+SUFFIX_FORMAT = MappingProxyType({sfx: f.name for f in REGISTRY for sfx in f.suffixes})
+FLEET_FORMATS = tuple(f.name for f in REGISTRY if f.fleet)

@@ -5,7 +5,7 @@ import re
 
 from ..inputs.sources import Line
 from ..match.rx import TIMEOUT, lazy
-from .observer import Observer, derived, lit
+from .observer import Observer, core_observer, derived, lit
 from .state import Core, Event
 
 # Lines that start a (new) training attempt; a second one of the same kind in an input means a
@@ -22,6 +22,7 @@ _ATTEMPT_KINDS = [(kind, lazy(rx)) for kind, rx in _BANNERS]
 _RESTART = lazy("|".join(re.escape(x) for x in _RESTART_LINES))
 
 
+@core_observer(10)
 class Attempts(Observer):
     """A second attempt-start banner of the same kind in one input, or a launcher restart line."""
     anchors = [derived(rx) for _, rx in _BANNERS] + [lit(x) for x in _RESTART_LINES]

@@ -44,16 +44,18 @@ from ..inputs.sources import (
     iter_blocks_with_tail,
 )
 from ..match.anchors import Anchor, AnchorSet
-from .attempts import Attempts
+
+# the modules of the core observers: each registers its own (observer.core_observer)
+from . import attempts as _attempts  # noqa: F401
+from . import forms as _forms  # noqa: F401
+from . import launcher as _launcher  # noqa: F401
 from .blocks import Blocks
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .followups import Followups
-from .forms import FailureForms
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
-from .launcher import LauncherExits, LauncherRoot
-from .observer import Feeder, Observer
+from .observer import Feeder, Observer, registered
 from .pool import _Pool, _size
 from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
 from .results import Match, ScanResult
@@ -83,8 +85,7 @@ class Engine:
         rules.disabled = self.disabled
         blocks = Blocks(core)
         # the order is the order of the checks of one line
-        obs: List[Observer] = list(extra) + [Attempts(core), LauncherRoot(core), LauncherExits(core),
-                                             FailureForms(core), follow, blocks, rules]
+        obs: List[Observer] = list(extra) + [cls(core) for cls in registered()] + [follow, blocks, rules]
         return core, obs, rules
 
     def anchor_set_of(self, obs: Sequence[Observer]) -> AnchorSet:

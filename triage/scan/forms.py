@@ -13,7 +13,7 @@ from ..errors import TriageError
 from ..inputs.sources import Line
 from ..match.rx import TIMEOUT, LazyRx, lazy
 from ..record import record
-from .observer import Observer, lit, rxa
+from .observer import Observer, core_observer, lit, rxa
 from .results import LauncherExit
 from .state import Core, Event
 
@@ -70,6 +70,7 @@ def failure_forms() -> Tuple[FailureForm, ...]:
     return forms
 
 
+@core_observer(40)
 class FailureForms(Observer):
     """The regex forms: of the lines that hold one, the first and the last of each form (and attempt) are
     kept (Core.form_hits; ScanResult.exits at the end, with the form's id and tail) -- the first is the

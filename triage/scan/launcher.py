@@ -7,7 +7,7 @@ import re
 from ..inputs.sources import Line
 from ..lazyre import lazy_re
 from ..match.rx import lazy
-from .observer import Observer, lit, rxa
+from .observer import Observer, core_observer, lit, rxa
 from .results import LauncherExit
 from .state import Core, Event
 
@@ -17,6 +17,7 @@ _ROOT_RANK = lazy(r"^\s*rank\s+:\s+(\d+)\s+\(local_rank")
 _ROOT_CAUSE = "Root Cause (first observed failure)"
 
 
+@core_observer(20)
 class LauncherRoot(Observer):
     """torchrun's error summary: "Root Cause (first observed failure):" ... "rank : 5 (local_rank: 5)"."""
     anchors = [lit(_ROOT_CAUSE), lit("local_rank")]
@@ -56,6 +57,7 @@ _SIGNALS = r"(?:Segmentation fault|Aborted|Bus error|Killed|Floating point excep
 _EXIT_SHELL = lazy_re(r"^(?:\S+: line \d+: +\d+ +" + _SIGNALS + r"\b.*|" + _SIGNALS + r"(?: +\(core dumped\))?\s*)$")
 
 
+@core_observer(30)
 class LauncherExits(Observer):
     """A non-zero exit or a fatal signal that torchrun or the shell reports (see _EXIT_*)."""
     anchors = [lit(_TORCHRUN_LEAD), lit(_SIGNAL_LEAD), lit(_TERMINATE_LEAD), rxa(_SIGNALS)]

@@ -3,12 +3,13 @@ to), the Feeder that adapts a plain `feed(line)` object, and the anchor helpers 
 from __future__ import annotations
 
 import re
-from typing import Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar
 
 from ..inputs.sources import Line
 from ..match.anchors import Anchor
 from .state import Event, InputState
 
+_O = TypeVar("_O", bound="Observer")
 FOLLOW_MAX = 200_000       # physical lines an arguments / config block is followed at most
 
 
@@ -27,6 +28,25 @@ class Observer:
 
     def finish(self) -> None:
         pass
+
+
+# The core observers that see a line before the follow-ups, the error blocks and the rules, registered by
+# their modules in the order a line meets them (issue 41: registered, not listed in the engine)
+_REGISTERED: List[Tuple[int, Callable[[Any], Observer]]] = []
+
+
+def core_observer(order: int) -> Callable[[Type[_O]], Type[_O]]:
+    """Class decorator: CLS(core) is one of every scan's observers, ORDER its place among them."""
+    def add(cls: Type[_O]) -> Type[_O]:
+        _REGISTERED.append((order, cls))
+        _REGISTERED.sort(key=lambda x: x[0])
+        return cls
+    return add
+
+
+def registered() -> List[Callable[[Any], Observer]]:
+    """The registered core observers, in order."""
+    return [cls for _, cls in _REGISTERED]
 
 
 class Feeder(Observer):

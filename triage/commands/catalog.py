@@ -83,6 +83,31 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
+@patterns.command("test")
+@click.argument("directory", type=click.Path(), metavar="DIRECTORY", required=False)
+@click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
+              help="Extra pattern directories loaded beside the shipped catalog (their tests/ are run too).")
+def patterns_test(directory: Optional[str], pattern_dirs: List[str]) -> None:
+    """Run the annotated test logs of a pattern directory (DIRECTORY/tests/*.log; default: the shipped
+    catalog's): the line after `# ruleid: ID` must fire ID, after `# ok: ID` must not; `# todoruleid:` /
+    `# todook:` mark known misses and false positives (reported, never a failure, until fixed).
+
+    \b
+    Exit 1 on a failing annotation or one that no test log holds.
+    Example:  triage patterns test patterns/"""
+    from ..patterns import builtin_dir
+    from ..patterntests import run_tests, summary
+    dirs = [directory] if directory else [builtin_dir()]
+    extra = [d for d in pattern_dirs if d not in dirs]
+    pats = load_patterns(extra + ([d for d in dirs if d != builtin_dir()]))
+    results = [r for d in dirs + extra for r in run_tests(pats, d)]
+    if not results:
+        raise fail(f"no annotated test log under {', '.join(os.path.join(d, 'tests') for d in dirs)}")
+    click.echo(summary(results))
+    if any(r.verdict == "FAIL" for r in results):
+        raise click.exceptions.Exit(1)
+
+
 @patterns.command("suggest")
 @click.argument("logs", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--index", default=1, show_default=True, help="Which unmatched block (1 = first).")

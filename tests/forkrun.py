@@ -57,9 +57,9 @@ def warm(specs, tmp):
     if not logs:
         return
     from triage.cli import load_patterns
-    from triage.pipeline import run_analysis
+    from triage.pipeline import Options, triage
     try:
-        run_analysis(logs[:1], pats=load_patterns([]))
+        triage(logs[:1], Options(pats=tuple(load_patterns([]))))
     except Exception:        # noqa: BLE001 -- a log the children are to fail on: they say so themselves
         pass
     if args[:1] != ["analyze"] or "--db" not in args or {"-o", "--output"} & set(args):

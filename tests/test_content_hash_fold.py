@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from triage.cli import cli
 from triage.fleet.run import Job, analyse_job
 from triage.patterns import load_all
-from triage.pipeline import run_analysis
+from triage.pipeline import Options, triage
 from triage.fleet.store import Store, content_hash
 
 LOG = b"".join(b"[rank0]: step %d INFO all good\n" % i for i in range(30000)) + \
@@ -53,7 +53,7 @@ CASES = [["a.log"], ["a.log.gz"], ["a.log.bz2"], ["a.log.xz"], ["u16.log"], ["cr
 @pytest.mark.parametrize("names", CASES, ids=["+".join(c) for c in CASES])
 def test_folded_hash_is_content_hash(inputs, pats, names):
     paths = [str(inputs / n) for n in names]
-    a, _ = run_analysis(paths, pats=pats, content_hash=True)
+    a = triage(paths, Options(pats=tuple(pats), content_hash=True))
     assert a.content_hash is not None
     assert a.content_hash == content_hash(paths)
 
@@ -74,7 +74,7 @@ def _stdin(monkeypatch, data):
 @pytest.mark.parametrize("data", [LOG, gzip.compress(LOG)], ids=["plain", "gz"])
 def test_folded_hash_of_stdin(monkeypatch, pats, data):
     _stdin(monkeypatch, data)
-    a, _ = run_analysis(["-"], pats=pats, content_hash=True)
+    a = triage(["-"], Options(pats=tuple(pats), content_hash=True))
     digest = hashlib.sha256(data).hexdigest()           # what store.hashing_stdin gives for it
     assert a.content_hash == content_hash(["-"], digest) == digest
 
@@ -82,17 +82,17 @@ def test_folded_hash_of_stdin(monkeypatch, pats, data):
 def test_folded_hash_of_stdin_among_files(monkeypatch, inputs, pats):
     _stdin(monkeypatch, LOG)
     paths = ["-", str(inputs / "a.log.gz")]
-    a, _ = run_analysis(paths, pats=pats, content_hash=True)
+    a = triage(paths, Options(pats=tuple(pats), content_hash=True))
     assert a.content_hash == content_hash(paths, hashlib.sha256(LOG).hexdigest())
 
 
 def test_no_folded_hash_when_an_input_is_not_read_whole(inputs, pats, tmp_path):
     p = str(inputs / "a.log")
-    assert run_analysis([p], pats=pats, content_hash=True, max_bytes=1000)[0].content_hash is None
-    assert run_analysis([p], pats=pats)[0].content_hash is None              # not asked for
+    assert triage([p], Options(pats=tuple(pats), content_hash=True, max_bytes=1000)).content_hash is None
+    assert triage([p], Options(pats=tuple(pats))).content_hash is None              # not asked for
     bad = tmp_path / "bin.log"
     bad.write_bytes(b"\x7fELF" + b"\x00" * 5000)                             # unreadable: a note
-    assert run_analysis([p, str(bad)], pats=pats, content_hash=True)[0].content_hash is None
+    assert triage([p, str(bad)], Options(pats=tuple(pats), content_hash=True)).content_hash is None
 
 
 def _count_reads(monkeypatch, path):

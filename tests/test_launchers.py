@@ -100,11 +100,11 @@ def test_kubectl_prefix_is_stripped_before_the_ranks_it_wraps():
     for line in ("[pod/Train/c] x", "[pod/train] x", "[pods/train/c] x"):  # not kubectl's: kept
         assert RANKS.split_prefix(line)[0] == line
     from triage.patterns import load_all
-    from triage.pipeline import run_analysis
+    from triage.pipeline import Options, triage
     real = os.path.join(FIX, "logs/real/cpu-outcome/torchrun_rank_segfault.log")
     eng = load_all()
-    plain = run_analysis([real], [], eng)[0].verdict
-    prefixed = run_analysis([os.path.join(FIX, "launchers/kubectl_prefix.log")], [], eng)[0].verdict
+    plain = triage([real], Options(pats=tuple(eng))).verdict
+    prefixed = triage([os.path.join(FIX, "launchers/kubectl_prefix.log")], Options(pats=tuple(eng))).verdict
     assert (prefixed.signature, prefixed.first_rank) == (plain.signature, plain.first_rank)
     assert plain.first_rank == 1
 

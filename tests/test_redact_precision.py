@@ -65,14 +65,13 @@ def test_fixture_file_is_untouched(path):
 def test_fixture_reports_are_the_same_redacted_or_not():
     from corpus import cases
     from triage.patterns import load_all
-    from triage.pipeline import add_config_analysis, run_analysis
+    from triage.pipeline import Options, triage
     from triage.report import render, report_dict
 
     pats = load_all()
     differ = []
     for case in cases():
-        a, seen = run_analysis([case], pats=pats, decide_now=False)
-        add_config_analysis(a, pats, seen)
+        a = triage([case], Options(pats=tuple(pats)))
         text = render(a, "text", False)
         if report_dict(a, True) != report_dict(a, False) or render(a, "text", True) != text or redact(text) != text:
             differ.append(os.path.relpath(case, LOGS))

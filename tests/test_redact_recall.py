@@ -76,7 +76,7 @@ def test_recall_table_numbers(engine):
 @pytest.mark.parametrize("fmt", ["json", "markdown", "html", "text"])
 def test_secrets_in_a_real_report_are_redacted_in_every_format(tmp_path, fmt):
     """A real log with secrets spliced in (an env dump, a key block printed before the crash)."""
-    from triage.pipeline import run_analysis
+    from triage.pipeline import triage
     from triage.report import render
     import recall_table as T
     here = os.path.dirname(os.path.abspath(__file__))
@@ -88,7 +88,7 @@ def test_secrets_in_a_real_report_are_redacted_in_every_format(tmp_path, fmt):
     k = next(i for i, x in enumerate(real) if "out of memory" in x.lower())
     log = tmp_path / "job.log"
     log.write_text("\n".join(real[:k] + spliced + real[k:]))
-    a, _ = run_analysis([str(log)])
+    a = triage([str(log)])
     out = render(a, fmt)
     for s in [T.HF, T.WANDB, T.AWS_SECRET, "s3cr3tP4ss", *T.body(T.RSA)]:
         assert s not in out

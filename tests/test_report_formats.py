@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from triage.cli import cli
 from triage.patterns import load_all
-from triage.pipeline import add_config_analysis, run_analysis
+from triage.pipeline import Options, triage
 from triage.report import (CLIP, FORMATS, JUNIT_UNEXPLAINED, MD_LIMIT, SUFFIX_FORMAT, render, render_check_config_markdown,
                            render_html, render_jira, render_junit, render_markdown, report_dict)
 
@@ -38,8 +38,7 @@ HOSTILE = "ctl\x01\x02\x07\x0b\x0c\x1b[31m\x7f\x85\x9f\ud800\ufffe end ]]> <scri
 
 
 def analysed(path, **kw):
-    a, seen = run_analysis([path], pats=PATS, decide_now=False)
-    add_config_analysis(a, PATS, seen, **kw)
+    a = triage([path], Options(pats=tuple(PATS), **kw))
     return a
 
 

@@ -456,7 +456,7 @@ def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatc
     import importlib.util
     import json as _json
 
-    from triage.pipeline import add_config_analysis, run_analysis
+    from triage.pipeline import Options, triage
     from triage.report import render
     from triage.scan import pool
     spec = importlib.util.spec_from_file_location("gen_biglog", os.path.join(os.path.dirname(HERE), "bench",
@@ -468,8 +468,7 @@ def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatc
     pats = load_all()
 
     def report(path):
-        a, seen = run_analysis([path], pats=pats, decide_now=False)
-        add_config_analysis(a, pats, seen)
+        a = triage([path], Options(pats=tuple(pats)))
         d = _json.loads(render(a, "json"))
         d.pop("job", None)              # its analysis time
         return d

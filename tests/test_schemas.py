@@ -1,7 +1,7 @@
 """The shipped JSON Schemas (triage/schemas/) describe the machine formats (issue 15).
 
 Every golden corpus case (tests/corpus.py) is analysed the way `triage analyze --format json` does
-it (run_analysis + add_config_analysis, then report.render(a, "json")) and its JSON validated
+it (pipeline.triage, then report.render(a, "json")) and its JSON validated
 against analyze.schema.json; so are analyses with a config, a baseline config or log, a restarted
 job, an empty input and tighter size limits (the logs for those are the config and log fixtures,
 or SYNTHETIC ones written by the test), and the `check-config` / `diff` JSON of the config fixtures.
@@ -23,7 +23,7 @@ from corpus import LOGS, cases
 from triage import schemas
 from triage.cli import cli
 from triage.patterns import load_all
-from triage.pipeline import add_config_analysis, run_analysis
+from triage.pipeline import Options, triage
 from triage.report import LEVELS, render, render_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -78,8 +78,7 @@ def pats():
 
 
 def analyze_json(pats, logs, limit=None, **config):
-    a, seen = run_analysis(logs, (), pats, decide_now=False)
-    add_config_analysis(a, pats, seen, **config)
+    a = triage(logs, Options(pats=tuple(pats), **config))
     return json.loads(render(a, "json") if limit is None else render_json(a, limit=limit))
 
 

@@ -27,10 +27,10 @@ def cache(tmp_path, monkeypatch):
 
 def _render():
     """The sample log's HTML report, from a new environment (as a new process makes it)."""
-    from triage.pipeline import run_analysis
+    from triage.pipeline import triage
     from triage.report import render
     html.template_env.cache_clear()
-    a, _ = run_analysis([SAMPLE])
+    a = triage([SAMPLE])
     return render(a, "html")
 
 

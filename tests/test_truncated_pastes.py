@@ -145,15 +145,15 @@ def test_the_existing_real_timeout_log_is_unchanged(engine):
 
 
 def test_a_paste_of_only_nccl_socket_warn_lines_is_an_nccl_failure():
-    from triage.pipeline import run_analysis
-    a, _ = run_analysis([os.path.join(os.path.dirname(os.path.abspath(__file__)),
+    from triage.pipeline import triage
+    a = triage([os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "fixtures", "logs", "synthetic", "truncated", "nccl_warn_only.log")])
     assert a.primary is not None and a.primary.pitfall == "nccl-error"
 
 
 def test_a_rankless_warn_line_yields_to_the_same_failure_on_a_named_rank():
-    from triage.pipeline import run_analysis
-    a, _ = run_analysis([os.path.join(os.path.dirname(os.path.abspath(__file__)),
+    from triage.pipeline import triage
+    a = triage([os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "fixtures", "logs", "real", "gpu", "nccl_rank_early_exit.log")])
     assert a.primary.pitfall == "nccl-error" and a.primary.rank == 0
     # the rank-less WARN line is a line of rank 0's finding (one finding per event), not a row of its own

@@ -14,7 +14,7 @@ from triage.cli import cli
 from triage.scan.engine import Engine
 import dataclasses
 
-from triage.verdict.analyse import analyse
+from triage.verdict.analyse import analyse, gather
 from triage.verdict.decide import decide
 from triage.verdict.grouping import make_finding
 from triage.selftest import lines_of
@@ -117,7 +117,7 @@ def _slow():
 
 
 def test_decide_is_pure_and_the_verdict_is_decided_once_explicitly():
-    a = analyse(Engine([WD]).scan(lines_of(LOG)), decide_now=False)
+    a = gather(Engine([WD]).scan(lines_of(LOG)))
     before = [(f.pitfall, f.role) for f in a.case.findings]
     v1 = decide(a.case, [_slow()], a.earlier)
     v2 = decide(a.case, [_slow()], a.earlier)
@@ -136,7 +136,7 @@ def test_decide_is_pure_and_the_verdict_is_decided_once_explicitly():
 
 def test_verdict_is_the_same_with_or_without_analyser_findings_when_the_log_failed():
     plain = analyse(Engine([WD]).scan(lines_of(LOG)))
-    slow = analyse(Engine([WD]).scan(lines_of(LOG)), decide_now=False)
+    slow = gather(Engine([WD]).scan(lines_of(LOG)))
     slow.decide([_slow()])
     assert (plain.summary, plain.first_rank, plain.first_failure) == (slow.summary, slow.first_rank, slow.first_failure)
     assert [f.pitfall for f in slow.findings] == ["nccl-watchdog-timeout", "graph-no-speedup"]

@@ -11,7 +11,7 @@ from jinja2 import Undefined
 from test_report import rich
 
 from triage.patterns import load_all
-from triage.pipeline import add_config_analysis, run_analysis
+from triage.pipeline import Options, triage
 from triage.report import ReportView, build_view, report_dict
 from triage.report import html as html_report
 from triage.report import view as view_module
@@ -57,8 +57,7 @@ def check_view(obj, where="view"):
 
 def sample_dict(**config):
     pats = load_all()
-    a, seen = run_analysis([SAMPLE], pats=pats, decide_now=False)
-    add_config_analysis(a, pats, seen, **config)
+    a = triage([SAMPLE], Options(pats=tuple(pats), **config))
     return report_dict(a)
 
 

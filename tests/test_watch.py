@@ -21,9 +21,9 @@ from triage import schemas
 from triage.match import anchors
 from triage.scan.live import LiveScan
 from triage.patterns import load_all
-from triage.pipeline import Seen, add_config_analysis
+from triage.pipeline import Seen, assemble
 from triage.scan.engine import Engine
-from triage.verdict import analyse
+from triage.verdict import analyse, gather
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -260,8 +260,7 @@ def pats():
 
 
 def _verdict(scan, seen, pats):
-    a = analyse(scan, decide_now=False)
-    add_config_analysis(a, pats, seen)
+    a = assemble(scan, seen, pats)
     v = a.verdict
     return (v.outcome, v.primary and v.primary.pitfall, v.first_rank, v.signature, v.exit_code(),
             [(f.pitfall, f.role, f.rank, f.count) for f in v.findings], len(scan.matches), len(scan.blocks),

@@ -306,15 +306,15 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         fmt = format_for(output, SUFFIX_FORMAT)
     pats = load_patterns(pattern_dirs)
     from .fleet.store import hashing_stdin
-    from .pipeline import add_config_analysis, run_analysis
+    from .pipeline import Options, triage
     from .report.formats import render
     from .term import for_terminal, use_color
     startup_over()
     record = record or bool(db) or require_store
     with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
-        a, seen = run_analysis(logs, pattern_dirs, pats, progress=not quiet, max_bytes=max_bytes,
-                               decide_now=False, content_hash=record)
-    add_config_analysis(a, pats, seen, config_files, baseline_files, baseline_logs, env)
+        a = triage(logs, Options(pats=tuple(pats), config_files=tuple(config_files),
+                                 baseline_files=tuple(baseline_files), baseline_logs=tuple(baseline_logs),
+                                 env=tuple(env), progress=not quiet, max_bytes=max_bytes, content_hash=record))
     from .fleet.store import store_given
     from .jobid import JobIdError, identify
     from .verdict.job import job_info

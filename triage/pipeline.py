@@ -1,5 +1,6 @@
-"""Glue for `triage analyze`: one streaming pass feeds the engine, the config collector and the
-step-time parser; then findings, config/blame and step-time verdicts are put together."""
+"""One assembly (issue 41): `triage(logs, options) -> Analysis` for analyze, fleet, recheck and watch.
+One streaming pass feeds the engine, the config collector and the step-time parser (scan_logs); then
+findings, config/blame and step-time verdicts are put together and the verdict decided once (assemble)."""
 from __future__ import annotations
 
 import os
@@ -15,7 +16,8 @@ from .progress import for_inputs, slow_search_note
 from .record import record
 from .scan.engine import Engine
 from .scan.observer import Feeder
-from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, analyse, assess, blame, make_finding
+from .scan.results import ScanResult
+from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, assess, blame, gather, make_finding
 
 
 @record
@@ -45,33 +47,62 @@ def _logs(logs: Sequence[str]) -> Sequence[str]:
     return ["-"]
 
 
-def run_analysis(logs: Sequence[str], pattern_dirs: Sequence[str] = (),
-                 pats: Optional[List[Pattern]] = None, progress: bool = False,
-                 max_bytes: int = 0, decide_now: bool = True, content_hash: bool = False) -> Tuple[Analysis, Seen]:
-    """Scan LOGS once; returns the analysis and what else was seen (config, step times).
-    `progress`: show a progress bar on a terminal for big inputs (progress.for_inputs);
-    `max_bytes`: read at most that many bytes of each input (0: all); `decide_now`: decide the verdict
-    from the log alone (False when add_config_analysis follows: it decides, after the step times);
-    `content_hash`: hash the inputs' bytes in the same read (Analysis.content_hash: the store's key)."""
-    pats = pats if pats is not None else load_all(pattern_dirs)
+@record(frozen=True)
+class Options:
+    """What an analysis is asked for besides its logs (`triage`, `assemble`)."""
+    pattern_dirs: Tuple[str, ...] = ()
+    pats: Optional[Tuple[Pattern, ...]] = None      # the catalog already loaded (else from pattern_dirs)
+    config_files: Tuple[str, ...] = ()
+    baseline_files: Tuple[str, ...] = ()
+    baseline_logs: Tuple[str, ...] = ()
+    env: Tuple[str, ...] = ()
+    progress: bool = False              # a progress bar on a terminal for big inputs (progress.for_inputs)
+    max_bytes: int = 0                  # read at most that many bytes of each input (0: all)
+    content_hash: bool = False          # hash the inputs' bytes in the same read (the store's key)
+
+    def patterns(self) -> List[Pattern]:
+        return list(self.pats) if self.pats is not None else load_all(self.pattern_dirs)
+
+
+def triage(logs: Sequence[str], options: Optional[Options] = None) -> Analysis:
+    """THE analysis of LOGS, as `analyze`, `fleet`, `recheck` and `watch` (a snapshot: `assemble`) make
+    it: one scan, then everything it showed put together and the verdict decided, once."""
+    options = options if options is not None else Options()
+    pats = options.patterns()
+    scan, seen = scan_logs(logs, pats, options)
+    return assemble(scan, seen, pats, options)
+
+
+def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Options] = None) -> Tuple[ScanResult, Seen]:
+    """One pass over LOGS: the scan, and what else it saw (config, step times)."""
+    options = options if options is not None else Options()
     seen = Seen()
     paths = _logs(logs)
-    if progress:
-        slow_search_note(paths, max_bytes=max_bytes)
-    bar = for_inputs(paths, max_bytes=max_bytes) if progress else None
+    if options.progress:
+        slow_search_note(paths, max_bytes=options.max_bytes)
+    bar = for_inputs(paths, max_bytes=options.max_bytes) if options.progress else None
     try:
-        scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=max_bytes,
-                                       content_hash=content_hash)
+        scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=options.max_bytes,
+                                       content_hash=options.content_hash)
     finally:
         if bar is not None:
             bar.close()
     if scan.lines == 0 and not scan.notes:      # no verdict of nothing: "healthy" would be a lie
         raise InputError(f"the input is empty: nothing to triage ({', '.join(paths)[:200]})")
     _one_job_by_summaries(paths, scan.launcher_summaries)
-    a = analyse(scan, decide_now=decide_now)
+    return scan, seen
+
+
+def assemble(scan: ScanResult, seen: Seen, pats: List[Pattern], options: Optional[Options] = None) -> Analysis:
+    """What a scan showed, put together: findings and crashes (verdict.gather), the config, its rules,
+    step times and blame (add_config_analysis, which decides the verdict once every analyser ran)."""
+    options = options if options is not None else Options()
+    a = gather(scan)
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
     a.content_hash = scan.content_hash
-    return a, seen
+    add_config_analysis(a, pats, seen, options.config_files, options.baseline_files, options.baseline_logs,
+                        options.env)
+    return a
 
 
 def _one_job_by_summaries(paths: Sequence[str], summaries: Sequence[Tuple[str, int]]) -> None:

@@ -120,9 +120,9 @@ def patterns_suggest(logs: List[str], index: int, output: Optional[str], pattern
 
     \b
     Example:  triage patterns suggest job.log --index 2 -o my_patterns/draft.yaml"""
-    from ..pipeline import run_analysis
+    from ..pipeline import Options, triage
     from ..suggest import draft
-    a, _ = run_analysis(logs, pattern_dirs, load_patterns(pattern_dirs))
+    a = triage(logs, Options(pats=tuple(load_patterns(pattern_dirs))))
     if not a.unmatched:
         raise fail("no unmatched error block in the input: every error is explained (or there is none)") from None
     if not 1 <= index <= len(a.unmatched):

@@ -120,10 +120,9 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     from ..config import ConfigError
     from ..inputs.sources import InputError
     from ..patterns import PatternError
-    from ..pipeline import add_config_analysis, run_analysis
+    from ..pipeline import Options, triage
     try:
-        a, seen = run_analysis([job.path], pats=list(pats), decide_now=False, content_hash=True)
-        add_config_analysis(a, list(pats), seen)
+        a = triage([job.path], Options(pats=tuple(pats), content_hash=True))
         from ..jobid import JobIdentity
         from ..verdict.job import job_info
         ident = JobIdentity(job.job_id, job.attempt)

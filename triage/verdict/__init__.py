@@ -18,14 +18,15 @@ analyser ran.
     decide       the verdict rules, per attempt: decide -> Verdict
     timeline     the report's per-rank timeline
     analysis     Analysis: one triaged log and its verdict, decided once
-    analyse      analyse(scan) -> Analysis, per attempt; matched lines the scan dropped
+    analyse      gather(scan) -> Analysis, per attempt (analyse: decided from the log alone); matched lines the
+                 scan dropped
     blame        rank the config changes since the last good run by the findings implicating them
     steps        step times: steady state, noise-aware comparison, the step-time verdict
 
 triage/findings.py, triage/blame.py and triage/steps.py remain as compatibility faces re-exporting
 the names code imported from them; patch settings on the module that owns them.
 """
-from .analyse import analyse
+from .analyse import analyse, gather
 from .analysis import Analysis
 from .blame import Suspect, blame
 from .decide import decide
@@ -45,4 +46,4 @@ from .types import (
 
 __all__ = ["EXIT_FOUND", "EXIT_OK", "EXIT_UNEXPLAINED", "Analysis", "Case", "ConfigAnalysis", "Evidence", "Finding",
            "FirstFailure", "StepLog", "Suspect", "Verdict", "analyse", "assess", "blame", "compare", "decide",
-           "make_finding"]
+           "gather", "make_finding"]

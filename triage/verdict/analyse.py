@@ -120,10 +120,18 @@ def _exit_crashes(exits: List[LauncherExit], g: int, ends: Dict[str, Optional[in
     return out
 
 
-def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
+def analyse(scan: ScanResult) -> Analysis:
+    """`gather` with the verdict decided from the log alone (no analysers: the step times, the config
+    are pipeline.assemble's): for a library user and the tests."""
+    a = gather(scan)
+    a.decide()
+    return a
+
+
+def gather(scan: ScanResult) -> Analysis:
     """What a scan shows, per attempt; a log with restarts is triaged per attempt and the last
-    attempt is the headline.  DECIDE_NOW: decide the verdict here, from the log alone; the pipeline
-    passes False, runs its analysers (step times) and then calls Analysis.decide itself, once."""
+    attempt is the headline.  The verdict is not decided here: pipeline.assemble runs the analysers
+    (step times) and then decides it, once (Analysis.decide)."""
     last = scan.attempts - 1
     by_group: Dict[int, List[Match]] = {}
     for m in scan.matches:
@@ -169,6 +177,4 @@ def analyse(scan: ScanResult, decide_now: bool = True) -> Analysis:
                  unmatched=unmatched, unmatched_omitted=unmatched_omitted,
                  timeline=events, timeline_omitted=events_omitted + dropped,
                  launcher_root_rank=scan.launcher_root_rank, notes=notes, log_facts=scan.facts, engine=engine)
-    if decide_now:
-        a.decide()
     return a

@@ -35,7 +35,7 @@ class Analysis:
     log_facts: LogFacts = field(default_factory=LogFacts)   # the log's first/last timestamps, its hosts (scan)
     job: Optional[JobInfo] = None              # which job it is (the report's header): job.job_info, once identified
     engine: Optional[str] = None               # the stack the log is of (engine.py): the advice fits it
-    # store.content_hash of the inputs, hashed as the scan read them (run_analysis(content_hash=True));
+    # store.content_hash of the inputs, hashed as the scan read them (pipeline.Options(content_hash=True));
     # None: not asked for, or an input was not read whole (the store then reads the inputs itself)
     content_hash: Optional[str] = None
     _verdict: Optional[Verdict] = field(default=None, repr=False)

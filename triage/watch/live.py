@@ -25,10 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..inputs.sources import rank_from_filename
-from ..pipeline import Seen, add_config_analysis
+from ..pipeline import Seen, assemble
 from ..scan.engine import Engine
 from ..scan.live import LiveScan
-from ..verdict import analyse
 from . import events as E
 from .follow import Chunk, Follower
 from .progress import Progress
@@ -167,10 +166,7 @@ class Watch:
         res, (seen,) = self.live.snapshot((self.seen,))
         if res.lines == 0:
             return None
-        a = analyse(res, decide_now=False)
-        a.notes.extend(res.notes)
-        add_config_analysis(a, self.pats, seen)       # type: ignore[arg-type]
-        return a
+        return assemble(res, seen, self.pats)       # type: ignore[arg-type]
 
     def _decide(self, now: float) -> None:
         t = time.perf_counter()

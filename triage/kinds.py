@@ -15,3 +15,7 @@ Kind = Literal["config", "capture", "runtime", "perf"]
 ROLES: Tuple[Role, ...] = get_args(Role)
 SEVERITIES: Tuple[Severity, ...] = get_args(Severity)
 KINDS: Tuple[Kind, ...] = get_args(Kind)
+
+# a verdict's outcome (README "Exit codes"), named once: every comparison reads these names
+HEALTHY, PITFALL, UNEXPLAINED = "healthy", "pitfall", "unexplained-failure"
+OUTCOMES: Tuple[str, ...] = (HEALTHY, PITFALL, UNEXPLAINED)

@@ -223,7 +223,7 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
               for v in verdicts if v.pitfall in by_id])
     current = _with_implied(a, current, by_id, pats)
-    if a.verdict.outcome != "healthy":
+    if a.verdict.failed:
         a.notes.extend(version_notes(a.versions, base_seen.config.versions if base_seen is not None else {}))
     a.notes.extend(pattern_notes(by_id.get(a.primary.pitfall) if a.primary is not None else None,
                                  dict(current, graphs_captured=bool(seen.steps.graphs_seen))))

@@ -14,6 +14,7 @@ import re
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
+from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
 
 TEXT_MAX = 300             # characters of a signature, title or error
 JOB_MAX = 160              # characters of a job id
@@ -24,8 +25,8 @@ GROUPS_MAX = 500           # groups per table
 ERRORS_MAX = 50            # unreadable jobs listed
 BLAMED_MAX = 5             # blamed settings per group
 RANKS_MAX = 5              # first failing ranks per group
-OUTCOMES = (("pitfall", "Known pitfall"), ("unexplained-failure", "Unexplained failure"),
-            ("healthy", "Healthy"), ("error", "Unreadable"))
+OUTCOMES = ((PITFALL, "Known pitfall"), (UNEXPLAINED, "Unexplained failure"),
+            (HEALTHY, "Healthy"), ("error", "Unreadable"))
 
 
 def _text(x: Any, n: int = TEXT_MAX) -> str:
@@ -157,7 +158,7 @@ def _model(v: Any) -> Dict[str, Any]:
     counts = []
     for key, label in OUTCOMES:
         n = _int(outcomes.get(key))
-        if key == "healthy" and "healthy" not in outcomes:
+        if key == HEALTHY and HEALTHY not in outcomes:
             n = healthy
         if key != "error" or n:
             counts.append({"key": key, "label": label, "n": n})

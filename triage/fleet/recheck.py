@@ -20,6 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
 from .store import KNOWN_RE, Record, Store, known_match
 
 SHOWN = 50          # jobs listed per changed group at most
@@ -67,7 +68,7 @@ def _key(r: Record) -> Tuple[str, Optional[str], Optional[str]]:
 
 
 def _sig(r: Record) -> str:
-    return r.signature or (r.outcome if r.outcome == "healthy" else f"{r.outcome}: {r.title}")
+    return r.signature or (r.outcome if r.outcome == HEALTHY else f"{r.outcome}: {r.title}")
 
 
 def _known(known: Sequence[Dict[str, Any]], r: Record) -> Optional[Dict[str, Any]]:
@@ -89,7 +90,7 @@ def compare(old: Sequence[Record], new: Dict[Tuple[str, int], Record], known: Se
         out.checked += 1
         if _key(o) == _key(n):
             out.unchanged += 1
-            if o.outcome == "unexplained-failure" and _known(known, n) is not None:
+            if o.outcome == UNEXPLAINED and _known(known, n) is not None:
                 linked[_sig(o)].append(n)
             continue
         moves[(_sig(o), _sig(n))].append(o)
@@ -99,7 +100,7 @@ def compare(old: Sequence[Record], new: Dict[Tuple[str, int], Record], known: Se
         entry = {"from": before, "to": after, "from_outcome": o0.outcome, "to_outcome": n0.outcome,
                  "primary": n0.primary, "count": len(rs), "jobs": [r.label for r in rs[:SHOWN]],
                  "jobs_omitted": max(0, len(rs) - SHOWN)}
-        now_explained = o0.outcome == "unexplained-failure" and n0.outcome == "pitfall"
+        now_explained = o0.outcome == UNEXPLAINED and n0.outcome == PITFALL
         (out.explained if now_explained else out.changed).append(entry)
     for sig, rs in sorted(linked.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         k = _known(known, rs[0])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..errors import TriageError
+from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
 from ..procs import as_worker, cores, hold_signals, release_signals
 from .store import Record, Store, StoreError, content_hash, day, known_match, record_of
 
@@ -288,12 +289,12 @@ def failed_gates(records: Sequence[Record], fail_on: Sequence[str], before: Opti
     out = []
     if "new" in fail_on and before is not None:
         new = sorted({r.signature for r in records
-                      if r.signature and r.outcome != "healthy" and r.signature not in before})
+                      if r.signature and r.outcome != HEALTHY and r.signature not in before})
         if new:
             out.append(f"--fail-on new: {len(new)} signature(s) never seen before in the store: "
                        + "; ".join(x[:120] for x in new[:5]) + (" ..." if len(new) > 5 else ""))
     if "unexplained" in fail_on:
-        n = sum(1 for r in records if r.outcome == "unexplained-failure")
+        n = sum(1 for r in records if r.outcome == UNEXPLAINED)
         if n:
             out.append(f"--fail-on unexplained: {n} job(s) failed with no pattern explaining why")
     return out
@@ -319,7 +320,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
     outcomes = Counter(r.outcome for r in records)
     by_sig: Dict[Tuple[str, str], List[Record]] = defaultdict(list)
     for r in records:
-        if r.outcome in ("pitfall", "unexplained-failure"):
+        if r.outcome in (PITFALL, UNEXPLAINED):
             by_sig[(r.outcome, r.signature or f"{r.outcome}: {r.title}")].append(r)
     groups: List[Dict[str, Any]] = []
     unexplained: List[Dict[str, Any]] = []
@@ -330,7 +331,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
             first, last = min(first, seen[sig][1]), max(last, seen[sig][2])
         # an unexplained group also goes by its jobs' message signatures (a known issue keyed by one)
         also = (list(dict.fromkeys(r.message_signature or message_signature(r.title) for r in rs[:50]))
-                if outcome != "pitfall" else [])
+                if outcome != PITFALL else [])
         k = known_match(list(table.values()), sig, rs[0].primary, also=also)
         ranks = Counter(r.first_failing_rank for r in rs if r.first_failing_rank is not None)
         g = {
@@ -345,13 +346,13 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
         }
         if reports is not None:
             g["reports"] = {r.label: reports[r.label] for r in rs[:jobs_shown] if r.label in reports}
-        (groups if outcome == "pitfall" else unexplained).append(g)
+        (groups if outcome == PITFALL else unexplained).append(g)
     order = lambda g: (-g["count"], g["signature"])  # noqa: E731
     groups.sort(key=order)
     unexplained.sort(key=order)
     out: Dict[str, Any] = {
         "jobs": len(records) + len(errors),
-        "outcomes": {k: outcomes.get(k, 0) for k in ("pitfall", "unexplained-failure", "healthy")},
+        "outcomes": {k: outcomes.get(k, 0) for k in (PITFALL, UNEXPLAINED, HEALTHY)},
         "healthy": outcomes.get("healthy", 0),
         "groups": groups,
         "unexplained": unexplained,
@@ -368,7 +369,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
 def per_day(records: Sequence[Record], order: Sequence[str]) -> Dict[str, Any]:
     """{"days": [...], "series": [{"signature", "counts"}]}: failing jobs per day per signature, the
     CHART_SIGNATURES most frequent kept, the rest summed as "other"."""
-    failing = [r for r in records if r.outcome in ("pitfall", "unexplained-failure")]
+    failing = [r for r in records if r.outcome in (PITFALL, UNEXPLAINED)]
     if not failing:
         return {"days": [], "series": []}
     lo = min(r.job_time for r in failing)

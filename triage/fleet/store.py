@@ -30,6 +30,7 @@ import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import TriageError
+from ..kinds import UNEXPLAINED
 from ..lazyre import lazy_re
 from ..record import record
 
@@ -901,7 +902,7 @@ def known_key_error(key: str, extra_ids: Sequence[str] = ()) -> Optional[str]:
     if key in ids:
         return None
     head = key.split(": ", 1)[0]
-    if ": " in key and (head in ids or head == "unexplained-failure"):
+    if ": " in key and (head in ids or head == UNEXPLAINED):
         return None
     near = difflib.get_close_matches(head if ": " in key else key, sorted(ids), n=1, cutoff=0.75)
     hint = f"; did you mean {near[0]!r}?" if near else ""

@@ -7,13 +7,14 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .. import __version__
 from ..caps import LINE_CLIP
+from ..kinds import UNEXPLAINED
 from .util import clip
 from .view import FindingView, ReportView, build_view
 
 # characters XML 1.0 cannot carry (C0 controls but tab and newlines, lone surrogates, U+FFFE/FFFF),
 # and the C1 controls, which it can but readers choke on
 XML_BAD = re.compile("[^\t\n\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-JUNIT_UNEXPLAINED = "unexplained-failure"
+JUNIT_UNEXPLAINED = UNEXPLAINED
 ROLE_ORDER = (("root-cause", 0), ("cascade", 1), ("info", 2))     # the order findings are shown in
 # Only the verdict's root cause fails a testcase: a cascade is a consequence of it, so the counts agree
 # with the verdict (failures + errors is 1 for a failed job: its primary, or `unexplained-failure`).
@@ -93,7 +94,7 @@ def _pitfall_case(suite: ET.Element, pid: str, fs: List[FindingView]) -> int:
 def _unexplained_case(suite: ET.Element, v: ReportView) -> int:
     """The `unexplained-failure` testcase; 1 when it is an error."""
     tc = ET.SubElement(suite, "testcase", classname="triage", name=JUNIT_UNEXPLAINED, time="0")
-    if v.outcome != "unexplained-failure":
+    if v.outcome != UNEXPLAINED:
         return 0
     ff = v.first_failure
     if ff is not None:

@@ -5,6 +5,7 @@ from types import MappingProxyType
 from typing import Any, Dict, List, Optional
 
 from ..caps import TEXT_MAX_ITEMS
+from ..kinds import UNEXPLAINED
 from .view import FindingView, FlightRecorderView, KnownView, ReportView, RunView, StepsView, build_view
 
 COMPARISON_LABELS = MappingProxyType({"run_vs_run": "current vs baseline",
@@ -173,7 +174,7 @@ def render_text_view(v: ReportView) -> str:
         out.append(v.job.line)      # which job: id, attempt, hosts, the log's time span, analysed, triage
     if v.primary is not None:
         out += _primary(v, v.primary)
-    elif v.outcome == "unexplained-failure":
+    elif v.outcome == UNEXPLAINED:
         out += _unexplained(v)
     if v.hang:
         out += _hang(v)

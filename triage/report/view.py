@@ -23,6 +23,7 @@ from ..caps import (
     MAX_UNMATCHED,
     MAX_VERSIONS,
 )
+from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
 from ..lazyre import lazy_re
 from ..record import record
 from .util import (
@@ -653,13 +654,13 @@ def _patterns_view(findings: List[FindingView]) -> Tuple[PatternView, ...]:
 
 def _outcome(d: Dict[str, Any], has_primary: bool) -> str:
     outcome = d.get("outcome")
-    if outcome in ("healthy", "pitfall", "unexplained-failure"):
+    if outcome in (HEALTHY, PITFALL, UNEXPLAINED):
         return str(outcome)
     # a dict from before `outcome`
     failed = has_primary or any(clip(f.get("role")) in ("root-cause", "cascade") for f in dicts(d.get("findings")))
     if has_primary:
         return "pitfall"
-    return "unexplained-failure" if failed or isinstance(d.get("first_failure"), dict) else "healthy"
+    return UNEXPLAINED if failed or isinstance(d.get("first_failure"), dict) else HEALTHY
 
 
 def _first_failure_view(d: Dict[str, Any]) -> Optional[FirstFailureView]:
@@ -751,7 +752,7 @@ def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
     attempts = dicts(d.get("attempts"))
     unmatched = dicts(d.get("unmatched"))
     ff = as_dict(d.get("first_failure"))
-    if d.get("outcome") == "unexplained-failure" and ff:       # said once: in the first failure's section
+    if d.get("outcome") == UNEXPLAINED and ff:       # said once: in the first failure's section
         here = (ff.get("source"), int_or_none(ff.get("line")))
         unmatched = [u for u in unmatched if (u.get("source"), int_or_none(u.get("line"))) != here]
     notes = tuple(clip(n, 1000) for n in as_list(d.get("notes"))[:MAX_NOTES])
@@ -776,7 +777,7 @@ def build_view(d: Dict[str, Any]) -> ReportView:
     prim_id = d.get("primary")
     outcome = _outcome(d, primary is not None)
     return ReportView(
-        outcome=outcome, failed=outcome != "healthy",
+        outcome=outcome, failed=outcome != HEALTHY,
         summary=clip(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
         primary_id=clip(prim_id, 120) if prim_id is not None else None,
         signature=clip(d.get("signature"), 300) if d.get("signature") is not None else None,

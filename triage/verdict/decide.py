@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import field, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..kinds import Role
+from ..kinds import HEALTHY, PITFALL, UNEXPLAINED, Role
 from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
@@ -127,13 +127,13 @@ def _decide_attempt(case: Case, analysers: Sequence[Finding]) -> Verdict:
             f.role = "info"
     findings = d.log + extra
     findings.sort(key=lambda f: (f is not d.primary, _ROLE_RANK[f.role], -f.priority, f.order))
-    outcome = "pitfall" if d.primary is not None else "unexplained-failure" if log_failed else "healthy"
+    outcome = PITFALL if d.primary is not None else UNEXPLAINED if log_failed else HEALTHY
     return _verdict(d, outcome, tuple(findings), case)
 
 
 def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case) -> Verdict:
     p, ff = d.primary, d.first_failure
-    title = p.title if p is not None else (ff.message if ff is not None and outcome != "healthy" else d.summary)
+    title = p.title if p is not None else (ff.message if ff is not None and outcome != HEALTHY else d.summary)
     # the signature is redacted as the store, the fleet view and the known-issue table redact it (mask
     # redacts before it masks; once more after the cut, which could leave `password=<red`): one
     # signature wherever it is shown, stored or looked up.  An unexplained failure's is its group key
@@ -142,7 +142,7 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
     message_signature: Optional[str] = None
     if p is not None:                 # the pattern's title is fixed text: nothing in it varies by job
         signature: Optional[str] = redact(f"{p.pitfall}: {' '.join(p.title.split())}")
-    elif outcome == "unexplained-failure":
+    elif outcome == UNEXPLAINED:
         signature, message_signature = unexplained_signatures(ff.lines if ff is not None else (),
                                                               ff.message if ff is not None else d.summary)
     else:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..kinds import Kind, Role, Severity
+from ..kinds import HEALTHY, PITFALL, UNEXPLAINED, Kind, Role, Severity
+from ..kinds import OUTCOMES as _OUTCOMES
 from ..record import record
 from ..scan.results import ErrorBlock
 
@@ -23,7 +24,7 @@ from ..caps import EVIDENCE_MAX, TIMELINE_MAX, UNMATCHED_MAX  # noqa: E402,F401 
 
 SAME_BURST_S = 30.0    # failures this close in time are one burst: the most specific one is primary
 FAILING: Tuple[Role, ...] = ("root-cause", "cascade")
-OUTCOMES = ("healthy", "pitfall", "unexplained-failure")
+OUTCOMES = _OUTCOMES
 
 
 def rank_ranges(ranks: Sequence[int]) -> str:
@@ -164,7 +165,7 @@ class AttemptVerdict:
 
 # exit status of each outcome (the CLI's contract, README "Exit codes"); --fail-on refines it
 EXIT_OK, EXIT_FOUND, EXIT_UNEXPLAINED = 0, 1, 3
-OUTCOME_EXIT = {"healthy": EXIT_OK, "pitfall": EXIT_FOUND, "unexplained-failure": EXIT_UNEXPLAINED}
+OUTCOME_EXIT = {HEALTHY: EXIT_OK, PITFALL: EXIT_FOUND, UNEXPLAINED: EXIT_UNEXPLAINED}
 
 
 @record(frozen=True)
@@ -191,10 +192,21 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
-        return self.outcome != "healthy"
+        return self.outcome != HEALTHY
 
     def roles(self) -> Dict[str, Role]:
         return {f.fingerprint: f.role for f in self.findings}
+
+    def alert_key(self) -> Optional[Tuple[Optional[str], Optional[str], Optional[int]]]:
+        """What `triage watch` alerts on, decided here beside exit_code: the candidate root cause
+        (signature, primary pitfall, first failing rank) of a failed job whose primary, if any, is of
+        severity error or critical (the gate of exit_code under --fail-on error); None: no alert."""
+        if not self.failed:
+            return None
+        p = self.primary
+        if p is not None and p.severity not in ("error", "critical"):
+            return None
+        return (self.signature, p.pitfall if p is not None else None, self.first_rank)
 
     def exit_code(self, fail_on: str = "error") -> int:
         """The exit status under --fail-on error|warning|never (README "Exit codes")."""

@@ -48,8 +48,6 @@ def verdict_fields(a: Any, fail_on: str) -> Dict[str, Any]:
         out["line"] = ff.message[:300]
     else:
         out["at"] = out["line"] = None
-    if out["rank"] is None and p is not None:
-        out["rank"] = p.rank
     return out
 
 

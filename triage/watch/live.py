@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from ..inputs.sources import rank_from_filename
+from ..kinds import UNEXPLAINED
 from ..pipeline import Seen, assemble
 from ..scan.engine import Engine
 from ..scan.live import LiveScan
@@ -179,19 +180,11 @@ class Watch:
         if key is None:
             self.pending = None
         elif self.pending is None or self.pending.key != key:
-            self.pending = _Pending(key, now, self.analysis.verdict.outcome == "unexplained-failure")
+            self.pending = _Pending(key, now, self.analysis.verdict.outcome == UNEXPLAINED)
 
     @staticmethod
     def _candidate(a: Any) -> Optional[Tuple[Any, ...]]:
-        if a is None:
-            return None
-        v = a.verdict
-        if not v.failed:
-            return None
-        p = v.primary
-        if p is not None and p.severity not in ("error", "critical"):
-            return None
-        return (v.signature, p.pitfall if p is not None else None, v.first_rank)
+        return None if a is None else a.verdict.alert_key()
 
     def _settle(self, now: float, ended: bool) -> None:
         pd = self.pending

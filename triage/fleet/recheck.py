@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
+from ..kinds import PITFALL, UNEXPLAINED
 from .store import KNOWN_RE, Record, Store, known_match
 
 SHOWN = 50          # jobs listed per changed group at most
@@ -68,7 +68,7 @@ def _key(r: Record) -> Tuple[str, Optional[str], Optional[str]]:
 
 
 def _sig(r: Record) -> str:
-    return r.signature or (r.outcome if r.outcome == HEALTHY else f"{r.outcome}: {r.title}")
+    return r.group_signature
 
 
 def _known(known: Sequence[Dict[str, Any]], r: Record) -> Optional[Dict[str, Any]]:

@@ -321,7 +321,7 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
     by_sig: Dict[Tuple[str, str], List[Record]] = defaultdict(list)
     for r in records:
         if r.outcome in (PITFALL, UNEXPLAINED):
-            by_sig[(r.outcome, r.signature or f"{r.outcome}: {r.title}")].append(r)
+            by_sig[(r.outcome, r.group_signature)].append(r)
     groups: List[Dict[str, Any]] = []
     unexplained: List[Dict[str, Any]] = []
     for (outcome, sig), rs in by_sig.items():
@@ -387,7 +387,7 @@ def per_day(records: Sequence[Record], order: Sequence[str]) -> Dict[str, Any]:
         i = idx.get(day(r.job_time))
         if i is None:
             continue
-        sig = r.signature or f"{r.outcome}: {r.title}"
+        sig = r.group_signature
         (series[sig] if sig in series else other)[i] += 1
     out = [{"signature": s, "counts": series[s]} for s in top]
     if any(other):

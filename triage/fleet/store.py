@@ -30,7 +30,7 @@ import time
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import TriageError
-from ..kinds import UNEXPLAINED
+from ..kinds import HEALTHY, UNEXPLAINED
 from ..lazyre import lazy_re
 from ..record import record
 
@@ -195,6 +195,12 @@ class Record:
     log_end: Optional[float] = None
     paths: str = ""                   # the job's inputs (a JSON list of absolute paths or URLs): what recheck reads
     message_signature: Optional[str] = None   # the unexplained error's masked message signature (the old grouping)
+
+    @property
+    def group_signature(self) -> str:
+        """What a fleet groups the job by (analyze's signature; for a record stored without one, its outcome
+        and title): fleet's groups, its daily series and recheck read this one function."""
+        return self.signature or (self.outcome if self.outcome == HEALTHY else f"{self.outcome}: {self.title}")
 
     @property
     def label(self) -> str:
@@ -825,10 +831,8 @@ def record_of(a: Any, paths: Sequence[str], identity: Any, digest: str) -> Recor
     from .. import __version__
     from ..redact import redact
     v = a.verdict                      # the record is the verdict's fields, nothing re-derived
-    blamed = None
-    if a.config is not None and a.config.suspects:
-        top = [s for s in a.config.suspects if not s.unrelated]
-        blamed = top[0].key if top else None
+    top = a.config.blamed if a.config is not None else None
+    blamed = top.key if top is not None else None
     job_id, attempt = (identity, 0) if isinstance(identity, str) else (identity.job_id, identity.attempt)
     job = getattr(a, "job", None)      # the report's job header (hosts, the log's time span), when made
     start, end = getattr(job, "log_start", None), getattr(job, "log_end", None)

@@ -260,3 +260,9 @@ class ConfigAnalysis:
     violations: List["Violation"]              # the config rules it breaks
     diff: Optional[List["Change"]] = None      # changes since the baseline (None: no baseline)
     suspects: List[Suspect] = field(default_factory=list)
+
+    @property
+    def blamed(self) -> Optional[Suspect]:
+        """The top suspect: the first change something blames (blame ranks them), or None (issue 41: the
+        store's blamed key and the report's blamed row both read this, never derive it again)."""
+        return next((s for s in self.suspects if not s.unrelated), None)

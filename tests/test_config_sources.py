@@ -349,6 +349,7 @@ NOT_MLM_ARGUMENTS = {
     "framework": "where the config came from",
     "mcore_version": "the version line the log prints, not an argument",
     "te_version": "the version line the log prints, not an argument",
+    "torch_version": "the version line the log prints, not an argument",
     "deprecated_flags_both": "a flag set only when megatron-core's refused combination is present",
     "deprecated_flags_with_impl": "a flag set only when megatron-core's refused combination is present",
     "scope_and_modules_both_set": "a flag set only when megatron-core's refused combination is present",

@@ -1,0 +1,37 @@
+"""Issue 42, rules the real releases enforce, before launch: on a real Megatron Bridge 0.6.2 config
+(tests/fixtures/configs/real/bridge-0.6.2/good/moe-te-attn.yaml, made by the real software) with the
+overrides a user would give, `check-config` rejects what megatron-core 0.16-0.19 asserts at start-up."""
+import os
+
+from inproc import run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MOE = os.path.join(HERE, "fixtures", "configs", "real", "bridge-0.6.2", "good", "moe-te-attn.yaml")
+ENV = {**os.environ, "TRIAGE_DB": ""}
+
+
+def _check(*overrides):
+    return run(["check-config", MOE, *overrides], env=ENV)
+
+
+def test_the_real_config_is_clean():
+    r = _check()
+    assert r.returncode == 0, r.stdout
+
+
+def test_modules_beside_a_full_iteration_graph_are_rejected():
+    """megatron-core 0.18+: 'cuda_graph_modules must be empty when cuda_graph_impl="full_iteration".'"""
+    r = _check("model.cuda_graph_impl=full_iteration", "model.cuda_graph_modules=[attn]",
+               "rerun_state_machine.check_for_nan_in_loss=false")
+    assert r.returncode == 1 and "invalid-graph-option: cuda_graph_modules must be empty" in r.stdout, r.stdout
+    ok = _check("model.cuda_graph_impl=full_iteration", "rerun_state_machine.check_for_nan_in_loss=false")
+    assert "cuda_graph_modules must be empty" not in ok.stdout
+
+
+def test_an_mlp_scope_on_an_all_moe_model_is_rejected():
+    """megatron-core 0.16-0.19: 'mlp cuda graph is only supported for dense layers, but not found in the model.'
+    (moe_layer_freq 1, its default, on a 4-expert model)."""
+    r = _check("model.cuda_graph_scope=[attn,mlp]")
+    assert r.returncode == 1 and "scope-not-in-model: mlp cuda graph is only supported for dense layers" in r.stdout
+    ok = _check("model.cuda_graph_scope=[attn,mlp]", "model.moe_layer_freq=2")
+    assert "mlp cuda graph is only supported" not in ok.stdout

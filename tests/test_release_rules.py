@@ -35,3 +35,18 @@ def test_an_mlp_scope_on_an_all_moe_model_is_rejected():
     assert r.returncode == 1 and "scope-not-in-model: mlp cuda graph is only supported for dense layers" in r.stdout
     ok = _check("model.cuda_graph_scope=[attn,mlp]", "model.moe_layer_freq=2")
     assert "mlp cuda graph is only supported" not in ok.stdout
+
+
+def test_a_launch_script_against_a_full_yaml_lists_only_what_it_gives(tmp_path):
+    """Issue 42: a launch line (a real bash -x trace of torchrun, tests/fixtures/configs/real/launch/) gives
+    only its flags: every other key of the full YAML is not given, never "changed to None" (522 rows before)."""
+    import json
+    launch = os.path.join(HERE, "fixtures", "configs", "real", "launch", "trace-torchrun.log")
+    sample = os.path.join(os.path.dirname(HERE), "examples", "sample_job.log")
+    r = run(["analyze", sample, "--config", launch, "--baseline-config", MOE, "--format", "json"], env=ENV)
+    d = json.loads(r.stdout)
+    keys = {c["key"]: (c["old"], c["new"]) for c in d["diff"]}
+    assert keys["cuda_graph_impl"] == ("transformer_engine", "local") and len(keys) <= 6, keys
+    assert all(new is not None for _, new in keys.values()), keys
+    r = run(["diff", MOE, launch], env=ENV)
+    assert r.returncode == 1 and len(r.stdout.splitlines()) <= 6 and "(unset)" not in r.stdout, r.stdout

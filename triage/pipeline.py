@@ -228,7 +228,10 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.notes.extend(pattern_notes(by_id.get(a.primary.pitfall) if a.primary is not None else None,
                                  dict(current, graphs_captured=bool(seen.steps.graphs_seen))))
     if baseline and a.config is not None:
-        partial = not (config_files and baseline_files)    # a config read from a log is partial
+        # a config read from a log is partial, and so is one a launch script or an echoed command line
+        # gives (config_complete False): a key it does not give is not given, never "changed to None"
+        partial = (not (config_files and baseline_files) or current.get("config_complete") is False
+                   or baseline.get("config_complete") is False)
         a.config.diff = diff(baseline, current, partial)
         rvr = perf.get("run_vs_run") if isinstance(perf, dict) else None
         faster = isinstance(rvr, dict) and rvr.get("verdict") == "faster"

@@ -50,3 +50,16 @@ def test_a_launch_script_against_a_full_yaml_lists_only_what_it_gives(tmp_path):
     assert all(new is not None for _, new in keys.values()), keys
     r = run(["diff", MOE, launch], env=ENV)
     assert r.returncode == 1 and len(r.stdout.splitlines()) <= 6 and "(unset)" not in r.stdout, r.stdout
+
+
+def test_an_undecided_rule_says_how_to_give_what_it_needs():
+    """A real launch trace gives only its flags: the rules it cannot decide say which keys they need and
+    how to give them (issue 42)."""
+    import json
+    launch = os.path.join(HERE, "fixtures", "configs", "real", "launch", "trace-torchrun.log")
+    r = run(["check-config", launch, "--format", "json"], env=ENV)
+    und = json.loads(r.stdout)["undecided"]
+    assert und and all(u["how"].startswith("--") and all(f"{k.replace('env.', '')}=VALUE" in u["how"]
+                                                        for k in u["keys"]) for u in und), und
+    text = run(["check-config", launch], env=ENV).stdout
+    assert "to decide them, give --set" in text

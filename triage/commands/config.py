@@ -23,6 +23,7 @@ CHECK_FORMATS = ("text", "json", "markdown", "html")
 def _check_config_out(fmt: str, vs: list, cfg: Mapping[str, Any], unknown: list, open_rules: list, typos: list,
                       sources: Sequence[str]) -> str:
     """check-config's result in FMT (text, json, markdown, html)."""
+    from ..config.rules import give_hint
     from ..redact import redact_obj
     if fmt == "json":
         return json.dumps(redact_obj({"violations": [vars(v) for v in vs], "config": cfg, "unknown": unknown,
@@ -47,7 +48,8 @@ def _check_config_out(fmt: str, vs: list, cfg: Mapping[str, Any], unknown: list,
     if open_rules:
         keys = sorted({k for r in open_rules for k in r.keys})
         lines.append(f"undecided: {len(open_rules)} rule(s) of {', '.join(sorted({r.pitfall for r in open_rules}))}: "
-                     f"the config does not show {', '.join(keys)} (--format json lists them)")
+                     f"the config does not show {', '.join(keys)} (--format json lists them); to decide them, "
+                     f"give {give_hint(keys)}")
     return "\n".join(lines) + "\n"
 
 

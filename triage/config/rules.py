@@ -68,6 +68,14 @@ class Undecided:
     pitfall: str
     keys: List[str]
     message: str
+    how: str = ""        # how to give the missing keys (issue 42): --set KEY=VALUE / --env NAME=VALUE
+
+
+def give_hint(keys: Sequence[str]) -> str:
+    """How a user gives KEYS a rule needs (issue 42): each as an override, or the config that holds them."""
+    sets = [f"--env {k[4:]}=VALUE" if k.startswith("env.") else f"--set {k}=VALUE" for k in keys]
+    return (" ".join(sets) + " (or pass the run's whole config: Bridge's run_config.yaml of the recipe, "
+            "Megatron-LM's arguments block in the log)")
 
 
 def undecided(cfg: Config, patterns: Sequence[Pattern]) -> List[Undecided]:
@@ -78,7 +86,7 @@ def undecided(cfg: Config, patterns: Sequence[Pattern]) -> List[Undecided]:
             unknown = sorted({c["key"] for c in r.when if not decidable(cfg, c["key"])})
             known = [c for c in r.when if decidable(cfg, c["key"])]
             if unknown and known and all(cond_holds(cfg, c) for c in known):
-                out.append(Undecided(p.id, unknown, r.message))
+                out.append(Undecided(p.id, unknown, r.message, give_hint(unknown)))
     return out
 
 

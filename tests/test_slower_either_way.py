@@ -49,3 +49,12 @@ def test_graphs_turned_on_and_faster_blame_nothing(tmp_path):
     code, d = _analyze(tmp_path, "steptime_graph.log", "steptime_eager.log", GRAPHS, EAGER)
     assert d["primary"] is None and d["outcome"] == "healthy"
     assert all(s["unrelated"] for s in d["suspects"])
+
+
+def test_with_several_changes_the_graph_change_ranks_first_and_unrelated_keys_stay_unrelated(tmp_path):
+    cur = EAGER + "micro_batch_size: 2\n"
+    base = GRAPHS + "micro_batch_size: 1\n"
+    code, d = _analyze(tmp_path, "steptime_eager.log", "steptime_graph.log", cur, base)
+    ranked = [(s["key"], s["score"]) for s in d["suspects"] if not s["unrelated"]]
+    assert ranked[0][0] == "cuda_graph_impl" and ranked[0][1] > dict(ranked)["micro_batch_size"], ranked
+    assert [s["key"] for s in d["suspects"] if s["unrelated"]] == ["lr"]

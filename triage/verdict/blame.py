@@ -31,6 +31,14 @@ BOOKKEEPING = lazy(
 
 
 
+# the step-time verdict's own words (steps.assess) when the run got slower with a graph setting changed
+_AFTER_GRAPH_CHANGE = ("after CUDA graphs were turned off", "after the CUDA-graph settings changed")
+
+
+def _after_graph_change(f: Finding) -> bool:
+    return bool(f.evidence) and any(w in f.evidence[0].text for w in _AFTER_GRAPH_CHANGE)
+
+
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
           primary: Optional[Finding], partial: bool = False, faster: bool = False) -> List[Suspect]:
     """Rank the changes from OLD (the last good run) to NEW.  `faster`: the run's steady-state step
@@ -56,6 +64,8 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
             if f.kind == "perf" and faster and ch.key in GRAPH_KEYS:
                 continue
             score += 1.0 if f is primary else 0.5
+            if f.kind == "perf" and ch.key in GRAPH_KEYS and _after_graph_change(f):
+                score += 0.5            # the measurement supports it: the slowdown came with the graph change
             because.append(f.pitfall)
             evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
         out.append(Suspect(key=ch.key, old=ch.old, new=ch.new, score=round(score, 2),

@@ -26,7 +26,7 @@ FLOORS: List[Tuple[int, Tuple[str, ...]]] = [
     (3, ("triage.patterns", "triage.taxonomy", "triage.config.operators", "triage.config.enums", "triage.config.keys")),
     (4, ("triage.config",)),
     (5, ("triage.scan",)),
-    (6, ("triage.verdict", "triage.pipeline", "triage.progress", "triage.selftest", "triage.suggest",
+    (6, ("triage.verdict", "triage.pipeline", "triage.novelty", "triage.progress", "triage.selftest", "triage.suggest",
          "triage.patterntests")),
     (7, ("triage.report", "triage.templates", "triage.schemas")),
     (8, ("triage.fleet", "triage.watch")),

@@ -31,6 +31,7 @@ CONFIGS = os.path.join(HERE, "fixtures", "configs")
 SYN = os.path.join(LOGS, "synthetic")
 MULTIRANK = os.path.join(SYN, "multirank", "per_rank_oom_after_capture")
 STEPS = os.path.join(SYN, "steptime")
+REAL_OUTCOME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs", "real", "cpu-outcome")
 CONFIG_FILES = sorted(os.path.join(CONFIGS, f) for f in os.listdir(CONFIGS) if f.endswith((".yaml", ".json")))
 CASES = cases()
 
@@ -128,6 +129,9 @@ def extra_docs(pats, tmp_path_factory):
         "baseline log": analyze_json(pats, [graphs], **base_log),
         "restart": analyze_json(pats, [str(d / "restart.log")]),
         "capture slower": analyze_json(pats, [str(d / "capture_slower.log")]),
+        # an unexplained failure against its last good log: novel_lines (issue 42)
+        "novelty": analyze_json(pats, [os.path.join(REAL_OUTCOME, "uncaught_torch_error.log")],
+                                baseline_logs=[os.path.join(REAL_OUTCOME, "caught_exception_continues.log")]),
     }
     # tighter size limits: the JSON of the tighter levels of report.LEVELS, down to the last one
     for limit in (20000, 8000, 3000, 500):

@@ -11,6 +11,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
 from .inputs.sources import InputError, Line
+from .kinds import UNEXPLAINED
 from .patterns import Pattern, load_all
 from .progress import for_inputs, slow_search_note
 from .record import record
@@ -70,7 +71,21 @@ def triage(logs: Sequence[str], options: Optional[Options] = None) -> Analysis:
     options = options if options is not None else Options()
     pats = options.patterns()
     scan, seen = scan_logs(logs, pats, options)
-    return assemble(scan, seen, pats, options)
+    a = assemble(scan, seen, pats, options)
+    if options.baseline_logs and a.verdict.outcome == UNEXPLAINED:
+        _add_novelty(a, _logs(logs), options.baseline_logs)
+    return a
+
+
+def _add_novelty(a: Analysis, paths: Sequence[str], baseline_logs: Sequence[str]) -> None:
+    """An unexplained failure with its last good log: the lines only the failed run printed (novelty.py)."""
+    if "-" in paths:
+        a.notes.append("novelty: the failed run's log came on stdin, which cannot be read again: give it as a "
+                       "file to see the lines it printed and the last good run did not")
+        return
+    from .novelty import novel_lines
+    a.novel_lines, notes = novel_lines(paths, baseline_logs)
+    a.notes.extend(notes)
 
 
 def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Options] = None) -> Tuple[ScanResult, Seen]:

@@ -218,6 +218,9 @@ def _run_blocks(D: Dialect, v: ReportView) -> List[str]:
                                                              for x in v.versions if x.value))
     if v.patterns:
         blocks.append(_patterns_block(D, v.patterns))
+    if v.novel:
+        blocks.append(D.bold("New since the last good log") + " (lines the good run never printed, rarest first):\n"
+                      + "\n".join(f"{D.bullet}{D.plain(n.loc)} (x{n.count}): {D.mono(n.text)}" for n in v.novel))
     if v.notes:
         blocks.append("\n".join(f"{D.bullet}note: {D.text(n)}" for n in v.notes))
     return blocks

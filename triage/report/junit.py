@@ -106,6 +106,10 @@ def _unexplained_case(suite: ET.Element, v: ReportView) -> int:
     else:
         el = ET.SubElement(tc, "error", message=xml_text(v.summary, 1000), type="error")
         el.text = xml_text(v.summary, 4000)
+    if v.novel:                     # the lines only the failed run printed (against its last good log)
+        ET.SubElement(tc, "system-out").text = xml_text(
+            "new since the last good log (rarest first):\n" + "\n".join(f"{n.loc} (x{n.count}): {n.text}"
+                                                                         for n in v.novel), 40000)
     return 1
 
 

@@ -183,6 +183,7 @@ def render_text_view(v: ReportView) -> str:
     out += _attempts(v) + _others(v) + _config(v)
     if v.steps:
         out += _steps(v.steps)
+    out += _novel(v)
     out += [f"note: {n}" for n in v.notes]
     out += _unmatched(v)
     return "\n".join(out) + "\n"
@@ -191,3 +192,12 @@ def render_text_view(v: ReportView) -> str:
 def render_text(d: Dict[str, Any]) -> str:
     """The text report of report dict D (to_dict / report_dict; redact it first)."""
     return render_text_view(build_view(d))
+
+
+def _novel(v: ReportView) -> List[str]:
+    """The lines only the failed run printed, against its last good log (rarest first)."""
+    if not v.novel:
+        return []
+    out = ["", "NEW SINCE THE LAST GOOD LOG (lines the good run never printed, rarest first)"]
+    out += [f"  {n.loc} (x{n.count}): {_clip(n.text, 200)}" for n in v.novel]
+    return out

@@ -344,6 +344,16 @@ class ReportView:
     notes: Tuple[str, ...]
     timeline_events: int
     job: Optional[JobView] = None       # the job header (None: a dict without `job`)
+    # an unexplained failure with its last good log: the lines only it printed (issue 42)
+    novel: Tuple["NovelView", ...] = ()
+
+
+@record(frozen=True)
+class NovelView:
+    loc: str
+    count: int
+    text: str
+    template: str
 
 
 _ISO = lazy_re(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?Z?")
@@ -765,6 +775,9 @@ def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
         stats=StatsView(lines=clip(stats.get("lines"), 20), sources=tuple(sources[:MAX_NOTES]),
                         more_sources=max(0, len(sources) - MAX_NOTES), attempts=clip(stats.get("attempts"), 10)),
         notes=notes, timeline_events=len(as_list(d.get("timeline"))), blame_note=_blame_note(d, notes),
+        novel=tuple(NovelView(loc=loc(n.get("source"), n.get("line")), count=int_or_none(n.get("count")) or 1,
+                              text=clip(n.get("text"), 300), template=clip(n.get("template"), 300))
+                    for n in dicts(d.get("novel_lines"))[:MAX_ITEMS]),
     )
 
 

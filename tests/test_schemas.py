@@ -31,6 +31,22 @@ CONFIGS = os.path.join(HERE, "fixtures", "configs")
 SYN = os.path.join(LOGS, "synthetic")
 MULTIRANK = os.path.join(SYN, "multirank", "per_rank_oom_after_capture")
 STEPS = os.path.join(SYN, "steptime")
+BRIDGE_GOOD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "configs", "real", "bridge-0.6.2",
+                           "good", "moe-te-attn.yaml")
+
+
+def _bisect_bad(d):
+    """The real Bridge config with warmup 3 -> 1 and moe_router added (tests/test_bisect.py's)."""
+    from test_bisect import ROUTER
+    with open(BRIDGE_GOOD, encoding="utf-8") as f:
+        src = f.read()
+    anchor = "    _target_: megatron.core.transformer.enums.CudaGraphModule\n  cuda_graph_retain_backward_graph: false"
+    text = src.replace(anchor, anchor.replace("\n  cuda_graph_retain", "\n" + ROUTER + "  cuda_graph_retain"), 1)
+    p = d / "bisect_bad.yaml"
+    p.write_text(text.replace("  cuda_graph_warmup_steps: 3\n", "  cuda_graph_warmup_steps: 1\n", 1))
+    return str(p)
+
+
 REAL_OUTCOME = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs", "real", "cpu-outcome")
 CONFIG_FILES = sorted(os.path.join(CONFIGS, f) for f in os.listdir(CONFIGS) if f.endswith((".yaml", ".json")))
 CASES = cases()
@@ -129,6 +145,9 @@ def extra_docs(pats, tmp_path_factory):
         "baseline log": analyze_json(pats, [graphs], **base_log),
         "restart": analyze_json(pats, [str(d / "restart.log")]),
         "capture slower": analyze_json(pats, [str(d / "capture_slower.log")]),
+        # an unexplained failure with two graph settings changed: the bisect plan (issue 42)
+        "bisect": analyze_json(pats, [os.path.join(REAL_OUTCOME, "uncaught_torch_error.log")],
+                               config_files=[_bisect_bad(d)], baseline_files=[BRIDGE_GOOD]),
         # an unexplained failure against its last good log: novel_lines (issue 42)
         "novelty": analyze_json(pats, [os.path.join(REAL_OUTCOME, "uncaught_torch_error.log")],
                                 baseline_logs=[os.path.join(REAL_OUTCOME, "caught_exception_continues.log")]),

@@ -251,6 +251,9 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
         rvr = perf.get("run_vs_run") if isinstance(perf, dict) else None
         faster = isinstance(rvr, dict) and rvr.get("verdict") == "faster"
         a.config.suspects = blame(baseline, current, pats, a.findings, a.primary, partial, faster=faster)
+        if a.verdict.failed:
+            from .verdict.bisect import bisect_plan
+            a.bisect = bisect_plan(current, a.config.suspects)
     elif baseline_logs and not baseline:
         a.notes.append(
             "the baseline log shows no configuration (no arguments block or config summary): no config diff")

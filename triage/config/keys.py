@@ -53,7 +53,7 @@ KNOWN = {
     "config_complete", "env_known", "defaults_of", "graphs_captured",
 }
 # Facts about where a config came from, not settings: never a change, never a suspect.
-META = {"framework", "config_complete", "env_known", "defaults_of", "graphs_captured"}
+META = {"framework", "config_complete", "env_known", "defaults_of", "graphs_captured", "scope_spelling"}
 # Megatron-LM's --num-experts is megatron-core's num_moe_experts
 ALIASES["num_experts"] = "num_moe_experts"
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")

@@ -56,6 +56,9 @@ def _load_document(path: str) -> Optional[Config]:
         fw = framework_of(data)
         if fw:
             cfg.setdefault("framework", fw)
+            model = data.get("model")
+            if isinstance(model, dict) and "cuda_graph_modules" in model:
+                cfg.setdefault("scope_spelling", "cuda_graph_modules")    # megatron-core 0.19+'s name
         return cfg
     if data is not None and not isinstance(data, str):
         raise ConfigError(f"{path}: a config must be a mapping, got {type(data).__name__}")

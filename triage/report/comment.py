@@ -218,6 +218,10 @@ def _run_blocks(D: Dialect, v: ReportView) -> List[str]:
                                                              for x in v.versions if x.value))
     if v.patterns:
         blocks.append(_patterns_block(D, v.patterns))
+    if v.bisect:
+        blocks.append(D.bold("Bisect plan") + " (blame is not settled: run these, one change each, in order):\n"
+                      + "\n".join(f"{D.bullet}{b.step}. {D.mono(' '.join(b.overrides))}: {D.text(b.why)}"
+                                   for b in v.bisect))
     if v.novel:
         blocks.append(D.bold("New since the last good log") + " (lines the good run never printed, rarest first):\n"
                       + "\n".join(f"{D.bullet}{D.plain(n.loc)} (x{n.count}): {D.mono(n.text)}" for n in v.novel))

@@ -294,6 +294,9 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     _verdict_parts(a, cut, d)
     _config_parts(a, cut, d)
     d["engine"] = getattr(a, "engine", None)
+    plan = getattr(a, "bisect", None)
+    if plan:
+        d["bisect"] = cut.value([r.as_dict() for r in plan], "bisect")
     novel = getattr(a, "novel_lines", None)
     if novel:
         d["novel_lines"] = [{k: cut.text(v) if isinstance(v, str) else v for k, v in n.as_dict().items()}

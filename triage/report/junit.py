@@ -142,8 +142,12 @@ def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None)
     _properties(suite, v)
     failures = sum(_pitfall_case(suite, pid, by_id.get(pid, [])) for pid in ids)
     errors = _unexplained_case(suite, v)
-    if v.job is not None and v.job.line:
-        ET.SubElement(suite, "system-out").text = xml_text(v.job.line, 4000)
+    out = [v.job.line] if v.job is not None and v.job.line else []
+    if v.bisect:                    # blame not settled: the runs that separate the candidates
+        out += ["bisect plan (one change each, in order):"] + [f"{b.step}. {' '.join(b.overrides)}: {b.why}"
+                                                               for b in v.bisect]
+    if out:
+        ET.SubElement(suite, "system-out").text = xml_text("\n".join(out), 8000)
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     root = ET.Element("testsuites", name="triage", tests=suite.get("tests", "0"), failures=str(failures),

@@ -183,6 +183,7 @@ def render_text_view(v: ReportView) -> str:
     out += _attempts(v) + _others(v) + _config(v)
     if v.steps:
         out += _steps(v.steps)
+    out += _bisect(v)
     out += _novel(v)
     out += [f"note: {n}" for n in v.notes]
     out += _unmatched(v)
@@ -200,4 +201,15 @@ def _novel(v: ReportView) -> List[str]:
         return []
     out = ["", "NEW SINCE THE LAST GOOD LOG (lines the good run never printed, rarest first)"]
     out += [f"  {n.loc} (x{n.count}): {_clip(n.text, 200)}" for n in v.novel]
+    return out
+
+
+def _bisect(v: ReportView) -> List[str]:
+    """Blame not settled: the single-variable runs that separate the candidates, in order."""
+    if not v.bisect:
+        return []
+    out = ["", "BISECT PLAN (blame is not settled: run these, one change each, in order)"]
+    for b in v.bisect:
+        out.append(f"  {b.step}. {' '.join(b.overrides)}")
+        out.append(f"     {b.why}")
     return out

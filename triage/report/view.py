@@ -346,6 +346,14 @@ class ReportView:
     job: Optional[JobView] = None       # the job header (None: a dict without `job`)
     # an unexplained failure with its last good log: the lines only it printed (issue 42)
     novel: Tuple["NovelView", ...] = ()
+    bisect: Tuple["BisectView", ...] = ()     # blame not settled: the runs that separate the candidates
+
+
+@record(frozen=True)
+class BisectView:
+    step: int
+    why: str
+    overrides: Tuple[str, ...]
 
 
 @record(frozen=True)
@@ -775,6 +783,9 @@ def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
         stats=StatsView(lines=clip(stats.get("lines"), 20), sources=tuple(sources[:MAX_NOTES]),
                         more_sources=max(0, len(sources) - MAX_NOTES), attempts=clip(stats.get("attempts"), 10)),
         notes=notes, timeline_events=len(as_list(d.get("timeline"))), blame_note=_blame_note(d, notes),
+        bisect=tuple(BisectView(step=int_or_none(b.get("step")) or i + 1, why=clip(b.get("why"), 600),
+                                overrides=tuple(clip(o, 300) for o in as_list(b.get("overrides"))[:8]))
+                     for i, b in enumerate(dicts(d.get("bisect"))[:MAX_ITEMS])),
         novel=tuple(NovelView(loc=loc(n.get("source"), n.get("line")), count=int_or_none(n.get("count")) or 1,
                               text=clip(n.get("text"), 300), template=clip(n.get("template"), 300))
                     for n in dicts(d.get("novel_lines"))[:MAX_ITEMS]),

@@ -37,6 +37,8 @@ class Analysis:
     engine: Optional[str] = None               # the stack the log is of (engine.py): the advice fits it
     # an unexplained failure with its last good log: the lines only the failed run printed (novelty.py)
     novel_lines: List[Any] = field(default_factory=list)
+    # blame not settled: the single-variable runs that separate the candidate graph changes (bisect.py)
+    bisect: List[Any] = field(default_factory=list)
     # store.content_hash of the inputs, hashed as the scan read them (pipeline.Options(content_hash=True));
     # None: not asked for, or an input was not read whole (the store then reads the inputs itself)
     content_hash: Optional[str] = None

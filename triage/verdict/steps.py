@@ -14,6 +14,7 @@ import bisect
 import functools
 import math
 import re
+import statistics
 from collections.abc import Sequence as SequenceABC
 from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
@@ -40,6 +41,21 @@ _MEGATRON = lazy(
 _HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
 _NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
 _MS_KEY = b"elapsed time per iteration (ms):"
+_LOSS_KEY = b"lm loss:"
+_LOSS_B = re.compile(rb"[ \t\x0b\x0c]*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))")
+_LOSS = lazy(r"\blm loss:\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))")
+
+
+def _loss_b(buf: bytes, ls: int, le: int) -> Optional[float]:
+    """The `lm loss: X` of a Megatron step line (bytes), or None."""
+    i = buf.find(_LOSS_KEY, ls, le)
+    if i < 0:
+        return None
+    m = _LOSS_B.match(buf, i + len(_LOSS_KEY), le)
+    try:
+        return float(m.group(1)) if m else None
+    except ValueError:
+        return None
 _TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
 
 
@@ -96,6 +112,7 @@ _GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
 class StepLog:
     times: Dict[int, float] = field(default_factory=dict)          # iteration -> ms (slowest rank)
     tflops: Dict[int, float] = field(default_factory=dict)
+    losses: Dict[int, float] = field(default_factory=dict)         # iteration -> lm loss (issue 42: numerics)
     capture_iters: List[int] = field(default_factory=list)
     capture_seconds: Optional[float] = None
     graphs_built: Optional[int] = None
@@ -148,13 +165,15 @@ class StepLog:
                 if ms is None or (g3 and tf is None):
                     continue          # "1.2.3" is no number: not a step line
                 rec = (int(m.group(1)), ms, tf)
-            out[ls] = rec + (le - ls,)
+            out[ls] = rec + (le - ls, _loss_b(buf, ls, le))
         return out
 
     def feed_record(self, rec: tuple, buf: bytes, ls: int, source: str, lineno: Callable[[], int],
                     year: Optional[int] = None) -> None:
         """A record of scan_lines for the line at buf[ls:]; `lineno()` counts its line number."""
-        it, ms, tflops, length = rec
+        it, ms, tflops, length, loss = rec
+        if loss is not None:
+            self.losses[it] = loss
         ts = None
         if self._needs_ts(it, source):
             ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
@@ -181,6 +200,8 @@ class StepLog:
                 times[it] = ms
             if rec[2] is not None:
                 tfl[it] = rec[2]
+            if rec[4] is not None:
+                self.losses[it] = rec[4]
 
     def _needs_ts(self, it: int, source: str) -> bool:
         """A step's time matters only to place a capture by time: while a capture time waits for
@@ -202,6 +223,12 @@ class StepLog:
             ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
             if ms is not None and (tf is not None or not m.group(3)):
                 self._add(int(m.group(1)), ms, line, tf)
+                lm = _LOSS.search(line.text, timeout=TIMEOUT)
+                if lm:
+                    try:
+                        self.losses[int(m.group(1))] = float(lm.group(1))
+                    except ValueError:
+                        pass
 
     def _feed_nemo(self, line: Line) -> None:
         t = line.text
@@ -538,6 +565,58 @@ def _graphs_on(cfg: Dict[str, object], s: StepLog) -> bool:
 GRAPH_CFG_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
 
 
+JUMP = 0.15           # the first replayed loss this much above the capture iteration's: a jump
+STALL = 0.10          # the replayed losses improving less than this (while the eager ones did): a stall
+
+
+def _numerics(cur: StepLog, base: Optional[StepLog]) -> Optional[str]:
+    """Wrong, not slower (issue 42): the loss goes NaN at the first replayed iterations, or jumps at the first
+    replay and stops improving while the eager steps before capture improved -- a graph that replays a stale
+    input (rebound instead of copied into its static buffer).  A jump the training then recovers from is
+    no alarm (a loss that moves by chance)."""
+    if not cur.capture_iters or not cur.losses:
+        return None
+    c = min(cur.capture_iters)
+    seq = sorted(cur.losses.items())
+    pre = [v for i, v in seq if i <= c]
+    post = [(i, v) for i, v in seq if i > c]
+    if len(pre) < 3 or len(post) < 5 or not all(math.isfinite(v) for v in pre):
+        return None
+    bad = [i for i, v in post if not math.isfinite(v)]
+    if bad and bad[0] <= post[0][0] + 1:
+        return (f"triage: the loss went NaN at the first replayed iteration after CUDA graph capture: iteration "
+                f"{bad[0]} (the eager steps before the capture at iteration {c} were finite, last {pre[-1]:.4g})")
+    vals = [v for _, v in post]
+    k = min(5, len(vals) // 2)
+    head, tail = statistics.median(vals[:k]), statistics.median(vals[-k:])
+    improved_pre = (pre[0] - pre[-1]) / abs(pre[0]) if pre[0] else 0.0
+    # the eager steps were still improving right up to the capture (a loss already turning up before it,
+    # as an unstable run's does whether graphed or not, is no onset at the capture)
+    still_improving = all(b < a for a, b in zip(pre[-3:], pre[-2:]))
+    if not (vals[0] > pre[-1] * (1 + JUMP) and improved_pre > STALL and still_improving
+            and tail >= head * (1 - STALL)):
+        return None
+    msg = (f"triage: the loss jumped at the first replayed iteration after CUDA graph capture and stopped improving: "
+           f"iteration {post[0][0]} loss {vals[0]:.4g} after {pre[-1]:.4g} at the capture iteration {c} (the eager "
+           f"steps before it went {pre[0]:.4g} -> {pre[-1]:.4g}); over {len(vals)} replayed iterations "
+           f"{head:.4g} -> {tail:.4g}")
+    if base is not None and base.losses:
+        both = [(v, base.losses[i]) for i, v in post if i in base.losses and base.losses[i] > 0]
+        if len(both) >= k:
+            good = statistics.median(b for _, b in both[-k:])
+            msg += (f"; the last good run's loss at the same iterations: {good:.4g}"
+                    f" (this run: {statistics.median(a for a, _ in both[-k:]):.4g})")
+    return msg
+
+
+def _numerics_verdict(cur: StepLog, base: Optional[StepLog]) -> List[PerfVerdict]:
+    stale = _numerics(cur, base)
+    if stale is None:
+        return []
+    around = [cur.evidence_of(i) for i in sorted(cur.evidence) if i in cur.capture_iters or i - 1 in cur.capture_iters]
+    return [PerfVerdict("graph-stale-input", stale, around)]
+
+
 def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = None,
            base_cfg: Optional[Dict[str, object]] = None) -> Tuple[List[PerfVerdict], Dict[str, object]]:
     """Compare steady-state step times; return perf verdicts and the numbers behind them."""
@@ -547,6 +626,7 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
     if not cur.times:
         return verdicts, info
     w_cur = cur_cfg.get("cuda_graph_warmup_steps")
+    verdicts += _numerics_verdict(cur, base)
     cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
     info["current"] = summary(cur, w_cur, cur_steady)  # type: ignore[arg-type]
     ev = [cur.evidence_of(i) for i, _ in cur_steady[:2] if i in cur.evidence] + [

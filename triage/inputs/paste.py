@@ -13,6 +13,7 @@ MIN_WIDTH = 60            # columns: a narrower "width" is a log's own short lin
 MIN_WRAPPED = 3           # lines cut at exactly the width
 # the start of a log record: a launcher / logger prefix (srun's task id), a date, a glog header, a level,
 # a traceback, an exception line
+_TABLE = "|+=-*#"          # a table's or a box's first character (its rows all start with it)
 _NEW_RECORD = lazy_re(r"\d{1,6}: |\[[^\]\s][^\]]{0,80}\]|\d{4}-\d\d-\d\d[ T]|[IWEF]\d{4} \d\d:|"
                       r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[a-z][\w.-]*: (?:error|info|warning)\b|"
                       r"Traceback \(most|\S+:\d+:\d+ \[\d+\] NCCL |\s+File \"|"
@@ -43,7 +44,7 @@ def _goes_on(line: str, nxt: str) -> bool:
     """NXT can be the rest of LINE cut at the width: it is not empty, starts no record of its own (a
     prefix, a date, a level, ...), and is no copy of LINE's template (a log's fixed-width lines, such
     as Megatron's padded iteration lines, repeat their start)."""
-    if not nxt or nxt[:6] == line[:6] or (nxt[0] == line[:1] and not nxt[0].isalnum()):
+    if not nxt or nxt[:6] == line[:6] or (nxt[0] == line[:1] and nxt[0] in _TABLE):
         return False                 # (a table's rows, a template's copies start alike)
     return not _NEW_RECORD.match(nxt.lstrip())
 

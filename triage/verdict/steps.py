@@ -14,7 +14,6 @@ import bisect
 import functools
 import math
 import re
-import statistics
 from collections.abc import Sequence as SequenceABC
 from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
@@ -588,7 +587,7 @@ def _numerics(cur: StepLog, base: Optional[StepLog]) -> Optional[str]:
                 f"{bad[0]} (the eager steps before the capture at iteration {c} were finite, last {pre[-1]:.4g})")
     vals = [v for _, v in post]
     k = min(5, len(vals) // 2)
-    head, tail = statistics.median(vals[:k]), statistics.median(vals[-k:])
+    head, tail = _median(vals[:k]), _median(vals[-k:])
     improved_pre = (pre[0] - pre[-1]) / abs(pre[0]) if pre[0] else 0.0
     # the eager steps were still improving right up to the capture (a loss already turning up before it,
     # as an unstable run's does whether graphed or not, is no onset at the capture)
@@ -603,9 +602,9 @@ def _numerics(cur: StepLog, base: Optional[StepLog]) -> Optional[str]:
     if base is not None and base.losses:
         both = [(v, base.losses[i]) for i, v in post if i in base.losses and base.losses[i] > 0]
         if len(both) >= k:
-            good = statistics.median(b for _, b in both[-k:])
+            good = _median([b for _, b in both[-k:]])
             msg += (f"; the last good run's loss at the same iterations: {good:.4g}"
-                    f" (this run: {statistics.median(a for a, _ in both[-k:]):.4g})")
+                    f" (this run: {_median([a for a, _ in both[-k:]]):.4g})")
     return msg
 
 

@@ -148,7 +148,7 @@ def test_json_of_a_hostile_analysis_stays_under_the_bound():
     assert list(d) == ["schema", "outcome", "primary", "summary", "first_failing_rank", "findings", "suspects",
                        "unmatched", "stats", "job", "timeline", "signature", "signature_id", "message_signature",
                        "first_failing_rank_by", "config", "config_violations", "step_times",
-                       "notes", "engine", "omitted"]
+                       "notes", "engine", "action", "omitted"]
     f = d["findings"][0]
     assert list(f) == ["pitfall", "title", "severity", "role", "rank", "ranks", "source", "line", "count", "evidence",
                        "evidence_detail", "fingerprint", "rule", "explanation", "fix", "references", "implicates",

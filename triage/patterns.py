@@ -121,8 +121,13 @@ class Pattern:
     # advice for the stack the log shows (issue 40): engine -> its own fix text and the settings it
     # names, used instead of `fix` / `implicates` when the log is that engine's (ENGINES)
     advice: Dict[str, "EngineAdvice"] = field(default_factory=dict)
+    # what a scheduler or a platform team does when this pitfall is the root cause (issue 43): stop
+    # (deterministic: a retry burns GPU hours), drain-node (then retry elsewhere), retry (transient),
+    # change-config; "" for a user's pattern that says none
+    action: str = ""
 
 
+ACTIONS = ("stop", "drain-node", "retry", "change-config")
 # the stacks a log can show, for per-engine advice (triage/scan/jobfacts.py says which one a log is)
 ENGINES = ("megatron", "vllm", "sglang", "trtllm", "jax", "pytorch")
 
@@ -293,7 +298,7 @@ def _parse_rule(r: Any, where: str) -> ConfigRule:
 _ID_RX = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _TOP_FIELDS = {"id", "title", "severity", "kind", "generic", "priority", "match", "implicates", "explanation",
                "fix", "references", "examples", "config_rules", "note", "overlaps", "implies",
-               "waits", "cascade_verb", "hang", "notes", "advice"}
+               "waits", "cascade_verb", "hang", "notes", "advice", "action"}
 
 
 def _parse_id(data: Dict[str, Any], where: str, known_ids: Optional[Sequence[str]]) -> str:
@@ -390,6 +395,7 @@ def parse_pattern(data: Any, path: str, known_ids: Optional[Sequence[str]] = Non
         hang_silent=_hang(data, where, "silent"),
         notes=_notes(data, where),
         advice=_advice(data, where),
+        action=_one_of(data["action"], ACTIONS, "action", where) if "action" in data else "",
     )
 
 

@@ -112,6 +112,8 @@ def _head(D: Dialect, v: ReportView) -> List[str]:
     if p:
         head.append(D.row("Pitfall", f"{D.mono(p.pitfall)} ({D.text(p.severity)})"))
     head.append(D.row("Outcome", D.mono(v.outcome)))
+    if v.action_line:
+        head.append(D.row("Action", D.text(v.action_line)))
     head.append(_rank_row(D, v))
     b = v.blamed
     head.append(D.row("Blamed setting", f"{D.mono(b.key)}: {D.mono(b.old)} → {D.mono(b.new)}"

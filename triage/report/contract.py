@@ -294,6 +294,7 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     _verdict_parts(a, cut, d)
     _config_parts(a, cut, d)
     d["engine"] = getattr(a, "engine", None)
+    d["action"] = {"do": v.action, "why": cut.text(v.action_why), "host": v.action_host}
     plan = getattr(a, "bisect", None)
     if plan:
         d["bisect"] = cut.value([r.as_dict() for r in plan], "bisect")

@@ -172,6 +172,8 @@ def render_text_view(v: ReportView) -> str:
                    f"triage known add {v.signature_id} URL)")
     if v.job is not None and v.job.line:
         out.append(v.job.line)      # which job: id, attempt, hosts, the log's time span, analysed, triage
+    if v.action_line and v.failed:
+        out.append(f"action: {v.action_line}")
     if v.primary is not None:
         out += _primary(v, v.primary)
     elif v.outcome == UNEXPLAINED:

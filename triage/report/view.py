@@ -307,6 +307,8 @@ class ReportView:
     signature_id: Optional[str]  # its short id (triage known add ID URL)
     message_signature: Optional[str]  # an unexplained failure's message-based signature (None: no other)
     known: Optional[KnownView]
+    action: str                # what to do next (issue 43): stop, drain-node, retry, change-config, none
+    action_line: str           # the action, its host and why, one line ("" when the dict has none)
     # findings: the primary, the others in report order (the first MAX_FINDINGS) and by role
     findings: Tuple[FindingView, ...]   # every finding of the dict, in report order (JUnit's)
     primary: Optional[FindingView]
@@ -792,6 +794,14 @@ def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
     )
 
 
+def _action_line(a: Dict[str, Any]) -> str:
+    do = clip(a.get("do"), 20)
+    if not do:
+        return ""
+    host = clip(a.get("host"), 120)
+    return f"{do}{f' (host {host})' if host else ''}: {clip(a.get('why'), 300)}"
+
+
 def build_view(d: Dict[str, Any]) -> ReportView:
     """The view of report dict D (report_dict), for the renderers; any dict renders."""
     d = as_dict(d)
@@ -809,5 +819,6 @@ def build_view(d: Dict[str, Any]) -> ReportView:
         message_signature=(clip(d.get("message_signature"), 300) if d.get("message_signature") is not None
                            and d.get("message_signature") != d.get("signature") else None),
         known=_known_view(d.get("known")), job=_job_view(d.get("job")),
+        action=clip(as_dict(d.get("action")).get("do"), 20), action_line=_action_line(as_dict(d.get("action"))),
         **found, **_ranks_part(d), **_config_part(d), **_run_part(d, omitted),
     )

@@ -17,6 +17,7 @@ from ..kinds import HEALTHY, PITFALL, UNEXPLAINED, Role
 from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
+from .action import decide_action
 from .crashes import first_crash
 from .groupkey import unexplained_signatures
 from .hangs import _hang_suspects
@@ -162,9 +163,15 @@ def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case
     own verdict, in `attempts`)."""
     v = _decide_attempt(case, analysers)
     if not earlier:
-        return v
+        return _with_action(v)
     n = len(earlier) + 1
     per = [_decide_attempt(c, ()) for c in earlier] + [v]
-    return replace(v, attempts=tuple(AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None, x.first_rank,
-                                                    x.summary) for i, x in enumerate(per)),
-                   summary=f"attempt {n} of {n}: " + v.summary)
+    return _with_action(replace(v, attempts=tuple(AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None,
+                                                                 x.first_rank, x.summary) for i, x in enumerate(per)),
+                                summary=f"attempt {n} of {n}: " + v.summary))
+
+
+def _with_action(v: Verdict) -> Verdict:
+    """V with its action (action.py): decided here, with the rest of the verdict."""
+    action, why, host = decide_action(v.outcome, v.primary, v.attempts)
+    return replace(v, action=action, action_why=why, action_host=host)

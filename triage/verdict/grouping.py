@@ -145,7 +145,7 @@ def _group(matches: List[Match]) -> Tuple[List[Finding], Dict[Tuple[str, str], s
             explanation=p.explanation, fix=p.fix, references=p.references, rule=rep.rule.source_text,
             rank_counts=dict(sorted(per_rank.items())), matched_lines=len(every), waits=key[1] == "wait",
             cascade_verb=p.cascade_verb, hang_summary=p.hang_summary, hang_silent=p.hang_silent,
-            advice=dict(p.advice),
+            advice=dict(p.advice), action=p.action,
         ))
     return out, fps, kinds
 
@@ -160,4 +160,4 @@ def make_finding(p: Pattern, evidence: List[Evidence], message: str) -> Finding:
         fingerprint=fingerprint(p.id, message.split(":", 2)[1] if message.count(":") >= 2 else p.id),
         priority=p.priority, generic=p.generic, order=(float("inf"), 1 << 62), pattern_path=p.path,
         implicates=p.implicates, explanation=p.explanation, fix=p.fix, references=p.references,
-        rule="step-time analysis (triage/steps.py)")
+        rule="step-time analysis (triage/steps.py)", action=p.action)

@@ -86,6 +86,7 @@ class Finding:
     # names as the log's engine spells them (set with the fix when the log is that engine's: engine.py)
     advice: Dict[str, Any] = field(default_factory=dict)
     settings: List[str] = field(default_factory=list)
+    action: str = ""              # its pattern's action (patterns/*.yaml, issue 43)
 
     @property
     def ranks_text(self) -> str:
@@ -189,6 +190,10 @@ class Verdict:
     # an unexplained failure's message-based signature (`unexplained-failure: <masked error line>`,
     # the signature before issue 24's grouping, groupkey.py); None for a pitfall or a healthy job
     message_signature: Optional[str] = None
+    # what to do next (issue 43, action.py): stop | drain-node | retry | change-config | none, why, the host
+    action: str = "none"
+    action_why: str = ""
+    action_host: Optional[str] = None
 
     @property
     def failed(self) -> bool:

@@ -341,6 +341,9 @@ class Watch:
                     "TRIAGE_SUMMARY": str(ev.get("summary") or ""),
                     "TRIAGE_REPORT": report or "",
                     "TRIAGE_REPORT_HTML": self.reports.get("html", "")})
+        v = self.analysis.verdict if self.analysis is not None else None
+        env.update({"TRIAGE_ACTION": v.action if v is not None else "",          # issue 43: what to do next
+                    "TRIAGE_ACTION_HOST": (v.action_host or "") if v is not None else ""})
         try:
             self.hook = subprocess.Popen(self.opts.on_failure or "", shell=True, stdin=subprocess.PIPE, env=env,
                                          stdout=subprocess.DEVNULL)

@@ -1,0 +1,59 @@
+"""Issue 43 (part), what to do next: every verdict carries an action from the pattern files, in every format.
+Real logs: a config assertion (stop), an out of memory (change-config), a hang (retry), an unexplained
+failure (retry), a healthy run (none); a GPU fault (drain-node) in the kernel log's real Xid text (synthetic
+layout); the same real failure twice in one log (two attempts, labelled synthetic: the log twice, torchelastic's real
+restart line between) is stop."""
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from triage.cli import cli
+from triage.patterns import ACTIONS, builtin_dir, load_dir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOGS = os.path.join(HERE, "fixtures", "logs")
+SAMPLE = os.path.join(os.path.dirname(HERE), "examples", "sample_job.log")
+
+
+def _json(path):
+    r = CliRunner().invoke(cli, ["analyze", path, "--format", "json"], env={"TRIAGE_DB": None})
+    return json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("log, action", [
+    (SAMPLE, "stop"),
+    ("real/gpu/oom_plain.log", "change-config"),
+    ("real/gpu/nccl_rank_hang_timeout.log", "retry"),
+    ("real/cpu-outcome/uncaught_torch_error.log", "retry"),
+    ("real/cpu-outcome/caught_exception_continues.log", "none"),
+    ("synthetic/hardware/xid79_with_cuda_error.log", "drain-node"),
+])
+def test_the_action_of_each_kind_of_failure(log, action):
+    d = _json(log if os.path.isabs(log) else os.path.join(LOGS, log))
+    assert d["action"]["do"] == action and d["action"]["why"], d["action"]
+
+
+def test_every_pattern_says_its_action():
+    assert {p.action for p in load_dir(builtin_dir())} <= set(ACTIONS)
+    assert all(p.action for p in load_dir(builtin_dir()))
+
+
+def test_the_same_root_cause_twice_is_stop(tmp_path):
+    with open(os.path.join(LOGS, "real", "mcore-0.19.2", "moe_preprocess_dtoh_capacity.log"), encoding="utf-8") as f:
+        text = f.read()
+    # torchelastic's restart line between the two (torch/distributed/elastic/agent/server/api.py)
+    restart = ("W1203 07:12:30.123000 140 torch/distributed/elastic/agent/server/api.py:703] [default] Worker group "
+               "FAILED. 2/3 attempts left; will restart worker group\n")
+    p = tmp_path / "twice.log"
+    p.write_text(text + restart + text)
+    d = _json(str(p))
+    assert d["action"]["do"] == "stop" and "attempts 1 and 2" in d["action"]["why"], d["action"]
+
+
+@pytest.mark.parametrize("fmt, needle", [("text", "action: stop"), ("markdown", "Action"), ("html", "<dt>Action</dt>"),
+                                         ("junit", 'name="action"'), ("jira", "Action")])
+def test_every_format_shows_it(fmt, needle):
+    out = CliRunner().invoke(cli, ["analyze", SAMPLE, "--format", fmt], env={"TRIAGE_DB": None}).stdout
+    assert needle in out and "stop" in out

@@ -1,0 +1,37 @@
+"""What to do next (issue 43): every verdict carries an action a scheduler or a platform team can act on,
+from the pattern files' `action` -- stop (deterministic: a config assertion, a capture-illegal op; a
+retry burns GPU hours), drain-node then retry (a GPU or node fault: the host named where the log names
+it), retry (a transient network or storage fault), change-config (out of memory, capture memory) --
+and `stop` for the same root cause in two attempts of one job in a row."""
+from __future__ import annotations
+
+from typing import Optional, Sequence, Tuple
+
+from ..kinds import HEALTHY, UNEXPLAINED
+from ..scan.jobfacts import hosts_in
+from .types import AttemptVerdict, Finding
+
+NONE, RETRY, STOP = "none", "retry", "stop"
+_WHY = {
+    "stop": "deterministic: the same config and code fail the same way, a retry burns GPU hours; fix it first",
+    "drain-node": "a GPU or node fault: take the node out of the pool, then retry on another",
+    "retry": "transient (network, storage, a peer that went away): retry as is",
+    "change-config": "the run needs another setting (memory, graph scope): change it, then retry",
+}
+
+
+def decide_action(outcome: str, primary: Optional[Finding],
+                  attempts: Sequence[AttemptVerdict] = ()) -> Tuple[str, str, Optional[str]]:
+    """(action, why, host) of a verdict."""
+    if outcome == HEALTHY:
+        return NONE, "the job did not fail", None
+    if len(attempts) >= 2 and attempts[-1].primary is not None and attempts[-1].primary == attempts[-2].primary:
+        return STOP, (f"the same root cause ({attempts[-1].primary}) in attempts {attempts[-2].attempt} and "
+                      f"{attempts[-1].attempt}: a retry fails again"), None
+    if outcome == UNEXPLAINED or primary is None or not primary.action:
+        return RETRY, "no known root cause: one retry (the same failure again means stop and look)", None
+    host = None
+    if primary.action == "drain-node":
+        hosts = hosts_in(e.text for e in primary.evidence)
+        host = hosts[0] if hosts else None
+    return primary.action, _WHY.get(primary.action, ""), host

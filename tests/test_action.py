@@ -57,3 +57,10 @@ def test_the_same_root_cause_twice_is_stop(tmp_path):
 def test_every_format_shows_it(fmt, needle):
     out = CliRunner().invoke(cli, ["analyze", SAMPLE, "--format", fmt], env={"TRIAGE_DB": None}).stdout
     assert needle in out and "stop" in out
+
+
+def test_a_hang_without_a_dump_says_how_to_get_one():
+    d = _json(os.path.join(LOGS, "synthetic", "truncated", "watchdog_teardown_only.log"))
+    assert any("TORCH_NCCL_DUMP_ON_TIMEOUT=1" in n and "TORCH_FR_BUFFER_SIZE" in n for n in d["notes"])
+    d = _json(os.path.join(LOGS, "real", "gpu", "nccl_rank_hang_timeout.log"))     # it has its dumps
+    assert not any("no Flight Recorder dump" in n for n in d.get("notes", []))

@@ -175,6 +175,14 @@ _PINNED = {"torch_version": "torch", "te_version": "Transformer Engine", "mcore_
            "nccl_version": "NCCL"}
 
 
+# issue 43: a hang with no Flight Recorder dump says how to get one next time (PyTorch's Flight Recorder docs)
+FR_HOWTO = ("no Flight Recorder dump in this log: to see next time which rank never reached which collective, "
+            "run with TORCH_NCCL_DUMP_ON_TIMEOUT=1 and TORCH_FR_BUFFER_SIZE=2000 (older releases: "
+            "TORCH_NCCL_TRACE_BUFFER_SIZE); each rank then writes its dump to $TORCH_FR_DUMP_TEMP_FILE<rank> "
+            "(older: TORCH_NCCL_DEBUG_INFO_TEMP_FILE) on a timeout, and `triage analyze` of the logs with the dumps "
+            "beside them, or torchfrtrace, reads them")
+
+
 def version_notes(versions: Dict[str, str], baseline: Dict[str, str]) -> List[str]:
     """Issue 40: a failed run on a nightly / pre-release build, or on other versions than the last good
     run's: pin the last good version to tell whether the build caused it."""
@@ -238,6 +246,8 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
               for v in verdicts if v.pitfall in by_id])
     current = _with_implied(a, current, by_id, pats)
+    if a.verdict.hang and a.verdict.flight_recorder is None:
+        a.notes.append(FR_HOWTO)
     if a.verdict.failed:
         a.notes.extend(version_notes(a.versions, base_seen.config.versions if base_seen is not None else {}))
     a.notes.extend(pattern_notes(by_id.get(a.primary.pitfall) if a.primary is not None else None,

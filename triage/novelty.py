@@ -10,6 +10,7 @@ from .inputs.sources import iter_inputs
 from .match.rx import lazy
 from .record import record
 from .verdict.fingerprint import mask
+from .verdict.unexplained import is_boilerplate
 
 MAX_LINES = 200_000        # lines read of each side (the rest is not compared; a note says so)
 SHOWN = 10                 # novel templates reported
@@ -52,8 +53,6 @@ def _templates(paths: Sequence[str], limit: int = MAX_LINES) -> Tuple[Dict[str, 
     return out, False
 
 
-_BOILER = lazy(r"^\s*[~^]+\s*$|^CUDA kernel errors might be|^For debugging consider|^Compile with `TORCH_USE_CUDA_DSA`|"
-              r"^During handling of the above|^The above exception was|^Search for `cudaError")
 _FRAME = lazy(r'^\s*(?:File "|frame #\d+|at \S+\(|Traceback \(most recent)')
 _ERROR = lazy(r"(?:Error|Exception|FATAL|ERROR|error|failed|Killed|Segmentation|NCCL WARN)")
 
@@ -70,7 +69,7 @@ def novel_lines(failed: Sequence[str], good: Sequence[str]) -> Tuple[List[NovelL
     cur, cut_cur = _templates(failed)
     base, cut_base = _templates(good)
     novel = [NovelLine(t, s, line, count, text) for t, (s, line, count, text) in cur.items()
-             if t not in base and not _BOILER.match(text.strip())]
+             if t not in base and not is_boilerplate(text.strip())]
     novel.sort(key=lambda x: (_kind(x.text), x.count, x.source, x.line))
     notes = [f"novelty: only the first {MAX_LINES:,} lines of the {what} were compared"
              for what, cut in (("failed run's logs", cut_cur), ("last good run's logs", cut_base)) if cut]

@@ -29,8 +29,7 @@ def _block_order(b: ErrorBlock) -> Tuple[float, int]:
 
 _CARET = lazy(r"^\s*[~^]+\s*$")
 _NOT_A_MESSAGE = lazy(r'^\s*File "[^"]*", line \d+|^\s*(?:frame )?#\d+[: ]|^Last error:|^Exception raised from |'
-                      r"^Traceback \(most recent call last\):|^\s*$|^CUDA kernel errors might be asynchronously|"
-                      r"^For debugging consider passing|^Compile with `TORCH_USE_CUDA_DSA`|^Search for `cudaError")
+                      r"^Traceback \(most recent call last\):")
 
 
 def exception_line(lines: Sequence[str]) -> Optional[str]:
@@ -49,7 +48,7 @@ def block_message(lines: Sequence[str], source: str = "", end: int = 0) -> str:
     if exc is not None:
         return exc[:200]
     for ln in lines:
-        if not _NOT_A_MESSAGE.match(ln) and not _CARET.match(ln) and not _CODE_ECHO.match(ln):
+        if not _NOT_A_MESSAGE.match(ln) and not is_boilerplate(ln) and not _CODE_ECHO.match(ln):
             return ln[:200]
     where = f" near {source}:{end}" if source else ""
     return f"an exception whose traceback runs past the lines the scanner keeps of it; its message is{where}"
@@ -153,7 +152,8 @@ TB_CHAIN_GAP = 3       # lines between two tracebacks of one stream that chain (
 _INTRO_MAX = 1
 
 
-def _boilerplate(line: str) -> bool:
+def is_boilerplate(line: str) -> bool:
+    """PyTorch's hint, chain, caret or empty line around an error: never an error's message."""
     return bool(_BOILERPLATE.match(line))
 
 
@@ -171,7 +171,7 @@ def one_per_traceback(blocks: Sequence[ErrorBlock]) -> List[ErrorBlock]:
     chained: Dict[Tuple[str, Optional[int]], bool] = {}  # ... and that boilerplate chains a traceback to it
     for b in sorted(blocks, key=lambda b: b.seq):
         key = (b.source, b.rank)
-        lines = [ln for ln in b.lines if not _boilerplate(ln)]
+        lines = [ln for ln in b.lines if not is_boilerplate(ln)]
         chain = any(_CHAIN.match(ln) for ln in b.lines)
         prev = last.get(key)
         near = prev is not None and 0 < b.start - reach.get(key, prev.end) <= TB_CHAIN_GAP

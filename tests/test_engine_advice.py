@@ -55,6 +55,18 @@ def test_the_engine_is_read_from_what_the_lines_name():
     assert engines_in(["iteration 10/100 | loss 2.0", "an ajax call"]) == {}
 
 
+@pytest.mark.parametrize("line,engine", [
+    # every process/logger tag the launcher table reads as vLLM's or SGLang's names its engine too
+    ("(VllmWorker rank=3 pid=1090) RuntimeError: CUDA error: out of memory", "vllm"),
+    ("(Worker_PP1_TP2 pid=1090) RuntimeError: CUDA error: out of memory", "vllm"),
+    ("(VllmWorkerProcess_TP1 pid=1090) RuntimeError: CUDA error: out of memory", "vllm"),
+    ("[2026-12-04 06:10:09.123 PP0 EP1] Scheduler hit an exception", "sglang"),
+    ("[2026-12-04 06:10:09 DP0 ATTN_CP1 MOE_DP0 TP2 EP2] Scheduler hit an exception", "sglang"),
+])
+def test_every_engine_tag_of_the_launcher_table_names_its_engine(line, engine):
+    assert engines_in([line]) == {engine: 1}
+
+
 @pytest.mark.parametrize("p", [p for p in PATTERNS if p.advice], ids=lambda p: p.id)
 def test_each_advice_names_only_settings_its_text_names(p):
     for eng, adv in p.advice.items():

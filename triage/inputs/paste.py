@@ -55,7 +55,6 @@ def unwrap(data: bytes) -> Optional[Tuple[bytes, int, int]]:
     if len(data) > PASTE_MAX or b"\n" not in data:
         return None
     text = data.decode("utf-8", "replace")
-    crlf = "\r\n" in text
     lines = text.replace("\r\n", "\n").split("\n")
     width = _width(lines)
     if width is None:
@@ -70,7 +69,7 @@ def unwrap(data: bytes) -> Optional[Tuple[bytes, int, int]]:
         else:
             out.append(s)            # (a line of the width that was whole: the next one is a record of its own)
         cont, prev = len(s) == width, s
-    return ("\n".join(out)).encode("utf-8"), width, joined if not crlf else joined
+    return ("\n".join(out)).encode("utf-8"), width, joined
 
 
 def wrapped_note(label: str, width: int, joined: int) -> str:

@@ -273,12 +273,16 @@ def not_there(p: str) -> Optional[str]:
     return None
 
 
+# PyTorch's hints under a CUDA error (torch c10/cuda/CUDAException.cpp, CUDAMiscFunctions.cpp 2.1-2.11):
+# they continue the error's message and are never an error of their own (verdict/unexplained.py)
+TORCH_CUDA_HINTS = (r"CUDA kernel errors might be asynchronously reported|"
+                    r"For debugging consider passing CUDA_LAUNCH_BLOCKING=1|"
+                    r"Compile with `TORCH_USE_CUDA_DSA`|Device-side assertions? (?:were|was) explicitly omitted|"
+                    r"Search for `cudaError\w*' in https?://")
 # lines that continue the message of the line before (exception text, NCCL's "Last error:", C++ frames)
 _CONTINUATION = lazy(
     r"^(?:nccl[A-Z]\w*: |Last error:|Exception raised from |frame #\d+|terminate called after|"
-    r"[A-Z]\w*(?:Error|Exception): |  what\(\): |Search for `cuda|CUDA kernel errors might|"
-    r"For debugging consider|"
-    r"Compile with `TORCH_USE_CUDA_DSA`|Duplicate GPU detected|\s+\S)")
+    r"[A-Z]\w*(?:Error|Exception): |  what\(\): |" + TORCH_CUDA_HINTS + r"|Duplicate GPU detected|\s+\S)")
 # a dotted exception line ("torch.OutOfMemoryError: ...") right under a traceback's frame or source line
 _DOTTED_EXC = lazy(r"^(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception): ")
 

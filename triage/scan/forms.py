@@ -87,12 +87,14 @@ class FailureForms(Observer):
         exits = self.core.exits
         if exits and exits[-1].line == line.lineno and exits[-1].source == line.source:
             return                      # (a death the launcher or the shell reports on this line: it is kept)
+        cooked = line.text[:2000]
+        raw = (line.raw or line.text)[:2000]
         for f in self.forms:
             rx = f.regex
             assert rx is not None
-            text = (line.raw or line.text) if f.raw else line.text
-            if rx.search(text[:2000], timeout=TIMEOUT) and not (
-                    f.negative is not None and f.negative.search(text[:2000], timeout=TIMEOUT)):
+            text = raw if f.raw else cooked
+            if rx.search(text, timeout=TIMEOUT) and not (
+                    f.negative is not None and f.negative.search(text, timeout=TIMEOUT)):
                 self._hit(f, line, ev)
                 return
 

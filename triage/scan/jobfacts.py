@@ -44,13 +44,17 @@ _ISO_YEAR = re.compile(r"(?<!\d)(\d{4})-\d\d-\d\d[ T_]\d\d:\d\d")
 # input (the banner is at the start, a traceback's frames at the end); patterns/*.yaml `advice` is
 # keyed by these names (patterns.ENGINES).
 ENGINE_MARKERS: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
-    ("vllm", lazy_re(r"\bvllm[./]|\(EngineCore(?:_DP\d+)? pid=|\(VllmWorker|\(Worker_TP\d+ pid=|\bvLLM\b")),
-    ("sglang", lazy_re(r"\bsglang[./]|\bSGLang\b|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?: (?:DP|PP|TP|EP)\d+)+\]")),
+    ("vllm", lazy_re(r"\bvllm[./]|\(EngineCore(?:_DP\d+)? pid=|\(VllmWorker|\((?:Worker|VllmWorkerProcess)_\w+ pid=|"
+                     r"\bvLLM\b")),
+    ("sglang", lazy_re(r"\bsglang[./]|\bSGLang\b|"
+                       r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})?(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)+\]")),
     ("trtllm", lazy_re(r"\btensorrt_llm[./]|\[TRT-LLM\]|\[TensorRT-LLM\]")),
     ("jax", lazy_re(r"\bjax(?:lib)?[./]|\bXlaRuntimeError\b")),
     ("megatron", lazy_re(r"\bmegatron[./]|\bMegatron-(?:LM|Core|Bridge)\b|-+ arguments -+")),
 )
-ENGINE_PROBES = ("vllm", "vLLM", "EngineCore", "Worker_TP", "sglang", "SGLang", " TP", " DP", "tensorrt_llm", "TRT-LLM",
+# (a line with none of these literals cannot match a marker: each marker's alternatives hold one of them)
+ENGINE_PROBES = ("vllm", "vLLM", "EngineCore", "VllmWorker", "Worker_", "sglang", "SGLang", " TP", " DP", " PP",
+                 " EP", " ATTN_CP", " MOE_DP", "tensorrt_llm", "TRT-LLM",
                  "TensorRT-LLM", "jax", "Xla", "megatron", "Megatron", "arguments")
 
 

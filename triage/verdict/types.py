@@ -138,7 +138,8 @@ class Crash:
     message: str
     lines: List[str]
     order: Tuple[float, int]
-    weight: int = 0               # 0 a process's own error, 1 a launcher's report, 2 a scheduler's cancel
+    weight: int = 0               # 0 a process's own error, 1 a launcher's report, 2 a scheduler's cancel,
+    #                               3 a failure form's line (crashes.FORM_WEIGHT): the lower, the more it is looked to
 
 
 @record

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import hashing as hashlib
+from ..inputs.sources import TORCH_CUDA_HINTS
 from ..match.rx import lazy, search
 from ..scan.blocks import EXC_LINE
 from ..scan.blocks import LOG_RECORD as _LOG_RECORD
@@ -139,13 +140,8 @@ def logged_tracebacks(blocks: List[ErrorBlock]) -> set:
 # PyTorch's boilerplate around an error (issue 40): hints after a CUDA error, the lines that chain one
 # traceback to the next, caret lines, empty lines -- never an error of their own, never a block's message
 # (torch c10/cuda/CUDAException.cpp, CUDAMiscFunctions.cpp 2.1-2.11; CPython traceback.py)
-_BOILERPLATE = lazy(r"^\s*$|^\s*[~^]+\s*$|^CUDA kernel errors might be asynchronously reported|"
-                    r"^For debugging consider passing CUDA_LAUNCH_BLOCKING=1|^Compile with `TORCH_USE_CUDA_DSA`|"
-                    r"^Device-side assertions? (?:were|was) explicitly omitted|"
-                    r"^During handling of the above exception, another exception occurred:|"
-                    r"^The above exception was the direct cause of the following exception:|"
-                    r"^Search for `cudaError\w*' in https?://")
 _CHAIN = lazy(r"^(?:During handling of the above exception|The above exception was the direct cause)")
+_BOILERPLATE = lazy(r"^\s*$|" + _CARET.pattern + "|^(?:" + TORCH_CUDA_HINTS + ")|" + _CHAIN.pattern + ".*:$")
 TB_CHAIN_GAP = 3       # lines between two tracebacks of one stream that chain ("During handling ...")
 # a one-line block that introduces the traceback after it (vLLM's "EngineCore failed to start.",
 # "WorkerProc hit an exception.", a logger's "...: " line)

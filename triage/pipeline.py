@@ -260,7 +260,8 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
         a.config.diff = diff(baseline, current, partial)
         rvr = perf.get("run_vs_run") if isinstance(perf, dict) else None
         faster = isinstance(rvr, dict) and rvr.get("verdict") == "faster"
-        a.config.suspects = blame(baseline, current, pats, a.findings, a.primary, partial, faster=faster)
+        a.config.suspects = blame(baseline, current, pats, a.findings, a.primary, partial, faster=faster,
+                                  after_graph_change={v.pitfall for v in verdicts if v.graph_change})
         if a.verdict.failed:
             from .verdict.bisect import bisect_plan
             a.bisect = bisect_plan(current, a.config.suspects)

@@ -12,7 +12,7 @@ and marked unrelated.  No diff means no suspects.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Collection, List, Optional, Sequence
 
 from ..config import GRAPH_KEYS, Config, check, diff
 from ..match.rx import lazy
@@ -29,20 +29,12 @@ BOOKKEEPING = lazy(
 )
 
 
-
-
-# the step-time verdict's own words (steps.assess) when the run got slower with a graph setting changed
-_AFTER_GRAPH_CHANGE = ("after CUDA graphs were turned off", "after the CUDA-graph settings changed")
-
-
-def _after_graph_change(f: Finding) -> bool:
-    return bool(f.evidence) and any(w in f.evidence[0].text for w in _AFTER_GRAPH_CHANGE)
-
-
 def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Sequence[Finding],
-          primary: Optional[Finding], partial: bool = False, faster: bool = False) -> List[Suspect]:
+          primary: Optional[Finding], partial: bool = False, faster: bool = False,
+          after_graph_change: Collection[str] = ()) -> List[Suspect]:
     """Rank the changes from OLD (the last good run) to NEW.  `faster`: the run's steady-state step
-    time beat the last good run's (a graph setting of it is then no suspect of a step-time finding)."""
+    time beat the last good run's (a graph setting of it is then no suspect of a step-time finding);
+    `after_graph_change`: the step-time findings measured slower with a graph setting changed."""
     changes = diff(old, new, partial)
     if not changes:
         return []
@@ -64,7 +56,7 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
             if f.kind == "perf" and faster and ch.key in GRAPH_KEYS:
                 continue
             score += 1.0 if f is primary else 0.5
-            if f.kind == "perf" and ch.key in GRAPH_KEYS and _after_graph_change(f):
+            if f.kind == "perf" and ch.key in GRAPH_KEYS and f.pitfall in after_graph_change:
                 score += 0.5            # the measurement supports it: the slowdown came with the graph change
             because.append(f.pitfall)
             evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)

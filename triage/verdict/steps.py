@@ -555,6 +555,7 @@ class PerfVerdict:
     pitfall: str
     message: str
     evidence: List[Tuple[str, int, str]]
+    graph_change: bool = False     # slower with a CUDA-graph setting changed (blame: the measurement backs it)
 
 
 def _graphs_on(cfg: Dict[str, object], s: StepLog) -> bool:
@@ -653,7 +654,8 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
                 what = ("after CUDA graphs were turned off" if on_base and not on_cur
                         else "after the CUDA-graph settings changed")
                 verdicts.append(PerfVerdict("step-time-regression",
-                                            f"triage: steady-state step time regression {what}: {nums}", ev))
+                                            f"triage: steady-state step time regression {what}: {nums}", ev,
+                                            graph_change=True))
             elif not graph_changed and c.slower:
                 verdicts.append(PerfVerdict("step-time-regression",
                                             "triage: steady-state step time regression with no CUDA-graph change: "

@@ -6,11 +6,13 @@ it); the verdict reads it as a crash (verdict/analyse.py), so a log holding one 
 from __future__ import annotations
 
 import functools
+import re
 from typing import List, Optional, Tuple
 
 from .. import tables
 from ..errors import TriageError
 from ..inputs.sources import Line
+from ..match.literals import derive_literals
 from ..match.rx import TIMEOUT, LazyRx, lazy
 from ..record import record
 from .observer import Observer, core_observer, lit, rxa
@@ -70,6 +72,13 @@ def failure_forms() -> Tuple[FailureForm, ...]:
     return forms
 
 
+def _prefilter(f: FailureForm) -> Tuple[str, ...]:
+    """The literals one of which every line F's regex matches holds; () when none is derived."""
+    if f.regex is None or f.regex.flags & re.IGNORECASE or "(?i" in f.regex.pattern:
+        return ()
+    return tuple(derive_literals(f.regex.pattern)[0])
+
+
 @core_observer(40)
 class FailureForms(Observer):
     """The regex forms: of the lines that hold one, the first and the last of each form (and attempt) are
@@ -82,6 +91,12 @@ class FailureForms(Observer):
         self.core = core
         self.forms: List[FailureForm] = [f for f in failure_forms() if f.regex is not None]
         self.anchors = [rxa(f.anchor) if f.anchor_is_rx else lit(f.anchor) for f in self.forms]
+        # each form's own prefilter, the plain text every match of its regex holds (an anchor of any form
+        # wakes the observer for all; every line of a 4,096-rank storm holds a glog `E` header): one search
+        # for any of them first -- a line with none is tried only with the forms that have none
+        self.lits = [_prefilter(f) for f in self.forms]
+        every = sorted({x for p in self.lits for x in p})
+        self.any_lit = re.compile("|".join(map(re.escape, every))) if every else None
 
     def feed(self, line: Line, ev: Event) -> None:
         exits = self.core.exits
@@ -89,7 +104,11 @@ class FailureForms(Observer):
             return                      # (a death the launcher or the shell reports on this line: it is kept)
         cooked = line.text[:2000]
         raw = (line.raw or line.text)[:2000]
-        for f in self.forms:
+        some = self.any_lit is not None and (self.any_lit.search(raw) is not None
+                                             or (cooked not in raw and self.any_lit.search(cooked) is not None))
+        for f, lits in zip(self.forms, self.lits):
+            if lits and (not some or not any(x in (raw if f.raw else cooked) for x in lits)):
+                continue
             rx = f.regex
             assert rx is not None
             text = raw if f.raw else cooked

@@ -52,6 +52,29 @@ def test_the_same_root_cause_twice_is_stop(tmp_path):
     assert d["action"]["do"] == "stop" and "attempts 1 and 2" in d["action"]["why"], d["action"]
 
 
+def _iterations(lo, hi):
+    with open(os.path.join(LOGS, "real", "gpu", "steptime_graph.log"), encoding="utf-8") as f:
+        lines = [ln for ln in f if "elapsed time per iteration" in ln]
+    return "".join(ln for ln in lines if lo <= int(ln.split("iteration", 1)[1].split("/", 1)[0]) <= hi)
+
+
+@pytest.mark.parametrize("resumed_to, action", [(15, "stop"), (12, "stop"), (30, "change-config")])
+def test_the_same_root_cause_twice_is_stop_only_with_no_progress_between(tmp_path, resumed_to, action):
+    # labelled synthetic layout of real lines: attempt 1 runs iterations 1-15 (real Megatron-format step
+    # lines of an H200 run) and dies of a real CUDA OOM; torchelastic restarts it; attempt 2 resumes from
+    # the checkpoint of iteration 10 and dies of the same OOM after iteration RESUMED_TO -- past 15 is
+    # progress (the action is the OOM's own), not past it is the same failure again (stop)
+    with open(os.path.join(LOGS, "real", "gpu", "oom_plain.log"), encoding="utf-8") as f:
+        oom = f.read()
+    restart = ("W1203 07:12:30.123000 140 torch/distributed/elastic/agent/server/api.py:703] [default] Worker group "
+               "FAILED. 2/3 attempts left; will restart worker group\n")
+    p = tmp_path / "restarted.log"
+    p.write_text(_iterations(1, 15) + oom + restart + _iterations(10, resumed_to) + oom)
+    d = _json(str(p))
+    assert [a["primary"] for a in d["attempts"]] == ["cuda-oom", "cuda-oom"], d["attempts"]
+    assert d["action"]["do"] == action, d["action"]
+
+
 @pytest.mark.parametrize("fmt, needle", [("text", "action: stop"), ("markdown", "Action"), ("html", "<dt>Action</dt>"),
                                          ("junit", 'name="action"'), ("jira", "Action")])
 def test_every_format_shows_it(fmt, needle):

@@ -244,7 +244,7 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     by_id = {p.id: p for p in pats}
     # every analyser has run: the verdict is decided here, once
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
-              for v in verdicts if v.pitfall in by_id])
+              for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed())
     current = _with_implied(a, current, by_id, pats)
     if a.verdict.hang and a.verdict.flight_recorder is None:
         a.notes.append(FR_HOWTO)

@@ -2,7 +2,8 @@
 from the pattern files' `action` -- stop (deterministic: a config assertion, a capture-illegal op; a
 retry burns GPU hours), drain-node then retry (a GPU or node fault: the host named where the log names
 it), retry (a transient network or storage fault), change-config (out of memory, capture memory) --
-and `stop` for the same root cause in two attempts of one job in a row."""
+and `stop` for the same root cause in two attempts of one job in a row with no progress between them
+(no iteration past those the attempt before reached)."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
@@ -20,14 +21,16 @@ _WHY = {
 }
 
 
-def decide_action(outcome: str, primary: Optional[Finding],
-                  attempts: Sequence[AttemptVerdict] = ()) -> Tuple[str, str, Optional[str]]:
-    """(action, why, host) of a verdict."""
+def decide_action(outcome: str, primary: Optional[Finding], attempts: Sequence[AttemptVerdict] = (),
+                  progressed: bool = False) -> Tuple[str, str, Optional[str]]:
+    """(action, why, host) of a verdict.  PROGRESSED: the last attempt got past the iterations the one
+    before reached (then the same root cause again is not yet a reason to stop)."""
     if outcome == HEALTHY:
         return NONE, "the job did not fail", None
-    if len(attempts) >= 2 and attempts[-1].primary is not None and attempts[-1].primary == attempts[-2].primary:
+    if (len(attempts) >= 2 and attempts[-1].primary is not None and attempts[-1].primary == attempts[-2].primary
+            and not progressed):
         return STOP, (f"the same root cause ({attempts[-1].primary}) in attempts {attempts[-2].attempt} and "
-                      f"{attempts[-1].attempt}: a retry fails again"), None
+                      f"{attempts[-1].attempt}, with no iteration past the attempt before: a retry fails again"), None
     if outcome == UNEXPLAINED or primary is None or not primary.action:
         return RETRY, "no known root cause: one retry (the same failure again means stop and look)", None
     host = None

@@ -48,11 +48,12 @@ class Analysis:
     def attempts(self) -> int:
         return len(self.earlier) + 1
 
-    def decide(self, analysers: Sequence[Finding] = ()) -> Verdict:
-        """Decide the verdict, once, from the log's findings and the analysers' (step times)."""
+    def decide(self, analysers: Sequence[Finding] = (), progressed: bool = False) -> Verdict:
+        """Decide the verdict, once, from the log's findings and the analysers' (step times);
+        PROGRESSED: a restarted job's last attempt got past the iterations of the one before."""
         if self._verdict is not None:
             raise RuntimeError("the verdict is decided once: decide() was called before")
-        self._verdict = decide(self.case, analysers, self.earlier)
+        self._verdict = decide(self.case, analysers, self.earlier, progressed)
         self.case.ranks_fn = None      # it holds the whole scan; the verdict asked it what it needed
         return self._verdict
 

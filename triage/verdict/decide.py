@@ -156,22 +156,23 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
                    message_signature=message_signature)
 
 
-def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = ()) -> Verdict:
+def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = (),
+           progressed: bool = False) -> Verdict:
     """The verdict of a log: primary, roles, first failing rank, first failure, outcome and summary,
     decided here and nowhere else.  CASE is the last attempt (the headline), ANALYSERS the findings
     of the analysers (step times), EARLIER the earlier attempts of a restarted job (each gets its
-    own verdict, in `attempts`)."""
+    own verdict, in `attempts`); PROGRESSED: the last attempt got further than the one before (action)."""
     v = _decide_attempt(case, analysers)
     if not earlier:
-        return _with_action(v)
+        return _with_action(v, progressed)
     n = len(earlier) + 1
     per = [_decide_attempt(c, ()) for c in earlier] + [v]
     return _with_action(replace(v, attempts=tuple(AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None,
                                                                  x.first_rank, x.summary) for i, x in enumerate(per)),
-                                summary=f"attempt {n} of {n}: " + v.summary))
+                                summary=f"attempt {n} of {n}: " + v.summary), progressed)
 
 
-def _with_action(v: Verdict) -> Verdict:
+def _with_action(v: Verdict, progressed: bool = False) -> Verdict:
     """V with its action (action.py): decided here, with the rest of the verdict."""
-    action, why, host = decide_action(v.outcome, v.primary, v.attempts)
+    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed)
     return replace(v, action=action, action_why=why, action_host=host)

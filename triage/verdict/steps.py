@@ -128,6 +128,10 @@ class StepLog:
     _ev_early: set = field(default_factory=set)            # the first EVIDENCE_KEEP iterations
     _cts_open: List[float] = field(default_factory=list)   # capture times no step has passed yet
     _order: List[int] = field(default_factory=list)        # sorted(times), while no iteration is added
+    # per input, the highest iteration of each run of rising iteration numbers (a restart resumes lower,
+    # from its checkpoint): whether a restarted job got further than the attempt before (issue 43)
+    _runs: Dict[str, List[int]] = field(default_factory=dict)
+    _last_it: Dict[str, int] = field(default_factory=dict)
 
     # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
     ANCHORS = [
@@ -273,6 +277,12 @@ class StepLog:
                   text: Union[str, Tuple[bytes, int, int]], tflops: Optional[float]) -> None:
         """Step IT took MS; LINENO is its line number or counts it; TEXT is its line, or (buf, start,
         end) of a plain line in a block (decoded only when it is kept as evidence)."""
+        runs = self._runs.setdefault(source, [])
+        if not runs or it < self._last_it[source]:
+            runs.append(it)
+        elif it > runs[-1]:
+            runs[-1] = it
+        self._last_it[source] = it
         if self._capture_pending.get(source):
             self._add_capture(it)
             self._capture_pending[source] = False
@@ -283,6 +293,11 @@ class StepLog:
             self._keep_evidence(it, source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
+
+    def progressed(self) -> bool:
+        """Whether the last run of iterations (the last attempt of a restarted job) got past the highest
+        iteration of the run before it, in some input."""
+        return any(len(r) >= 2 and r[-1] > r[-2] for r in self._runs.values())
 
     def _place_captures(self, it: int, line_ts: float) -> None:
         """Step IT ended at LINE_TS: capture lines in another input (rank 0's file) place the capture

@@ -68,3 +68,54 @@ def test_a_settled_blame_has_no_plan():
                                  os.path.join(pair, "bad.yaml"), "--baseline-config", os.path.join(pair, "good.yaml"),
                                  "--format", "json"], env={"TRIAGE_DB": None})
     assert "bisect" not in json.loads(r.stdout)
+
+
+# Inference engines (issue 42: "vLLM / SGLang flags"): the failed and the last good run's own logs,
+# each with the engine's start-up config line in its release's format (synthetic pairs, made by
+# tests/fixtures/logs/synthetic/engine_pairs/gen.py from real-wording capture-OOM excerpts).
+PAIRS = os.path.join(HERE, "fixtures", "logs", "synthetic", "engine_pairs")
+
+
+def _pair(engine, fmt="json"):
+    return CliRunner().invoke(cli, ["analyze", os.path.join(PAIRS, f"{engine}_failed.log"), "--baseline-log",
+                                    os.path.join(PAIRS, f"{engine}_good.log"), "--format", fmt],
+                              env={"TRIAGE_DB": None}).stdout
+
+
+def test_sglang_plan_is_in_launch_server_flags():
+    d = json.loads(_pair("sglang"))
+    assert d["primary"] == "capture-memory-overhead"
+    assert [p["overrides"] for p in d["bisect"]] == [["--disable-cuda-graph"], ["--cuda-graph-max-bs 160"]]
+    assert d["bisect"][0]["set"] == {"disable_cuda_graph": True}
+    blamed = {s["key"] for s in d["suspects"] if not s["unrelated"]}
+    assert blamed == {"cuda_graph_max_bs", "mem_fraction_static"}
+
+
+def test_vllm_plan_is_in_vllm_serve_flags():
+    d = json.loads(_pair("vllm"))
+    plan = d["bisect"]
+    assert plan[0]["overrides"] == ["--enforce-eager"] and plan[0]["set"] == {"enforce_eager": True}
+    assert plan[1]["overrides"][0].startswith("--compilation-config '{\"cudagraph_capture_sizes\": [256, 248,")
+    assert json.loads(plan[1]["overrides"][0].split(" ", 1)[1].strip("'"))["cudagraph_capture_sizes"][-1] == 1
+    assert "cudagraph_mode is the cause" in plan[-1]["why"] and "(35 values)" in plan[-1]["why"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "html", "junit", "jira"])
+def test_engine_plan_in_every_format(fmt):
+    out = _pair("sglang", fmt).replace("\\-", "-")        # Jira's markup escapes each dash
+    assert "--disable-cuda-graph" in out and "--cuda-graph-max-bs 160" in out
+
+
+def test_engine_config_lines_of_each_release_shape():
+    from triage.config.engines import engine_config
+    v0 = ("INFO 10-24 12:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3.post1) with config: "
+          "model='m', speculative_config=None, tensor_parallel_size=4, enforce_eager=True, seed=0")
+    assert engine_config(v0) == ("vllm", {"tensor_model_parallel_size": 4, "enforce_eager": True,
+                                          "vllm_version": "0.6.3.post1"})
+    cut = ('INFO x [core.py:76] Initializing a V1 LLM engine (v0.10.2) with config: model=\'m\', enforce_eager=False, '
+           'compilation_config={"level":3,"cudagraph_mode":[2,0],"cudagraph_capture_sizes":[4,2,1],"max_cap')
+    assert engine_config(cut)[1]["cudagraph_mode"] == "FULL_DECODE_ONLY"      # a cut paste still reads
+    assert engine_config(cut)[1]["cudagraph_capture_sizes"] == [4, 2, 1]
+    assert engine_config("INFO the run said with config: nothing here") is None
+    assert engine_config("server_args=ServerArgs(disable_cuda_graph=True, cuda_graph_bs=[1, 2, 4])")[1] == \
+        {"disable_cuda_graph": True, "cuda_graph_bs": [1, 2, 4]}

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import TriageError
 from ..match.rx import TIMEOUT, lazy, regex
+from .engines import ENGINE_GRAPH_KEYS, ENGINE_KEYS
 from .enums import Unknown, decode
 
 Config = Dict[str, Any]
@@ -56,7 +57,9 @@ KNOWN = {
 META = {"framework", "config_complete", "env_known", "defaults_of", "graphs_captured", "scope_spelling"}
 # Megatron-LM's --num-experts is megatron-core's num_moe_experts
 ALIASES["num_experts"] = "num_moe_experts"
-GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")
+# vLLM's and SGLang's capture settings (config.engines) are graph settings too
+GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps") + ENGINE_GRAPH_KEYS
+KNOWN |= set(ENGINE_KEYS)
 ENV_KEYS = ("PYTORCH_CUDA_ALLOC_CONF", "NCCL_GRAPH_REGISTER", "CUDA_DEVICE_MAX_CONNECTIONS",
             "NCCL_NVLS_ENABLE", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NVTE_FLASH_ATTN", "NVTE_FUSED_ATTN",
             "CUDA_LAUNCH_BLOCKING", "NCCL_DEBUG", "TORCH_NCCL_BLOCKING_WAIT")

@@ -12,6 +12,8 @@ from ..match.anchors import Anchor
 from ..match.rx import IGNORECASE, TIMEOUT, lazy
 from .defaults import apply_defaults
 from .document import parse_config_text
+from .engines import NEEDLES as ENGINE_NEEDLES
+from .engines import engine_config
 from .keys import ENV_KEYS, Config, ConfigError, canonical, flatten, parse_scalar
 from .launch import ANCHORS as LAUNCH_ANCHORS
 from .launch import ANNOUNCE_NEXT, NOT_A_COMMAND, is_launch_line, parse_args, parse_launch, split_words
@@ -122,6 +124,7 @@ class LogConfigCollector:
         Anchor(r"megatron[_-]core", 0, ignore_case=True, regex=True),
         Anchor("NCCL version", 0), Anchor("CUDA Version", 0), Anchor("torch.version.cuda", 0),
         Anchor(r"\+cu\d{3}", 0, regex=True), Anchor("Driver Version", 0), Anchor("cudaDriverVersion", 0),
+        *[Anchor(n, 0) for n in ENGINE_NEEDLES],      # vLLM's / SGLang's start-up config (config.engines)
     ]
 
     def following(self) -> bool:
@@ -242,6 +245,8 @@ class LogConfigCollector:
             return
         if "=" in text or "set by environment" in text:
             self._feed_env(text)
+            if self._feed_engine(text):
+                return
         if (announced or is_launch_line(stripped)) and not self.cmd:
             flags, env = parse_launch(stripped)
             if flags:
@@ -256,6 +261,21 @@ class LogConfigCollector:
             self.found.append("command line")
         if "ersion" in text or "torch" in text or "+cu" in text or "megatron" in text or "ngine" in text:
             self._feed_versions(text)
+
+    def _feed_engine(self, text: str) -> bool:
+        """An inference engine's start-up config line (vLLM, SGLang): the first one read wins."""
+        got = engine_config(text) if any(n in text for n in ENGINE_NEEDLES) else None
+        if got is None:
+            return False
+        fw, settings = got
+        if self.flat.get("framework", fw) != fw:
+            return True
+        if "framework" not in self.flat:
+            self.found.append(f"{fw} engine config")
+        self.flat["framework"] = fw
+        for k, v in settings.items():
+            self.flat.setdefault(k, v)
+        return True
 
     def _feed_env(self, text: str) -> None:
         m = _ENV_DUMP.match(text, timeout=TIMEOUT) or _ENV_NCCL.search(text, timeout=TIMEOUT)
@@ -298,6 +318,8 @@ class LogConfigCollector:
             return cfg
         if self.env:
             cfg["env_known"] = True
+        if cfg.get("framework") in ("vllm", "sglang"):
+            return cfg              # an engine prints its whole config: no Megatron defaults to fill in
         if not complete:
             summary = "bridge configuration summary" in self.found
             # a Bridge launch line overrides a recipe whose values the log does not show: no defaults

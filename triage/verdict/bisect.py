@@ -2,16 +2,20 @@
 that separates the candidate graph changes -- graphs off first (is it the graphs at all?), then each
 changed graph setting back to the last good run's value, the most suspect first, the last candidate
 needing no run of its own -- each as paste-able overrides in the spelling of the stack the config came
-from (Megatron Bridge `model.KEY=VALUE`, Megatron-LM flags, else check-config's `KEY=VALUE`)."""
+from (Megatron Bridge `model.KEY=VALUE`, Megatron-LM flags, `vllm serve` / SGLang `launch_server` flags,
+else check-config's `KEY=VALUE`)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
 from ..config import GRAPH_KEYS, Config
+from ..config.engines import engine_flag, graphs_on
 from ..record import record
 from .types import Suspect
 
 _GRAPHS_ON = ("local", "transformer_engine")
+# an engine's "graphs off" setting (config.engines): vLLM's --enforce-eager, SGLang's --disable-cuda-graph
+_OFF = {"vllm": ("enforce_eager", True), "sglang": ("disable_cuda_graph", True)}
 
 
 @record
@@ -35,9 +39,19 @@ def _value(v: Any, sep: str) -> str:
     return str(v)
 
 
+def _short(v: Any) -> str:
+    """A value for prose: a long list (vLLM's 67 capture sizes) as its ends and its length."""
+    if isinstance(v, (list, tuple)) and len(v) > 8:
+        return f"[{v[0]}, {v[1]}, ..., {v[-1]}] ({len(v)} values)"
+    return _value(v, ",")
+
+
 def spelled(key: str, value: Any, cfg: Config) -> str:
     """KEY=VALUE as the stack CFG came from writes it on a command line."""
     fw = str(cfg.get("framework") or "")
+    flag = engine_flag(fw, key, value)
+    if flag is not None:
+        return flag
     modules = cfg.get("scope_spelling") == "cuda_graph_modules" or str(cfg.get("mcore_version") or "").startswith(
         ("0.19", "0.2"))              # megatron-core 0.19 renamed the scope cuda_graph_modules
     if key == "cuda_graph_scope" and modules:
@@ -72,14 +86,15 @@ def bisect_plan(new: Config, suspects: Sequence[Suspect]) -> List[BisectRun]:
     if not cands:
         return []
     runs: List[BisectRun] = []
-    if new.get("cuda_graph_impl") in _GRAPHS_ON:
+    if new.get("cuda_graph_impl") in _GRAPHS_ON or graphs_on(new):
+        off = _OFF.get(str(new.get("framework")), ("cuda_graph_impl", "none"))
         runs.append(BisectRun(1, "graphs off: if this run is fine, the failure needs CUDA graphs (one of the graph "
                                  "settings below); if it fails too, no graph setting is the cause",
-                              {"cuda_graph_impl": "none"}, [spelled("cuda_graph_impl", "none", new)]))
+                              {off[0]: off[1]}, [spelled(off[0], off[1], new)]))
     for s in cands[:-1] if len(cands) > 1 else cands:
         change = {s.key: s.old}
         runs.append(BisectRun(len(runs) + 1, f"{s.key} back to the last good run's value: if this run is fine, "
-                                             f"{s.key} ({_value(s.old, ',')} -> {_value(s.new, ',')}) is the cause",
+                                             f"{s.key} ({_short(s.old)} -> {_short(s.new)}) is the cause",
                               change, [spelled(s.key, s.old, new)]))
     if len(cands) > 1:
         last = cands[-1]

@@ -12,7 +12,7 @@ from triage.cli import cli
 from triage.scan.engine import Engine
 from triage.verdict.analysis import Analysis
 from triage.verdict.types import Case, ConfigAnalysis, EVIDENCE_MAX, Evidence, Finding, TIMELINE_MAX, TimelineEvent, UNMATCHED_MAX, Unmatched
-from triage.report import FINDINGS_MAX, MAX_JSON_BYTES, SERIES_MAX, build_view, render, render_json, to_dict
+from triage.report import FINDINGS_MAX, MAX_JSON_BYTES, SERIES_MAX, load_view, render, render_json, to_dict
 from triage.verdict.job import JobInfo
 
 RANKS = 8
@@ -173,7 +173,7 @@ def test_first_level_caps_findings_and_thins_step_series():
     assert d["omitted"]["step_times.current.series"] == 100_000 - SERIES_MAX
     assert cur["steady_iterations"][0] == 4 and len(cur["steady_iterations"]) == SERIES_MAX
     # the reports still count every steady iteration
-    steps = build_view(d).steps
+    steps = load_view(d).steps
     assert steps is not None and steps.runs[0].steady == 100_000 - 3
 
 

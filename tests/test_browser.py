@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from triage.report import render_html
+from triage.report import load_view, render_html
 
 from test_report import rich
 
@@ -152,7 +152,7 @@ def test_report_in_chromium_no_console_errors_no_network(browser, tmp_path):
     d["unmatched"][0]["lines"] += HOSTILE
     d["summary"] += HOSTILE[0]
     html_path = tmp_path / "report.html"
-    html_path.write_text(render_html(d), encoding="utf-8")
+    html_path.write_text(render_html(load_view(d)), encoding="utf-8")
     s, url = open_report(browser, html_path)
     # the page really loaded (the load event fired above) and the main document was requested
     assert any(e.get("method") == "Network.requestWillBeSent" and e["params"]["request"]["url"] == url

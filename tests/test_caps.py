@@ -2,7 +2,7 @@
 and the modules that still name a cap themselves agree with it."""
 from triage import caps
 from triage.verdict import types as findings
-from triage.report import EVIDENCE_MAX, build_view, contract, render_html, render_markdown, render_text
+from triage.report import EVIDENCE_MAX, contract, load_view, render_html, render_markdown, render_text
 from triage.report import view as view_module
 
 from test_report import finding
@@ -20,11 +20,11 @@ def test_a_finding_with_the_kept_evidence_shows_all_of_it():
     n = caps.EVIDENCE_MAX
     f = finding("cuda-oom", "root-cause", "x")
     f["evidence"] = [dict(f["evidence"][0], line=10 + i, text=f"evidence line {i}") for i in range(n + 2)]
-    v = build_view({"primary": "cuda-oom", "findings": [f]})
+    v = load_view({"primary": "cuda-oom", "findings": [f]})
     assert v.primary is not None
     assert len(v.primary.evidence) == n and v.primary.more_evidence == 2
-    text, md, html = render_text({"primary": "cuda-oom", "findings": [f]}), render_markdown(
-        {"primary": "cuda-oom", "findings": [f]}), render_html({"primary": "cuda-oom", "findings": [f]})
+    text, md, html = render_text(load_view({"primary": "cuda-oom", "findings": [f]})), render_markdown(
+        load_view({"primary": "cuda-oom", "findings": [f]})), render_html(load_view({"primary": "cuda-oom", "findings": [f]}))
     for out in (text, md, html):
         assert f"evidence line {n - 1}" in out and f"evidence line {n}" not in out
     assert "2 more evidence line(s)" in md and "2 more evidence line(s)" in html

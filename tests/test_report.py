@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from triage.cli import cli
-from triage.report import CLIP, LINE_CLIP, MD_LIMIT, render_html, render_markdown
+from triage.report import CLIP, LINE_CLIP, MD_LIMIT, load_view, render_html, render_markdown
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 XSS = '<script>alert(1)</script>'
@@ -100,7 +100,7 @@ def parse(html):
 
 
 def test_html_sections_in_order_and_verdict_first():
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     p = parse(h)
     order = ["verdict", "fix", "evidence", "findings", "timeline", "config", "steps", "unmatched", "versions", "patterns"]
     assert set(order) <= p.ids
@@ -114,7 +114,7 @@ def test_html_sections_in_order_and_verdict_first():
 
 
 def test_html_is_self_contained_no_scripts_no_external_refs():
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     p = parse(h)
     assert "script" not in p.tags and "img" not in p.tags and "link" not in p.tags and "iframe" not in p.tags
     for tag, attrs in p.attrs:
@@ -128,7 +128,7 @@ def test_html_is_self_contained_no_scripts_no_external_refs():
 
 
 def test_hostile_log_text_is_escaped_everywhere():
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     assert XSS not in h and "<img" not in h
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in h
     assert "&#34;&gt;&lt;img src=x onerror=alert(2)&gt;" in h or "&quot;&gt;&lt;img" in h
@@ -143,7 +143,7 @@ def test_hostile_log_text_is_escaped_everywhere():
 def test_script_close_tag_in_style_or_title_cannot_break_out():
     d = rich()
     d["findings"][0]["title"] = "</title></style></script><script>alert(3)</script>"
-    h = render_html(d)
+    h = render_html(load_view(d))
     assert "<script>alert(3)" not in h and h.count("</style>") == 1 and h.count("</title>") == h.count("<title")
 
 
@@ -153,17 +153,17 @@ def test_long_lines_are_clipped():
     d = rich()
     d["findings"][0]["evidence"][0]["text"] = "A" * 100000
     d["unmatched"][0]["lines"] = ["B" * 100000] * 500
-    h = render_html(d)
+    h = render_html(load_view(d))
     assert "A" * (LINE_CLIP + 1) not in h and "B" * (LINE_CLIP + 1) not in h
     assert f"+{100000 - LINE_CLIP} chars" in h
     assert "more line(s)" in h and len(h) < 400000
-    md = render_markdown(d)
+    md = render_markdown(load_view(d))
     assert "A" * (CLIP + 1) not in md and "B" * (CLIP + 1) not in md and f"+{100000 - CLIP} chars" in md
     assert len(md) <= MD_LIMIT
 
 
 def test_cascades_are_collapsed_and_charts_are_inline_svg():
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     det = h[h.index('<details class="cascades">'):]
     det = det[:det.index("</details>")]
     assert "nccl-watchdog" in det and "open" not in det.split(">")[0]
@@ -174,7 +174,7 @@ def test_cascades_are_collapsed_and_charts_are_inline_svg():
 
 
 def test_config_diff_highlights_suspects_and_greys_unrelated():
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     cfg = h[h.index('id="config"'):h.index('id="steps"')]
     assert re.search(r'<tr class="suspect"><td><code>cuda_graph_scope', cfg)
     assert re.search(r'<tr class="unrelated"><td><code>lr', cfg)
@@ -183,7 +183,7 @@ def test_config_diff_highlights_suspects_and_greys_unrelated():
 
 
 def test_versions_and_patterns_fired():
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     vs = h[h.index('id="versions"'):h.index('id="patterns"')]
     for label, val in (("PyTorch", "2.6.0a0+ecf3bae40a"), ("Transformer Engine", "2.1.0"), ("megatron-core", "0.15.3"),
                        ("NCCL", "2.25.1"), ("CUDA", "12.8"), ("NVIDIA driver", "570.86.15")):
@@ -204,21 +204,21 @@ def test_versions_and_patterns_fired():
      "attempts": [{}], "notes": [None], "stats": {"sources": None}},
 ])
 def test_odd_and_partial_dicts_render(d):
-    assert "<html" in render_html(d)
-    assert render_markdown(d).startswith("### triage")
+    assert "<html" in render_html(load_view(d))
+    assert render_markdown(load_view(d)).startswith("### triage")
 
 
 def test_thousands_of_ranks_stay_small():
     d = rich()
     d["timeline"] = [{"rank": r, "t": float(r % 97), "seq": r, "pitfall": "nccl-watchdog", "role": "cascade",
                       "source": "x.log", "line": r} for r in range(4000)]
-    h = render_html(d)
+    h = render_html(load_view(d))
     tl = h[h.index('id="timeline"'):h.index('id="config"')]
     assert 0 < tl.count("<circle") <= 2000 and len(h) < 600000
 
 
 def test_markdown_verdict_details_and_escaping():
-    md = render_markdown(rich())
+    md = render_markdown(load_view(rich()))
     head = md.split("<details>")[0]
     assert md.startswith("### triage: `capture-sync-forbidden`")
     assert "| First failing rank | 3 (launcher: rank 5) |" in head
@@ -233,7 +233,7 @@ def test_markdown_under_tracker_limit_with_note():
     d = rich()
     d["unmatched"] = [dict(d["unmatched"][0], lines=["E" * 300] * 40, line=i) for i in range(200)]
     d["findings"] += [finding(f"p{i}", "cascade", "x" * 300) for i in range(100)]
-    md = render_markdown(d)
+    md = render_markdown(load_view(d))
     assert len(md) <= MD_LIMIT
     assert "left out to stay under the 32767-character comment limit" in md
     assert md.startswith("### triage") and "**Fix:**" in md
@@ -242,7 +242,7 @@ def test_markdown_under_tracker_limit_with_note():
 def test_markdown_code_fence_survives_backticks():
     d = rich()
     d["findings"][0]["evidence"][0]["text"] = "```\n<b>break</b>\n```"
-    md = render_markdown(d)
+    md = render_markdown(load_view(d))
     assert "````text" in md
 
 

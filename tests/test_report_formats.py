@@ -13,7 +13,7 @@ from triage.cli import cli
 from triage.patterns import load_all
 from triage.pipeline import Options, triage
 from triage.report import (CLIP, FORMATS, JUNIT_UNEXPLAINED, MD_LIMIT, SUFFIX_FORMAT, render, render_check_config_markdown,
-                           render_html, render_jira, render_junit, render_markdown, report_dict)
+                           load_view, render_html, render_jira, render_junit, render_markdown, report_dict)
 
 from test_browser import CHROMIUM, open_report  # noqa: F401
 from test_report import ATTR, TOKEN, XSS, finding, rich
@@ -118,7 +118,7 @@ def test_junit_unexplained_failure_is_an_error_with_the_error_block():
 
 def test_junit_ids_default_to_shipped_catalog_and_found_pitfalls_are_added():
     d = rich()
-    _, _, cases = junit_cases(render_junit(d, ["my-user-pattern"]))
+    _, _, cases = junit_cases(render_junit(load_view(d), ["my-user-pattern"]))
     names = [c.get("name") for c in cases]
     assert names == ["my-user-pattern", "capture-sync-forbidden", "nccl-watchdog", "te-rng-tracker-missing",
                      JUNIT_UNEXPLAINED]
@@ -129,7 +129,7 @@ def test_junit_ids_default_to_shipped_catalog_and_found_pitfalls_are_added():
     # an informational finding passes, its evidence in system-out
     info = by["te-rng-tracker-missing"]
     assert info.find("failure") is None and "te_rng_tracker is not enabled" in info.find("system-out").text
-    _, _, cases = junit_cases(render_junit(d))
+    _, _, cases = junit_cases(render_junit(load_view(d)))
     assert [c.get("name") for c in cases][:len(IDS)] == IDS
 
 
@@ -144,7 +144,7 @@ def test_junit_hostile_text_stays_valid_xml():
     d["outcome"] = "unexplained-failure"
     d["first_failure"] = {"rank": 3, "source": "x.log", "line": 7, "message": HOSTILE, "kind": HOSTILE,
                           "lines": [HOSTILE, "]]>", "<![CDATA[x]]>"]}
-    xml = render_junit(d, [HOSTILE, "ok-id"])
+    xml = render_junit(load_view(d), [HOSTILE, "ok-id"])
     root, suite, cases = junit_cases(xml)           # parses
     assert not re.search("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]", xml)
     assert "<script>" not in xml and "&lt;script&gt;" in xml and "<![CDATA[" not in xml
@@ -216,7 +216,7 @@ def test_jira_same_sections_as_markdown():
     d = rich()
     d["known"] = {"key": "k", "url": "https://jira.example.com/browse/ML-1?x=a|b]", "title": "ML-1 [graphs] *x*",
                   "seen": 3, "since": "2026-01-01"}
-    md, j = render_markdown(d), render_jira(d)
+    md, j = render_markdown(load_view(d)), render_jira(load_view(d))
     for md_s, j_s in (("**Fix:**", "*Fix:*"), ("**Why:**", "*Why:*"), ("Config diff (3 change(s))", "h4. Config diff (3 change(s))"),
                       ("Step times", "h4. Step times"), ("Patterns that fired", "h4. Patterns that fired"),
                       ("Unmatched error block at", "h4. Unmatched error block at"), ("**Versions:**", "*Versions:*"),
@@ -229,7 +229,7 @@ def test_jira_same_sections_as_markdown():
     # a [title|url] link, the url's markup characters percent-encoded, the title's escaped
     assert "[ML\\-1 \\[graphs\\] \\*x\\*|https://jira.example.com/browse/ML-1?x=a%7Cb%5D]" in j
     d["known"]["url"] = "javascript:alert(1)"
-    assert "[" + "javascript" not in render_jira(d)
+    assert "[" + "javascript" not in render_jira(load_view(d))
 
 
 def test_jira_escapes_markup_in_log_text():
@@ -241,7 +241,7 @@ def test_jira_escapes_markup_in_log_text():
     d["unmatched"][0]["lines"] = [evil, "{noformat}", "{code:java}"]
     d["config_violations"][0]["message"] = evil
     d["diff"][0]["key"] = evil
-    j = render_jira(d)
+    j = render_jira(load_view(d))
     esc = ("a&#124;b \\*bold\\* \\_it\\_ \\{code\\}x\\{code\\} \\[link&#124;http://e.invalid\\] "
            "\\!http://e.invalid/i.png\\! &#92;&#92; \\-s\\- \\+u\\+ \\^s\\^ \\~t\\~ \\?\\?c\\?\\? &amp;\\#124; h1. x")
     assert "*Verdict:* " + esc in j and esc in j.splitlines()[0]
@@ -261,15 +261,15 @@ def test_jira_under_the_comment_limit():
     d = rich()
     d["unmatched"] = [dict(d["unmatched"][0], lines=["E" * 300] * 40, line=i) for i in range(200)]
     d["findings"] += [finding(f"p{i}", "cascade", "x" * 300) for i in range(100)]
-    j = render_jira(d)
+    j = render_jira(load_view(d))
     assert len(j) <= MD_LIMIT and "left out to stay under the 32767\\-character comment limit" in j
     assert j.startswith("h3. triage") and "*Fix:*" in j
 
 
 @pytest.mark.parametrize("d", [{}, {"primary": "x", "findings": [{"pitfall": "x", "evidence": [{"text": None}]}]}])
 def test_odd_dicts_render_in_new_formats(d):
-    assert render_jira(d).startswith("h3. triage")
-    assert junit_cases(render_junit(d, ["x", "y"]))[2]
+    assert render_jira(load_view(d)).startswith("h3. triage")
+    assert junit_cases(render_junit(load_view(d), ["x", "y"]))[2]
 
 
 def test_cli_jira_and_junit(tmp_path):
@@ -353,12 +353,12 @@ def test_html_nav_links_all_resolve_and_no_empty_sections(path):
 def test_html_sections_follow_the_report_dict():
     a = analysed(os.path.join(LOGS, "synthetic", "healthy_megatron_te_graphs.log"))
     d = report_dict(a)
-    h = render_html(d)
+    h = render_html(load_view(d))
     ids = set(re.findall(r'<section id="([^"]+)"', h))
     assert d["unmatched"] == [] and "unmatched" not in ids
     assert not any(f["role"] != "info" for f in d["findings"]) and "fix" not in ids and "evidence" not in ids
     assert ("steps" in ids) == bool(d.get("step_times")) and ("versions" in ids) == bool(d.get("versions"))
-    h = render_html({})
+    h = render_html(load_view({}))
     assert "<section" not in h and "<nav" not in h
 
 
@@ -387,7 +387,7 @@ def test_html_evidence_lines_wrap_in_chromium(browser, tmp_path):
     d["findings"][0]["evidence"][0].update(text=unbroken, before=[spaced] * 6, after=[spaced] * 6)
     d["unmatched"][0]["lines"] = [spaced] * 40
     page = tmp_path / "report.html"
-    page.write_text(render_html(d), encoding="utf-8")
+    page.write_text(render_html(load_view(d)), encoding="utf-8")
     s, url = open_report(browser, page)
     res = browser.call("Runtime.evaluate", session=s, returnByValue=True, expression=(
         "JSON.stringify([...document.querySelectorAll('pre')].map(p => ({w: p.scrollWidth - p.clientWidth,"
@@ -401,17 +401,17 @@ def test_html_evidence_lines_wrap_in_chromium(browser, tmp_path):
 def test_versions_read_as_the_log_printed_them():
     a = analysed(os.path.join(LOGS, "real", "gpu", "mcore_rng_tracker.log"))   # `torch 2.11.0+cu130`
     d = report_dict(a)
-    h = render_html(d)
+    h = render_html(load_view(d))
     vs = h[h.index('id="versions"'):]
     vs = vs[:vs.index("</section>")]
     assert "<th>CUDA</th><td><code>13.0</code>" in vs and ">130<" not in vs and "2.11.0+cu130" in vs
-    assert "CUDA `13.0`" in render_markdown(d) and "CUDA {{13.0}}" in render_jira(d)
+    assert "CUDA `13.0`" in render_markdown(load_view(d)) and "CUDA {{13.0}}" in render_jira(load_view(d))
     # NCCL's `cudaDriverVersion 12080` is the CUDA version the driver supports, not the NVIDIA driver's
     a = analysed(os.path.join(LOGS, "synthetic", "healthy_megatron_te_graphs.log"))
-    h = render_html(report_dict(a))
+    h = render_html(load_view(report_dict(a)))
     assert "12080" not in h and "<code>12.8</code>" in h and "NVIDIA driver</th><td><code>" not in h
     # versions already written out stay as they are
-    h = render_html(rich())
+    h = render_html(load_view(rich()))
     assert "<code>12.8</code>" in h and "<code>570.86.15</code>" in h
 
 
@@ -461,9 +461,9 @@ def test_junit_and_jira_of_any_text_and_any_log():
     @given(st.text(max_size=300))
     def any_text(text):
         d = _any_text_dict(text)
-        root = ET.fromstring(render_junit(d, [text, "x"]))
+        root = ET.fromstring(render_junit(load_view(d), [text, "x"]))
         assert root.find("testsuite").get("errors") == "1"
-        j = render_jira(d)
+        j = render_jira(load_view(d))
         assert j.count("{noformat}") % 2 == 0 and j.startswith("h3. triage")
 
     @SETTINGS

@@ -7,11 +7,11 @@ Every piece of report text goes through the dialect: `text` (escaped prose), `mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, List, Sequence, Tuple
 
 from .. import __version__
 from .util import fit_blocks
-from .view import FindingView, FirstFailureView, JobView, KnownView, PatternView, ReportView, StepsView, build_view
+from .view import FindingView, FirstFailureView, JobView, KnownView, PatternView, ReportView, StepsView
 
 Fn = Callable[[Any], str]
 
@@ -227,15 +227,16 @@ def _run_blocks(D: Dialect, v: ReportView) -> List[str]:
     if v.novel:
         blocks.append(D.bold("New since the last good log") + " (lines the good run never printed, rarest first):\n"
                       + "\n".join(f"{D.bullet}{D.plain(n.loc)} (x{n.count}): {D.mono(n.text)}" for n in v.novel))
+    for s in v.sections:            # the parts declared in parts.py
+        blocks.append(D.bold(D.text(s.title) + ":") + D.para + "\n".join(f"{D.bullet}{D.text(x)}" for x in s.lines))
     if v.notes:
         blocks.append("\n".join(f"{D.bullet}note: {D.text(n)}" for n in v.notes))
     return blocks
 
 
-def render_comment(D: Dialect, d: Dict[str, Any], limit: int) -> str:
-    """The comment on report dict d, written in dialect D, under LIMIT characters: whole sections are
+def render_comment(D: Dialect, v: ReportView, limit: int) -> str:
+    """The comment on report view V, written in dialect D, under LIMIT characters: whole sections are
     left out (with a note) to fit."""
-    v = build_view(d)
     foot = D.small(f"triage {D.plain(__version__)}: {D.text(v.stats.lines)} lines from "
                    f"{len(v.stats.sources) + v.stats.more_sources} source(s). Secrets are redacted "
                    f"unless {D.plain('--no-redact')}.")

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Dict, Mapping, Tuple
 
 from .. import __version__
-from .view import ReportView, build_view
+from .view import ReportView
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
 HTML_SECTIONS = (("error", "Error"), ("hang", "Hang suspects"), ("flight-recorder", "Flight Recorder"),
@@ -57,13 +57,12 @@ def html_sections(v: ReportView, timeline_svg: Any = None) -> Dict[str, bool]:
     }
 
 
-def render_html(d: Dict[str, Any]) -> str:
-    """One self-contained HTML file: inline CSS and SVG, no scripts, fonts, images or network."""
+def render_html(v: ReportView) -> str:
+    """Report view V as one self-contained HTML file: inline CSS and SVG, no scripts, fonts, images or
+    network."""
     from .svg import step_chart_svg, timeline_svg
-    v = build_view(d)
-    d = d if isinstance(d, dict) else {}
-    timeline = timeline_svg(d.get("timeline"), d.get("first_failing_rank"))
+    timeline = timeline_svg(v)
     show = html_sections(v, timeline)
-    page = HtmlPage(timeline_svg=timeline, steps_svg=step_chart_svg(d.get("step_times")), version=__version__,
+    page = HtmlPage(timeline_svg=timeline, steps_svg=step_chart_svg(v), version=__version__,
                     show=MappingProxyType(show), nav=tuple((sid, label) for sid, label in HTML_SECTIONS if show[sid]))
     return str(template_env().get_template("report.html.j2").render(v=v, page=page))

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import re
 from types import MappingProxyType
-from typing import Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
 from ..caps import MD_LIMIT
 from .comment import Dialect, render_comment
 from .util import clip
+
+if TYPE_CHECKING:
+    from .view import ReportView
 
 JIRA_ESCAPE = frozenset("*_-+^~?!{}[]#")     # markup characters: backslash-escaped
 # backslash and pipe as character references: `\\` is a line break and `\\|` is unreliable in tables
@@ -53,9 +56,9 @@ JIRA = Dialect(
     head_table=(), para="\n", bullet="* ")
 
 
-def render_jira(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
+def render_jira(v: ReportView, limit: int = MD_LIMIT) -> str:
     """The markdown ticket comment (render_markdown) in Jira wiki markup: h3./h4. headings, ||heading||
     tables, {noformat} log blocks, [title|url] links; every piece of log text is escaped or inside
     {noformat}.  Jira has no collapsed blocks: what markdown folds into <details> gets an h4. heading.
     Stays under LIMIT characters (Jira's comment limit), leaving out whole sections with a note."""
-    return render_comment(JIRA, d, limit)
+    return render_comment(JIRA, v, limit)

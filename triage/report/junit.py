@@ -9,7 +9,7 @@ from .. import __version__
 from ..caps import LINE_CLIP
 from ..kinds import UNEXPLAINED
 from .util import clip
-from .view import FindingView, ReportView, build_view
+from .view import FindingView, ReportView
 
 # characters XML 1.0 cannot carry (C0 controls but tab and newlines, lone surrogates, U+FFFE/FFFF),
 # and the C1 controls, which it can but readers choke on
@@ -118,17 +118,16 @@ def _catalog_ids() -> List[str]:
     return [p.id for p in load_all()]
 
 
-def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None) -> str:
-    """JUnit XML (the schema Jenkins' and GitLab's test reports read) of a report dict: one testcase
+def render_junit(v: ReportView, pitfall_ids: Optional[Sequence[str]] = None) -> str:
+    """JUnit XML (the schema Jenkins' and GitLab's test reports read) of report view V: one testcase
     per pitfall of the catalog checked (PITFALL_IDS, default the shipped patterns; a pitfall found
     that is not in it is added), passed when the log does not show it and a <failure> (message: title
     and rank; text: the evidence lines with source:line, and the fix) when the root-cause finding
     names it; a cascade or informational finding passes with its evidence in <system-out>.  One more
     testcase, `unexplained-failure`, carries an <error> when the job failed and no pattern explains
-    it.  Make it from the redacted dict (report_dict) so that secrets are redacted as elsewhere."""
+    it."""
     if pitfall_ids is None:
         pitfall_ids = _catalog_ids()
-    v = build_view(d)
     by_id: Dict[str, List[FindingView]] = {}
     for f in v.findings:
         by_id.setdefault(f.pitfall, []).append(f)
@@ -146,6 +145,7 @@ def render_junit(d: Dict[str, Any], pitfall_ids: Optional[Sequence[str]] = None)
     if v.bisect:                    # blame not settled: the runs that separate the candidates
         out += ["bisect plan (one change each, in order):"] + [f"{b.step}. {' '.join(b.overrides)}: {b.why}"
                                                                for b in v.bisect]
+    out += [f"{s.title}: {x}" for s in v.sections for x in s.lines]     # the parts declared in parts.py
     if out:
         ET.SubElement(suite, "system-out").text = xml_text("\n".join(out), 8000)
     suite.set("failures", str(failures))

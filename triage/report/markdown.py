@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any, Dict, List, Sequence
+from typing import TYPE_CHECKING, Any, List, Sequence
 
 from ..caps import MD_LIMIT
 from .comment import Dialect, evidence_lines, render_comment
 from .util import clip
+
+if TYPE_CHECKING:
+    from .view import ReportView
 
 __all__ = ["MARKDOWN", "code_span", "details", "evidence_lines", "fenced", "md_text", "render_markdown"]
 
@@ -57,6 +60,7 @@ MARKDOWN = Dialect(
     code_block=fenced, link=_link, details=details, head_table=("| | |", "|---|---|"), para="\n\n", bullet="- ")
 
 
-def render_markdown(d: Dict[str, Any], limit: int = MD_LIMIT) -> str:
-    """A ticket comment (GitHub / GitLab / Jira): verdict first, details collapsed, under LIMIT chars."""
-    return render_comment(MARKDOWN, d, limit)
+def render_markdown(v: ReportView, limit: int = MD_LIMIT) -> str:
+    """A ticket comment (GitHub / GitLab / Jira) on report view V: verdict first, details collapsed, under
+    LIMIT chars."""
+    return render_comment(MARKDOWN, v, limit)

@@ -14,14 +14,14 @@ from ..record import record
 class Format:
     name: str
     module: str                 # triage.report.<module>
-    function: str               # its render function: (report dict) -> str, or (dict, pitfall ids) for junit
+    function: str               # its render function: (report view) -> str, or (view, pitfall ids) for junit
     suffixes: Tuple[str, ...]   # the -o file suffixes that choose it
     fleet: bool = False         # a format of the fleet view too
 
 
 REGISTRY: Tuple[Format, ...] = (
     Format("text", "text", "render_text", (".txt",), fleet=True),
-    Format("json", "contract", "report_json", (".json",), fleet=True),
+    Format("json", "contract", "json_text", (".json",), fleet=True),       # (formats.render_view: the view's JSON)
     Format("markdown", "markdown", "render_markdown", (".md", ".markdown"), fleet=True),
     Format("html", "html", "render_html", (".html", ".htm"), fleet=True),
     Format("junit", "junit", "render_junit", (".xml",)),

@@ -1,7 +1,8 @@
-"""Inline SVG charts for the HTML report: per-rank timeline and step times.
+"""Inline SVG charts for the HTML report: per-rank timeline and step times (drawn from the report
+view's `charts`, whose numbers the view checked), and the fleet view's failing jobs per day.
 
-Pure functions from report data to SVG markup.  Every piece of text goes through
-markupsafe.escape; numbers are coerced with float(); odd values are skipped, never raised on.
+Pure functions to SVG markup.  Every piece of text goes through markupsafe.escape; the fleet's
+numbers are coerced with float(); odd values are skipped, never raised on.
 Colours come from CSS classes (`c-root`, `c-cascade`, ...) so the page's light, dark and print
 styles apply.  No JavaScript.
 """
@@ -9,28 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from markupsafe import Markup, escape
 
 from ..caps import MAX_POINTS, MAX_SERIES
+from .util import finite_num as _num
+from .view import ChartRunView, ReportView, TimelineEventView
 
 ROLES = ("root-cause", "cascade", "info")
-
-
-def _num(x: Any) -> Optional[float]:
-    if isinstance(x, bool) or x is None:
-        return None
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def _int(x: Any) -> Optional[int]:
-    v = _num(x)
-    return int(v) if v is not None else None
 
 
 def _f(v: float) -> str:
@@ -81,20 +69,19 @@ def _legend(items: Sequence[Tuple[str, str]]) -> str:
 # --------------------------------------------------------------------------------------------
 # timeline
 
-_Point = Tuple[float, Optional[int], str, Dict[str, Any]]      # x, rank, role, event
+_Point = Tuple[float, Optional[int], str, TimelineEventView]      # x, rank, role, event
 _ROLE_ORDER = {"info": 0, "cascade": 1, "root-cause": 2}       # markers drawn later (on top)
 
 
-def _timeline_points(evs: List[Dict[str, Any]]) -> Tuple[bool, List[_Point]]:
+def _timeline_points(evs: Sequence[TimelineEventView]) -> Tuple[bool, List[_Point]]:
     """Whether x is time (every event has a `t`), and each event's point."""
-    use_t = all(_num(e.get("t")) is not None for e in evs)
+    use_t = all(e.t is not None for e in evs)
     pts: List[_Point] = []
     for i, e in enumerate(evs):
-        x = _num(e.get("t")) if use_t else _num(e.get("seq"))
+        x = e.t if use_t else e.seq
         if x is None:
             x = float(i)
-        role = e.get("role") if e.get("role") in ROLES else "info"
-        pts.append((x, _int(e.get("rank")), str(role), e))
+        pts.append((x, e.rank, e.role, e))
     return use_t, pts
 
 
@@ -183,14 +170,14 @@ def _timeline_x_axis(g: _TimelineFrame, use_t: bool) -> List[str]:
     return out
 
 
-def _thinned_marks(g: _TimelineFrame, pts: List[_Point]) -> List[Tuple[int, float, float, str, Dict[str, Any]]]:
+def _thinned_marks(g: _TimelineFrame, pts: List[_Point]) -> List[Tuple[int, float, float, str, TimelineEventView]]:
     """One marker per (cell, role), the cell grown until at most MAX_POINTS remain, so a huge job
     is thinned evenly rather than cut off; root causes are placed first."""
     ranked = sorted(pts, key=lambda p: -_ROLE_ORDER[p[2]])
     cell = 2.0
     while True:
         seen = set()
-        marks: List[Tuple[int, float, float, str, Dict[str, Any]]] = []
+        marks: List[Tuple[int, float, float, str, TimelineEventView]] = []
         for x, r, role, e in ranked:
             px, py = g.X(x), g.Y(r)
             key = (round(px / cell), round(py / cell), role)
@@ -204,25 +191,24 @@ def _thinned_marks(g: _TimelineFrame, pts: List[_Point]) -> List[Tuple[int, floa
     return marks[:MAX_POINTS]
 
 
-def _marker(px: float, py: float, role: str, e: Dict[str, Any]) -> str:
-    rank = _int(e.get("rank"))
-    rk = "?" if rank is None else str(rank)
-    tip = f"{e.get('pitfall', '')} ({role}) rank {rk} at {e.get('source', '')}:{e.get('line', '')}"
+def _marker(px: float, py: float, role: str, e: TimelineEventView) -> str:
+    rk = "?" if e.rank is None else str(e.rank)
+    tip = f"{e.pitfall} ({role}) rank {rk} at {e.source}:{e.line}"
     return (f'<circle class="c-{role}" cx="{_f(px)}" cy="{_f(py)}" r="{4 if role == "root-cause" else 3}">'
             f'<title>{escape(tip[:300])}</title></circle>')
 
 
-def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Markup:
-    """Per-rank events: x = time (`t`, when every event has one) else order (`seq`); y = rank,
-    with events of unknown rank on a row of their own ("?").  Markers coloured by role."""
-    evs = [e for e in (events if isinstance(events, (list, tuple)) else []) if isinstance(e, dict)]
+def timeline_svg(v: ReportView, width: int = 900) -> Markup:
+    """Report view V's per-rank events: x = time (`t`, when every event has one) else order (`seq`);
+    y = rank, with events of unknown rank on a row of their own ("?").  Markers coloured by role."""
+    evs = v.charts.timeline
     if not evs:
         return Markup("")
     use_t, pts = _timeline_points(evs)
     xs = [p[0] for p in pts]
     g = _TimelineFrame(width, min(xs), max(xs), sorted({p[1] for p in pts if p[1] is not None}),
                        any(p[1] is None for p in pts))
-    fr = _int(first_rank)
+    fr = v.charts.first_rank
     out = [_svg_open(width, g.height, "Per-rank timeline of matched events", "timeline")]
     out += _timeline_y_axis(g, fr)
     out += _timeline_x_axis(g, use_t)
@@ -239,50 +225,29 @@ def timeline_svg(events: Any, first_rank: Any = None, width: int = 900) -> Marku
 # step times
 
 
-def _series(s: Any) -> List[Tuple[float, float]]:
-    out: List[Tuple[float, float]] = []
-    for p in (s or []) if isinstance(s, (list, tuple)) else []:
-        if isinstance(p, (list, tuple)) and len(p) >= 2:
-            x, y = _num(p[0]), _num(p[1])
-            if x is not None and y is not None:
-                out.append((x, y))
-    out.sort()
+def _series(r: ChartRunView) -> List[Tuple[float, float]]:
+    """The run's points the chart draws: at most MAX_SERIES, evenly thinned."""
+    out = list(r.series)
     if len(out) > MAX_SERIES:
         step = math.ceil(len(out) / MAX_SERIES)
         out = out[::step]
     return out
 
 
-def _iters(v: Any) -> List[float]:
-    if not isinstance(v, (list, tuple)):
-        return []
-    return [x for x in (_num(i) for i in v) if x is not None]
-
-
-def _steady_range(runs: List[Tuple[str, Dict[Any, Any]]], pts: List[Tuple[float, float]]) -> Tuple[float, float]:
+def _steady_range(runs: Sequence[ChartRunView], pts: List[Tuple[float, float]]) -> Tuple[float, float]:
     """The y range of the step chart: the steady-state iterations' times with some room (a 9.9 s
     warm-up step must not flatten 1.4 s steady steps: it is drawn at the edge, marked off the
     scale); all points when no run says which iterations are steady."""
     steady: List[float] = []
-    for _, r in runs:
-        its = set(_iters(r.get("steady_iterations")))
-        steady += [y for x, y in _series(r.get("series")) if x in its]
+    for r in runs:
+        its = set(r.steady)
+        steady += [y for x, y in _series(r) if x in its]
     ys = steady if len(steady) >= 2 else [y for _, y in pts]
     lo, hi = min(ys), max(ys)
     pad = max((hi - lo) * 0.25, abs(hi) * 0.02, 1e-6)
     if not steady or len(steady) < 2:
         return 0.0, (hi * 1.05 if hi > 0 else 1.0)
     return max(0.0, lo - pad), hi + pad
-
-
-def _step_runs(step_times: Dict[Any, Any]) -> List[Tuple[str, Dict[Any, Any]]]:
-    """The runs ("baseline", "current") that have a series of points."""
-    runs: List[Tuple[str, Dict[Any, Any]]] = []
-    for name in ("baseline", "current"):
-        r = step_times.get(name)
-        if isinstance(r, dict) and _series(r.get("series")):
-            runs.append((name, r))
-    return runs
 
 
 _Legend = List[Tuple[str, str]]
@@ -319,18 +284,18 @@ class _StepFrame:
         return v > self.y1 or v < self.y0
 
 
-def _step_bands(g: _StepFrame, cur: Dict[Any, Any]) -> Tuple[List[str], _Legend]:
+def _step_bands(g: _StepFrame, cur: Optional[ChartRunView]) -> Tuple[List[str], _Legend]:
     """Shading of the current run's warmup iterations (1..warmup) and capture iterations."""
     out: List[str] = []
     legend: _Legend = []
     left, top, pw, ph, half = g.left, g.top, g.pw, g.ph, g.half
-    warm = _num(cur.get("warmup_steps")) if cur else None
+    warm = cur.warmup if cur else None
     if warm is not None and warm >= 1 and g.x0 <= warm:
         xa, xb = g.X(max(g.x0, 1.0)) - half, g.X(min(warm, g.x1)) + half
         out.append(f'<rect class="band-warmup" x="{_f(max(left, xa))}" y="{_f(top)}" '
                    f'width="{_f(max(1.0, min(xb, left + pw) - max(left, xa)))}" height="{_f(ph)}"/>')
         legend.append(("sw-warmup", f"warmup (iterations 1-{int(warm)})"))
-    caps = _iters(cur.get("capture_iterations")) if cur else []
+    caps = list(cur.captures) if cur else []
     drawn_cap = False
     for c in caps[:200]:
         if g.x0 <= c <= g.x1:
@@ -367,9 +332,10 @@ def _step_axes(g: _StepFrame, yt: List[float]) -> List[str]:
     return out
 
 
-def _step_run(g: _StepFrame, name: str, r: Dict[Any, Any]) -> Tuple[List[str], _Legend]:
+def _step_run(g: _StepFrame, r: ChartRunView) -> Tuple[List[str], _Legend]:
     """One run's line (with markers when it has few points) and its steady-state median."""
-    pts = _series(r.get("series"))
+    name = r.name
+    pts = _series(r)
     path = " ".join(f"{_f(g.X(x))},{_f(g.Y(y))}" for x, y in pts)
     out = [f'<polyline class="s-{name}" points="{path}"/>']
     if len(pts) <= 300:
@@ -388,9 +354,9 @@ def _step_run(g: _StepFrame, name: str, r: Dict[Any, Any]) -> Tuple[List[str], _
     legend: _Legend = [(f"sw-s-{name}", name)]
     if offs:
         legend.append(("sw-off", "off the scale (warm-up, capture): the value is in the tooltip"))
-    med = _num(r.get("steady_median_ms"))
+    med = r.median
     if med is not None:
-        steady = _iters(r.get("steady_iterations"))
+        steady = r.steady
         xa = g.X(min(steady)) if steady and g.x0 <= min(steady) <= g.x1 else g.left
         y = g.Y(med)
         out.append(f'<line class="m-{name}" x1="{_f(xa)}" y1="{_f(y)}" x2="{_f(g.left + g.pw)}" y2="{_f(y)}">'
@@ -399,25 +365,23 @@ def _step_run(g: _StepFrame, name: str, r: Dict[Any, Any]) -> Tuple[List[str], _
     return out, legend
 
 
-def step_chart_svg(step_times: Any, width: int = 900, height: int = 300) -> Markup:
-    """Step time per iteration: current and baseline series, warmup and capture iterations of the
-    current run shaded, steady-state medians as horizontal lines."""
-    if not isinstance(step_times, dict):
-        return Markup("")
-    runs = _step_runs(step_times)
+def step_chart_svg(v: ReportView, width: int = 900, height: int = 300) -> Markup:
+    """Report view V's step time per iteration: current and baseline series, warmup and capture
+    iterations of the current run shaded, steady-state medians as horizontal lines."""
+    runs = v.charts.runs          # those with a series of points, baseline first
     if not runs:
         return Markup("")
-    all_pts = [p for _, r in runs for p in _series(r.get("series"))]
+    all_pts = [p for r in runs for p in _series(r)]
     lo, hi = _steady_range(runs, all_pts)
     yt = nice_ticks(lo, hi, 5)
     y0 = min(yt[0], lo) if yt else lo
     g = _StepFrame(min(p[0] for p in all_pts), max(p[0] for p in all_pts), max(yt[-1] if yt else hi, hi, y0 + 1e-9),
                    width, height, y0=y0)
-    cur = dict(runs[-1][1]) if runs[-1][0] == "current" else {}
+    cur = runs[-1] if runs[-1].name == "current" else None
     bands, legend = _step_bands(g, cur)
     out = [_svg_open(width, height, "Step time per iteration", "steps")] + bands + _step_axes(g, yt)
-    for name, r in runs:
-        parts, items = _step_run(g, name, r)
+    for r in runs:
+        parts, items = _step_run(g, r)
         out += parts
         legend += items
     out.append("</svg>")

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from ..caps import TEXT_MAX_ITEMS
 from ..kinds import UNEXPLAINED
-from .view import FindingView, FlightRecorderView, KnownView, ReportView, RunView, StepsView, build_view
+from .view import FindingView, FlightRecorderView, KnownView, ReportView, RunView, StepsView
 
 COMPARISON_LABELS = MappingProxyType({"run_vs_run": "current vs baseline",
                                       "before_vs_after_capture": "replay vs eager before capture"})
@@ -161,8 +161,8 @@ def _unmatched(v: ReportView) -> List[str]:
     return out
 
 
-def render_text_view(v: ReportView) -> str:
-    """The text report of view V (build_view)."""
+def render_text(v: ReportView) -> str:
+    """The text report of view V (view.build_view / load_view)."""
     out = [f"triage: {v.summary}"]
     kl = known_line(v.known)
     if kl:
@@ -187,14 +187,18 @@ def render_text_view(v: ReportView) -> str:
         out += _steps(v.steps)
     out += _bisect(v)
     out += _novel(v)
+    out += _sections(v)
     out += [f"note: {n}" for n in v.notes]
     out += _unmatched(v)
     return "\n".join(out) + "\n"
 
 
-def render_text(d: Dict[str, Any]) -> str:
-    """The text report of report dict D (to_dict / report_dict; redact it first)."""
-    return render_text_view(build_view(d))
+def _sections(v: ReportView) -> List[str]:
+    """The parts declared in parts.py: each a titled block."""
+    out: List[str] = []
+    for s in v.sections:
+        out += ["", s.title.upper()] + [f"  {x}" for x in s.lines]
+    return out
 
 
 def _novel(v: ReportView) -> List[str]:

@@ -3,8 +3,9 @@ clipped line of text.  The limits the views and comments keep to are triage/caps
 from __future__ import annotations
 
 import json
+import math
 import re
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from ..caps import CLIP, DIFF_CLIP
 from ..lazyre import lazy_re
@@ -86,6 +87,23 @@ def int_or_none(x: Any) -> Any:
 
 def is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def finite_num(x: Any) -> Optional[float]:
+    """X as a finite float (a number, or text that reads as one); None for anything else (a bool too)."""
+    if isinstance(x, bool) or x is None:
+        return None
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def finite_int(x: Any) -> Optional[int]:
+    """finite_num(X) as an int (truncated)."""
+    v = finite_num(x)
+    return int(v) if v is not None else None
 
 
 def as_list(x: Any) -> List[Any]:

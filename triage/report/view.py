@@ -1,12 +1,20 @@
-"""The view of a report: built once from the (already redacted) report dict by `build_view`, and
-rendered by the text, markdown, jira, junit and HTML reports.  It is typed: frozen dataclasses
-(ReportView and the parts below) whose fields hold text already clipped, lists already capped
-(triage/caps.py) and numbers already checked.  The view never trusts a value's type, so an odd,
-partial or old dict (the store's, a saved report) renders instead of raising."""
+"""The view of a report, the one thing every rendering (text, markdown, jira, junit, HTML and its
+charts) is made from.  `build_view(analysis)` makes the report's JSON contract dict once
+(contract.report_json: bounded, redacted) and the view of it, taking what the verdict decided
+(outcome, primary, first failing rank, hang, action, blamed setting) from the verdict itself;
+`load_view(dict)` reads a stored or saved report dict, old ones too: the fallbacks for a dict
+that lacks a field live there and only there.  The view carries the dict it was made from
+(`data`, and `json`, its JSON text), so the JSON is never made twice.
+
+It is typed: frozen dataclasses (ReportView and the parts below) whose fields hold text already
+clipped, lists already capped (triage/caps.py) and numbers already checked.  The view never trusts
+a value's type, so an odd, partial or old dict renders instead of raising.  A new report field is
+a Part (parts.py): its section reaches every rendering through `sections`."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..caps import (
     BLOCK_TAIL,
@@ -26,11 +34,14 @@ from ..caps import (
 from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
 from ..lazyre import lazy_re
 from ..record import record
+from .parts import PARTS, SectionView
 from .util import (
     as_dict,
     as_list,
     clip,
     dicts,
+    finite_int,
+    finite_num,
     int_or_none,
     is_number,
     loc,
@@ -39,6 +50,9 @@ from .util import (
     shown_value,
     value_text,
 )
+
+if TYPE_CHECKING:
+    from ..verdict.analysis import Analysis
 
 VERSION_LABELS = (("torch_version", "PyTorch"), ("te_version", "Transformer Engine"),
                   ("mcore_version", "megatron-core"), ("nccl_version", "NCCL"),
@@ -296,8 +310,43 @@ class PatternView:
 
 
 @record(frozen=True)
+class TimelineEventView:
+    """A timeline event as the chart draws it: `t` (seconds) and `seq` (order in the log) as numbers
+    (None: none or not a number), `rank` (None: unknown), `role` (root-cause, cascade or info) and what
+    its tooltip names (`pitfall`, `source`, `line`, as text)."""
+    t: Optional[Number]
+    seq: Optional[Number]
+    rank: Optional[int]
+    role: str
+    pitfall: str
+    source: str
+    line: str
+
+
+@record(frozen=True)
+class ChartRunView:
+    """A run's step times as the chart draws them: its (iteration, ms) points sorted (the chart thins
+    them), its steady and capture iterations, warmup steps and steady median, as numbers."""
+    name: str                  # baseline or current
+    series: Tuple[Tuple[Number, Number], ...]
+    steady: Tuple[Number, ...]
+    captures: Tuple[Number, ...]
+    warmup: Optional[Number]
+    median: Optional[Number]
+
+
+@record(frozen=True)
+class ChartsView:
+    """What the HTML report's charts (svg.py) draw: the timeline's events, the first failing rank,
+    the runs that have step times (baseline first)."""
+    timeline: Tuple[TimelineEventView, ...] = ()
+    first_rank: Optional[int] = None
+    runs: Tuple[ChartRunView, ...] = ()
+
+
+@record(frozen=True)
 class ReportView:
-    """The view of one report dict, for the renderers."""
+    """The view of one report, for the renderers."""
     # the verdict
     outcome: str               # healthy, pitfall or unexplained-failure
     failed: bool
@@ -309,6 +358,7 @@ class ReportView:
     known: Optional[KnownView]
     action: str                # what to do next (issue 43): stop, drain-node, retry, change-config, none
     action_line: str           # the action, its host and why, one line ("" when the dict has none)
+    not_a_crash: bool          # a primary the verdict raises no failure for (severity below error): no rank failed
     # findings: the primary, the others in report order (the first MAX_FINDINGS) and by role
     findings: Tuple[FindingView, ...]   # every finding of the dict, in report order (JUnit's)
     primary: Optional[FindingView]
@@ -349,6 +399,13 @@ class ReportView:
     # an unexplained failure with its last good log: the lines only it printed (issue 42)
     novel: Tuple["NovelView", ...] = ()
     bisect: Tuple["BisectView", ...] = ()     # blame not settled: the runs that separate the candidates
+    charts: ChartsView = field(default_factory=ChartsView)
+    sections: Tuple[SectionView, ...] = ()    # the parts declared in parts.py, each as a titled block
+    # the report dict the view was made from (the JSON contract, bounded and redacted as `redacted` says) and
+    # its JSON text ("": not made; a text report's view is of the whole dict, never cut to the JSON's size)
+    data: Dict[str, Any] = field(default_factory=dict, repr=False)
+    json: str = field(default="", repr=False)
+    redacted: bool = True
 
 
 @record(frozen=True)
@@ -621,15 +678,6 @@ def _steps_view(st: Any, omitted: Any = None) -> Optional[StepsView]:
     return StepsView(runs, comps)
 
 
-def _primary_index(raw: List[Dict[str, Any]], prim_id: Any) -> Optional[int]:
-    """The primary finding: the root cause of the primary pitfall, else its first finding (a dict
-    without a primary: the first root cause without a pitfall, as ever)."""
-    roots = [i for i, f in enumerate(raw) if f.get("pitfall") == prim_id and f.get("role") == "root-cause"]
-    any_role = [i for i, f in enumerate(raw) if prim_id is not None and f.get("pitfall") == prim_id]
-    first = roots or any_role
-    return first[0] if first else None
-
-
 def _diff_rows(d: Dict[str, Any], suspects: Tuple[SuspectRow, ...]) -> Tuple[DiffRow, ...]:
     """The config diff, each row marked suspect or unrelated by its blame (the suspects when there is
     no diff)."""
@@ -672,23 +720,29 @@ def _patterns_view(findings: List[FindingView]) -> Tuple[PatternView, ...]:
                  for p in patterns.values())
 
 
-def _outcome(d: Dict[str, Any], has_primary: bool) -> str:
-    outcome = d.get("outcome")
-    if outcome in (HEALTHY, PITFALL, UNEXPLAINED):
-        return str(outcome)
-    # a dict from before `outcome`
-    failed = has_primary or any(clip(f.get("role")) in ("root-cause", "cascade") for f in dicts(d.get("findings")))
-    if has_primary:
-        return "pitfall"
-    return UNEXPLAINED if failed or isinstance(d.get("first_failure"), dict) else HEALTHY
+@record(frozen=True)
+class _Decided:
+    """What the verdict decided, as the view takes it: from the Analysis's verdict (build_view), or
+    read from a stored dict with the fallbacks an old one needs (load_view, _decided_of_dict)."""
+    outcome: str
+    failed: bool
+    primary: Optional[int]      # the primary finding's index in the dict's findings (None: no primary)
+    primary_id: Optional[str]
+    first_rank: Any             # the first failing rank (an int, or None)
+    first_failure_rank: Any     # the rank the first failure is of (the first failing rank)
+    hang: bool
+    action: str
+    blamed: Optional[int]       # the blamed change's index in the dict's suspects (None: none blamed)
+    not_a_crash: bool
+    summary: str = ""           # the summary of a dict that has none
 
 
-def _first_failure_view(d: Dict[str, Any]) -> Optional[FirstFailureView]:
+def _first_failure_view(d: Dict[str, Any], rank: Any) -> Optional[FirstFailureView]:
+    """The first failure; RANK the first failing rank (the verdict's)."""
     ff = d.get("first_failure")
     if not isinstance(ff, dict):
         return None
-    rk = ff.get("rank") if int_or_none(ff.get("rank")) is not None else d.get("first_failing_rank")
-    return FirstFailureView(rank=rank_text(rk), own_rank=rank_text(ff.get("rank")),
+    return FirstFailureView(rank=rank_text(rank), own_rank=rank_text(ff.get("rank")),
                             loc=loc(ff.get("source"), ff.get("line")), message=clip(ff.get("message")),
                             kind=clip(ff.get("kind"), 40), block=_block_view(as_list(ff.get("lines"))))
 
@@ -709,12 +763,12 @@ def _flight_view(frd: Any) -> Optional[FlightRecorderView]:
                        for e in dicts(frd.get("evidence"))[:EVIDENCE_MAX]))
 
 
-def _findings_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
-    """The primary finding and the others: `others` in report order (the first MAX_FINDINGS), also
-    by role (`roots`, `cascades`, `infos`), and how many were not shown."""
+def _findings_part(d: Dict[str, Any], omitted: Dict[str, Any], pi: Optional[int]) -> Dict[str, Any]:
+    """The primary finding (PI: its index) and the others: `others` in report order (the first
+    MAX_FINDINGS), also by role (`roots`, `cascades`, `infos`), and how many were not shown."""
     raw = dicts(d.get("findings"))
     findings_all = [finding_view(f) for f in raw]
-    pi = _primary_index(raw, d.get("primary"))
+    pi = pi if pi is not None and pi < len(findings_all) else None
     others = [f for i, f in enumerate(findings_all) if i != pi]
     left_out = int_or_none(omitted.get("findings")) or 0     # findings the bounded JSON left out
     shown = tuple(others[:MAX_FINDINGS])
@@ -728,17 +782,21 @@ def _findings_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]
     )
 
 
-def _config_part(d: Dict[str, Any]) -> Dict[str, Any]:
-    """Blame, config diff, violations and versions."""
-    suspects = tuple(sorted((_suspect_view(s) for s in dicts(d.get("suspects"))),
-                            key=lambda s: (s.unrelated, -float(s.score or 0))))
+def _suspect_rows(d: Dict[str, Any]) -> List[SuspectRow]:
+    return [_suspect_view(s) for s in dicts(d.get("suspects"))]
+
+
+def _config_part(d: Dict[str, Any], blamed: Optional[int]) -> Dict[str, Any]:
+    """Blame (BLAMED: the blamed change's index in the suspects), config diff, violations and versions."""
+    rows = _suspect_rows(d)
+    suspects = tuple(sorted(rows, key=lambda s: (s.unrelated, -float(s.score or 0))))
     versions = _versions_view(d.get("versions"))
     violations = tuple(ViolationView(pitfall=clip(v.get("pitfall"), 120),
                                      settings=tuple(clip(k, 120) for k in as_list(v.get("keys"))[:MAX_BECAUSE]),
                                      message=clip(v.get("message"), 1000), fix=clip(v.get("fix"), 1000))
                        for v in dicts(d.get("config_violations"))[:MAX_ITEMS])
     return dict(
-        blamed=next((s for s in suspects if not s.unrelated), None),
+        blamed=rows[blamed] if blamed is not None and blamed < len(rows) else None,
         suspects=suspects, diff=_diff_rows(d, suspects),
         diff_more=max(0, len(dicts(d.get("diff"))) - MAX_ROWS), violations=violations,
         versions=versions, versions_found=any(v.value for v in versions),
@@ -746,13 +804,13 @@ def _config_part(d: Dict[str, Any]) -> Dict[str, Any]:
     )
 
 
-def _ranks_part(d: Dict[str, Any]) -> Dict[str, Any]:
+def _ranks_part(d: Dict[str, Any], dec: _Decided) -> Dict[str, Any]:
     """The first failing rank, the launcher's root-cause rank, the hang suspects, the Flight Recorder."""
-    first = d.get("first_failing_rank")
+    first = dec.first_rank
     launcher = d.get("launcher_root_rank")
     return dict(
-        first_failure=_first_failure_view(d),
-        hang="hang_suspects" in d,
+        first_failure=_first_failure_view(d, dec.first_failure_rank),
+        hang=dec.hang,
         hang_suspects=tuple(_hang_suspect_view(x) for x in dicts(d.get("hang_suspects"))[:MAX_ITEMS]),
         first_rank=rank_text(first) if first is not None else None,
         launcher_root_rank=rank_text(launcher) if int_or_none(launcher) is not None else None,
@@ -765,14 +823,14 @@ def _attempt_view(a: Dict[str, Any]) -> AttemptView:
                        rank=rank_text(a.get("first_failing_rank")), summary=clip(a.get("summary"), 400))
 
 
-def _run_part(d: Dict[str, Any], omitted: Dict[str, Any]) -> Dict[str, Any]:
+def _run_part(d: Dict[str, Any], omitted: Dict[str, Any], outcome: str) -> Dict[str, Any]:
     """Attempts, step times, notes, stats and unmatched blocks."""
     stats = as_dict(d.get("stats"))
     sources = [clip(x, 300) for x in as_list(stats.get("sources"))]
     attempts = dicts(d.get("attempts"))
     unmatched = dicts(d.get("unmatched"))
     ff = as_dict(d.get("first_failure"))
-    if d.get("outcome") == UNEXPLAINED and ff:       # said once: in the first failure's section
+    if outcome == UNEXPLAINED and ff:       # said once: in the first failure's section
         here = (ff.get("source"), int_or_none(ff.get("line")))
         unmatched = [u for u in unmatched if (u.get("source"), int_or_none(u.get("line"))) != here]
     notes = tuple(clip(n, 1000) for n in as_list(d.get("notes"))[:MAX_NOTES])
@@ -802,23 +860,155 @@ def _action_line(a: Dict[str, Any]) -> str:
     return f"{do}{f' (host {host})' if host else ''}: {clip(a.get('why'), 300)}"
 
 
-def build_view(d: Dict[str, Any]) -> ReportView:
-    """The view of report dict D (report_dict), for the renderers; any dict renders."""
-    d = as_dict(d)
+_ROLES = ("root-cause", "cascade", "info")
+
+
+def _timeline_view(events: Any) -> Tuple[TimelineEventView, ...]:
+    out = []
+    for e in events if isinstance(events, (list, tuple)) else []:
+        if isinstance(e, dict):
+            role = e.get("role") if e.get("role") in _ROLES else "info"
+            out.append(TimelineEventView(t=finite_num(e.get("t")), seq=finite_num(e.get("seq")),
+                                         rank=finite_int(e.get("rank")), role=str(role),
+                                         pitfall=f"{e.get('pitfall', '')}", source=f"{e.get('source', '')}",
+                                         line=f"{e.get('line', '')}"))
+    return tuple(out)
+
+
+def _points(s: Any) -> Tuple[Tuple[float, float], ...]:
+    """A run's (iteration, ms) points that are two numbers, sorted."""
+    out: List[Tuple[float, float]] = []
+    for p in (s or []) if isinstance(s, (list, tuple)) else []:
+        if isinstance(p, (list, tuple)) and len(p) >= 2:
+            x, y = finite_num(p[0]), finite_num(p[1])
+            if x is not None and y is not None:
+                out.append((x, y))
+    out.sort()
+    return tuple(out)
+
+
+def _numbers(v: Any) -> Tuple[float, ...]:
+    if not isinstance(v, (list, tuple)):
+        return ()
+    return tuple(x for x in (finite_num(i) for i in v) if x is not None)
+
+
+def _charts_view(d: Dict[str, Any], first_rank: Any) -> ChartsView:
+    st = as_dict(d.get("step_times"))
+    runs = []
+    for name in ("baseline", "current"):
+        r = st.get(name)
+        if isinstance(r, dict):
+            series = _points(r.get("series"))
+            if series:
+                runs.append(ChartRunView(name=name, series=series, steady=_numbers(r.get("steady_iterations")),
+                                         captures=_numbers(r.get("capture_iterations")),
+                                         warmup=finite_num(r.get("warmup_steps")),
+                                         median=finite_num(r.get("steady_median_ms"))))
+    return ChartsView(timeline=_timeline_view(d.get("timeline")), first_rank=finite_int(first_rank), runs=tuple(runs))
+
+
+def _sections(d: Dict[str, Any]) -> Tuple[SectionView, ...]:
+    """The parts declared in parts.py that the dict holds, each as its section."""
+    out = []
+    for part in PARTS:
+        if part.key in d:
+            s = part.section(d[part.key])
+            if s is not None:
+                out.append(s)
+    return tuple(out)
+
+
+def _view(d: Dict[str, Any], dec: _Decided, json: str = "", redacted: bool = True) -> ReportView:
+    """The view of report dict D, with what the verdict decided (DEC)."""
     omitted = as_dict(d.get("omitted"))
-    found = _findings_part(d, omitted)
-    primary = found["primary"]
-    prim_id = d.get("primary")
-    outcome = _outcome(d, primary is not None)
+    found = _findings_part(d, omitted, dec.primary)
     return ReportView(
-        outcome=outcome, failed=outcome != HEALTHY,
-        summary=clip(d.get("summary"), 1000) or ("no known pitfall found" if primary is None else ""),
-        primary_id=clip(prim_id, 120) if prim_id is not None else None,
+        outcome=dec.outcome, failed=dec.failed,
+        summary=clip(d.get("summary"), 1000) or dec.summary,
+        primary_id=dec.primary_id,
         signature=clip(d.get("signature"), 300) if d.get("signature") is not None else None,
         signature_id=clip(d.get("signature_id"), 12) if d.get("signature_id") is not None else None,
         message_signature=(clip(d.get("message_signature"), 300) if d.get("message_signature") is not None
                            and d.get("message_signature") != d.get("signature") else None),
         known=_known_view(d.get("known")), job=_job_view(d.get("job")),
-        action=clip(as_dict(d.get("action")).get("do"), 20), action_line=_action_line(as_dict(d.get("action"))),
-        **found, **_ranks_part(d), **_config_part(d), **_run_part(d, omitted),
+        action=clip(dec.action, 20), action_line=_action_line(as_dict(d.get("action"))),
+        not_a_crash=dec.not_a_crash,
+        **found, **_ranks_part(d, dec), **_config_part(d, dec.blamed), **_run_part(d, omitted, dec.outcome),
+        charts=_charts_view(d, dec.first_rank), sections=_sections(d), data=d, json=json, redacted=redacted,
     )
+
+
+def build_view(a: "Analysis", redact_secrets: bool = True, whole: bool = False) -> ReportView:
+    """The view of analysis A, for the renderers: its report dict made once -- the JSON contract, bounded
+    to MAX_JSON_BYTES and redacted unless REDACT_SECRETS is False (contract.report_json), or, WHOLE (the
+    text report, not cut to the JSON's size), the dict at its first level -- and what the verdict decided
+    taken from the verdict."""
+    from ..redact import redact_obj
+    from .contract import report_json, to_dict
+    if whole:
+        d, text = to_dict(a), ""
+        if redact_secrets:
+            d = redact_obj(d)
+    else:
+        d, text = report_json(a, redact_secrets)
+    v = a.verdict
+    cfg = a.config
+    top = cfg.blamed if cfg is not None else None
+    dec = _Decided(
+        outcome=v.outcome, failed=v.failed, primary=0 if v.primary is not None else None,     # the primary first
+        primary_id=clip(v.primary.pitfall, 120) if v.primary is not None else None,
+        first_rank=v.first_rank, first_failure_rank=v.first_rank, hang=v.hang, action=v.action,
+        blamed=next(i for i, s in enumerate(cfg.suspects) if s is top) if cfg is not None and top is not None else None,
+        # the verdict's own gate (alert_key: no alert for a primary below severity error): no rank failed
+        not_a_crash=v.primary is not None and v.alert_key() is None)
+    return _view(d, dec, text, redact_secrets)
+
+
+# -- a stored or saved report dict: every fallback for an old or partial dict is here -----------------
+
+def _primary_index(raw: List[Dict[str, Any]], prim_id: Any) -> Optional[int]:
+    """The primary finding: the root cause of the primary pitfall, else its first finding (a dict
+    without a primary: the first root cause without a pitfall, as ever)."""
+    roots = [i for i, f in enumerate(raw) if f.get("pitfall") == prim_id and f.get("role") == "root-cause"]
+    any_role = [i for i, f in enumerate(raw) if prim_id is not None and f.get("pitfall") == prim_id]
+    first = roots or any_role
+    return first[0] if first else None
+
+
+def _outcome(d: Dict[str, Any], has_primary: bool) -> str:
+    outcome = d.get("outcome")
+    if outcome in (HEALTHY, PITFALL, UNEXPLAINED):
+        return str(outcome)
+    # a dict from before `outcome`
+    failed = has_primary or any(clip(f.get("role")) in ("root-cause", "cascade") for f in dicts(d.get("findings")))
+    if has_primary:
+        return PITFALL
+    return UNEXPLAINED if failed or isinstance(d.get("first_failure"), dict) else HEALTHY
+
+
+def _decided_of_dict(d: Dict[str, Any]) -> _Decided:
+    """What the verdict decided, as a stored dict has it; what an old dict lacks is made up here."""
+    raw = dicts(d.get("findings"))
+    pi = _primary_index(raw, d.get("primary"))
+    outcome = _outcome(d, pi is not None)
+    ff = as_dict(d.get("first_failure"))
+    # the first failure's rank is the first failing rank; a dict may give it only beside it
+    first_ff = ff.get("rank") if int_or_none(ff.get("rank")) is not None else d.get("first_failing_rank")
+    rows = _suspect_rows(d)
+    blamed = min((i for i, s in enumerate(rows) if not s.unrelated), key=lambda i: -float(rows[i].score or 0),
+                 default=None)
+    sev = clip(raw[pi].get("severity"), 20) if pi is not None else ""
+    prim_id = d.get("primary")
+    return _Decided(outcome=outcome, failed=outcome != HEALTHY, primary=pi,
+                    primary_id=clip(prim_id, 120) if prim_id is not None else None,
+                    first_rank=d.get("first_failing_rank"), first_failure_rank=first_ff, hang="hang_suspects" in d,
+                    action=clip(as_dict(d.get("action")).get("do"), 20), blamed=blamed,
+                    not_a_crash=pi is not None and sev not in ("error", "critical"),
+                    summary="no known pitfall found" if pi is None else "")
+
+
+def load_view(d: Any) -> ReportView:
+    """The view of a stored or saved report dict D (any dict renders: an old, partial or odd one too)."""
+    d = as_dict(d)
+    return _view(d, _decided_of_dict(d))

@@ -320,12 +320,13 @@ class Watch:
             if self._tmp is None:
                 self._tmp = tempfile.mkdtemp(prefix="triage-watch-")
             d = self._tmp
-        from ..report import render
+        from ..report import build_view, render_view
         os.makedirs(d, exist_ok=True)
         out = None
+        view = build_view(a)            # one report dict for both: the JSON and the HTML of the same view
         for fmt, name in (("json", "triage-report.json"), ("html", "triage-report.html")):
             path = os.path.join(d, name)
-            _write_atomic(path, render(a, fmt))
+            _write_atomic(path, render_view(view, fmt))
             self.reports[fmt] = path
             if fmt == "json":
                 out = path

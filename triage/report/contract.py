@@ -14,7 +14,7 @@ from ..verdict.analysis import Analysis
 from ..verdict.fingerprint import signature_id
 from ..verdict.hangs import FR_ANALYSE, FR_DUMPS
 from ..verdict.types import Evidence, Finding
-from .parts import PARTS
+from .parts import registered
 
 SCHEMA_VERSION = 1
 
@@ -303,7 +303,7 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
     if novel:
         d["novel_lines"] = [{k: cut.text(v) if isinstance(v, str) else v for k, v in n.as_dict().items()}
                             for n in novel]
-    for part in PARTS:                 # the fields declared in parts.py, each once
+    for part in registered():          # the fields declared in parts.py, each once
         value = part.value(a, cut)
         if value is not None:
             d[part.key] = value

@@ -34,7 +34,7 @@ from ..caps import (
 from ..kinds import HEALTHY, PITFALL, UNEXPLAINED
 from ..lazyre import lazy_re
 from ..record import record
-from .parts import PARTS, SectionView
+from .parts import SectionView, registered
 from .util import (
     as_dict,
     as_list,
@@ -911,7 +911,7 @@ def _charts_view(d: Dict[str, Any], first_rank: Any) -> ChartsView:
 def _sections(d: Dict[str, Any]) -> Tuple[SectionView, ...]:
     """The parts declared in parts.py that the dict holds, each as its section."""
     out = []
-    for part in PARTS:
+    for part in registered():
         if part.key in d:
             s = part.section(d[part.key])
             if s is not None:

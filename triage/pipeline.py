@@ -243,6 +243,9 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.step_times = perf
     by_id = {p.id: p for p in pats}
     # every analyser has run: the verdict is decided here, once
+    cap = seen.steps.capture_line
+    if cap is not None:                 # issue 43: a hang after a capture may be inside a replayed graph
+        a.case.capture = Evidence(cap[0], cap[1], cap[2], cap[3])
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
               for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed())
     current = _with_implied(a, current, by_id, pats)

@@ -18,12 +18,13 @@ from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
 from .action import decide_action
+from .collectives import culprit
 from .crashes import first_crash
 from .groupkey import unexplained_signatures
 from .hangs import _hang_suspects
 from .roles import _waiting, assign_roles, unexplained_first
 from .summary import _cascade_clause, _hang_summary, _summary
-from .types import FAILING, AttemptVerdict, Case, Finding, FirstFailure, HangSuspect, Verdict
+from .types import FAILING, AttemptVerdict, Case, Finding, FirstFailure, HangDetail, HangSuspect, Verdict
 from .unexplained import _block_kind, _block_message
 
 _ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
@@ -152,8 +153,22 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
                    first_rank_by=d.first_rank_by if d.first_rank is not None else None, summary=d.summary,
                    title=" ".join(title.split())[:300], signature=signature, first_failure=ff, hang=d.hang,
                    hang_suspects=tuple(d.suspects), flight_recorder=case.flight_recorder,
+                   hang_detail=_hang_detail(case) if outcome != HEALTHY else None,
                    cascade=tuple(f.fingerprint for f in findings if f.role == "cascade"),
                    message_signature=message_signature)
+
+
+def _hang_detail(case: Case) -> Optional[HangDetail]:
+    """The hang's wavefront from the timeout and watchdog lines (collectives.py), or None."""
+    if not case.collectives:
+        return None
+    fn = case.ranks_fn
+    cap = case.capture
+    if cap is not None:            # a capture after the hang's first line in the same input is not before it
+        first = min((o.line for o in case.collectives if o.source == cap.source), default=None)
+        if first is not None and cap.line > first:
+            cap = None
+    return culprit(case.collectives, fn if fn is not None else (lambda: []), cap)
 
 
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = (),

@@ -7,9 +7,10 @@ import os
 import re
 import sys
 from dataclasses import field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
+from .inputs.frdump import find_dumps, read_dumps
 from .inputs.sources import InputError, Line
 from .kinds import UNEXPLAINED
 from .patterns import Pattern, load_all
@@ -26,6 +27,7 @@ class Seen:
     """What the single pass over a log collected besides pattern matches."""
     config: LogConfigCollector = field(default_factory=LogConfigCollector)
     steps: StepLog = field(default_factory=StepLog)
+    dumps: List[Any] = field(default_factory=list)    # inputs.frdump.FRDump: the Flight Recorder dumps beside the logs
 
     def observers(self) -> List[Feeder]:
         """The config collector and the step-time parser as line observers of a block scan."""
@@ -92,7 +94,11 @@ def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Option
     """One pass over LOGS: the scan, and what else it saw (config, step times)."""
     options = options if options is not None else Options()
     seen = Seen()
-    paths = _logs(logs)
+    paths, dumps = find_dumps(_logs(logs))     # issue 43: Flight Recorder dumps are read apart, never scanned
+    if dumps and not paths:
+        raise InputError("only Flight Recorder dumps were given: pass the job's logs with them (or the directory "
+                         "that holds both)")
+    seen.dumps = read_dumps(dumps)
     if options.progress:
         slow_search_note(paths, max_bytes=options.max_bytes)
     bar = for_inputs(paths, max_bytes=options.max_bytes) if options.progress else None
@@ -243,6 +249,7 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.step_times = perf
     by_id = {p.id: p for p in pats}
     # every analyser has run: the verdict is decided here, once
+    a.case.dumps = seen.dumps
     cap = seen.steps.capture_line
     if cap is not None:                 # issue 43: a hang after a capture may be inside a replayed graph
         a.case.capture = Evidence(cap[0], cap[1], cap[2], cap[3])

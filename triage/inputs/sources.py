@@ -35,6 +35,7 @@ from ..lazyre import lazy_re
 from ..match.rx import IGNORECASE, TIMEOUT, lazy
 from ..record import record
 from . import remote
+from .frdump import looks_like_dump
 from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
 from .paste import PASTE_MAX, unwrap, wrapped_note
 from .ranks import inner_rank, split_prefix
@@ -206,7 +207,7 @@ def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
             raise InputError(f"directory {top!r} holds more than {MAX_DIR_ENTRIES:,} entries: it does not look like "
                              "one job's logs; pass the job's own directory or its log files")
         for f in sorted(files):
-            if log_name(f):
+            if log_name(f) and not looks_like_dump(os.path.join(root, f)):   # a Flight Recorder dump: frdump.py
                 path = os.path.join(root, f)
                 if _regular_or_note(path, notes):
                     found.append(path)

@@ -11,12 +11,14 @@ Nothing here is a guess from timing: a log without sequence numbers gives no sen
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..match.rx import lazy, search
 from ..record import record
 from ..scan.results import Match
 from ..tables import load
+from .frtrace import FRFinding
 from .types import EVIDENCE_MAX, Evidence, HangDetail, rank_ranges
 
 MAX_TEXT = 4000          # characters of a line read
@@ -251,3 +253,18 @@ def _group(key: str, os: List[Observation], job_ranks: Callable[[], Sequence[int
                       op=op_name(op) if op else None, seq=seq, behind=late, silent=silent, waited=waited,
                       waited_s=tmo / 1000 if tmo is not None else None, in_graph=capture is not None,
                       sentence=sentence, evidence=ev)
+
+
+def with_dumps(h: Optional[HangDetail], fr: FRFinding, capture: Optional[Evidence]) -> HangDetail:
+    """The wavefront with what the Flight Recorder dumps say (frtrace.py): added to the log's sentence and
+    evidence, or, when the log names no collective, the wavefront itself."""
+    if h is not None:
+        return replace(h, sentence=f"{h.sentence}; {fr.sentence}", source="log+flight-recorder",
+                       evidence=(h.evidence + fr.evidence)[:EVIDENCE_MAX * 2])
+    kind, kname = group_kind(fr.desc or None, fr.pg or None)
+    graph = (", with CUDA graphs captured before it (a collective inside a replayed graph is invisible to "
+             "the Flight Recorder)" if capture is not None else "")
+    return HangDetail(group=fr.desc or (f"PG {fr.pg}" if fr.pg else None), kind=kind, group_ranks=fr.members,
+                      op=fr.op.split(" ")[0], seq=fr.seq, behind=fr.behind, silent=[], waited=fr.reached,
+                      waited_s=None, in_graph=capture is not None, sentence=fr.sentence + graph,
+                      evidence=fr.evidence + ([capture] if capture is not None else []), source="flight-recorder")

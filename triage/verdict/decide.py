@@ -18,8 +18,9 @@ from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
 from .action import decide_action
-from .collectives import culprit
+from .collectives import culprit, with_dumps
 from .crashes import first_crash
+from .frtrace import first_disagreement
 from .groupkey import unexplained_signatures
 from .hangs import _hang_suspects
 from .roles import _waiting, assign_roles, unexplained_first
@@ -159,8 +160,10 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
 
 
 def _hang_detail(case: Case) -> Optional[HangDetail]:
-    """The hang's wavefront from the timeout and watchdog lines (collectives.py), or None."""
-    if not case.collectives:
+    """The hang's wavefront from the timeout and watchdog lines (collectives.py) and the Flight Recorder
+    dumps (frtrace.py), or None."""
+    fr = first_disagreement(case.dumps) if case.dumps else None
+    if not case.collectives and fr is None:
         return None
     fn = case.ranks_fn
     cap = case.capture
@@ -168,7 +171,8 @@ def _hang_detail(case: Case) -> Optional[HangDetail]:
         first = min((o.line for o in case.collectives if o.source == cap.source), default=None)
         if first is not None and cap.line > first:
             cap = None
-    return culprit(case.collectives, fn if fn is not None else (lambda: []), cap)
+    h = culprit(case.collectives, fn if fn is not None else (lambda: []), cap) if case.collectives else None
+    return with_dumps(h, fr, cap) if fr is not None else h
 
 
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = (),

@@ -264,6 +264,7 @@ class Case:
     flight_recorder: Optional[FlightRecorder] = None
     collectives: List[Any] = field(default_factory=list)   # collectives.Observation of the timeout lines
     capture: Optional[Evidence] = None         # a CUDA graph capture line of the log (steps.StepLog)
+    dumps: List[Any] = field(default_factory=list)   # inputs.frdump.FRDump: the job's Flight Recorder dumps
     ended: bool = False                        # an earlier attempt (the job restarted after it)
 
 

@@ -256,7 +256,7 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
               for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed())
     current = _with_implied(a, current, by_id, pats)
-    if a.verdict.hang and a.verdict.flight_recorder is None:
+    if a.verdict.hang and a.verdict.flight_recorder is None and not seen.dumps:
         a.notes.append(FR_HOWTO)
     if a.verdict.failed:
         a.notes.extend(version_notes(a.versions, base_seen.config.versions if base_seen is not None else {}))

@@ -20,6 +20,7 @@ from .scan.engine import Engine
 from .scan.observer import Feeder
 from .scan.results import ScanResult
 from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, assess, blame, gather, make_finding
+from .verdict.action import PriorAttempt
 
 
 @record
@@ -62,6 +63,7 @@ class Options:
     progress: bool = False              # a progress bar on a terminal for big inputs (progress.for_inputs)
     max_bytes: int = 0                  # read at most that many bytes of each input (0: all)
     content_hash: bool = False          # hash the inputs' bytes in the same read (the store's key)
+    prior: Optional[PriorAttempt] = None  # the job's attempt before, from its own files (issue 43: stop on no progress)
 
     def patterns(self) -> List[Pattern]:
         return list(self.pats) if self.pats is not None else load_all(self.pattern_dirs)
@@ -88,6 +90,20 @@ def _add_novelty(a: Analysis, paths: Sequence[str], baseline_logs: Sequence[str]
     from .novelty import novel_lines
     a.novel_lines, notes = novel_lines(paths, baseline_logs)
     a.notes.extend(notes)
+
+
+def reached_in(paths: Sequence[str]) -> "Optional[int] | bool":
+    """Issue 43: the highest iteration the last run of iterations in PATHS reached (None: no step line);
+    False when they cannot be read (gone, unreadable) -- an earlier attempt's logs, read for its steps only."""
+    from .inputs.sources import expand_paths, read_lines
+    steps = StepLog()
+    try:
+        for p in expand_paths(paths):
+            for ln in read_lines(p):
+                steps.feed(ln)
+    except (InputError, OSError):
+        return False
+    return steps.reached()
 
 
 def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Options] = None) -> Tuple[ScanResult, Seen]:
@@ -122,7 +138,7 @@ def assemble(scan: ScanResult, seen: Seen, pats: List[Pattern], options: Optiona
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
     a.content_hash = scan.content_hash
     add_config_analysis(a, pats, seen, options.config_files, options.baseline_files, options.baseline_logs,
-                        options.env)
+                        options.env, options.prior)
     return a
 
 
@@ -235,7 +251,7 @@ def _with_implied(a: Analysis, current: Config, by_id: Dict[str, Pattern], pats:
 
 def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_files: Sequence[str] = (),
                         baseline_files: Sequence[str] = (), baseline_logs: Sequence[str] = (),
-                        env: Sequence[str] = ()) -> None:
+                        env: Sequence[str] = (), prior: Optional[PriorAttempt] = None) -> None:
     """Attach config, rule violations, step-time verdicts and blamed changes to the analysis.
 
     Everything that feeds the verdict (the step-time findings) is added first; only then is the
@@ -250,11 +266,13 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     by_id = {p.id: p for p in pats}
     # every analyser has run: the verdict is decided here, once
     a.case.dumps = seen.dumps
+    a.reached = seen.steps.reached()
     cap = seen.steps.capture_line
     if cap is not None:                 # issue 43: a hang after a capture may be inside a replayed graph
         a.case.capture = Evidence(cap[0], cap[1], cap[2], cap[3])
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
-              for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed())
+              for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed(),
+             prior=prior)
     current = _with_implied(a, current, by_id, pats)
     if a.verdict.hang and a.verdict.flight_recorder is None and not seen.dumps:
         a.notes.append(FR_HOWTO)

@@ -15,10 +15,10 @@ run.  Bounded: MAX_DUMP_BYTES a file, MAX_ENTRIES entries a dump, MAX_DUMPS dump
 """
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
-import pickle
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -59,15 +59,20 @@ class FRDump:
     dropped: int = 0              # entries over MAX_ENTRIES (the oldest)
 
 
-class _Refused(pickle.UnpicklingError):
-    """A dump that asks to load a global: refused, never loaded."""
+@functools.lru_cache(maxsize=1)
+def _unpickling() -> Tuple[Any, Any, Any]:
+    """(pickle, the refusal, the unpickler that builds containers and scalars only: any global -- a class,
+    a function -- is refused); pickle is imported only when a dump is read."""
+    import pickle
 
+    class Refused(pickle.UnpicklingError):
+        """A dump that asks to load a global: refused, never loaded."""
 
-class _PlainUnpickler(pickle.Unpickler):
-    """Builds containers and scalars only: any global (a class, a function) is refused."""
+    class PlainUnpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            raise Refused(f"it asks to load {module[:60]}.{name[:60]}")
 
-    def find_class(self, module: str, name: str) -> Any:
-        raise _Refused(f"it asks to load {module[:60]}.{name[:60]}")
+    return pickle, Refused, PlainUnpickler
 
 
 def looks_like_dump(path: str) -> bool:
@@ -150,9 +155,10 @@ def _load(path: str, data: bytes) -> Any:
             raise InputError(f"{path}: not a Flight Recorder dump (JSON: {str(e)[:120]})") from None
     if data[:2] not in _PICKLE_MAGIC:
         raise InputError(f"{path}: not a Flight Recorder dump (neither a pickle nor JSON)")
+    pickle, refused, unpickler = _unpickling()
     try:
-        return _PlainUnpickler(io.BytesIO(data)).load()
-    except _Refused as e:
+        return unpickler(io.BytesIO(data)).load()
+    except refused as e:
         raise InputError(f"{path}: not a Flight Recorder dump: {str(e)[:200]} (a dump holds only plain data; "
                          "triage runs nothing an input asks for)") from None
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,

@@ -17,7 +17,7 @@ from ..kinds import HEALTHY, PITFALL, UNEXPLAINED, Role
 from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
-from .action import decide_action
+from .action import PriorAttempt, decide_action
 from .collectives import culprit, with_dumps
 from .crashes import first_crash
 from .frtrace import first_disagreement
@@ -176,22 +176,24 @@ def _hang_detail(case: Case) -> Optional[HangDetail]:
 
 
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = (),
-           progressed: bool = False) -> Verdict:
+           progressed: bool = False, reached: Optional[int] = None, prior: Optional[PriorAttempt] = None) -> Verdict:
     """The verdict of a log: primary, roles, first failing rank, first failure, outcome and summary,
     decided here and nowhere else.  CASE is the last attempt (the headline), ANALYSERS the findings
     of the analysers (step times), EARLIER the earlier attempts of a restarted job (each gets its
-    own verdict, in `attempts`); PROGRESSED: the last attempt got further than the one before (action)."""
+    own verdict, in `attempts`); PROGRESSED: the last attempt got further than the one before (action);
+    REACHED: the highest iteration of the last attempt; PRIOR: the attempt before, from its own files."""
     v = _decide_attempt(case, analysers)
     if not earlier:
-        return _with_action(v, progressed)
+        return _with_action(v, progressed, reached, prior)
     n = len(earlier) + 1
     per = [_decide_attempt(c, ()) for c in earlier] + [v]
     return _with_action(replace(v, attempts=tuple(AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None,
                                                                  x.first_rank, x.summary) for i, x in enumerate(per)),
-                                summary=f"attempt {n} of {n}: " + v.summary), progressed)
+                                summary=f"attempt {n} of {n}: " + v.summary), progressed, reached, prior)
 
 
-def _with_action(v: Verdict, progressed: bool = False) -> Verdict:
+def _with_action(v: Verdict, progressed: bool = False, reached: Optional[int] = None,
+                 prior: Optional[PriorAttempt] = None) -> Verdict:
     """V with its action (action.py): decided here, with the rest of the verdict."""
-    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed)
+    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed, v.signature, reached, prior)
     return replace(v, action=action, action_why=why, action_host=host)

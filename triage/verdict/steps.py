@@ -298,6 +298,10 @@ class StepLog:
         if tflops is not None:
             self.tflops[it] = tflops
 
+    def reached(self) -> Optional[int]:
+        """The highest iteration the last run of iterations reached (any input); None: no step line."""
+        return max((r[-1] for r in self._runs.values() if r), default=None)
+
     def progressed(self) -> bool:
         """Whether the last run of iterations (the last attempt of a restarted job) got past the highest
         iteration of the run before it, in some input."""

@@ -136,3 +136,10 @@ def test_sentence_in_every_format_and_the_schema():
     for fmt in ("text", "markdown", "html", "junit", "jira"):
         out = render(a, fmt)
         assert "ranks 5 and 13 never reached all" in out, fmt
+
+
+def test_a_rank_the_log_never_shows_is_not_accused():
+    # ranks 0 and 1 time out, rank 5 crashed (its traceback, nothing about the group); ranks 2-4 print
+    # nothing at all in this log: only rank 5 is named
+    h = _hang(os.path.join(HERE, "fixtures", "logs", "synthetic", "multirank", "unexplained_crash_then_timeouts.log"))
+    assert (h.behind, h.silent, h.waited) == ([5], [5], [0, 1])

@@ -6,7 +6,7 @@ of the data-parallel group; the 14 others waited 600 s"), with the evidence line
 
 A rank is behind when its last enqueued work (or the work it itself timed out on) is below the sequence
 number the others wait on; in the default group (every rank), a rank of the job that printed nothing
-about the group is behind too (the job's ranks: every rank below the highest that printed a line).
+about the group is behind too (the job's ranks: those the log shows).
 Nothing here is a guess from timing: a log without sequence numbers gives no sentence."""
 from __future__ import annotations
 
@@ -192,14 +192,12 @@ def _tally(os: List[Observation]) -> Tuple[Dict[int, int], Dict[int, int]]:
 
 
 def _silent(kind: str, ranks: set, job_ranks: Callable[[], Sequence[int]]) -> List[int]:
-    """The default group's ranks that printed nothing about it: every rank of the job (below the highest
-    that printed a line) that is not in RANKS; none from one rank's output."""
+    """The default group's ranks that printed nothing about it: the ranks of the job the log shows (any
+    line of theirs) that are not in RANKS.  A rank the log never shows is not guessed at (its output may
+    just not be in the log)."""
     if kind != "default" or not ranks:
         return []
-    known = {r for r in job_ranks() if r is not None} | ranks
-    if len(known) < 2:
-        return []
-    return sorted(set(range(max(known) + 1)) - ranks)
+    return sorted({r for r in job_ranks() if r is not None} - ranks)
 
 
 def _sentence(late: List[int], silent: List[int], waited: List[int], ranks: set, what: str, gname: str,

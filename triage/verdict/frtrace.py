@@ -17,6 +17,7 @@ from .types import EVIDENCE_MAX, Evidence
 
 NO_SIZE_CHECK = ("all_to_all", "alltoall", "alltoall_base", "scatter", "gather", "coalesced", "barrier")
 MAX_SEQS = 100_000        # collectives compared per group at most
+MAX_WORK = 2_000_000      # (collectives x ranks) compared per group at most: the oldest collectives first
 
 
 @record
@@ -80,7 +81,7 @@ def _compare(key: Tuple[str, str], per: Dict[int, Dict[int, FREntry]], dump_of: 
         members |= set(dump_of)
     newest = {r: max(per[r]) if per.get(r) else 0 for r in members}
     lo = max((min(es) for es in per.values() if es), default=0)
-    seqs = sorted({s for es in per.values() for s in es if s >= lo})[:MAX_SEQS]
+    seqs = sorted({s for es in per.values() for s in es if s >= lo})[:min(MAX_SEQS, MAX_WORK // max(1, len(members)))]
     name = key[1] or (f"PG {key[0]}" if key[0] else "an unnamed")
     group = "the default group" if key[1] == "default_pg" else f"the {name} group"
     for s in seqs:

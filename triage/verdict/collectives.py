@@ -215,6 +215,25 @@ def _sentence(late: List[int], silent: List[int], waited: List[int], ranks: set,
             f"behind it: a rank stuck inside it, a rank the log does not show, or a network or NCCL fault")
 
 
+def _group_name(key: str, kind: str, kname: str, desc: Optional[str], group: str) -> str:
+    if kind == "unknown":
+        return "its process group (the log names none)" if key == "?" else f"process group {group}"
+    return f"the {kname} group" + (f" ({desc})" if desc and desc not in kname and desc != "default_pg" else "")
+
+
+def _evidence(os: List[Observation], late: List[int], waited: List[int], seq: int,
+              capture: Optional[Evidence]) -> List[Evidence]:
+    """A line of each rank behind (the first EVIDENCE_MAX - 2), one of a rank that waited, the capture line."""
+    first: Dict[int, Observation] = {}
+    for o in os:
+        if o.rank is not None and o.rank not in first:
+            first[o.rank] = o
+    ev = [Evidence(first[r].source, first[r].line, r, first[r].text) for r in late if r in first][:EVIDENCE_MAX - 2]
+    wait = next((o for o in os if o.rank in waited and o.seq == seq), None)
+    ev += [Evidence(wait.source, wait.line, wait.rank, wait.text)] if wait is not None else []
+    return ev + ([capture] if capture is not None else [])
+
+
 def _group(key: str, os: List[Observation], job_ranks: Callable[[], Sequence[int]],
            capture: Optional[Evidence]) -> Optional[HangDetail]:
     waiting, enq = _tally(os)
@@ -233,20 +252,11 @@ def _group(key: str, os: List[Observation], job_ranks: Callable[[], Sequence[int
     tmo = max((o.timeout_ms for o in at if o.timeout_ms is not None), default=None)
     late = sorted(behind | set(silent))
     group = desc or (f"PG {pg_id}" if pg_id is not None else "")
-    gname = f"the {kname} group" + (f" ({desc})" if desc and desc not in kname and desc != "default_pg" else "")
-    if kind == "unknown":
-        gname = "its process group (the log names none)" if key == "?" else f"process group {group}"
     graph = (", with CUDA graphs captured before it (a collective inside a replayed graph is invisible to "
              "the watchdog)" if capture is not None else "")
-    sentence = _sentence(late, silent, waited, ranks, f"{op_name(op)} #{seq}", gname, tmo, graph)
-    first: Dict[int, Observation] = {}
-    for o in os:
-        if o.rank is not None and o.rank not in first:
-            first[o.rank] = o
-    ev = [Evidence(first[r].source, first[r].line, r, first[r].text) for r in late if r in first][:EVIDENCE_MAX - 2]
-    wait = next((o for o in os if o.rank in waited and o.seq == seq), None)
-    ev += [Evidence(wait.source, wait.line, wait.rank, wait.text)] if wait is not None else []
-    ev += [capture] if capture is not None else []
+    sentence = _sentence(late, silent, waited, ranks, f"{op_name(op)} #{seq}", _group_name(key, kind, kname, desc,
+                                                                                            group), tmo, graph)
+    ev = _evidence(os, late, waited, seq, capture)
     return HangDetail(group=group or None, kind=kind, group_ranks=sorted(ranks | set(silent)),
                       op=op_name(op) if op else None, seq=seq, behind=late, silent=silent, waited=waited,
                       waited_s=tmo / 1000 if tmo is not None else None, in_graph=capture is not None,

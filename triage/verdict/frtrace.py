@@ -74,6 +74,23 @@ def _odd(have: Dict[int, FREntry], op: str, s: int, group: str) -> Tuple[List[in
                           f"to {op} #{s} of {group} where the others passed {size}")
 
 
+def _finding_evidence(odd: List[int], reached: List[int], have: Dict[int, FREntry], per: Dict[int, Dict[int, FREntry]],
+                      newest: Dict[int, int], dump_of: Dict[int, FRDump]) -> List[Evidence]:
+    """The entry of each rank that disagrees (its newest, when it never recorded the collective) and one
+    of a rank that agrees."""
+    ev: List[Evidence] = []
+    for r in odd[:EVIDENCE_MAX - 1]:
+        e = have.get(r) or (per[r][newest[r]] if per.get(r) else None)
+        if e is not None:
+            ev.append(_ev(dump_of[r], e))
+        else:
+            ev.append(Evidence(dump_of[r].path, 0, r, "Flight Recorder dump without an entry of this group"))
+    other = next((r for r in reached if r not in odd), None)
+    if other is not None:
+        ev.append(_ev(dump_of[other], have[other]))
+    return ev
+
+
 def _compare(key: Tuple[str, str], per: Dict[int, Dict[int, FREntry]], dump_of: Dict[int, FRDump],
              default: bool) -> Optional[FRFinding]:
     members = set(per)
@@ -97,16 +114,7 @@ def _compare(key: Tuple[str, str], per: Dict[int, Dict[int, FREntry]], dump_of: 
             odd, what, sentence = _odd(have, op, s, group)
             if not odd:
                 continue
-        ev: List[Evidence] = []
-        for r in odd[:EVIDENCE_MAX - 1]:
-            e = have.get(r) or (per[r][newest[r]] if per.get(r) else None)
-            if e is not None:
-                ev.append(_ev(dump_of[r], e))
-            else:
-                ev.append(Evidence(dump_of[r].path, 0, r, "Flight Recorder dump without an entry of this group"))
-        other = next((r for r in reached if r not in odd), None)
-        if other is not None:
-            ev.append(_ev(dump_of[other], have[other]))
+        ev = _finding_evidence(odd, reached, have, per, newest, dump_of)
         return FRFinding(key[0], key[1], s, op, what, odd, [r for r in reached if r not in odd], sorted(members),
                          sentence, ev)
     return None

@@ -51,10 +51,13 @@ def test_every_analyze_json_key_is_in_the_changelog(key):
     assert first_listed(key) is not None, f"analyze JSON key {key!r} is not in CHANGELOG.md"
 
 
+FLEET_ADDED_LATER = {"stop": "0.4.0"}     # issue 43: the jobs to stop (no progress between attempts)
+
+
 @pytest.mark.parametrize("key", schema_keys("fleet"))
 def test_every_fleet_json_key_is_in_the_changelog_under_0_3_0(key):
     assert first_listed(key) is not None, f"fleet JSON key {key!r} is not in CHANGELOG.md"
-    assert f"`{key}`" in dict(sections())["0.3.0"]
+    assert f"`{key}`" in dict(sections())[FLEET_ADDED_LATER.get(key, "0.3.0")]
 
 
 def test_each_analyze_key_is_listed_under_the_version_that_added_it():

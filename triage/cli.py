@@ -30,6 +30,7 @@ try:
         REQUIRE_STORE_HELP,
         USER_ERRORS,
         _no_contradiction,
+        _prior_attempt,
         _stdout_dash,
         _store_failed,
         _store_verdict,
@@ -311,10 +312,14 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     from .term import for_terminal, use_color
     startup_over()
     record = record or bool(db) or require_store
+    prior, prior_note = _prior_attempt(list(logs), db, job_id, attempt)    # issue 43: no progress across attempts
     with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
         a = triage(logs, Options(pats=tuple(pats), config_files=tuple(config_files),
                                  baseline_files=tuple(baseline_files), baseline_logs=tuple(baseline_logs),
-                                 env=tuple(env), progress=not quiet, max_bytes=max_bytes, content_hash=record))
+                                 env=tuple(env), progress=not quiet, max_bytes=max_bytes, content_hash=record,
+                                 prior=prior))
+    if prior_note:
+        a.notes.append(prior_note)
     from .fleet.store import store_given
     from .jobid import JobIdError, identify
     from .verdict.job import job_info

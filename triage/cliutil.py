@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 import click
 
@@ -115,6 +115,43 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, identity
                 "the verdict was not recorded" if record else "its known issue was not looked up")
         return f"triage: warning: {e}; {what}"
     return None
+
+
+def _prior_attempt(logs: List[str], db: Optional[str], job_id: Optional[str], attempt: Optional[int]) -> Tuple[
+        Optional[Any], Optional[str]]:
+    """Issue 43: the attempt before this one, from the verdict store (its signature) and its own logs (the
+    highest iteration they reached), for `analyze --attempt N` (N >= 1) with a store; (prior, note).  None
+    when there is no store, no earlier attempt stored, or its logs cannot be read again (then a note)."""
+    import json
+
+    from .fleet.store import Store, StoreError, store_given
+    from .jobid import JobIdError, identify
+    if not logs or "-" in logs or not store_given(db):
+        return None, None
+    try:
+        ident = identify(list(logs), job_id, attempt)
+    except JobIdError:
+        return None, None
+    if ident.attempt < 1:
+        return None, None
+    try:
+        with Store(db) as st:
+            rec = st.verdict_of(ident.job_id, ident.attempt - 1)
+    except StoreError:
+        return None, None
+    if rec is None or rec.outcome == "healthy":
+        return None, None
+    from .pipeline import reached_in
+    from .verdict.action import PriorAttempt
+    try:
+        paths = [p for p in json.loads(rec.paths or "[]") if isinstance(p, str)]
+    except ValueError:
+        paths = []
+    reached = reached_in(paths) if paths else False
+    if reached is False:
+        return None, (f"attempt {ident.attempt - 1} of this job is in the store but its logs cannot be read "
+                      "again: whether this attempt got further is not known")
+    return PriorAttempt(ident.attempt - 1, rec.group_signature, reached), None
 
 
 def _store_failed(warning: Optional[str], require_store: bool) -> None:

@@ -7,9 +7,10 @@ import os
 import re
 import sys
 from dataclasses import field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .config import Config, LogConfigCollector, build_config, canonical, check, cond_holds, diff, with_log_env
+from .inputs.frdump import find_dumps, read_dumps
 from .inputs.sources import InputError, Line
 from .kinds import UNEXPLAINED
 from .patterns import Pattern, load_all
@@ -19,6 +20,7 @@ from .scan.engine import Engine
 from .scan.observer import Feeder
 from .scan.results import ScanResult
 from .verdict import Analysis, ConfigAnalysis, Evidence, StepLog, assess, blame, gather, make_finding
+from .verdict.action import PriorAttempt
 
 
 @record
@@ -26,6 +28,7 @@ class Seen:
     """What the single pass over a log collected besides pattern matches."""
     config: LogConfigCollector = field(default_factory=LogConfigCollector)
     steps: StepLog = field(default_factory=StepLog)
+    dumps: List[Any] = field(default_factory=list)    # inputs.frdump.FRDump: the Flight Recorder dumps beside the logs
 
     def observers(self) -> List[Feeder]:
         """The config collector and the step-time parser as line observers of a block scan."""
@@ -60,6 +63,7 @@ class Options:
     progress: bool = False              # a progress bar on a terminal for big inputs (progress.for_inputs)
     max_bytes: int = 0                  # read at most that many bytes of each input (0: all)
     content_hash: bool = False          # hash the inputs' bytes in the same read (the store's key)
+    prior: Optional[PriorAttempt] = None  # the job's attempt before, from its own files (issue 43: stop on no progress)
 
     def patterns(self) -> List[Pattern]:
         return list(self.pats) if self.pats is not None else load_all(self.pattern_dirs)
@@ -88,11 +92,29 @@ def _add_novelty(a: Analysis, paths: Sequence[str], baseline_logs: Sequence[str]
     a.notes.extend(notes)
 
 
+def reached_in(paths: Sequence[str]) -> "Optional[int] | bool":
+    """Issue 43: the highest iteration the last run of iterations in PATHS reached (None: no step line);
+    False when they cannot be read (gone, unreadable) -- an earlier attempt's logs, read for its steps only."""
+    from .inputs.sources import expand_paths, read_lines
+    steps = StepLog()
+    try:
+        for p in expand_paths(paths):
+            for ln in read_lines(p):
+                steps.feed(ln)
+    except (InputError, OSError):
+        return False
+    return steps.reached()
+
+
 def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Options] = None) -> Tuple[ScanResult, Seen]:
     """One pass over LOGS: the scan, and what else it saw (config, step times)."""
     options = options if options is not None else Options()
     seen = Seen()
-    paths = _logs(logs)
+    paths, dumps = find_dumps(_logs(logs))     # issue 43: Flight Recorder dumps are read apart, never scanned
+    if dumps and not paths:
+        raise InputError("only Flight Recorder dumps were given: pass the job's logs with them (or the directory "
+                         "that holds both)")
+    seen.dumps = read_dumps(dumps)
     if options.progress:
         slow_search_note(paths, max_bytes=options.max_bytes)
     bar = for_inputs(paths, max_bytes=options.max_bytes) if options.progress else None
@@ -116,7 +138,7 @@ def assemble(scan: ScanResult, seen: Seen, pats: List[Pattern], options: Optiona
     a.notes.extend(scan.notes)          # unreadable inputs, a --max-bytes cap, a decompression bomb
     a.content_hash = scan.content_hash
     add_config_analysis(a, pats, seen, options.config_files, options.baseline_files, options.baseline_logs,
-                        options.env)
+                        options.env, options.prior)
     return a
 
 
@@ -229,7 +251,7 @@ def _with_implied(a: Analysis, current: Config, by_id: Dict[str, Pattern], pats:
 
 def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_files: Sequence[str] = (),
                         baseline_files: Sequence[str] = (), baseline_logs: Sequence[str] = (),
-                        env: Sequence[str] = ()) -> None:
+                        env: Sequence[str] = (), prior: Optional[PriorAttempt] = None) -> None:
     """Attach config, rule violations, step-time verdicts and blamed changes to the analysis.
 
     Everything that feeds the verdict (the step-time findings) is added first; only then is the
@@ -243,10 +265,16 @@ def add_config_analysis(a: Analysis, pats: List[Pattern], seen: Seen, config_fil
     a.step_times = perf
     by_id = {p.id: p for p in pats}
     # every analyser has run: the verdict is decided here, once
+    a.case.dumps = seen.dumps
+    a.reached = seen.steps.reached()
+    cap = seen.steps.capture_line
+    if cap is not None:                 # issue 43: a hang after a capture may be inside a replayed graph
+        a.case.capture = Evidence(cap[0], cap[1], cap[2], cap[3])
     a.decide([make_finding(by_id[v.pitfall], [Evidence(s, n, None, t) for s, n, t in v.evidence], v.message)
-              for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed())
+              for v in verdicts if v.pitfall in by_id], progressed=seen.steps.progressed(),
+             prior=prior)
     current = _with_implied(a, current, by_id, pats)
-    if a.verdict.hang and a.verdict.flight_recorder is None:
+    if a.verdict.hang and a.verdict.flight_recorder is None and not seen.dumps:
         a.notes.append(FR_HOWTO)
     if a.verdict.failed:
         a.notes.extend(version_notes(a.versions, base_seen.config.versions if base_seen is not None else {}))

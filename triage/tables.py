@@ -6,6 +6,7 @@ pair holds the same data.
     triage/scan/failure_forms.yaml     evidence that a job failed, whatever the cause
     triage/verdict/masks.yaml          what a fingerprint masks (hosts, paths, numbers, times)
     triage/inputs/launchers.yaml       each launcher's and collector's line prefix (and the rank it names)
+    triage/verdict/collectives.yaml    what timeout and watchdog lines say of the stuck collective (issue 43)
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 from typing import Any, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TABLES = ("scan/failure_forms", "verdict/masks", "inputs/launchers")
+TABLES = ("scan/failure_forms", "verdict/masks", "inputs/launchers", "verdict/collectives")
 
 
 def json_path(name: str) -> str:

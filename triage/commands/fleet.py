@@ -128,7 +128,9 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
                               if r.record is not None and not r.report_error), base_of(output))
         for r in [r for r in results if r.report_error][:20]:
             click.echo(f"triage: warning: {redact(r.report_error or '')}", err=True)
-    _fleet_output(view(records, seen, known, errors, reports=links), fmt, output, force)
+    from ..fleet.run import stop_no_progress
+    _fleet_output(view(records, seen, known, errors, reports=links, stop=stop_no_progress(results)), fmt, output,
+                  force)
     _store_failed(warning, require_store)
     gates = failed_gates(records, fail_on, before)
     for g in gates:

@@ -186,6 +186,9 @@ def _model(v: Any) -> Dict[str, Any]:
         "unexplained": unexplained,
         "errors": errors,
         "errors_more": max(0, len(errors_in) - ERRORS_MAX),
+        "stop": [{"job": _text(s.get("job"), JOB_MAX) or "?", "attempts": _text(s.get("attempts")),
+                  "signature": _text(s.get("signature"))}
+                 for s in _list(v.get("stop"))[:ERRORS_MAX] if isinstance(s, dict)],
         "nav": nav,
     }
 

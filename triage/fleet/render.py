@@ -42,6 +42,16 @@ def _period(v: Dict[str, Any]) -> str:
     return ""
 
 
+def _stop_text(v: Dict[str, Any]) -> List[str]:
+    """Issue 43: the jobs to stop (the same root cause again, no progress between attempts)."""
+    if not v.get("stop"):
+        return []
+    out = ["", "stop these jobs (the same root cause again, no iteration past the attempt before):"]
+    out += [f"  {_cut(s.get('job'), 160)} attempts {_cut(s.get('attempts'), 40)}: {_cut(s.get('signature'), 200)}"
+            for s in v["stop"][:50]]
+    return out
+
+
 def render_text(v: Dict[str, Any]) -> str:
     o = v["outcomes"]
     out: List[str] = []
@@ -61,6 +71,7 @@ def render_text(v: Dict[str, Any]) -> str:
                    f"{len(v['unexplained'])} signature(s)):")
         for g in v["unexplained"]:
             out.extend(_group_text(g))
+    out += _stop_text(v)
     if v.get("errors"):
         out.append("")
         out.append("jobs that could not be read:")
@@ -125,6 +136,11 @@ def render_markdown(v: Dict[str, Any]) -> str:
             eg = f"<br>e.g. {_md(g['title'], 160)}" if _sample(g) else ""
             out.append(f"| {g['count']} | {_code(g['signature'], 200)}{' **new**' if g.get('new') else ''}{eg} | "
                        f"{_date(g['first_seen'])} | {_date(g['last_seen'])} | {known} | {_md(_jobs_text(g, 5), 400)} |")
+        out.append("")
+    if v.get("stop"):
+        out += ["### Stop (the same root cause again, no progress)", ""]
+        out += [f"- {_code(s.get('job'), 160)} attempts {_md(s.get('attempts'), 40)}: {_code(s.get('signature'), 200)}"
+                for s in v["stop"][:50]]
         out.append("")
     if v.get("errors"):
         out += ["### Unreadable jobs", ""]

@@ -40,10 +40,19 @@ class Job:
 
 def job_at(path: str) -> Job:
     """The job whose log is PATH, its id from the log's name or path (never from this process's
-    environment: fleet runs outside the jobs)."""
+    environment: fleet runs outside the jobs).  A path under torchrun's attempt_N/ (--log-dir keeps each
+    restart there) is attempt N of the job the path above it names (issue 43: attempts of one job)."""
+    import re
+
+    from ..inputs.sources import attempt_from_path
     from ..jobid import identify
     ident = identify([path], use_env=False)
-    return Job(ident.job_id, path, attempt=ident.attempt)
+    full = path if "://" in path else os.path.abspath(path)
+    n = attempt_from_path(full)
+    if n is None:
+        return Job(ident.job_id, path, attempt=ident.attempt)
+    job_id = ident.job_id if ident.source != "path" else re.sub(r"/attempt_\d+(?:/.*)?$", "", full)
+    return Job(job_id, path, attempt=n)
 
 
 @dataclass
@@ -52,6 +61,7 @@ class JobResult:
     record: Optional[Record]
     error: Optional[str] = None
     report_error: Optional[str] = None      # --reports: why its report was not written
+    reached: Optional[int] = None           # the highest iteration its log reached (issue 43: no progress)
 
 
 class FleetError(TriageError):
@@ -115,6 +125,31 @@ def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
     return out
 
 
+def stop_no_progress(results: Sequence["JobResult"]) -> List[Dict[str, Any]]:
+    """Issue 43: the attempts of one job (the same job id, consecutive attempts) that failed with the same
+    root cause as the attempt before, with no iteration past the one it reached: stop the job (a retry
+    fails again).  An attempt that got further is not listed (its root cause's action stands)."""
+    from ..verdict.action import PriorAttempt, no_progress
+    by_job: Dict[str, Dict[int, JobResult]] = defaultdict(dict)
+    for r in results:
+        if r.record is not None:
+            by_job[r.job.job_id][r.record.attempt] = r
+    out: List[Dict[str, Any]] = []
+    for job_id, attempts in sorted(by_job.items()):
+        for n in sorted(attempts):
+            prev, cur = attempts.get(n - 1), attempts[n]
+            rec = cur.record
+            if prev is None or prev.record is None or rec is None or rec.outcome == HEALTHY:
+                continue
+            prior = PriorAttempt(n - 1, prev.record.group_signature, prev.reached)
+            if no_progress(rec.group_signature, cur.reached, prior):
+                out.append({"job": job_id, "attempts": [n - 1, n], "signature": rec.group_signature,
+                            "reached": [prev.reached, cur.reached], "action": "stop",
+                            "why": f"the same root cause in attempts {n - 1} and {n} with no iteration past the one "
+                                   f"attempt {n - 1} reached: a retry fails again"})
+    return out
+
+
 # --- analysing them ------------------------------------------------------------------------------
 def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
     """One job's verdict record; an input that cannot be read is an error result, never a raise."""
@@ -129,7 +164,7 @@ def analyse_job(job: Job, pats: Sequence[Any]) -> JobResult:
         ident = JobIdentity(job.job_id, job.attempt)
         a.job = job_info(a, ident)           # the job header: the record's hosts and log span, the report's
         digest = a.content_hash or content_hash([job.path])     # hashed in the scan's read, else read again
-        result = JobResult(job, record_of(a, [job.path], ident, digest))
+        result = JobResult(job, record_of(a, [job.path], ident, digest), reached=a.reached)
         if job.report:
             result.report_error = _write_report(a, job.report, pats)
         return result
@@ -308,7 +343,8 @@ def iso(ts: Optional[float]) -> Optional[str]:
 def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, float]]] = None,
          known: Optional[Sequence[Dict[str, Any]]] = None, errors: Sequence[JobResult] = (),
          since: Optional[float] = None, until: Optional[float] = None, daily: bool = False,
-         jobs_shown: int = JOBS_SHOWN, reports: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+         jobs_shown: int = JOBS_SHOWN, reports: Optional[Dict[str, str]] = None,
+         stop: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
     """Group verdict RECORDS by signature.  `seen`: store-wide (count, first, last) per signature
     (first/last seen then span the whole store, not only these records); `known`: the known-issue
     table; `since`: the start of the period (signatures first seen in it are marked new);
@@ -361,6 +397,8 @@ def view(records: Sequence[Record], seen: Optional[Dict[str, Tuple[int, float, f
     }
     if errors:
         out["outcomes"]["error"] = len(errors)
+    if stop:                                 # issue 43: jobs whose attempts make no progress (stop_no_progress)
+        out["stop"] = list(stop)[:jobs_shown]
     if daily:
         out["daily"] = per_day(records, [g["signature"] for g in groups + unexplained])
     return out

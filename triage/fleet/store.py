@@ -629,6 +629,14 @@ class Store:
                 out.append(False)
         return out
 
+    def verdict_of(self, job_id: str, attempt: int = 0) -> Optional[Record]:
+        """The stored verdict of job (JOB_ID, ATTEMPT), or None."""
+        sa = self.sa
+        v = self.verdicts
+        with self._begin() as c:
+            row = c.execute(sa.select(v).where(v.c.job_id == job_id, v.c.attempt == attempt)).mappings().first()
+        return _record(row) if row is not None else None
+
     def history_of(self, job_id: str, attempt: int = 0) -> List[Record]:
         """A job's earlier verdicts, oldest first."""
         sa = self.sa

@@ -35,6 +35,8 @@ from ..lazyre import lazy_re
 from ..match.rx import IGNORECASE, TIMEOUT, lazy
 from ..record import record
 from . import remote
+from .dcgm import flatten as dcgm_flatten
+from .frdump import looks_like_dump
 from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
 from .paste import PASTE_MAX, unwrap, wrapped_note
 from .ranks import inner_rank, split_prefix
@@ -206,7 +208,7 @@ def _walk_logs(top: str, notes: Optional[List[str]] = None) -> List[str]:
             raise InputError(f"directory {top!r} holds more than {MAX_DIR_ENTRIES:,} entries: it does not look like "
                              "one job's logs; pass the job's own directory or its log files")
         for f in sorted(files):
-            if log_name(f):
+            if log_name(f) and not looks_like_dump(os.path.join(root, f)):   # a Flight Recorder dump: frdump.py
                 path = os.path.join(root, f)
                 if _regular_or_note(path, notes):
                     found.append(path)
@@ -715,8 +717,8 @@ def read_lines(path: str) -> Iterator[Line]:
     fb, enc = _open_binary(path)
     if enc == "utf-8":               # a small paste hard-wrapped at a fixed width: its lines joined (paste.py)
         head = fb.read(PASTE_MAX + 1)
-        u = unwrap(head) if len(head) <= PASTE_MAX else None
-        fb = io.BufferedReader(_Prefixed(u[0] if u is not None else head, fb))  # type: ignore[assignment,arg-type]
+        u = _reshaped(head, inp.label, None) if len(head) <= PASTE_MAX else None
+        fb = io.BufferedReader(_Prefixed(u if u is not None else head, fb))  # type: ignore[assignment,arg-type]
     stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     try:
         yield from _tagged_lines(_LoneCr.of(stream, inp.label), inp)  # type: ignore[arg-type]
@@ -1043,16 +1045,31 @@ def _unwrapped(chunks: Iterator[bytes], label: str, notes: Optional[List[str]]) 
     yield from chunks
 
 
+def _reshaped(data: bytes, label: str, notes: Optional[List[str]]) -> Optional[bytes]:
+    """A small input's bytes as they are matched: DCGM's tables said as lines (dcgm.py), else a
+    hard-wrapped paste's lines joined (paste.py); None: as it is."""
+    d = dcgm_flatten(data)
+    if d is not None:
+        if notes is not None:
+            notes.append(f"{label} holds {d[1]} DCGM table(s) (dcgmi health / diag): each result read as one line "
+                         "(line numbers count those lines)")
+        return d[0]
+    u = unwrap(data)
+    if u is None:
+        return None
+    if notes is not None:
+        notes.append(wrapped_note(label, u[1], u[2]))
+    return u[0]
+
+
 def _joined_chunks(head: List[bytes], label: str, notes: Optional[List[str]]) -> Iterator[bytes]:
-    u = unwrap(b"".join(head))
+    u = _reshaped(b"".join(head), label, notes)
     if u is None:
         yield from head
         return
-    if notes is not None:
-        notes.append(wrapped_note(label, u[1], u[2]))
     step = max(len(head[0]), 1)
-    for at in range(0, len(u[0]), step):
-        yield u[0][at:at + step]
+    for at in range(0, len(u), step):
+        yield u[at:at + step]
 
 
 def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[bytes, int]]:

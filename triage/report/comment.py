@@ -147,6 +147,10 @@ def _failure_blocks(D: Dialect, v: ReportView) -> List[str]:
     blocks: List[str] = []
     if not p and v.first_failure is not None:
         blocks.append(_first_failure_block(D, v.first_failure))
+    if v.wavefront is not None:
+        blocks.append(D.bold("Who never arrived:") + " " + D.text(v.wavefront.sentence)
+                      + (D.para + D.code_block([f"{e.loc}: {e.text}" for e in v.wavefront.evidence])
+                         if v.wavefront.evidence else ""))
     if v.hang and v.hang_suspects:
         blocks.append(D.bold("Hang suspects:") + D.para + "\n".join(
             f"{D.bullet}{D.text(x.who)}: {D.text(x.because)}" for x in v.hang_suspects[:20]))

@@ -223,6 +223,18 @@ def _verdict_parts(a: Analysis, cut: _Cut, d: Dict[str, Any]) -> None:
             "evidence": [{"source": cut.text(e.source), "line": e.line, "rank": e.rank, "text": cut.text(e.text)}
                          for e in cut.list(fr.evidence, caps.evidence, "flight_recorder.evidence")],
             "dumps": FR_DUMPS, "analyse": FR_ANALYSE}
+    if v.hang_detail is not None:
+        h = v.hang_detail
+        d["hang"] = {"sentence": cut.text(h.sentence), "group": cut.text(h.group), "kind": h.kind,
+                     "group_ranks": cut.list(h.group_ranks, caps.items, "hang.group_ranks"),
+                     "op": h.op, "seq": h.seq,
+                     "behind": cut.list(h.behind, caps.items, "hang.behind"),
+                     "silent": cut.list(h.silent, caps.items, "hang.silent"),
+                     "waited": cut.list(h.waited, caps.items, "hang.waited"),
+                     "waited_s": h.waited_s, "in_graph": h.in_graph, "from": h.source,
+                     "evidence": [{"source": cut.text(e.source), "line": e.line, "rank": e.rank,
+                                   "text": cut.text(e.text)}
+                                  for e in cut.list(h.evidence, caps.evidence, "hang.evidence")]}
     if v.attempts:
         d["attempts"] = [{"attempt": x.attempt, "primary": x.primary, "first_failing_rank": x.first_failing_rank,
                           "summary": x.summary} for x in cut.list(v.attempts, caps.items, "attempts")]

@@ -12,7 +12,8 @@ from .. import __version__
 from .view import ReportView
 
 TEMPLATES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
-HTML_SECTIONS = (("error", "Error"), ("hang", "Hang suspects"), ("flight-recorder", "Flight Recorder"),
+HTML_SECTIONS = (("error", "Error"), ("wavefront", "Who never arrived"), ("hang", "Hang suspects"),
+                 ("flight-recorder", "Flight Recorder"),
                  ("fix", "Fix"), ("evidence", "Evidence"), ("findings", "Findings"), ("timeline", "Timeline"),
                  ("config", "Config"), ("steps", "Step times"), ("unmatched", "Unmatched"), ("versions", "Versions"),
                  ("patterns", "Patterns"))
@@ -44,6 +45,7 @@ def html_sections(v: ReportView, timeline_svg: Any = None) -> Dict[str, bool]:
     their link in the nav)."""
     return {
         "error": not v.primary and v.first_failure is not None,
+        "wavefront": v.wavefront is not None,
         "hang": bool(v.hang and v.hang_suspects),
         "flight-recorder": v.flight_recorder is not None,
         "fix": v.primary is not None, "evidence": v.primary is not None,

@@ -63,6 +63,7 @@ def _properties(suite: ET.Element, v: ReportView) -> None:
     for k, val in (("outcome", v.outcome), ("primary", v.primary_id or ""), ("summary", v.summary),
                    ("signature", v.signature or ""), ("first_failing_rank", v.first_rank or ""),
                    ("known_issue", v.known.url if v.known else ""), ("action", v.action_line),
+                   ("hang", v.wavefront.sentence if v.wavefront else ""),
                    ("sources", ", ".join(v.stats.sources)), ("triage_version", __version__)):
         if val:
             ET.SubElement(props, "property", name=k, value=xml_text(val, 2000))

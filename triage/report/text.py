@@ -6,7 +6,7 @@ from typing import List, Optional
 
 from ..caps import TEXT_MAX_ITEMS
 from ..kinds import UNEXPLAINED
-from .view import FindingView, FlightRecorderView, KnownView, ReportView, RunView, StepsView
+from .view import FindingView, FlightRecorderView, HangView, KnownView, ReportView, RunView, StepsView
 
 COMPARISON_LABELS = MappingProxyType({"run_vs_run": "current vs baseline",
                                       "before_vs_after_capture": "replay vs eager before capture"})
@@ -72,6 +72,22 @@ def _hang(v: ReportView) -> List[str]:
     if not v.hang_suspects:
         out.append("  suspects: none in this log (every rank that printed anything timed out); look at the "
                    "missing ranks' output")
+    return out
+
+
+def _wavefront(h: HangView) -> List[str]:
+    out = ["", "WHO NEVER ARRIVED  " + h.sentence]
+    out += [f"    {e.loc}: {_clip(e.text)}" for e in h.evidence]
+    return out
+
+
+def _hang_parts(v: ReportView) -> List[str]:
+    """Who never arrived, the hang suspects and the Flight Recorder, each when there is one."""
+    out = _wavefront(v.wavefront) if v.wavefront is not None else []
+    if v.hang:
+        out += _hang(v)
+    if v.flight_recorder is not None:
+        out += _flight_recorder(v.flight_recorder)
     return out
 
 
@@ -178,10 +194,7 @@ def render_text(v: ReportView) -> str:
         out += _primary(v, v.primary)
     elif v.outcome == UNEXPLAINED:
         out += _unexplained(v)
-    if v.hang:
-        out += _hang(v)
-    if v.flight_recorder is not None:
-        out += _flight_recorder(v.flight_recorder)
+    out += _hang_parts(v)
     out += _attempts(v) + _others(v) + _config(v)
     if v.steps:
         out += _steps(v.steps)

@@ -160,6 +160,13 @@ class FlightRecorderView:
 
 
 @record(frozen=True)
+class HangView:
+    """The hang's wavefront (issue 43): one sentence and its evidence lines."""
+    sentence: str
+    evidence: Tuple[EvidenceView, ...]     # without context rows
+
+
+@record(frozen=True)
 class KnownView:
     """The known issue of the verdict: `href` only for an http(s) URL."""
     url: str
@@ -376,6 +383,7 @@ class ReportView:
     first_rank: Optional[str]
     launcher_root_rank: Optional[str]
     flight_recorder: Optional[FlightRecorderView]
+    wavefront: Optional[HangView]   # the hang's culprit in one sentence (issue 43), from JSON `hang`
     # config
     blamed: Optional[SuspectRow]
     suspects: Tuple[SuspectRow, ...]
@@ -763,6 +771,15 @@ def _flight_view(frd: Any) -> Optional[FlightRecorderView]:
                        for e in dicts(frd.get("evidence"))[:EVIDENCE_MAX]))
 
 
+def _hang_view(hd: Any) -> Optional[HangView]:
+    if not isinstance(hd, dict) or not hd.get("sentence"):
+        return None
+    return HangView(sentence=clip(hd.get("sentence"), 1000),
+                    evidence=tuple(EvidenceView(loc=loc(e.get("source"), e.get("line")), rank=rank_text(e.get("rank")),
+                                                text=clip(e.get("text")), rows=())
+                                   for e in dicts(hd.get("evidence"))[:EVIDENCE_MAX]))
+
+
 def _findings_part(d: Dict[str, Any], omitted: Dict[str, Any], pi: Optional[int]) -> Dict[str, Any]:
     """The primary finding (PI: its index) and the others: `others` in report order (the first
     MAX_FINDINGS), also by role (`roots`, `cascades`, `infos`), and how many were not shown."""
@@ -815,6 +832,7 @@ def _ranks_part(d: Dict[str, Any], dec: _Decided) -> Dict[str, Any]:
         first_rank=rank_text(first) if first is not None else None,
         launcher_root_rank=rank_text(launcher) if int_or_none(launcher) is not None else None,
         flight_recorder=_flight_view(d.get("flight_recorder")),
+        wavefront=_hang_view(d.get("hang")),
     )
 
 

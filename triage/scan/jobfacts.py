@@ -37,6 +37,8 @@ HOST_RX: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     ("srun: error: ", lazy_re(r"srun: error: " + _HOST + r": tasks? \d")),
     # slurmstepd's "*** STEP 4242.0 ON node-1 CANCELLED AT ..." / "*** JOB 4242 ON node-1 ..."
     (" CANCELLED", lazy_re(r"\*\*\* (?:STEP|JOB) [\w.+]{1,40} ON " + _HOST + r" CANCELLED")),
+    # a DCGM table's result line (inputs/dcgm.py): "dcgmi health on node-7: GPU 1 ..." (issue 43)
+    ("dcgmi ", lazy_re(r"^dcgmi (?:health|diag) on " + _HOST + r": ")),
 )
 _ISO_YEAR = re.compile(r"(?<!\d)(\d{4})-\d\d-\d\d[ T_]\d\d:\d\d")
 # The stack a log is of (issue 40: advice that fits the engine), by what its lines name: a package path

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Optional, Sequence, Tuple
 
 from ..kinds import HEALTHY, UNEXPLAINED
+from ..record import record
 from ..scan.jobfacts import hosts_in
 from .types import AttemptVerdict, Finding
 
@@ -21,12 +22,36 @@ _WHY = {
 }
 
 
+@record(frozen=True)
+class PriorAttempt:
+    """The attempt before this one, analysed from its own files (fleet, `analyze --attempt` with a store)."""
+    attempt: int
+    signature: Optional[str]      # its verdict's signature (the store's, fleet's group key)
+    reached: Optional[int]        # the highest iteration its log reached (None: no step line, or unknown)
+
+
+def no_progress(signature: Optional[str], reached: Optional[int], prior: Optional[PriorAttempt]) -> bool:
+    """The same root cause as the attempt before, with no iteration past the one it reached (an attempt
+    that printed no step line made none; one that got further keeps its root cause's action)."""
+    if prior is None or not signature or signature != prior.signature:
+        return False
+    return not (reached is not None and (prior.reached is None or reached > prior.reached))
+
+
 def decide_action(outcome: str, primary: Optional[Finding], attempts: Sequence[AttemptVerdict] = (),
-                  progressed: bool = False) -> Tuple[str, str, Optional[str]]:
+                  progressed: bool = False, signature: Optional[str] = None, reached: Optional[int] = None,
+                  prior: Optional[PriorAttempt] = None) -> Tuple[str, str, Optional[str]]:
     """(action, why, host) of a verdict.  PROGRESSED: the last attempt got past the iterations the one
-    before reached (then the same root cause again is not yet a reason to stop)."""
+    before reached (then the same root cause again is not yet a reason to stop).  PRIOR: the attempt
+    before, from its own files; SIGNATURE and REACHED: this verdict's signature and highest iteration."""
     if outcome == HEALTHY:
         return NONE, "the job did not fail", None
+    if no_progress(signature, reached, prior):
+        assert prior is not None
+        got = (f"iteration {reached} again, no further than attempt {prior.attempt}" if reached is not None
+               else "no iteration at all")
+        return STOP, (f"the same root cause as attempt {prior.attempt} ({signature}), and this attempt reached "
+                      f"{got}: a retry fails again"), None
     if (len(attempts) >= 2 and attempts[-1].primary is not None and attempts[-1].primary == attempts[-2].primary
             and not progressed):
         return STOP, (f"the same root cause ({attempts[-1].primary}) in attempts {attempts[-2].attempt} and "

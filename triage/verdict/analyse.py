@@ -9,6 +9,7 @@ from ..scan.blocks import EXC_LINE
 from ..scan.jobfacts import LogFacts
 from ..scan.results import ErrorBlock, LauncherExit, Match, ScanResult
 from .analysis import Analysis
+from .collectives import observe
 from .crashes import FORM_WEIGHT, _input_ends, crash_of
 from .engine import fit_advice, log_engine
 from .fingerprint import fingerprint
@@ -167,6 +168,7 @@ def gather(scan: ScanResult) -> Analysis:
         ms = by_group.get(g, [])
         c.peers = _peers(ms, c.blocks)
         c.flight_recorder = _flight_recorder(ms)
+        c.collectives = observe(ms)
     fn = scan.ranks_fn                 # asked for only when a hang needs it; never the whole scan
     head.ranks_fn = (lambda: sorted(fn())) if fn is not None else None
     unmatched, unmatched_omitted = _unmatched(head.blocks)

@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..record import record
 from ..scan.jobfacts import LogFacts
+from .action import PriorAttempt
 from .decide import decide
 from .job import JobInfo
 from .types import Case, ConfigAnalysis, Finding, FirstFailure, TimelineEvent, Unmatched, Verdict
@@ -42,18 +43,21 @@ class Analysis:
     # store.content_hash of the inputs, hashed as the scan read them (pipeline.Options(content_hash=True));
     # None: not asked for, or an input was not read whole (the store then reads the inputs itself)
     content_hash: Optional[str] = None
+    reached: Optional[int] = None              # the highest iteration the log's last attempt reached (steps.StepLog)
     _verdict: Optional[Verdict] = field(default=None, repr=False)
 
     @property
     def attempts(self) -> int:
         return len(self.earlier) + 1
 
-    def decide(self, analysers: Sequence[Finding] = (), progressed: bool = False) -> Verdict:
+    def decide(self, analysers: Sequence[Finding] = (), progressed: bool = False,
+               prior: Optional[PriorAttempt] = None) -> Verdict:
         """Decide the verdict, once, from the log's findings and the analysers' (step times);
-        PROGRESSED: a restarted job's last attempt got past the iterations of the one before."""
+        PROGRESSED: a restarted job's last attempt got past the iterations of the one before; PRIOR:
+        the attempt before, analysed from its own files (its signature and highest iteration)."""
         if self._verdict is not None:
             raise RuntimeError("the verdict is decided once: decide() was called before")
-        self._verdict = decide(self.case, analysers, self.earlier, progressed)
+        self._verdict = decide(self.case, analysers, self.earlier, progressed, self.reached, prior)
         self.case.ranks_fn = None      # it holds the whole scan; the verdict asked it what it needed
         return self._verdict
 

@@ -17,13 +17,15 @@ from ..kinds import HEALTHY, PITFALL, UNEXPLAINED, Role
 from ..record import record
 from ..redact import redact
 from ..scan.results import ErrorBlock
-from .action import decide_action
+from .action import PriorAttempt, decide_action
+from .collectives import culprit, with_dumps
 from .crashes import first_crash
+from .frtrace import first_disagreement
 from .groupkey import unexplained_signatures
 from .hangs import _hang_suspects
 from .roles import _waiting, assign_roles, unexplained_first
 from .summary import _cascade_clause, _hang_summary, _summary
-from .types import FAILING, AttemptVerdict, Case, Finding, FirstFailure, HangSuspect, Verdict
+from .types import FAILING, AttemptVerdict, Case, Finding, FirstFailure, HangDetail, HangSuspect, Verdict
 from .unexplained import _block_kind, _block_message
 
 _ROLE_RANK: Dict[Role, int] = {"root-cause": 0, "cascade": 1, "info": 2}
@@ -152,27 +154,46 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
                    first_rank_by=d.first_rank_by if d.first_rank is not None else None, summary=d.summary,
                    title=" ".join(title.split())[:300], signature=signature, first_failure=ff, hang=d.hang,
                    hang_suspects=tuple(d.suspects), flight_recorder=case.flight_recorder,
+                   hang_detail=_hang_detail(case) if outcome != HEALTHY else None,
                    cascade=tuple(f.fingerprint for f in findings if f.role == "cascade"),
                    message_signature=message_signature)
 
 
+def _hang_detail(case: Case) -> Optional[HangDetail]:
+    """The hang's wavefront from the timeout and watchdog lines (collectives.py) and the Flight Recorder
+    dumps (frtrace.py), or None."""
+    fr = first_disagreement(case.dumps) if case.dumps else None
+    if not case.collectives and fr is None:
+        return None
+    fn = case.ranks_fn
+    cap = case.capture
+    if cap is not None:            # a capture after the hang's first line in the same input is not before it
+        first = min((o.line for o in case.collectives if o.source == cap.source), default=None)
+        if first is not None and cap.line > first:
+            cap = None
+    h = culprit(case.collectives, fn if fn is not None else (lambda: []), cap) if case.collectives else None
+    return with_dumps(h, fr, cap) if fr is not None else h
+
+
 def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case] = (),
-           progressed: bool = False) -> Verdict:
+           progressed: bool = False, reached: Optional[int] = None, prior: Optional[PriorAttempt] = None) -> Verdict:
     """The verdict of a log: primary, roles, first failing rank, first failure, outcome and summary,
     decided here and nowhere else.  CASE is the last attempt (the headline), ANALYSERS the findings
     of the analysers (step times), EARLIER the earlier attempts of a restarted job (each gets its
-    own verdict, in `attempts`); PROGRESSED: the last attempt got further than the one before (action)."""
+    own verdict, in `attempts`); PROGRESSED: the last attempt got further than the one before (action);
+    REACHED: the highest iteration of the last attempt; PRIOR: the attempt before, from its own files."""
     v = _decide_attempt(case, analysers)
     if not earlier:
-        return _with_action(v, progressed)
+        return _with_action(v, progressed, reached, prior)
     n = len(earlier) + 1
     per = [_decide_attempt(c, ()) for c in earlier] + [v]
     return _with_action(replace(v, attempts=tuple(AttemptVerdict(i + 1, x.primary.pitfall if x.primary else None,
                                                                  x.first_rank, x.summary) for i, x in enumerate(per)),
-                                summary=f"attempt {n} of {n}: " + v.summary), progressed)
+                                summary=f"attempt {n} of {n}: " + v.summary), progressed, reached, prior)
 
 
-def _with_action(v: Verdict, progressed: bool = False) -> Verdict:
+def _with_action(v: Verdict, progressed: bool = False, reached: Optional[int] = None,
+                 prior: Optional[PriorAttempt] = None) -> Verdict:
     """V with its action (action.py): decided here, with the rest of the verdict."""
-    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed)
+    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed, v.signature, reached, prior)
     return replace(v, action=action, action_why=why, action_host=host)

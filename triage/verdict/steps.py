@@ -117,6 +117,8 @@ class StepLog:
     graphs_built: Optional[int] = None
     graph_memory: Optional[str] = None
     graphable_layers: Optional[int] = None
+    # the first capture line: source, line, rank, text (issue 43: a hang after it may be in a replayed graph)
+    capture_line: Optional[Tuple[str, int, Optional[int], str]] = None
     evidence: Dict[int, Tuple[str, int, Union[str, bytes]]] = field(default_factory=dict)   # it -> (source, line, text)
     _capture_pending: Dict[str, bool] = field(default_factory=dict)   # per input
     _capture_ts: List[float] = field(default_factory=list)
@@ -265,6 +267,8 @@ class StepLog:
             self.graphable_layers = int(m.group(2))
 
     def _mark_capture(self, line: Line) -> None:
+        if self.capture_line is None:      # issue 43: a hang after it may be inside a replayed graph
+            self.capture_line = (line.source, line.lineno, line.rank, line.text[:500])
         self._capture_pending[line.source] = True
         if line.ts is not None:
             self._capture_ts.append(line.ts)
@@ -293,6 +297,10 @@ class StepLog:
             self._keep_evidence(it, source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
+
+    def reached(self) -> Optional[int]:
+        """The highest iteration the last run of iterations reached (any input); None: no step line."""
+        return max((r[-1] for r in self._runs.values() if r), default=None)
 
     def progressed(self) -> bool:
         """Whether the last run of iterations (the last attempt of a restarted job) got past the highest

@@ -158,6 +158,25 @@ class FlightRecorder:
 
 
 @record
+class HangDetail:
+    """The hang's wavefront (issue 43, collectives.py): the collective the others wait on in one process
+    group and the ranks that never reached it, said in one sentence, with its evidence lines."""
+    group: Optional[str]          # the group's description (TENSOR_MODEL_PARALLEL_GROUP, default_pg) or "PG <id>"
+    kind: str                     # default | TP | PP | DP | EP | CP | TP+CP | TP+DP | TP+PP | other | unknown
+    group_ranks: List[int]        # the global ranks the log shows in the group
+    op: Optional[str]             # all_reduce, all_gather, ... (None: no line names it)
+    seq: int                      # its sequence number in the group
+    behind: List[int]             # the culprits: never enqueued it (the silent ones included)
+    silent: List[int]             # of those, the ranks that printed nothing about the group
+    waited: List[int]             # the ranks that timed out waiting on it
+    waited_s: Optional[float]     # their timeout, seconds
+    in_graph: bool                # CUDA graphs were captured before the hang
+    sentence: str
+    evidence: List[Evidence]
+    source: str = "log"           # log | log+flight-recorder | flight-recorder
+
+
+@record
 class AttemptVerdict:
     attempt: int
     primary: Optional[str]
@@ -187,6 +206,7 @@ class Verdict:
     hang: bool = False            # the primary is a timeout, a hung watchdog or a lost peer
     hang_suspects: Tuple[HangSuspect, ...] = ()
     flight_recorder: Optional[FlightRecorder] = None
+    hang_detail: Optional[HangDetail] = None       # the wavefront (issue 43): who never reached what
     cascade: Tuple[str, ...] = ()  # the fingerprints of the root cause's cascade findings, in order
     # an unexplained failure's message-based signature (`unexplained-failure: <masked error line>`,
     # the signature before issue 24's grouping, groupkey.py); None for a pitfall or a healthy job
@@ -242,6 +262,9 @@ class Case:
     crashes: List[Crash] = field(default_factory=list)    # the job died here, whatever the patterns say
     peers: List[HangSuspect] = field(default_factory=list)   # peers / ranks that NCCL or gloo say went away
     flight_recorder: Optional[FlightRecorder] = None
+    collectives: List[Any] = field(default_factory=list)   # collectives.Observation of the timeout lines
+    capture: Optional[Evidence] = None         # a CUDA graph capture line of the log (steps.StepLog)
+    dumps: List[Any] = field(default_factory=list)   # inputs.frdump.FRDump: the job's Flight Recorder dumps
     ended: bool = False                        # an earlier attempt (the job restarted after it)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .keys import Config, canonical
 
@@ -51,3 +51,38 @@ def apply_defaults(cfg: Config, kind: Optional[str] = "megatron-lm") -> Config:
             out.update(d["set"])
     out["defaults_of"] = f"megatron-core {cfg.get('mcore_version')}"
     return out
+
+
+_LABEL = {"megatron-lm": "Megatron-LM (megatron-core)", "mcore-transformer-config": "megatron-core",
+          "megatron-bridge": "Megatron Bridge"}
+
+
+def _span(versions: List[str]) -> str:
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def default_of(cfg: Config, key: str) -> Optional[Tuple[Any, str]]:
+    """What a boolean setting that a whole config file leaves out is: (value, "False in megatron-core
+    0.14-0.19"), by the release the config names (mcore_version), or, naming none, the value every
+    listed release agrees on; None where the table does not know it (then the key is undecided)."""
+    kinds = (["megatron-bridge", "mcore-transformer-config"] if cfg.get("framework") == "bridge" else
+             ["megatron-lm"] if cfg.get("framework") == "megatron-lm" else
+             ["mcore-transformer-config", "megatron-bridge", "megatron-lm"])
+    for kind in kinds:
+        entries = [e for e in table().get(kind, []) if key in e["defaults"]]
+        if not entries:
+            continue
+        version = cfg.get("mcore_version") if kind != "megatron-bridge" else None
+        if version:
+            entry = release(kind, version)
+            if entry is None or key not in entry["defaults"]:
+                return None
+            v = entry["defaults"][key]
+            return (v, f"{v} in {_LABEL[kind]} {version}") if isinstance(v, bool) else None
+        values = {repr(e["defaults"][key]) for e in entries}
+        v = entries[0]["defaults"][key]
+        if len(values) != 1 or not isinstance(v, bool):
+            return None
+        versions = [x for e in entries for x in e["versions"]]
+        return v, f"{v} in {_LABEL[kind]} {_span(versions)}"
+    return None

@@ -54,6 +54,9 @@ KNOWN = {
 }
 # Facts about where a config came from, not settings: never a change, never a suspect.
 META = {"framework", "config_complete", "env_known", "defaults_of", "graphs_captured", "scope_spelling"}
+# Facts triage works out from other keys (canonical), never a setting with a release default: absent is off.
+DERIVED = META | {"expandable_segments", "deprecated_flags_with_impl", "deprecated_flags_both",
+                  "scope_and_modules_both_set"}
 # Megatron-LM's --num-experts is megatron-core's num_moe_experts
 ALIASES["num_experts"] = "num_moe_experts"
 GRAPH_KEYS = ("cuda_graph_impl", "cuda_graph_scope", "cuda_graph_warmup_steps")

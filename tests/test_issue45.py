@@ -1,0 +1,68 @@
+"""Issue 45: what a new user still trips on, each bullet run as a user would (`python -m triage ...`)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def triage(*args: str, cwd: str | None = None, timeout: float = 120, stdin: str | None = None
+           ) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "triage", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout, env=env, input=stdin)
+
+
+# -- check-config: an absent boolean setting is its release's default, on both sides ---------------
+
+BRIDGE = """\
+model:
+  cuda_graph_impl: local
+  cuda_graph_scope: [full_iteration]
+  transformer_impl: transformer_engine
+rerun_state_machine:
+  rerun_mode: disabled
+checkpoint:
+  save_interval: 100
+"""
+
+
+def test_check_config_absent_truthy_key_is_its_release_default(tmp_path):
+    cfg = tmp_path / "run_config.yaml"
+    cfg.write_text(BRIDGE)            # hand-written (synthetic): no check_for_nan_in_loss, no use_te_rng_tracker
+    r = triage("check-config", str(cfg))
+    assert r.returncode == 1, r.stdout + r.stderr
+    # truthy side: Bridge's RerunStateMachineConfig.check_for_nan_in_loss defaults to True (defaults.yaml)
+    assert "full-iteration-nan-check" in r.stdout
+    assert "check_for_nan_in_loss unset: defaults to True in Megatron Bridge 0.3-0.6" in r.stdout
+    # falsy side: the same table, said the same way
+    assert "use_te_rng_tracker unset: defaults to False in megatron-core 0.14-0.19" in r.stdout
+    d = json.loads(triage("check-config", str(cfg), "--format", "json").stdout)
+    notes = {v["pitfall"]: v["defaults"] for v in d["violations"]}
+    assert notes["full-iteration-nan-check"] == ["check_for_nan_in_loss unset: defaults to True in Megatron "
+                                                 "Bridge 0.3-0.6"]
+    md = triage("check-config", str(cfg), "--format", "markdown").stdout
+    assert "`check_for_nan_in_loss` = `(unset: defaults to True in Megatron Bridge 0.3-0.6)`" in md
+
+
+def test_check_config_given_key_is_no_default_and_given_release_is_named(tmp_path):
+    cfg = tmp_path / "run_config.yaml"
+    cfg.write_text(BRIDGE.replace("  rerun_mode: disabled", "  check_for_nan_in_loss: false"))
+    d = json.loads(triage("check-config", str(cfg), "model.use_te_rng_tracker=true", "--format", "json").stdout)
+    assert d["violations"] == []
+    r = triage("check-config", str(cfg), "model.mcore_version=0.16.1")
+    assert "use_te_rng_tracker unset: defaults to False in megatron-core 0.16.1" in r.stdout
+
+
+def test_check_config_absent_key_of_an_unknown_release_is_undecided(tmp_path):
+    cfg = tmp_path / "run_config.yaml"
+    cfg.write_text(BRIDGE.replace("  rerun_mode: disabled", "  check_for_nan_in_loss: false"))
+    r = triage("check-config", str(cfg), "model.mcore_version=0.9.0")   # no defaults known for 0.9
+    assert "te-rng-tracker-missing" not in r.stdout.split("undecided:")[0]
+    assert "undecided:" in r.stdout and "use_te_rng_tracker" in r.stdout.split("undecided:")[1]
+    d = json.loads(triage("check-config", str(cfg), "model.mcore_version=0.9.0", "--format", "json").stdout)
+    assert any(u["pitfall"] == "te-rng-tracker-missing" for u in d["undecided"])
+    assert not any(v["pitfall"] == "te-rng-tracker-missing" for v in d["violations"])

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any, Dict, List, Optional, Tuple
 
 from .keys import Config, canonical
+from .operators import OPERATORS
 
 _TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "defaults.yaml")
 
@@ -35,10 +36,16 @@ def release(kind: str, version: Optional[str]) -> Optional[Dict[str, Any]]:
     return None
 
 
+def _holds(cfg: Config, cond: Dict[str, Any]) -> bool:
+    """A `derived` condition (eq / in of the config-rule operators) on the config as filled in so far."""
+    op, arg = next((k, v) for k, v in cond.items() if k != "key")
+    fn = OPERATORS.get(op)
+    return fn is not None and fn(cfg.get(cond["key"]), arg)
+
+
 def apply_defaults(cfg: Config, kind: Optional[str] = "megatron-lm") -> Config:
     """A partial config with the defaults of its release filled in (`kind`: the table of defaults.yaml,
     None for none); `config_complete: False` marks that what is still absent is unknown."""
-    from .rules import rule_holds_when  # rules imports keys; keep the import graph one-way
     out = dict(cfg)
     entry = release(kind, cfg.get("mcore_version")) if kind else None
     out["config_complete"] = False
@@ -47,7 +54,7 @@ def apply_defaults(cfg: Config, kind: Optional[str] = "megatron-lm") -> Config:
     for k, v in canonical(dict(entry["defaults"])).items():
         out.setdefault(k, v)
     for d in entry.get("derived", []):        # what validation itself turns on, whatever the flags said
-        if rule_holds_when(out, d["when"]):
+        if all(_holds(out, c) for c in d["when"]):
             out.update(d["set"])
     out["defaults_of"] = f"megatron-core {cfg.get('mcore_version')}"
     return out

@@ -66,3 +66,28 @@ def test_check_config_absent_key_of_an_unknown_release_is_undecided(tmp_path):
     d = json.loads(triage("check-config", str(cfg), "model.mcore_version=0.9.0", "--format", "json").stdout)
     assert any(u["pitfall"] == "te-rng-tracker-missing" for u in d["undecided"])
     assert not any(v["pitfall"] == "te-rng-tracker-missing" for v in d["violations"])
+
+
+# -- blame: one change, one row, named as the user wrote it -----------------------------------------
+
+GRAPHED = "model:\n  cuda_graph_impl: local\n  use_te_rng_tracker: true\n  cuda_graph_scope: [attn]\n"
+# PyTorch's message (c10/cuda/CUDAException.cpp, torch 2.x), as a rank prints it
+IMA = "[rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def test_blame_lists_the_allocator_setting_once_as_written(tmp_path):
+    (tmp_path / "good.yaml").write_text(GRAPHED)
+    (tmp_path / "bad.yaml").write_text(GRAPHED)
+    (tmp_path / "job.log").write_text(IMA)
+    args = ("analyze", "job.log", "--baseline-config", "good.yaml", "--config", "bad.yaml",
+            "--env", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True")
+    text = triage(*args, cwd=str(tmp_path)).stdout
+    block = text.split("CONFIG CHANGES", 1)[1].split("\n\n", 1)[0]
+    rows = [ln for ln in block.splitlines()[1:] if ln.strip()]
+    assert len(rows) == 1, block
+    assert rows[0].lstrip().startswith(">>") and "env.PYTORCH_CUDA_ALLOC_CONF: (unset) -> expandable_segments:True" \
+        in rows[0] and "nccl-graph-register-expandable" in rows[0]
+    assert "expandable_segments: (unset)" not in text and "(unrelated)" not in block
+    d = json.loads(triage(*args, "--format", "json", cwd=str(tmp_path)).stdout)
+    assert [s["key"] for s in d["suspects"]] == ["env.PYTORCH_CUDA_ALLOC_CONF"]
+    assert d["suspects"][0]["score"] == 2.0 and not d["suspects"][0]["unrelated"]

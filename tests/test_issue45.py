@@ -91,3 +91,43 @@ def test_blame_lists_the_allocator_setting_once_as_written(tmp_path):
     d = json.loads(triage(*args, "--format", "json", cwd=str(tmp_path)).stdout)
     assert [s["key"] for s in d["suspects"]] == ["env.PYTORCH_CUDA_ALLOC_CONF"]
     assert d["suspects"][0]["score"] == 2.0 and not d["suspects"][0]["unrelated"]
+
+
+# -- config errors: file:line:col; TOML read; one naming rule for fleet jobs -------------------------
+
+def test_broken_yaml_names_line_and_column(tmp_path):
+    (tmp_path / "run_config.yaml").write_text("model:\n  cuda_graph_scope: [attn, mlp\n  cuda_graph_impl: local\n")
+    r = triage("check-config", "run_config.yaml", cwd=str(tmp_path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("triage: error: run_config.yaml:3:18: not valid YAML: did not find expected ',' or "
+                               "']'"), r.stderr
+    assert "(while parsing a flow sequence started at line 2, column 21)" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    (tmp_path / "c.json").write_text('{"model": {"cuda_graph_impl": "local",,}}')
+    r = triage("check-config", "c.json", cwd=str(tmp_path))
+    assert r.returncode == 2 and "c.json:1:39: not valid JSON: " in r.stderr
+
+
+def test_toml_config_is_read(tmp_path):
+    (tmp_path / "run.toml").write_text('[model]\ncuda_graph_impl = "local"\ncuda_graph_scope = ["attn"]\n'
+                                       'use_te_rng_tracker = true\n')
+    d = json.loads(triage("check-config", "run.toml", "--format", "json", cwd=str(tmp_path)).stdout)
+    assert d["config"]["cuda_graph_impl"] == "local" and d["config"]["cuda_graph_scope"] == ["attn"]
+    (tmp_path / "bad.toml").write_text('[model\ncuda_graph_impl = "local"\n')
+    r = triage("check-config", "bad.toml", cwd=str(tmp_path))
+    assert r.returncode == 2 and r.stderr.startswith("triage: error: bad.toml:1:7: not valid TOML: ")
+    assert "found no configuration" not in r.stderr
+
+
+def test_fleet_names_file_and_directory_jobs_by_one_rule(tmp_path):
+    logs = tmp_path / "logs"
+    (logs / "job8").mkdir(parents=True)
+    (logs / "job9").mkdir()
+    (logs / "slurm-123.out").write_text(IMA)
+    (logs / "job8" / "slurm-77-0.out").write_text(IMA)     # a per-task directory: Slurm's slurm-%j-%t.out
+    (logs / "job8" / "slurm-77-1.out").write_text(IMA)
+    (logs / "job9" / "rank0.log").write_text(IMA)          # no scheduler id in any name: the path
+    (logs / "other.log").write_text(IMA)
+    d = json.loads(triage("fleet", "run", "--jobs-in", str(logs), "--format", "json", cwd=str(tmp_path)).stdout)
+    ids = sorted(j for g in d["groups"] for j in g["jobs"])
+    assert ids == sorted(["123", "77", str(logs / "job9"), str(logs / "other.log")]), ids

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -131,3 +135,44 @@ def test_fleet_names_file_and_directory_jobs_by_one_rule(tmp_path):
     d = json.loads(triage("fleet", "run", "--jobs-in", str(logs), "--format", "json", cwd=str(tmp_path)).stdout)
     ids = sorted(j for g in d["groups"] for j in g["jobs"])
     assert ids == sorted(["123", "77", str(logs / "job9"), str(logs / "other.log")]), ids
+
+
+# -- signals: one convention for every command (issue 45, issue 46's SIGTERM) ---------------------
+
+def _start(*args: str, cwd: str, stdin: bool = False) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), NO_COLOR="1")
+    return subprocess.Popen([sys.executable, "-m", "triage", *args], cwd=cwd, env=env, text=True,
+                            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("sig,code,line", [(signal.SIGINT, 130, "triage: interrupted\n"),
+                                           (signal.SIGTERM, 143, "triage: interrupted (SIGTERM)\n")])
+def test_analyze_interrupted_exits_by_the_signal_with_a_line(tmp_path, sig, code, line):
+    p = _start("analyze", "-", cwd=str(tmp_path), stdin=True)
+    assert p.stdin is not None
+    p.stdin.write(IMA)
+    p.stdin.flush()                    # stdin stays open: analyze is reading it when the signal comes
+    time.sleep(1.5)
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    assert (p.returncode, out, err) == (code, "", line)
+
+
+@pytest.mark.parametrize("sig,code,reason,line", [
+    (signal.SIGINT, 130, "interrupted", "triage: interrupted\n"),
+    (signal.SIGTERM, 143, "interrupted", "triage: interrupted (SIGTERM)\n"),
+    (signal.SIGUSR1, 1, "stopped", ""),          # watch's own stop: the verdict's exit code
+])
+def test_watch_stops_by_one_convention(tmp_path, sig, code, reason, line):
+    log = tmp_path / "train.log"
+    log.write_text(IMA)
+    p = _start("watch", str(log), "--format", "jsonl", "--idle", "120", "--poll", "0.1", cwd=str(tmp_path))
+    assert p.stdout is not None
+    first = p.stdout.readline()        # the root-cause event: watch is running
+    assert json.loads(first)["event"] == "root-cause"
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=60)
+    ended = json.loads(out.strip().splitlines()[-1])
+    assert ended["event"] == "ended" and ended["reason"] == reason and ended["outcome"] == "pitfall"
+    assert (p.returncode, err) == (code, line)

@@ -38,6 +38,7 @@ try:
         load_patterns,
         write_output,
     )
+    from .errors import EXIT_SIGINT, EXIT_SIGTERM, Terminated
     from .report.names import FORMATS, SUFFIX_FORMAT
     from .term import COLOR_CHOICES
 except BaseException:        # (no click, say): the collector as it was, and the error as it is
@@ -53,7 +54,28 @@ if TYPE_CHECKING:
 # (tests/test_startup.py guards this).
 
 def _on_term(signum, frame):  # noqa: ARG001
-    raise KeyboardInterrupt    # unwinds like Ctrl-C: a report being written is removed, never left half
+    raise Terminated           # unwinds like Ctrl-C: a report being written is removed, never left half
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C or SIGTERM carried past click (whose own handling of KeyboardInterrupt prints a bare newline)."""
+
+    def __init__(self, cause: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.cause = cause
+
+
+def _interrupted(cause: BaseException) -> NoReturn:
+    """One convention for every command: a line on stderr; exit 130 for Ctrl-C, 143 for SIGTERM.
+    CAUSE: the KeyboardInterrupt (Terminated for SIGTERM), or what carried it (_Interrupted, click's Abort)."""
+    inner = cause.cause if isinstance(cause, _Interrupted) else cause.__context__ \
+        if isinstance(cause, click.exceptions.Abort) else cause
+    term = isinstance(inner, Terminated)
+    try:
+        click.echo("triage: interrupted" + (" (SIGTERM)" if term else ""), err=True)
+    except Exception:  # noqa: S110 - stderr closed: the exit code still says it
+        pass
+    sys.exit(EXIT_SIGTERM if term else EXIT_SIGINT)
 
 
 def startup_over() -> None:
@@ -96,6 +118,12 @@ class _Group(click.Group):
         finally:
             startup_over()
 
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            raise _Interrupted(e) from None
+
     def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
         name, cmd, rest = super().resolve_command(ctx, args)
         if name != "analyze":
@@ -131,8 +159,10 @@ class _Group(click.Group):
             from .redact import redact
             click.echo(f"triage: error: {redact(str(e).strip()) or type(e).__name__}", err=True)
             sys.exit(EXIT_USAGE)
-        except (click.exceptions.Abort, KeyboardInterrupt, BrokenPipeError):
-            sys.exit(130)
+        except (_Interrupted, KeyboardInterrupt, click.exceptions.Abort) as e:
+            _interrupted(e)
+        except BrokenPipeError:
+            sys.exit(EXIT_SIGINT)
         except OSError as e:
             if e.errno not in _FULL:
                 raise_internal(e)

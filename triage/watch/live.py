@@ -102,6 +102,7 @@ class Watch:
         self.reports: Dict[str, str] = {}
         self.snapshots = 0
         self.file_ranks: Dict[str, Optional[int]] = {}
+        self.interrupted: Optional[BaseException] = None    # Ctrl-C / SIGTERM: re-raised once finished
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -115,8 +116,10 @@ class Watch:
                     reason = why
                     break
                 time.sleep(self.opts.poll)
-        except KeyboardInterrupt:
-            reason = "stopped"
+        except KeyboardInterrupt as e:   # StopWatch (SIGUSR1): stopped; Ctrl-C / SIGTERM: interrupted (cli's exit)
+            from ..errors import StopWatch
+            reason = "stopped" if isinstance(e, StopWatch) else "interrupted"
+            self.interrupted = None if isinstance(e, StopWatch) else e
         return self.finish(reason)
 
     def step(self, now: float) -> None:

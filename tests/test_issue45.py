@@ -176,3 +176,48 @@ def test_watch_stops_by_one_convention(tmp_path, sig, code, reason, line):
     ended = json.loads(out.strip().splitlines()[-1])
     assert ended["event"] == "ended" and ended["reason"] == reason and ended["outcome"] == "pitfall"
     assert (p.returncode, err) == (code, line)
+
+
+# -- watch before any line: waiting, never healthy --------------------------------------------------
+
+@pytest.mark.parametrize("make,missing", [("empty", False), ("missing", True)])
+def test_watch_says_waiting_never_healthy_before_a_line(tmp_path, make, missing):
+    log = tmp_path / "train.log"
+    if make == "empty":
+        log.write_text("")
+    given = str(tmp_path / ("train.lgo" if missing else "train.log"))   # a misspelled name, train.log beside it
+    if missing:
+        log.write_text(IMA)
+    p = _start("watch", given, "--format", "jsonl", "--heartbeat", "0.5", "--idle", "3", "--poll", "0.1",
+               cwd=str(tmp_path))
+    out, err = p.communicate(timeout=60)
+    events = [json.loads(x) for x in out.splitlines()]
+    kinds = [e["event"] for e in events]
+    assert "healthy-progress" not in kinds and kinds.count("waiting") >= 2 and kinds[-1] == "ended", kinds
+    assert events[-1]["reason"] == "idle" and events[-1]["summary"] == "nothing was logged"
+    w = next(e for e in events if e["event"] == "waiting")
+    assert w["missing"] == ([given] if missing else []) and w["lines"] == 0
+    if missing:
+        assert err == (f"triage: watch: waiting for {given!r} to appear (no such file yet); did you mean "
+                       f"{str(log)!r}?\n")
+    else:
+        assert err == ""
+    text = _start("watch", given, "--heartbeat", "0.5", "--idle", "2", "--poll", "0.1", cwd=str(tmp_path))
+    tout, _ = text.communicate(timeout=60)
+    first = tout.splitlines()[0]
+    assert first == (f"triage watch: waiting for {given!r} to appear" if missing else
+                     "triage watch: nothing logged yet"), tout
+    assert "healthy" not in tout
+
+
+def test_watch_is_healthy_once_lines_were_read(tmp_path):
+    log = tmp_path / "train.log"
+    # Megatron-LM's training_log line (megatron/training/training.py), one step
+    log.write_text(" [2026-12-03 10:00:00] iteration        1/     100 | consumed samples:          8 | "
+                   "elapsed time per iteration (ms): 1200.5 | learning rate: 1.000000E-04 | global batch size:     8 |"
+                   " lm loss: 1.050000E+01 |\n")
+    p = _start("watch", str(log), "--format", "jsonl", "--heartbeat", "0.5", "--idle", "2", "--poll", "0.1",
+               cwd=str(tmp_path))
+    out, _ = p.communicate(timeout=60)
+    kinds = [json.loads(x)["event"] for x in out.splitlines()]
+    assert "healthy-progress" in kinds and "waiting" not in kinds, kinds

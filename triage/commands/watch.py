@@ -97,6 +97,9 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
     if exit_zero:
         fail_on = "never"
     paths = _watch_paths(logs)
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            click.echo(f"triage: watch: waiting for {p!r} to appear (no such file yet){_near_name(p)}", err=True)
     pats = load_patterns(pattern_dirs)
     from ..watch.events import to_json, to_text
     from ..watch.live import Watch, WatchOptions
@@ -137,6 +140,18 @@ def _run_stoppable(w: Any) -> int:
     finally:
         if sig is not None:
             signal.signal(sig, signal.SIG_DFL if before is None else before)
+
+
+def _near_name(path: str) -> str:
+    """"; did you mean 'train.log'?" for a file beside PATH whose name is close to it ("" when none is)."""
+    import difflib
+    d = os.path.dirname(path) or "."
+    try:
+        names = [n for n in os.listdir(d)[:10_000] if not n.startswith(".")]
+    except OSError:
+        return ""
+    near = difflib.get_close_matches(os.path.basename(path), names, n=1, cutoff=0.75)
+    return f"; did you mean {os.path.join(os.path.dirname(path), near[0])!r}?" if near else ""
 
 
 def _watch_paths(logs: Sequence[str]) -> List[str]:

@@ -259,12 +259,21 @@ class Watch:
         self.last_heartbeat = now
         if self.state.emitted_key is not None or self.pending is not None:
             return
+        if not self.live.lines:               # never "healthy" before a line was read (issue 45)
+            self.emit(self._waiting(now))
+            return
         pr = self.progress
         ev = E.base("healthy-progress", now - self.t0)
         ev.update({"last_step": pr.steps(), "step_s": _r(pr.median_step_s()),
                    "since_advance_s": _r(now - pr.last_advance) if pr.last_advance is not None else None,
                    "lines": self.live.lines, "bytes": self.live.nbytes})
         self.emit(ev)
+
+    def _waiting(self, now: float) -> Dict[str, Any]:
+        """The heartbeat while no line was read: the inputs that are not there yet, else nothing logged."""
+        ev = E.base("waiting", now - self.t0)
+        ev.update({"missing": self.follower.missing(), "lines": self.live.lines, "bytes": self.live.nbytes})
+        return ev
 
     # --- the end ----------------------------------------------------------------------------------
     def _end_reason(self, now: float) -> Optional[str]:

@@ -221,3 +221,102 @@ def test_watch_is_healthy_once_lines_were_read(tmp_path):
     out, _ = p.communicate(timeout=60)
     kinds = [json.loads(x)["event"] for x in out.splitlines()]
     assert "healthy-progress" in kinds and "waiting" not in kinds, kinds
+
+
+# -- help texts: one meaning per word, walked over every command -----------------------------------
+
+def _commands():
+    import click
+
+    from triage.cli import cli
+    out = []
+
+    def walk(cmd, path):
+        out.append((path, cmd))
+        if isinstance(cmd, click.Group):
+            for name, sub in sorted(cmd.commands.items()):
+                walk(sub, path + [name])
+    walk(cli, [])
+    return out
+
+
+def _option_words(text: str) -> set:
+    import re
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]+|-[a-zA-Z])(?![\w-])", text))
+
+
+def test_every_help_holds_together():
+    import click
+    seen_fail_on, seen_j = [], []
+    for path, cmd in _commands():
+        r = triage(*path, "--help")
+        assert r.returncode == 0 and r.stderr == "", (path, r.stderr)
+        text = r.stdout
+        body, _, options = text.partition("\nOptions:")
+        shown = _option_words(options)
+        # every option an example of the command's help uses is an option its help lists
+        examples = body.split("Examples:", 1)[1] if "Examples:" in body else \
+            body.split("Example:", 1)[1] if "Example:" in body else ""
+        for line in examples.splitlines():
+            line = line.split("#", 1)[0]
+            if "triage " not in line:
+                continue
+            used = {w for w in _option_words(line.split("triage ", 1)[1]) if w not in ("-h",)}
+            names = line.split("triage ", 1)[1].split()
+            sub = [n for n in names if not n.startswith("-")][:len(path) + 1]
+            if sub[:len(path)] != path or (isinstance(cmd, click.Group) and len(sub) > len(path)
+                                           and sub[len(path)] in cmd.commands):
+                continue           # an example of another command (a subcommand's): its own help says
+            assert used <= shown, (path, line, used - shown)
+        for p in cmd.params:
+            if not isinstance(p, click.Option) or p.hidden:
+                continue
+            if "--fail-on" in p.opts:
+                seen_fail_on.append((path, tuple(p.type.choices)))
+            if "-j" in p.opts:
+                seen_j.append((path, tuple(p.opts)))
+                assert "Worker processes" in (p.help or ""), path
+        assert "the analysis's own" not in text or path == ["analyze"], path
+    assert seen_fail_on and all(c == ("error", "warning", "never") for _, c in seen_fail_on), seen_fail_on
+    assert len(seen_j) >= 3 and all(o == ("-j", "--workers") for _, o in seen_j), seen_j
+
+
+def test_top_level_help_names_every_stack_the_catalog_ships():
+    text = triage("--help").stdout
+    import glob
+
+    import yaml
+    engines = set()
+    for f in glob.glob(os.path.join(ROOT, "patterns", "*.yaml")):
+        engines |= set((yaml.safe_load(open(f)) or {}).get("advice", {}) or {})
+    names = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM", "jax": "JAX", "megatron": "Megatron-LM",
+             "pytorch": "PyTorch"}
+    assert engines, "no per-engine advice found"
+    for e in engines:
+        assert names[e] in " ".join(text.split()), e
+
+
+def test_fleet_help_shows_the_options_its_examples_use():
+    text = triage("fleet", "--help").stdout
+    assert "--jobs-in" in text and "-j, --workers N" in text and "--fail-when" in text
+
+
+def test_old_spellings_still_work_with_one_deprecation_line(tmp_path):
+    (tmp_path / "job.log").write_text(IMA)
+    r = triage("analyze", "job.log", "--jobs", "1", "-q", cwd=str(tmp_path))
+    assert r.returncode == 1 and r.stderr == ("triage: warning: --jobs is deprecated: use -j/--workers (same "
+                                              "meaning); --jobs will be removed\n")
+    r = triage("fleet", "run", "job.log", "--no-store", "--fail-on", "unexplained", "--jobs", "1", "-q",
+               cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("is deprecated") == 2 and "use --fail-when" in r.stderr
+    req = triage("fleet", "run", "--help").stdout
+    assert "the view's own" in " ".join(req.split()) and "the analysis's own" not in " ".join(req.split())
+
+
+def test_patterns_check_of_one_file_counts_one_file(tmp_path):
+    (tmp_path / "u.log").write_text('Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+                                    "FooError: the frobnicator failed on device 3\n")
+    assert triage("patterns", "suggest", "u.log", "-o", "draft.yaml", cwd=str(tmp_path)).returncode == 0
+    r = triage("patterns", "check", "draft.yaml", cwd=str(tmp_path))
+    assert r.returncode == 1 and r.stdout.startswith("1 pattern file(s), 2 problem(s)"), r.stdout

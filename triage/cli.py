@@ -29,10 +29,12 @@ try:
         PATTERNS_HELP,
         REQUIRE_STORE_HELP,
         USER_ERRORS,
+        WORKERS_HELP,
         _no_contradiction,
         _stdout_dash,
         _store_failed,
         _store_verdict,
+        deprecated,
         fail,
         format_for,
         load_patterns,
@@ -241,7 +243,8 @@ class _LazyCommands(dict):
 @click.group(cls=_Group, commands=_LazyCommands(), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="triage")
 def cli() -> None:
-    """Diagnose failed GPU training logs (Megatron-LM, Megatron Bridge, Transformer Engine, PyTorch)."""
+    """Diagnose failed GPU jobs from their logs: training (Megatron-LM, Megatron Bridge, Transformer
+    Engine, PyTorch, JAX) and inference serving (vLLM, SGLang, TensorRT-LLM)."""
 
 
 @cli.command()
@@ -271,10 +274,12 @@ def cli() -> None:
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(),
               help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
-@click.option("-j", "--jobs", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
-              help="Processes for one big input (32 MiB and more): 1 = this one only (default: TRIAGE_JOBS, "
-                   "else the cores it may use (CPU affinity, at most the cgroup's CPU quota), at most 16). "
-                   "The report is the same whatever N.")
+@click.option("-j", "--workers", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
+              help=WORKERS_HELP.format(what="they scan one big input (32 MiB and more) in parts; 1 = this "
+                                            "process only; the report is the same whatever N",
+                                       default="default: TRIAGE_JOBS, else", cap=", at most 16"))
+@click.option("--jobs", "jobs_old", type=click.IntRange(min=0, max=256), default=None, hidden=True,
+              help="Old spelling of --workers.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=0, metavar="N",
               help="Read at most N bytes of each input (0: all); a note says when the cap was hit. "
                    "For endless inputs (a FIFO, /dev/stdin of a stream).")
@@ -296,7 +301,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
             db: Optional[str], job_id: Optional[str], attempt: Optional[int], fail_on: str, color: str,
-            require_store: bool, jobs: Optional[int]) -> None:
+            require_store: bool, jobs: Optional[int], jobs_old: Optional[int]) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
@@ -329,6 +334,9 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
       triage analyze job.log -o report.html        # format from the suffix
       triage analyze job.log --baseline-config good.yaml --config bad.yaml
       triage analyze job.log --format junit -o triage.xml --fail-on warning"""
+    if jobs_old is not None:
+        deprecated("--jobs", "-j/--workers")
+        jobs = jobs_old if jobs is None else jobs
     _no_contradiction(exit_zero, fail_on, jobs)
     if exit_zero:
         fail_on = "never"

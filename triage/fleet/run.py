@@ -284,19 +284,19 @@ def stored_signatures(db: Optional[str], signatures: Sequence[str]) -> Tuple[Opt
 
 
 def failed_gates(records: Sequence[Record], fail_on: Sequence[str], before: Optional[set]) -> List[str]:
-    """What fails the pipeline (`--fail-on`): `new`, a failing job's signature the store never held
+    """What fails the pipeline (`--fail-when`): `new`, a failing job's signature the store never held
     before this run (BEFORE); `unexplained`, a job that failed with no pattern explaining why."""
     out = []
     if "new" in fail_on and before is not None:
         new = sorted({r.signature for r in records
                       if r.signature and r.outcome != HEALTHY and r.signature not in before})
         if new:
-            out.append(f"--fail-on new: {len(new)} signature(s) never seen before in the store: "
+            out.append(f"--fail-when new: {len(new)} signature(s) never seen before in the store: "
                        + "; ".join(x[:120] for x in new[:5]) + (" ..." if len(new) > 5 else ""))
     if "unexplained" in fail_on:
         n = sum(1 for r in records if r.outcome == UNEXPLAINED)
         if n:
-            out.append(f"--fail-on unexplained: {n} job(s) failed with no pattern explaining why")
+            out.append(f"--fail-when unexplained: {n} job(s) failed with no pattern explaining why")
     return out
 
 

@@ -369,3 +369,72 @@ def test_every_patterns_report_quotes_upstream_not_our_notes(tmp_path, fmt):
             shown += first in r.stdout or first.replace("'", "&#39;").replace('"', "&#34;") in r.stdout
     if fmt in ("html", "json"):
         assert shown >= 20, shown     # the upstream source is what the reports show
+
+
+# -- several jobs given as one; triage's own reports are never logs -------------------------------
+
+# Megatron-LM's training_log line (megatron/training/training.py) with its timestamp, and PyTorch's
+# CUDA errors, as two unrelated jobs 470 days apart print them (synthetic: the lines are real wordings)
+OLD_JOB = (" [2025-08-20 10:00:00] iteration        1/     100 | consumed samples:          8 | elapsed time per "
+           "iteration (ms): 1200.5 | lm loss: 1.050000E+01 |\n"
+           "[2025-08-20 10:00:05] [rank0]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+NEW_JOB = (" [2026-12-03 10:00:00] iteration        1/     100 | consumed samples:          8 | elapsed time per "
+           "iteration (ms): 1200.5 | lm loss: 1.050000E+01 |\n"
+           "[2026-12-03 10:01:00] [rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+           "GPU 0 has a total capacity of 79.11 GiB of which 1.00 GiB is free.\n")
+
+
+def test_inputs_of_several_jobs_are_warned_with_the_fleet_command(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "old.log").write_text(OLD_JOB)
+    (d / "new.log").write_text(NEW_JOB)
+    r = triage("analyze", "logs", cwd=str(tmp_path))
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("triage: warning: ")]
+    assert len(warn) == 1 and "several jobs" in warn[0] and "470 days apart" in warn[0]
+    assert "`triage fleet run --jobs-in logs`" in warn[0]
+    assert "note: the inputs look like several jobs" in r.stdout
+    d_json = json.loads(triage("analyze", "logs", "--format", "json", cwd=str(tmp_path)).stdout)
+    sj = d_json["job"]["several_jobs"]
+    assert sj["time_ranges"] == 2 and sj["largest_gap_days"] == 470.0 and sj["fleet"] == "triage fleet run --jobs-in logs"
+    # one job's logs (ranks at the same time, a restart an hour later) are no warning
+    (d / "old.log").write_text(NEW_JOB.replace("10:00:00", "11:00:00").replace("10:01:00", "11:30:00"))
+    r = triage("analyze", "logs", cwd=str(tmp_path))
+    assert "several jobs" not in r.stderr + r.stdout
+
+
+def test_triage_reports_are_never_read_as_logs(tmp_path):
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "job.log").write_text(NEW_JOB)
+    (tmp_path / "ima.log").write_text(IMA)
+    quiet = triage("analyze", "ima.log", "-q", cwd=str(tmp_path))
+    (d / "verdict.log").write_text(quiet.stdout)      # analyze -q: the verdict line alone
+    for fmt, name in [("text", "noext"), ("json", "r.json.log"), ("markdown", "r.md.txt"), ("junit", "r.xml.log"),
+                      ("jira", "r.jira.txt"), ("html", "r.html.log")]:
+        r = triage("analyze", "ima.log", "--format", fmt, cwd=str(tmp_path))
+        (d / name).write_text(r.stdout)        # an earlier report, saved beside the logs
+    r = triage("analyze", "out", "--format", "json", cwd=str(tmp_path))
+    a = json.loads(r.stdout)
+    assert a["primary"] == "cuda-oom" and a["stats"]["sources"] == ["out/job.log"], a["stats"]
+    skipped = [n for n in a["notes"] if n.startswith("skipped ") and "a triage " in n]
+    assert len(skipped) == 7, a["notes"]
+    assert "illegal" not in json.dumps(a["findings"]) and "illegal-memory-access" not in r.stdout.split('"notes"')[0]
+    one = triage("analyze", "out/noext", cwd=str(tmp_path))
+    assert one.returncode == 2 and one.stderr == ("triage: error: 'out/noext' is a triage text report, not a log "
+                                                  "(triage never reads its own output): no log left to triage; "
+                                                  "give the job's log\n")
+
+
+def test_fleet_skips_triage_reports_in_jobs_in(tmp_path):
+    d = tmp_path / "jobs"
+    d.mkdir()
+    (d / "slurm-1.out").write_text(IMA)
+    (tmp_path / "ima.log").write_text(IMA)
+    (d / "report").write_text(triage("analyze", "ima.log", cwd=str(tmp_path)).stdout)
+    (d / "report.json.log").write_text(triage("analyze", "ima.log", "--format", "json", cwd=str(tmp_path)).stdout)
+    r = triage("fleet", "run", "--jobs-in", "jobs", "--no-store", "--format", "json", cwd=str(tmp_path))
+    v = json.loads(r.stdout)
+    assert v["jobs"] == 1 and not v.get("errors"), v
+    assert r.stderr == ("triage: note: skipped 2 triage report(s) in --jobs-in, not logs: 'jobs/report', "
+                        "'jobs/report.json.log'\n")

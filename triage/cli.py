@@ -16,7 +16,7 @@ try:
     import signal
     import sys
     import threading
-    from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
+    from typing import TYPE_CHECKING, Any, List, NoReturn, Optional, Sequence
 
     import click
 
@@ -354,13 +354,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
                                  baseline_files=tuple(baseline_files), baseline_logs=tuple(baseline_logs),
                                  env=tuple(env), progress=not quiet, max_bytes=max_bytes, content_hash=record))
     from .fleet.store import store_given
-    from .jobid import JobIdError, identify
-    from .verdict.job import job_info
-    try:
-        identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=stdin_hash[0])
-    except JobIdError as e:
-        raise fail(str(e)) from None
-    a.job = job_info(a, identity)       # the reports' header: job id, attempt, hosts, the log's time span
+    identity = _identify(a, logs, job_id, attempt, stdin_hash[0])
     warning = None
     if store_given(db, record):
         warning = _store_verdict(a, list(logs) or ["-"], db, record, identity, stdin_hash)
@@ -379,6 +373,23 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     code = exit_code(a, fail_on)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _identify(a: Any, logs: Sequence[str], job_id: Optional[str], attempt: Optional[int],
+              digest: Optional[str]) -> Any:
+    """The job's identity, and A's job header (job id, attempt, hosts, the log's time span); inputs that
+    look like several jobs get a note in every format and one warning line on stderr (issue 45)."""
+    from .jobid import JobIdError, identify
+    from .verdict.job import job_info
+    try:
+        identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=digest)
+    except JobIdError as e:
+        raise fail(str(e)) from None
+    a.job = job_info(a, identity, paths=list(logs))
+    if a.job.several_jobs:
+        a.notes.append(a.job.several_jobs["message"])
+        click.echo(f"triage: warning: {a.job.several_jobs['message']}", err=True)
+    return identity
 
 
 def _quiet(text: str) -> str:

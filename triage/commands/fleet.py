@@ -116,7 +116,7 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
       triage fleet run --jobs-in /logs/2026-12-03 -j 8 -o fleet.html
       triage fleet run job-1.log job-2/ --no-store --format json
       triage fleet run --jobs-in /logs/today --fail-when new     # CI: a kind of failure never seen"""
-    from ..fleet.run import analyse_jobs, failed_gates, find_jobs, store_verdicts, stored_signatures, view
+    from ..fleet.run import analyse_jobs, failed_gates, store_verdicts, stored_signatures, view
     from ..progress import for_jobs
     workers = _old_workers(workers, workers_old)
     if fail_on_old:
@@ -124,7 +124,7 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
         fail_on = list(fail_on) + [x for x in fail_on_old if x not in fail_on]
     _fleet_options_agree(no_store, require_store, db, fail_on)
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
-    jobs = find_jobs(paths, jobs_in)
+    jobs = _find_jobs(paths, jobs_in)
     if reports_dir is not None:
         from ..fleet.job_reports import plan
         jobs = plan(jobs, reports_dir, force)      # a foreign file in the way: one error, before any job runs
@@ -162,6 +162,17 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
         raise click.exceptions.Exit(EXIT_USAGE)
     if gates:
         raise click.exceptions.Exit(1)
+
+
+def _find_jobs(paths: Sequence[str], jobs_in: Sequence[str]) -> list:
+    """The jobs of fleet run; triage's own reports in a --jobs-in directory are skipped, with a note."""
+    from ..fleet.run import find_jobs
+    skipped: List[str] = []
+    jobs = find_jobs(paths, jobs_in, skipped)
+    if skipped:
+        shown = ", ".join(repr(p) for p in skipped[:3]) + (f" (+{len(skipped) - 3} more)" if len(skipped) > 3 else "")
+        click.echo(f"triage: note: skipped {len(skipped)} triage report(s) in --jobs-in, not logs: {shown}", err=True)
+    return jobs
 
 
 def _old_workers(workers: int, old: Optional[int]) -> int:

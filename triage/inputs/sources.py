@@ -232,9 +232,40 @@ def _one_job(top: str, files: Sequence[str]) -> None:
                          f"them; triage each job's files, or all of them with `triage fleet --jobs-in {top}`")
 
 
+def _not_reports(files: List[str], notes: Optional[List[str]]) -> List[str]:
+    """FILES less triage's own reports (ourreports: told by their first bytes), each skipped with a note."""
+    from .ourreports import report_file
+    out = []
+    for f in files:
+        fmt = report_file(f) if f != "-" and not remote.is_url(f) else None
+        if fmt is None:
+            out.append(f)
+        elif notes is not None:
+            notes.append(f"skipped {f!r}: a triage {fmt} report, not a log (triage never reads its own output)")
+    return out
+
+
+def _only_reports(skipped: List[str]) -> str:
+    first = skipped[0].replace("skipped ", "", 1).replace(": a triage", " is a triage", 1)
+    return first + (f" (and {len(skipped) - 1} more input(s) like it)" if len(skipped) > 1 else "") + \
+        ": no log left to triage; give the job's log"
+
+
 def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> List[str]:
     """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin.
-    What a directory holds that is not read (an unreadable subdirectory, a FIFO) is noted in NOTES."""
+    What a directory holds that is not read (an unreadable subdirectory, a FIFO, triage's own report)
+    is noted in NOTES; inputs that are all triage reports are an InputError."""
+    given = list(paths)
+    skipped: List[str] = []
+    out = _not_reports(_expand(given, notes), skipped)
+    if notes is not None:
+        notes.extend(skipped)
+    if not out and skipped:
+        raise InputError(_only_reports(skipped))
+    return out
+
+
+def _expand(paths: Iterable[str], notes: Optional[List[str]] = None) -> List[str]:
     out: List[str] = []
     for p in paths:
         if p == "-":

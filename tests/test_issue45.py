@@ -438,3 +438,28 @@ def test_fleet_skips_triage_reports_in_jobs_in(tmp_path):
     assert v["jobs"] == 1 and not v.get("errors"), v
     assert r.stderr == ("triage: note: skipped 2 triage report(s) in --jobs-in, not logs: 'jobs/report', "
                         "'jobs/report.json.log'\n")
+
+
+# -- README: set-up and a one-screen quick start on top, the reference in docs/ --------------------
+
+def test_readme_is_setup_quick_start_and_links():
+    import glob
+    import re
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    lines = text.splitlines()
+    assert "    pip install . && triage analyze examples/sample_job.log" in lines
+    assert "    pip install '.[test]' && python -m pytest -q -n auto" in lines
+    quick = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert len(quick.strip().splitlines()) <= 25                 # one screen
+    assert text.index("## Set up on a fresh machine") < text.index("## Quick start") < text.index("## Documentation")
+    assert len(lines) <= 120 and "85 s" not in text and "248 s" in text
+    # the reference moved, not lost: each page holds its part
+    for page, holds in [("configs.md", "## Config sources"), ("outcomes.md", "Exit codes (the JSON's `outcome`"),
+                        ("fleet.md", "triage fleet run"), ("watch.md", "SIGUSR1"), ("usage.md", "triage check-config"),
+                        ("contributing.md", "## Tests and fixtures"), ("how-it-works.md", "frozen value")]:
+        assert holds in open(os.path.join(ROOT, "docs", page), encoding="utf-8").read(), page
+        assert f"(docs/{page})" in text, page
+    for f in [os.path.join(ROOT, "README.md")] + glob.glob(os.path.join(ROOT, "docs", "*.md")):
+        for m in re.finditer(r"\]\(([^)#]+)(?:#[^)]*)?\)", open(f, encoding="utf-8").read()):
+            if not m.group(1).startswith(("http://", "https://", "mailto:")):
+                assert os.path.exists(os.path.normpath(os.path.join(os.path.dirname(f), m.group(1)))), (f, m.group(1))

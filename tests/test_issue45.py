@@ -463,3 +463,18 @@ def test_readme_is_setup_quick_start_and_links():
         for m in re.finditer(r"\]\(([^)#]+)(?:#[^)]*)?\)", open(f, encoding="utf-8").read()):
             if not m.group(1).startswith(("http://", "https://", "mailto:")):
                 assert os.path.exists(os.path.normpath(os.path.join(os.path.dirname(f), m.group(1)))), (f, m.group(1))
+
+
+def test_inputs_naming_two_slurm_jobs_are_warned(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir()
+    # an environment dump's SLURM_JOB_ID and slurmstepd's cancel line (Slurm's wording), two different jobs
+    (d / "a.log").write_text("SLURM_JOB_ID=4242\n" + IMA)
+    (d / "b.log").write_text("slurmstepd: error: *** JOB 5151 ON node-3 CANCELLED AT 2026-12-03T10:00:00 DUE TO "
+                             "TIME LIMIT ***\n")
+    r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
+    sj = json.loads(r.stdout)["job"]["several_jobs"]
+    assert sj["job_ids"] == ["4242", "5151"] and "2 Slurm job ids (4242, 5151)" in r.stderr
+    (d / "b.log").write_text("slurmstepd: error: *** STEP 4242.0 ON node-3 CANCELLED AT 2026-12-03T10:00:00 ***\n")
+    r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
+    assert "several_jobs" not in json.loads(r.stdout)["job"] and "several jobs" not in r.stderr

@@ -351,7 +351,7 @@ def test_no_pattern_reference_shows_our_notes():
 def test_every_patterns_report_quotes_upstream_not_our_notes(tmp_path, fmt):
     from triage.patterns import load_file
     from inproc import run as run_inproc
-    shown = 0
+    shown = links = 0
     for name, d in _pattern_files():
         ex = ((d.get("examples") or {}).get("match") or [])
         if not ex:
@@ -363,12 +363,15 @@ def test_every_patterns_report_quotes_upstream_not_our_notes(tmp_path, fmt):
         notes = [str(x.get("provenance")) for x in d.get("references") or [] if x.get("provenance")]
         for n in NOTES + tuple(notes):
             assert n not in r.stdout, (name, fmt, n)
+        links += fmt == "html" and 'href="https://github.com/NVIDIA' in r.stdout
         p = load_file(os.path.join(ROOT, "patterns", name))
         if p.references and fmt in ("html", "json"):
             first = p.references[0]["source"][:40]
             shown += first in r.stdout or first.replace("'", "&#39;").replace('"', "&#34;") in r.stdout
     if fmt in ("html", "json"):
         assert shown >= 20, shown     # the upstream source is what the reports show
+    if fmt == "html":
+        assert links >= 15, links     # with a link to the upstream file at its release, where there is one
 
 
 # -- several jobs given as one; triage's own reports are never logs -------------------------------
@@ -408,8 +411,6 @@ def test_triage_reports_are_never_read_as_logs(tmp_path):
     d.mkdir()
     (d / "job.log").write_text(NEW_JOB)
     (tmp_path / "ima.log").write_text(IMA)
-    quiet = triage("analyze", "ima.log", "-q", cwd=str(tmp_path))
-    (d / "verdict.log").write_text(quiet.stdout)      # analyze -q: the verdict line alone
     for fmt, name in [("text", "noext"), ("json", "r.json.log"), ("markdown", "r.md.txt"), ("junit", "r.xml.log"),
                       ("jira", "r.jira.txt"), ("html", "r.html.log")]:
         r = triage("analyze", "ima.log", "--format", fmt, cwd=str(tmp_path))
@@ -418,7 +419,7 @@ def test_triage_reports_are_never_read_as_logs(tmp_path):
     a = json.loads(r.stdout)
     assert a["primary"] == "cuda-oom" and a["stats"]["sources"] == ["out/job.log"], a["stats"]
     skipped = [n for n in a["notes"] if n.startswith("skipped ") and "a triage " in n]
-    assert len(skipped) == 7, a["notes"]
+    assert len(skipped) == 6, a["notes"]
     assert "illegal" not in json.dumps(a["findings"]) and "illegal-memory-access" not in r.stdout.split('"notes"')[0]
     one = triage("analyze", "out/noext", cwd=str(tmp_path))
     assert one.returncode == 2 and one.stderr == ("triage: error: 'out/noext' is a triage text report, not a log "

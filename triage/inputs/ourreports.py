@@ -16,8 +16,6 @@ HEAD_BYTES = 4096
 _JOB_LINE = r"analysed \d{4}-\d\d-\d\d \d\d:\d\d UTC · triage \d+\.\d+"
 SIGNATURES = (
     ("text", lazy_re(r"\Atriage: [^\n]*\n(?:[^\n]*\n){0,6}?job [^\n]* · " + _JOB_LINE)),
-    # analyze -q: the verdict line alone (and its known issue's)
-    ("text", lazy_re(r"\Atriage: [^\n]{1,2000}\n(?:known issue: [^\n]{1,2000}\n)?\Z")),
     ("json", lazy_re(r'\A\{\s*"schema": \d+,\s*"outcome": "')),
     ("markdown", lazy_re(r"\A### triage[: ][^\n]*\n(?:[^\n]*\n){0,10}?[^\n]*" + _JOB_LINE)),
     ("html", lazy_re(r'\A<!doctype html>.{0,2000}?<meta name="generator" content="triage', re.S | re.I)),

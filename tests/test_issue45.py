@@ -421,6 +421,8 @@ def test_triage_reports_are_never_read_as_logs(tmp_path):
     skipped = [n for n in a["notes"] if n.startswith("skipped ") and "a triage " in n]
     assert len(skipped) == 6, a["notes"]
     assert "illegal" not in json.dumps(a["findings"]) and "illegal-memory-access" not in r.stdout.split('"notes"')[0]
+    piped = triage("analyze", stdin=(d / "r.json.log").read_text(), cwd=str(tmp_path))
+    assert piped.returncode == 2 and piped.stderr.startswith("triage: error: <stdin> is a triage json report, not a log")
     one = triage("analyze", "out/noext", cwd=str(tmp_path))
     assert one.returncode == 2 and one.stderr == ("triage: error: 'out/noext' is a triage text report, not a log "
                                                   "(triage never reads its own output): no log left to triage; "

@@ -559,6 +559,7 @@ def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary
     label = "<stdin>" if path == "-" else repr(path)
     if path == "-":
         f, head = _with_head(sys.stdin.buffer)
+        _no_report(head, label)           # (a file is looked at when the inputs are listed: expand_paths)
     elif remote.is_url(path):          # s3://, gs://, http(s)://, ...: fetched in blocks as it is read
         f, head = remote.open_with_head(path, BINARY_PROBE)
     else:
@@ -583,6 +584,15 @@ def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary
     if enc == "utf-8" and _binary(head):
         raise InputError(f"cannot read {label}: not a text log (binary data, e.g. an executable or a core file)")
     return fb, enc
+
+
+def _no_report(head: bytes, label: str) -> None:
+    """A piped triage report (ourreports) is an InputError: triage never reads its own output."""
+    from .ourreports import report_format
+    fmt = report_format(head)
+    if fmt:
+        raise InputError(f"{label} is a triage {fmt} report, not a log (triage never reads its own output): "
+                         "pipe the job's log")
 
 
 BINARY_PROBE = 4096        # bytes looked at to tell a text log from binary data

@@ -55,14 +55,15 @@ def test_each_card_constraint_is_predicted(args, env, expected):
     (LOCAL_FULL, ["PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", "NCCL_GRAPH_REGISTER=0"]),
     (LOCAL_FULL + ["recompute_granularity=full", "recompute_num_layers=1"], []),
     (["cuda_graph_impl=none", "cpu_offloading=True"], []),
-    (TE + ["cuda_graph_scope=attn", "delay_wgrad_compute=True", "te_version=2.12.0"], []),
+    (TE + ["cuda_graph_scope=attn", "delay_wgrad_compute=True", "te_version=2.12.0",
+          "add_bias_linear=False"], []),
 ])
 def test_valid_configs_pass(args, env):
     assert check(args, env) == set()
 
 
 def test_delay_wgrad_te_version_is_framework_aware(tmp_path):
-    base = TE + ["cuda_graph_scope=attn", "delay_wgrad_compute=True", "te_version=2.11.0"]
+    base = TE + ["cuda_graph_scope=attn", "delay_wgrad_compute=True", "te_version=2.11.0", "add_bias_linear=False"]
     assert "delay-wgrad-constraints" not in check(base)              # megatron-core: TE >= 2.10 suffices
     assert "delay-wgrad-constraints" in check(base + ["framework=bridge"])   # Bridge asks for TE >= 2.12
 

@@ -25,13 +25,16 @@ def cli(*args):
     ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", "YAML nested too deeply to read"),
     ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested too deeply to read"),
     ("list.yaml", "- 1\n- 2\n", "a config must be a mapping, got list"),
-    ("broken.yaml", "a: [1, 2\n", "not valid YAML: while parsing a flow sequence"),
+    # issue 45: file:line:col, PyYAML's problem and its context
+    ("broken.yaml", "a: [1, 2\n", "2:1: not valid YAML: did not find expected ',' or ']' (while parsing a flow "
+                                  "sequence started at line 1, column 4)"),
 ], ids=["laughs", "deep-yaml", "deep-json", "list", "broken"])
 def test_hostile_config_is_one_clear_line_and_exit_2(tmp_path, name, text, message):
     p = tmp_path / name
     p.write_text(text)
     r = cli("check-config", str(p))          # a hang fails through cli()'s timeout
-    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"triage: error: {p}: {message}\n")
+    sep = ":" if message[0].isdigit() else ": "
+    assert (r.returncode, r.stdout, r.stderr) == (2, "", f"triage: error: {p}{sep}{message}\n")
 
 
 def test_binary_and_huge_files_are_refused(tmp_path):

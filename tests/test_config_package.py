@@ -22,7 +22,7 @@ def test_one_operator_table_used_by_the_loader():
     ({}, {"not_contains": "mlp"}, True), ({"a": ["attn"]}, {"contains_any": ["moe", "attn"]}, True),
     ({"a": ["attn", "moe"]}, {"has_other_than": ["attn"]}, True), ({"a": ["attn"]}, {"has_other_than": "attn"}, False),
     ({"a": None}, {"set": True}, False), ({"a": None}, {"unset": True}, True), ({"a": 0}, {"set": True}, True),
-    ({"a": 0}, {"falsy": True}, True), ({}, {"falsy": True}, True), ({"a": 1}, {"truthy": True}, True),
+    ({"a": 0}, {"falsy": True}, True), ({}, {"falsy": True}, False),  # absent: its release default; none known for "a" ({"a": 1}, {"truthy": True}, True),
     ({"a": "2"}, {"gt": 1}, True), ({"a": "x"}, {"gt": 1}, False), ({"a": [1]}, {"lt": 2}, False), ({}, {"lt": 2}, False),
     ({"a": "2.1.0"}, {"version_lt": "2.10"}, True), ({"a": "2.10"}, {"version_ge": "2.9.1"}, True),
     ({}, {"version_lt": "9"}, False), ({"a": 1}, {"no_such_op": 1}, False),

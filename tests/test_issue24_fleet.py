@@ -29,24 +29,24 @@ HEALTHY = os.path.join(FIX, "synthetic", "healthy_megatron_te_graphs.log")
 
 def test_fleet_fail_on_new_fails_only_on_a_signature_the_store_never_held(tmp_path, store_url):
     db = store_url                     # SQLite, then the real PostgreSQL server
-    first = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-on", "new", "-q", "--format", "json")
-    assert first.returncode == 1 and "--fail-on new: 1 signature(s) never seen before" in first.stderr
+    first = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-when", "new", "-q", "--format", "json")
+    assert first.returncode == 1 and "--fail-when new: 1 signature(s) never seen before" in first.stderr
     assert first.stdout.startswith("{")                     # the view comes first
-    again = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-on", "new", "-q")
-    assert again.returncode == 0 and "--fail-on" not in again.stderr
-    other = triage("fleet", "run", PITFALL, UNEXPLAINED, "--db", db, "--fail-on", "new", "-q")
+    again = triage("fleet", "run", PITFALL, HEALTHY, "--db", db, "--fail-when", "new", "-q")
+    assert again.returncode == 0 and "--fail-when" not in again.stderr
+    other = triage("fleet", "run", PITFALL, UNEXPLAINED, "--db", db, "--fail-when", "new", "-q")
     assert other.returncode == 1 and "1 signature(s)" in other.stderr and "Worker proc" in other.stderr
 
 
 def test_fleet_fail_on_unexplained(tmp_path):
-    ok = triage("fleet", "run", PITFALL, HEALTHY, "--no-store", "--fail-on", "unexplained", "-q")
+    ok = triage("fleet", "run", PITFALL, HEALTHY, "--no-store", "--fail-when", "unexplained", "-q")
     assert ok.returncode == 0
-    bad = triage("fleet", "run", PITFALL, UNEXPLAINED, "--no-store", "--fail-on", "unexplained", "-q")
-    assert bad.returncode == 1 and "--fail-on unexplained: 1 job(s)" in bad.stderr
+    bad = triage("fleet", "run", PITFALL, UNEXPLAINED, "--no-store", "--fail-when", "unexplained", "-q")
+    assert bad.returncode == 1 and "--fail-when unexplained: 1 job(s)" in bad.stderr
 
 
 def test_fleet_fail_on_new_needs_the_store(tmp_path):
-    r = triage("fleet", "run", PITFALL, "--no-store", "--fail-on", "new", "-q")
+    r = triage("fleet", "run", PITFALL, "--no-store", "--fail-when", "new", "-q")
     assert r.returncode == 2 and "needs the store" in r.stderr
     foreign = tmp_path / "other.db"
     import sqlite3
@@ -54,7 +54,7 @@ def test_fleet_fail_on_new_needs_the_store(tmp_path):
     con.execute("create table t (x)")
     con.commit()
     con.close()
-    r = triage("fleet", "run", PITFALL, "--db", str(foreign), "--fail-on", "new", "-q")
+    r = triage("fleet", "run", PITFALL, "--db", str(foreign), "--fail-when", "new", "-q")
     assert r.returncode == 2 and "cannot be decided" in r.stderr
 
 

@@ -16,7 +16,7 @@ try:
     import signal
     import sys
     import threading
-    from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
+    from typing import TYPE_CHECKING, Any, List, NoReturn, Optional, Sequence
 
     import click
 
@@ -29,16 +29,19 @@ try:
         PATTERNS_HELP,
         REQUIRE_STORE_HELP,
         USER_ERRORS,
+        WORKERS_HELP,
         _no_contradiction,
         _prior_attempt,
         _stdout_dash,
         _store_failed,
         _store_verdict,
+        deprecated,
         fail,
         format_for,
         load_patterns,
         write_output,
     )
+    from .errors import EXIT_SIGINT, EXIT_SIGTERM, Terminated
     from .report.names import FORMATS, SUFFIX_FORMAT
     from .term import COLOR_CHOICES
 except BaseException:        # (no click, say): the collector as it was, and the error as it is
@@ -54,7 +57,28 @@ if TYPE_CHECKING:
 # (tests/test_startup.py guards this).
 
 def _on_term(signum, frame):  # noqa: ARG001
-    raise KeyboardInterrupt    # unwinds like Ctrl-C: a report being written is removed, never left half
+    raise Terminated           # unwinds like Ctrl-C: a report being written is removed, never left half
+
+
+class _Interrupted(BaseException):
+    """Ctrl-C or SIGTERM carried past click (whose own handling of KeyboardInterrupt prints a bare newline)."""
+
+    def __init__(self, cause: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.cause = cause
+
+
+def _interrupted(cause: BaseException) -> NoReturn:
+    """One convention for every command: a line on stderr; exit 130 for Ctrl-C, 143 for SIGTERM.
+    CAUSE: the KeyboardInterrupt (Terminated for SIGTERM), or what carried it (_Interrupted, click's Abort)."""
+    inner = cause.cause if isinstance(cause, _Interrupted) else cause.__context__ \
+        if isinstance(cause, click.exceptions.Abort) else cause
+    term = isinstance(inner, Terminated)
+    try:
+        click.echo("triage: interrupted" + (" (SIGTERM)" if term else ""), err=True)
+    except Exception:  # noqa: S110 - stderr closed: the exit code still says it
+        pass
+    sys.exit(EXIT_SIGTERM if term else EXIT_SIGINT)
 
 
 def startup_over() -> None:
@@ -97,6 +121,12 @@ class _Group(click.Group):
         finally:
             startup_over()
 
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            raise _Interrupted(e) from None
+
     def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
         name, cmd, rest = super().resolve_command(ctx, args)
         if name != "analyze":
@@ -132,8 +162,10 @@ class _Group(click.Group):
             from .redact import redact
             click.echo(f"triage: error: {redact(str(e).strip()) or type(e).__name__}", err=True)
             sys.exit(EXIT_USAGE)
-        except (click.exceptions.Abort, KeyboardInterrupt, BrokenPipeError):
-            sys.exit(130)
+        except (_Interrupted, KeyboardInterrupt, click.exceptions.Abort) as e:
+            _interrupted(e)
+        except BrokenPipeError:
+            sys.exit(EXIT_SIGINT)
         except OSError as e:
             if e.errno not in _FULL:
                 raise_internal(e)
@@ -212,7 +244,8 @@ class _LazyCommands(dict):
 @click.group(cls=_Group, commands=_LazyCommands(), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="triage")
 def cli() -> None:
-    """Diagnose failed GPU training logs (Megatron-LM, Megatron Bridge, Transformer Engine, PyTorch)."""
+    """Diagnose failed GPU jobs from their logs: training (Megatron-LM, Megatron Bridge, Transformer
+    Engine, PyTorch, JAX) and inference serving (vLLM, SGLang, TensorRT-LLM)."""
 
 
 @cli.command()
@@ -242,10 +275,12 @@ def cli() -> None:
 @click.option("--baseline-log", "baseline_logs", multiple=True, type=click.Path(),
               help="Log of the last good run (its config is read from it).")
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
-@click.option("-j", "--jobs", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
-              help="Processes for one big input (32 MiB and more): 1 = this one only (default: TRIAGE_JOBS, "
-                   "else the cores it may use (CPU affinity, at most the cgroup's CPU quota), at most 16). "
-                   "The report is the same whatever N.")
+@click.option("-j", "--workers", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
+              help=WORKERS_HELP.format(what="they scan one big input (32 MiB and more) in parts; 1 = this "
+                                            "process only; the report is the same whatever N",
+                                       default="default: TRIAGE_JOBS, else", cap=", at most 16"))
+@click.option("--jobs", "jobs_old", type=click.IntRange(min=0, max=256), default=None, hidden=True,
+              help="Old spelling of --workers.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=0, metavar="N",
               help="Read at most N bytes of each input (0: all); a note says when the cap was hit. "
                    "For endless inputs (a FIFO, /dev/stdin of a stream).")
@@ -267,7 +302,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
             pattern_dirs: List[str], exit_zero: bool, config_files: List[str], baseline_files: List[str],
             baseline_logs: List[str], env: List[str], max_bytes: int, quiet: bool, record: bool,
             db: Optional[str], job_id: Optional[str], attempt: Optional[int], fail_on: str, color: str,
-            require_store: bool, jobs: Optional[int]) -> None:
+            require_store: bool, jobs: Optional[int], jobs_old: Optional[int]) -> None:
     """Analyse LOGS (files, directories, .gz; stdin when none) and name the pitfall hit.
 
     \b
@@ -300,6 +335,9 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
       triage analyze job.log -o report.html        # format from the suffix
       triage analyze job.log --baseline-config good.yaml --config bad.yaml
       triage analyze job.log --format junit -o triage.xml --fail-on warning"""
+    if jobs_old is not None:
+        deprecated("--jobs", "-j/--workers")
+        jobs = jobs_old if jobs is None else jobs
     _no_contradiction(exit_zero, fail_on, jobs)
     if exit_zero:
         fail_on = "never"
@@ -321,13 +359,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     if prior_note:
         a.notes.append(prior_note)
     from .fleet.store import store_given
-    from .jobid import JobIdError, identify
-    from .verdict.job import job_info
-    try:
-        identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=stdin_hash[0])
-    except JobIdError as e:
-        raise fail(str(e)) from None
-    a.job = job_info(a, identity)       # the reports' header: job id, attempt, hosts, the log's time span
+    identity = _identify(a, logs, job_id, attempt, stdin_hash[0])
     warning = None
     if store_given(db, record):
         warning = _store_verdict(a, list(logs) or ["-"], db, record, identity, stdin_hash)
@@ -346,6 +378,23 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     code = exit_code(a, fail_on)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _identify(a: Any, logs: Sequence[str], job_id: Optional[str], attempt: Optional[int],
+              digest: Optional[str]) -> Any:
+    """The job's identity, and A's job header (job id, attempt, hosts, the log's time span); inputs that
+    look like several jobs get a note in every format and one warning line on stderr (issue 45)."""
+    from .jobid import JobIdError, identify
+    from .verdict.job import job_info
+    try:
+        identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=digest)
+    except JobIdError as e:
+        raise fail(str(e)) from None
+    a.job = job_info(a, identity, paths=list(logs))
+    if a.job.several_jobs:
+        a.notes.append(a.job.several_jobs["message"])
+        click.echo(f"triage: warning: {a.job.several_jobs['message']}", err=True)
+    return identity
 
 
 def _quiet(text: str) -> str:

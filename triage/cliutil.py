@@ -89,6 +89,14 @@ def _stdout_dash(ctx, param, value):  # noqa: ARG001 -- a click callback
 PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."
 DB_HELP = ("Verdict store: a SQLite file path, sqlite:///PATH, or postgresql://USER@HOST/DB for a team's "
            "shared store (default: TRIAGE_DB, else ~/.local/share/triage/triage.db).")
+def deprecated(old: str, new: str) -> None:
+    """The one line an old spelling of an option prints (it still works)."""
+    click.echo(f"triage: warning: {old} is deprecated: use {new} (same meaning); {old} will be removed",
+               err=True)
+
+
+WORKERS_HELP = ("Worker processes (as make -j): {what} ({default} every core this process may use: its CPU "
+                "affinity, at most its cgroup's CPU quota{cap}).")
 REQUIRE_STORE_HELP = ("Exit 2 (after the report) when the verdicts cannot be stored; without it a store that fails "
                       "is a warning on stderr and the exit code is the analysis's own.")
 

@@ -8,7 +8,8 @@ A stored verdict is one job: (job id, attempt).  The id comes from, in order:
    the attempt from TRIAGE_ATTEMPT, SLURM_JOB_RESTART_COUNT (a Slurm Epilog's), SLURM_RESTART_COUNT
    (a requeued job's own environment), TORCHELASTIC_RESTART_COUNT;
 3. the log's own name, as the schedulers write it: Slurm's default `slurm-<jobid>.out` and
-   `slurm-<arrayjob>_<task>.out`;
+   `slurm-<arrayjob>_<task>.out`; for a directory (a job's per-rank / per-task logs), the one id all
+   its logs' names hold (`slurm-<jobid>-<task>.out`, ...) -- one rule for a file and a directory;
 4. the log's path (absolute); for stdin, `stdin:` and the first 16 hex digits of the input's
    SHA-256 -- the same piped log is one job, two different ones are two.
 
@@ -77,6 +78,29 @@ def from_name(path: str) -> Optional[str]:
     return f"{m.group(1)}_{m.group(3)}" if m.group(2) == "_" else m.group(1)
 
 
+DIR_NAMES_MAX = 10_000     # entries of a directory read for its logs' common job id
+
+
+def _name_id(path: str) -> Optional[str]:
+    """The scheduler's job id of PATH's name; for a directory, the one id every log name in it holds
+    (hidden entries and files of no Slurm name ignored; None when they hold none, or several)."""
+    if not os.path.isdir(path):
+        return from_name(path)
+    ids = set()
+    try:
+        with os.scandir(path) as it:
+            for n, entry in enumerate(it):
+                if n >= DIR_NAMES_MAX:
+                    return None
+                if not entry.name.startswith("."):
+                    m = SLURM_OUTPUT.match(entry.name)
+                    if m:
+                        ids.add(m.group(1) if m.group(2) != "_" else f"{m.group(1)}_{m.group(3)}")
+    except OSError:
+        return None
+    return ids.pop() if len(ids) == 1 else None
+
+
 def identify(paths: Sequence[str], job_id: Optional[str] = None, attempt: Optional[int] = None,
              env: Optional[Mapping[str, str]] = None, use_env: bool = True,
              stdin_digest: Optional[str] = None) -> JobIdentity:
@@ -96,7 +120,7 @@ def identify(paths: Sequence[str], job_id: Optional[str] = None, attempt: Option
             if env.get(k, "").strip():
                 return JobIdentity(_clean_id(env[k], k), att, f"env:{k}")
     real = [p for p in paths if p != "-"]
-    names = {from_name(p) for p in real}
+    names = {_name_id(p) for p in real}
     if len(real) == len(paths) and len(names) == 1 and None not in names:
         return JobIdentity(names.pop() or "", att, "name")
     if not real:

@@ -328,7 +328,9 @@ def _references(data: Dict[str, Any], where: str) -> List[Dict[str, str]]:
     refs = data.get("references") or []
     if not isinstance(refs, list) or not refs or not all(isinstance(r, dict) and "source" in r for r in refs):
         raise PatternError(f"{where}: 'references' must be a non-empty list of mappings with 'source' (and 'version')")
-    return [{k: str(v) for k, v in r.items()} for r in refs]
+    # what a report shows: the upstream `source`, `version` and `url`; `provenance` (how it was read: our
+    # runs, fixtures, tools) stays in the pattern file, never in a finding or a report (issue 45)
+    return [{k: str(v) for k, v in r.items() if k != "provenance"} for r in refs]
 
 
 def _examples(data: Dict[str, Any], where: str, log_pattern: bool) -> Tuple[List[str], List[str]]:

@@ -78,7 +78,9 @@ def patterns_check(directory: str, strict_ids: bool, winners: bool) -> None:
     problems = load_errors + check_examples(pats)
     for pr in problems:
         click.echo(pr, err=True)
-    click.echo(f"{len(pats) + len(load_errors)} pattern file(s), {len(problems)} problem(s)")
+    n = (len([f for f in os.listdir(directory) if f.endswith((".yaml", ".yml"))]) if os.path.isdir(directory)
+         else 1)                          # the files tried (a file with two problems is one file)
+    click.echo(f"{n} pattern file(s), {len(problems)} problem(s)")
     if problems:
         raise click.exceptions.Exit(1)
 

@@ -42,7 +42,8 @@ def _check_config_out(fmt: str, vs: list, cfg: Mapping[str, Any], unknown: list,
                      f"check-config: no CUDA-graph pitfall in this config, but {len(typos)} key(s) are no known "
                      "setting (a typo is never checked): see the warning(s) above")
     for v in vs:
-        lines.append(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}\n  fix: {v.fix}")
+        lines.append(f"{v.pitfall}: {v.message}\n  keys: {', '.join(v.keys)}"
+                     + "".join(f"\n  {d}" for d in v.defaults) + f"\n  fix: {v.fix}")
     for u in unknown:
         lines.append(f"unknown value: {u['key']}: {u['value']}")
     if open_rules:

@@ -10,9 +10,10 @@ from ..cliutil import (
     DB_HELP,
     EXIT_USAGE,
     PATTERNS_HELP,
-    REQUIRE_STORE_HELP,
+    WORKERS_HELP,
     _stdout_dash,
     _store_failed,
+    deprecated,
     format_for,
     load_patterns,
     write_output,
@@ -29,6 +30,17 @@ class _DefaultRun(click.Group):
         elif not args:
             args = ["run"]
         return super().parse_args(ctx, args)
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """`triage fleet --help` shows the options of `fleet run` (what `triage fleet PATH...` runs)."""
+        super().format_options(ctx, formatter)
+        run = self.commands.get("run")
+        if run is None:
+            return
+        rows = [r for r in (p.get_help_record(ctx) for p in run.get_params(ctx)
+                            if isinstance(p, click.Option) and "--help" not in p.opts) if r is not None]
+        with formatter.section("Options of `fleet run` (= triage fleet PATH...)"):
+            formatter.write_dl(rows)
 
 
 def _fleet_output(view: dict, fmt: Optional[str], output: Optional[str], force: bool) -> None:
@@ -59,9 +71,11 @@ def fleet() -> None:
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--jobs-in", "jobs_in", multiple=True, type=click.Path(),
               help="A directory whose every child (a log file or a per-rank directory) is one job (repeatable).")
-@click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
-              help="Analyse N jobs at once (default 0: every core this process may use: its CPU affinity, "
-                   "at most its cgroup's CPU quota).")
+@click.option("-j", "--workers", "workers", type=click.IntRange(min=0), default=0, metavar="N",
+              help=WORKERS_HELP.format(what="each analyses one job at a time, so N jobs at once",
+                                       default="default 0:", cap=""))
+@click.option("--jobs", "workers_old", type=click.IntRange(min=0), default=None, hidden=True,
+              help="Old spelling of --workers.")
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--no-store", is_flag=True,
               help="Do not store the verdicts (first/last seen then come from these jobs only).")
@@ -73,34 +87,44 @@ def fleet() -> None:
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
-@click.option("--require-store", is_flag=True, help=REQUIRE_STORE_HELP)
-@click.option("--fail-on", "fail_on", multiple=True, type=click.Choice(["new", "unexplained"]),
+@click.option("--require-store", is_flag=True,
+              help="Exit 2 (after the view) when the verdicts cannot be stored; without it a store that fails is "
+                   "a warning on stderr and the exit code is the view's own (0, or 1 for --fail-when).")
+@click.option("--fail-when", "fail_on", multiple=True, type=click.Choice(["new", "unexplained"]),
               help="Exit 1 after the view when a failing job's signature was never seen before in the store "
                    "(new; needs the store) or a job failed with no pattern explaining why (unexplained). "
-                   "Repeatable.")
+                   "Repeatable. (--fail-on is a severity on analyze and watch.)")
+@click.option("--fail-on", "fail_on_old", multiple=True, type=click.Choice(["new", "unexplained"]), hidden=True,
+              help="Old spelling of --fail-when.")
 @click.option("--reports", "reports_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Write each job's HTML report into DIR (made if missing) and link each job of the view to it. "
                    "A file there that is not a triage report is not overwritten without --force.")
 def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[str], no_store: bool,
               fmt: Optional[str], output: Optional[str], force: bool, pattern_dirs: List[str], quiet: bool,
-              require_store: bool, fail_on: List[str], reports_dir: Optional[str]) -> None:
+              require_store: bool, fail_on: List[str], reports_dir: Optional[str], workers_old: Optional[int],
+              fail_on_old: List[str]) -> None:
     """Analyse many jobs: each PATH is one job (a log file or a per-rank directory); with
     --jobs-in DIR each child of DIR is one job.  Jobs run in parallel (-j), every verdict is
     stored (--db; idempotent: a job analysed again is one record), and the grouped view is
     printed: per signature the count, first and last seen, the jobs and the known issue;
     unexplained failures; healthy jobs counted.  Exits 0 unless the arguments are wrong (a store
     that fails is a warning after the view, as with --no-store; exit 2 with --require-store), or
-    1 when a --fail-on condition holds (2 when `new` cannot be decided: the store failed).
+    1 when a --fail-when condition holds (2 when `new` cannot be decided: the store failed).
 
     \b
     Examples:
       triage fleet run --jobs-in /logs/2026-12-03 -j 8 -o fleet.html
-      triage fleet run job-1.log job-2/ --no-store --format json"""
-    from ..fleet.run import analyse_jobs, failed_gates, find_jobs, store_verdicts, stored_signatures, view
+      triage fleet run job-1.log job-2/ --no-store --format json
+      triage fleet run --jobs-in /logs/today --fail-when new     # CI: a kind of failure never seen"""
+    from ..fleet.run import analyse_jobs, failed_gates, store_verdicts, stored_signatures, view
     from ..progress import for_jobs
+    workers = _old_workers(workers, workers_old)
+    if fail_on_old:
+        deprecated("fleet run --fail-on", "--fail-when")
+        fail_on = list(fail_on) + [x for x in fail_on_old if x not in fail_on]
     _fleet_options_agree(no_store, require_store, db, fail_on)
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
-    jobs = find_jobs(paths, jobs_in)
+    jobs = _find_jobs(paths, jobs_in)
     if reports_dir is not None:
         from ..fleet.job_reports import plan
         jobs = plan(jobs, reports_dir, force)      # a foreign file in the way: one error, before any job runs
@@ -136,10 +160,28 @@ def fleet_run(paths: List[str], jobs_in: List[str], workers: int, db: Optional[s
     for g in gates:
         click.echo(f"triage: {g}", err=True)
     if unread is not None:
-        click.echo(f"triage: --fail-on new cannot be decided: {unread}", err=True)
+        click.echo(f"triage: --fail-when new cannot be decided: {unread}", err=True)
         raise click.exceptions.Exit(EXIT_USAGE)
     if gates:
         raise click.exceptions.Exit(1)
+
+
+def _find_jobs(paths: Sequence[str], jobs_in: Sequence[str]) -> list:
+    """The jobs of fleet run; triage's own reports in a --jobs-in directory are skipped, with a note."""
+    from ..fleet.run import find_jobs
+    skipped: List[str] = []
+    jobs = find_jobs(paths, jobs_in, skipped)
+    if skipped:
+        shown = ", ".join(repr(p) for p in skipped[:3]) + (f" (+{len(skipped) - 3} more)" if len(skipped) > 3 else "")
+        click.echo(f"triage: note: skipped {len(skipped)} triage report(s) in --jobs-in, not logs: {shown}", err=True)
+    return jobs
+
+
+def _old_workers(workers: int, old: Optional[int]) -> int:
+    if old is None:
+        return workers
+    deprecated("--jobs", "-j/--workers")
+    return workers or old
 
 
 def _fleet_options_agree(no_store: bool, require_store: bool, db: Optional[str], fail_on: Sequence[str]) -> None:
@@ -147,7 +189,7 @@ def _fleet_options_agree(no_store: bool, require_store: bool, db: Optional[str],
         raise click.UsageError(f"--no-store and {'--require-store' if require_store else '--db'} contradict each "
                                "other: give one of them")
     if "new" in fail_on and no_store:
-        raise click.UsageError("--fail-on new needs the store (a signature never seen before in it): drop --no-store")
+        raise click.UsageError("--fail-when new needs the store (a signature never seen before in it): drop --no-store")
 
 
 @fleet.command("report")
@@ -193,9 +235,11 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
                    "of their job time.")
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(), help=PATTERNS_HELP)
-@click.option("-j", "--jobs", "workers", type=click.IntRange(min=0), default=0, metavar="N",
-              help="Analyse N jobs at once (default 0: every core this process may use: its CPU affinity, "
-                   "at most its cgroup's CPU quota).")
+@click.option("-j", "--workers", "workers", type=click.IntRange(min=0), default=0, metavar="N",
+              help=WORKERS_HELP.format(what="each analyses one job at a time, so N jobs at once",
+                                       default="default 0:", cap=""))
+@click.option("--jobs", "workers_old", type=click.IntRange(min=0), default=None, hidden=True,
+              help="Old spelling of --workers.")
 @click.option("--dry-run", is_flag=True, help="Say what would change; leave the store as it is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
@@ -203,7 +247,7 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
 @click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def fleet_recheck(since: str, db: Optional[str], pattern_dirs: List[str], workers: int, dry_run: bool, fmt: str,
-                  output: Optional[str], force: bool, quiet: bool) -> None:
+                  output: Optional[str], force: bool, quiet: bool, workers_old: Optional[int]) -> None:
     """Triage the stored jobs again with today's catalog (after a pattern was added, --patterns,
     or a known issue linked) and say which unexplained groups are now explained or covered by a
     known issue and which verdicts changed.  Each job whose log is still readable (where it was
@@ -216,6 +260,7 @@ def fleet_recheck(since: str, db: Optional[str], pattern_dirs: List[str], worker
       triage fleet recheck --patterns team-patterns/ --dry-run --format json"""
     from ..fleet.recheck import recheck, render_text
     from ..fleet.run import parse_since
+    workers = _old_workers(workers, workers_old)
     from ..progress import for_jobs
     load_patterns(pattern_dirs)          # a bad --patterns is one error, before any job runs
     t0 = None if since.strip().lower() == "all" else parse_since(since)

@@ -80,9 +80,12 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
     \b
     It ends by itself when the launcher reports the job's end (torchrun's
     summary, srun's exit lines, Slurm cancelling it), when stdin closes, or
-    after --idle seconds without new bytes; SIGTERM / Ctrl-C end it too (with
-    the verdict so far).  Exit codes: analyze's (0 healthy, 1 pitfall, 3
-    unexplained failure; 2 usage or input error).
+    after --idle seconds without new bytes.  Its own stop is SIGUSR1 (`kill
+    -USR1 PID`): it ends then with the verdict so far and that verdict's exit
+    code.  Ctrl-C and SIGTERM interrupt it as any triage command: the verdict
+    so far, a "triage: interrupted" line, exit 130 (Ctrl-C) or 143 (SIGTERM).
+    Exit codes otherwise analyze's (0 healthy, 1 pitfall, 3 unexplained
+    failure; 2 usage or input error).
 
     \b
     Examples:
@@ -94,6 +97,9 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
     if exit_zero:
         fail_on = "never"
     paths = _watch_paths(logs)
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            click.echo(f"triage: watch: waiting for {p!r} to appear (no such file yet){_near_name(p)}", err=True)
     pats = load_patterns(pattern_dirs)
     from ..watch.events import to_json, to_text
     from ..watch.live import Watch, WatchOptions
@@ -108,9 +114,44 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
                         on_failure=on_failure, report_dir=report_dir, poll=poll)
     w = Watch(paths, pats, opts, emit, store=store_cb)
     holder.append(w)
-    code = w.run()
+    code = _run_stoppable(w)
+    if w.interrupted is not None:       # the verdict so far was written; then the signal's exit (130 / 143)
+        raise w.interrupted
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _run_stoppable(w: Any) -> int:
+    """Run W with SIGUSR1 as watch's own stop: end now, the verdict so far and its exit code."""
+    import signal
+
+    from ..errors import StopWatch
+    sig = getattr(signal, "SIGUSR1", None)
+
+    def stop(signum: int, frame: Any) -> None:  # noqa: ARG001
+        raise StopWatch
+
+    try:
+        before = signal.signal(sig, stop) if sig is not None else None
+    except (ValueError, OSError):        # not the main thread: no signal of its own
+        return int(w.run())
+    try:
+        return int(w.run())
+    finally:
+        if sig is not None:
+            signal.signal(sig, signal.SIG_DFL if before is None else before)
+
+
+def _near_name(path: str) -> str:
+    """"; did you mean 'train.log'?" for a file beside PATH whose name is close to it ("" when none is)."""
+    import difflib
+    d = os.path.dirname(path) or "."
+    try:
+        names = [n for n in os.listdir(d)[:10_000] if not n.startswith(".")]
+    except OSError:
+        return ""
+    near = difflib.get_close_matches(os.path.basename(path), names, n=1, cutoff=0.75)
+    return f"; did you mean {os.path.join(os.path.dirname(path), near[0])!r}?" if near else ""
 
 
 def _watch_paths(logs: Sequence[str]) -> List[str]:

@@ -26,6 +26,7 @@ from .enums import Unknown, decode, enum_name
 from .keys import (
                    ALIASES,
                    BRIDGE_SECTIONS,
+                   DERIVED_FROM,
                    ENV_KEYS,
                    GRAPH_KEYS,
                    IMPLS,
@@ -55,7 +56,7 @@ from .scrape import (
 __all__ = [
     "ALIASES", "BRIDGE_SECTIONS", "CONFIG_MAX_BYTES", "CONFIG_MAX_DEPTH", "CONFIG_MAX_SCALAR", "CONFIG_MAX_VALUES",
     "ENV_KEYS", "GRAPH_KEYS", "IMPLS", "KNOWN", "MULTI_VALUE_FLAGS", "NOT_CONFIG", "OPERATORS", "SCOPES",
-    "VERSION_KEYS",
+    "VERSION_KEYS", "DERIVED_FROM",
     "Change", "Config", "ConfigError", "LogConfigCollector", "Operator", "Violation", "build_config", "canonical",
     "check", "cond_holds", "config_from_lines", "diff", "flatten", "framework_of", "load_config", "norm_scope",
     "parse_cmdline", "parse_config_text", "parse_overrides", "parse_scalar", "rule_holds", "tee", "with_log_env",

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .keys import Config, canonical
+from .operators import OPERATORS
 
 _TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "defaults.yaml")
 
@@ -35,10 +36,16 @@ def release(kind: str, version: Optional[str]) -> Optional[Dict[str, Any]]:
     return None
 
 
+def _holds(cfg: Config, cond: Dict[str, Any]) -> bool:
+    """A `derived` condition (eq / in of the config-rule operators) on the config as filled in so far."""
+    op, arg = next((k, v) for k, v in cond.items() if k != "key")
+    fn = OPERATORS.get(op)
+    return fn is not None and fn(cfg.get(cond["key"]), arg)
+
+
 def apply_defaults(cfg: Config, kind: Optional[str] = "megatron-lm") -> Config:
     """A partial config with the defaults of its release filled in (`kind`: the table of defaults.yaml,
     None for none); `config_complete: False` marks that what is still absent is unknown."""
-    from .rules import rule_holds_when  # rules imports keys; keep the import graph one-way
     out = dict(cfg)
     entry = release(kind, cfg.get("mcore_version")) if kind else None
     out["config_complete"] = False
@@ -47,7 +54,42 @@ def apply_defaults(cfg: Config, kind: Optional[str] = "megatron-lm") -> Config:
     for k, v in canonical(dict(entry["defaults"])).items():
         out.setdefault(k, v)
     for d in entry.get("derived", []):        # what validation itself turns on, whatever the flags said
-        if rule_holds_when(out, d["when"]):
+        if all(_holds(out, c) for c in d["when"]):
             out.update(d["set"])
     out["defaults_of"] = f"megatron-core {cfg.get('mcore_version')}"
     return out
+
+
+_LABEL = {"megatron-lm": "Megatron-LM (megatron-core)", "mcore-transformer-config": "megatron-core",
+          "megatron-bridge": "Megatron Bridge"}
+
+
+def _span(versions: List[str]) -> str:
+    return versions[0] if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
+
+
+def default_of(cfg: Config, key: str) -> Optional[Tuple[Any, str]]:
+    """What a boolean setting that a whole config file leaves out is: (value, "False in megatron-core
+    0.14-0.19"), by the release the config names (mcore_version), or, naming none, the value every
+    listed release agrees on; None where the table does not know it (then the key is undecided)."""
+    kinds = (["megatron-bridge", "mcore-transformer-config"] if cfg.get("framework") == "bridge" else
+             ["megatron-lm"] if cfg.get("framework") == "megatron-lm" else
+             ["mcore-transformer-config", "megatron-bridge", "megatron-lm"])
+    for kind in kinds:
+        entries = [e for e in table().get(kind, []) if key in e["defaults"]]
+        if not entries:
+            continue
+        version = cfg.get("mcore_version") if kind != "megatron-bridge" else None
+        if version:
+            entry = release(kind, version)
+            if entry is None or key not in entry["defaults"]:
+                return None
+            v = entry["defaults"][key]
+            return (v, f"{v} in {_LABEL[kind]} {version}") if isinstance(v, bool) else None
+        values = {repr(e["defaults"][key]) for e in entries}
+        v = entries[0]["defaults"][key]
+        if len(values) != 1 or not isinstance(v, bool):
+            return None
+        versions = [x for e in entries for x in e["versions"]]
+        return v, f"{v} in {_LABEL[kind]} {_span(versions)}"
+    return None

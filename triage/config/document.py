@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Tuple
 
 from .. import hashing as hashlib
+from ..match.rx import regex
 from ..unicode import utf8_safe
 from .keys import ConfigError, int_or_text
 
@@ -147,9 +148,46 @@ def _yaml_depth_ok(text: str) -> bool:
     return True
 
 
+def _toml(text: str, where: str) -> Any:
+    """A TOML document (Python 3.11's tomllib), bounded as YAML is; PATH:LINE:COL where it is not valid."""
+    try:
+        import tomllib  # type: ignore[import-not-found,unused-ignore]  # Python 3.11+
+    except ImportError:             # pragma: no cover - Python 3.9/3.10
+        raise ConfigError(f"{where}: TOML configs are read on Python 3.11 and later (tomllib); give YAML or "
+                          "JSON, or run triage on Python 3.11+") from None
+    try:
+        data = tomllib.loads(text)
+        _expansion(data)
+        return _clipped(data)
+    except tomllib.TOMLDecodeError as e:
+        m = regex.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        at = f"{where}:{m.group(1)}:{m.group(2)}" if m else where
+        what = str(e)[:m.start()].strip() if m else str(e)
+        raise ConfigError(f"{at}: not valid TOML: {what}") from None
+    except RecursionError:
+        raise ConfigError(f"{where}: TOML nested too deeply to read") from None
+    except _TooBig as e:
+        raise ConfigError(f"{where}: TOML {e}") from None
+
+
+def _yaml_error(where: str, e: Any) -> str:
+    """PATH:LINE:COL: not valid YAML: what is wrong (while parsing what, started at line L col C):
+    PyYAML's marks are 0-based; an editor's line and column are 1-based."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    problem = str(getattr(e, "problem", None) or "").strip() or str(e).splitlines()[0]
+    context, cmark = getattr(e, "context", None), getattr(e, "context_mark", None)
+    where_at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark is not None else where
+    msg = f"{where_at}: not valid YAML: {problem}"
+    if context:
+        msg += f" ({context}" + (f" started at line {cmark.line + 1}, column {cmark.column + 1}" if cmark else "") + ")"
+    return msg
+
+
 def parse_config_text(text: str, kind: str, where: str) -> Any:
     """Parse a YAML or JSON document within bounded time and memory; ConfigError otherwise.
     Strings longer than CONFIG_MAX_SCALAR characters are clipped (clip_scalar)."""
+    if kind == "TOML":
+        return _toml(text, where)
     import yaml
     try:
         if kind != "JSON" and not _yaml_depth_ok(text):
@@ -158,8 +196,10 @@ def parse_config_text(text: str, kind: str, where: str) -> Any:
             yaml.load(text, Loader=_loaders()[1])  # noqa: S506
         _expansion(data)
         data = _clipped(data)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise ConfigError(f"{where}: not valid {kind}: {str(e).splitlines()[0]}") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{where}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(_yaml_error(where, e)) from None
     except RecursionError:
         raise ConfigError(f"{where}: {kind} nested too deeply to read") from None
     except _TooBig as e:

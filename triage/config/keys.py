@@ -55,6 +55,11 @@ KNOWN = {
 }
 # Facts about where a config came from, not settings: never a change, never a suspect.
 META = {"framework", "config_complete", "env_known", "defaults_of", "graphs_captured", "scope_spelling"}
+# A key triage works out from a setting the user wrote -> that setting: one change, shown as written.
+DERIVED_FROM = {"expandable_segments": "env.PYTORCH_CUDA_ALLOC_CONF"}
+# Facts triage works out from other keys (canonical), never a setting with a release default: absent is off.
+DERIVED = META | {"expandable_segments", "deprecated_flags_with_impl", "deprecated_flags_both",
+                  "scope_and_modules_both_set"}
 # Megatron-LM's --num-experts is megatron-core's num_moe_experts
 ALIASES["num_experts"] = "num_moe_experts"
 # vLLM's and SGLang's capture settings (config.engines) are graph settings too

@@ -49,8 +49,8 @@ def _load_document(path: str) -> Optional[Config]:
         raise ConfigError(f"cannot read {path!r}: {e.strerror or e}") from None
     if b"\x00" in raw[:1 << 16]:
         raise ConfigError(f"{path}: a binary file, not a YAML/JSON config or a log")
-    data = parse_config_text(raw.decode("utf-8", errors="replace"), "JSON" if path.endswith(".json") else "YAML",
-                             path)
+    kind = "JSON" if path.endswith(".json") else "TOML" if path.lower().endswith(".toml") else "YAML"
+    data = parse_config_text(raw.decode("utf-8", errors="replace"), kind, path)
     if isinstance(data, dict):
         cfg = canonical(flatten(data))
         fw = framework_of(data)

@@ -2,11 +2,13 @@
 (nothing is eval'ed).  Every operator a condition may use is in OPERATORS."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence
+from dataclasses import field
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ..record import record
+from .defaults import default_of
 from .enums import Unknown
-from .keys import Config
+from .keys import DERIVED, Config
 from .operators import OPERATORS
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -20,21 +22,58 @@ def _known(v: Any) -> Any:
     return v
 
 
-def decidable(cfg: Config, key: str) -> bool:
-    """Whether `key`'s value is known: an Unknown value never is; an absent key is not in a config
-    read from part of a log (config_complete is False: absent means unknown, not off)."""
-    if isinstance(cfg.get(key), Unknown):
-        return False
-    return key in cfg or cfg.get("config_complete") is not False
+# Operators that read an absent boolean setting of a whole config file as its release's default
+# (defaults.default_of): "unset: defaults to False in megatron-core 0.14-0.19", or undecided where
+# the table does not know it.  Both sides alike: an absent key is neither on nor off by itself.
+BY_DEFAULT = ("truthy", "falsy")
+
+
+def _op(cond: Dict[str, Any]) -> Tuple[str, Any]:
+    return next((k, v) for k, v in cond.items() if k != "key")
+
+
+def _by_default(cfg: Config, cond: Dict[str, Any]) -> bool:
+    """Whether COND tests a setting that the (whole) config leaves out, read as its release's default."""
+    key = cond["key"]
+    return (_op(cond)[0] in BY_DEFAULT and key not in cfg and key not in DERIVED
+            and cfg.get("config_complete") is not False)
+
+
+def resolve(cfg: Config, cond: Dict[str, Any]) -> Tuple[bool, Any, str]:
+    """(decidable, the value COND sees, a note when that value is a default: "KEY unset: defaults to
+    False in megatron-core 0.14-0.19").  An Unknown value is never decidable; an absent key is not
+    in a config read from part of a log (config_complete is False: absent means unknown, not off)."""
+    key = cond["key"]
+    v = cfg.get(key)
+    if isinstance(v, Unknown):
+        return False, None, ""
+    if _by_default(cfg, cond):
+        d = default_of(cfg, key)
+        if d is None:
+            return False, None, ""
+        return True, d[0], f"{key} unset: defaults to {d[1]}"
+    return key in cfg or cfg.get("config_complete") is not False, v, ""
+
+
+def decidable(cfg: Config, key: str, cond: Optional[Dict[str, Any]] = None) -> bool:
+    """Whether `key`'s value is known to COND (resolve)."""
+    return resolve(cfg, cond or {"key": key, "eq": None})[0]
 
 
 def cond_holds(cfg: Config, cond: Dict[str, Any]) -> bool:
     """One condition of a rule; an operator that is not in OPERATORS never holds, nor does any
-    condition on a key whose value is not known (decidable)."""
-    key = cond["key"]
-    op, arg = next((k, v) for k, v in cond.items() if k != "key")
+    condition on a key whose value is not known (resolve)."""
+    op, arg = _op(cond)
     fn = OPERATORS.get(op)
-    return fn is not None and decidable(cfg, key) and fn(_known(cfg.get(key)), arg)
+    if fn is None:
+        return False
+    known, v, _ = resolve(cfg, cond)
+    return known and fn(_known(v), arg)
+
+
+def defaulted(cfg: Config, when: Sequence[Dict[str, Any]]) -> List[str]:
+    """The notes of the conditions of WHEN decided by a release default ("KEY unset: defaults to ...")."""
+    return [n for n in (resolve(cfg, c)[2] for c in when) if n]
 
 
 def rule_holds(cfg: Config, rule: ConfigRule) -> bool:
@@ -51,6 +90,7 @@ class Violation:
     keys: List[str]
     message: str
     fix: str
+    defaults: List[str] = field(default_factory=list)   # "KEY unset: defaults to False in ..." (add-only)
 
 
 def check(cfg: Config, patterns: Sequence[Pattern]) -> List[Violation]:
@@ -58,7 +98,7 @@ def check(cfg: Config, patterns: Sequence[Pattern]) -> List[Violation]:
     for p in patterns:
         for r in p.config_rules:
             if rule_holds(cfg, r):
-                out.append(Violation(p.id, list(r.keys), r.message, r.fix or p.fix))
+                out.append(Violation(p.id, list(r.keys), r.message, r.fix or p.fix, defaulted(cfg, r.when)))
     return out
 
 
@@ -83,8 +123,8 @@ def undecided(cfg: Config, patterns: Sequence[Pattern]) -> List[Undecided]:
     out = []
     for p in patterns:
         for r in p.config_rules:
-            unknown = sorted({c["key"] for c in r.when if not decidable(cfg, c["key"])})
-            known = [c for c in r.when if decidable(cfg, c["key"])]
+            unknown = sorted({c["key"] for c in r.when if not resolve(cfg, c)[0]})
+            known = [c for c in r.when if resolve(cfg, c)[0]]
             if unknown and known and all(cond_holds(cfg, c) for c in known):
                 out.append(Undecided(p.id, unknown, r.message, give_hint(unknown)))
     return out

@@ -81,8 +81,9 @@ def log_like(name: str) -> bool:
     return n.endswith(LOG_SUFFIXES) or "." not in n
 
 
-def _children(d: str) -> List[Job]:
-    """The jobs of a --jobs-in directory: each child directory, and each log-like child file."""
+def _children(d: str, skipped: Optional[List[str]] = None) -> List[Job]:
+    """The jobs of a --jobs-in directory: each child directory, and each log-like child file that is
+    no triage report (SKIPPED gets those: triage never reads its own output)."""
     from ..inputs import remote
     if remote.is_url(d):                # a prefix: each child prefix or log-like object
         return [Job(u, u) for u, is_dir in remote.children(d) if is_dir or log_like(u.rsplit("/", 1)[-1])]
@@ -92,15 +93,21 @@ def _children(d: str) -> List[Job]:
         names = sorted(n for n in os.listdir(d) if not n.startswith("."))
     except OSError as e:
         raise FleetError(f"cannot list --jobs-in {d!r}: {e.strerror or e}") from None
+    from ..inputs.ourreports import report_file
     paths = [os.path.join(d, n) for n in names]
-    return [job_at(p) for p in paths if os.path.isdir(p) or (os.path.isfile(p) and log_like(os.path.basename(p)))]
+    files = [p for p in paths if os.path.isfile(p) and log_like(os.path.basename(p))]
+    reports = {p for p in files if report_file(p)}
+    if skipped is not None:
+        skipped.extend(sorted(reports))
+    return [job_at(p) for p in paths if os.path.isdir(p) or (p in files and p not in reports)]
 
 
-def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = ()) -> List[Job]:
+def find_jobs(paths: Sequence[str], jobs_in: Sequence[str] = (), skipped: Optional[List[str]] = None) -> List[Job]:
     """Each PATH is one job (a file or a per-rank directory); each child of a --jobs-in DIR is one
-    job (hidden entries skipped).  A job named twice is analysed once."""
+    job (hidden entries and triage's own reports skipped: SKIPPED gets the reports).  A job named
+    twice is analysed once."""
     from ..inputs import remote
-    jobs: List[Job] = [j for d in jobs_in for j in _children(d)]
+    jobs: List[Job] = [j for d in jobs_in for j in _children(d, skipped)]
     for p in paths:
         if p == "-":
             raise FleetError("triage fleet reads jobs from files and directories, not stdin")
@@ -319,19 +326,19 @@ def stored_signatures(db: Optional[str], signatures: Sequence[str]) -> Tuple[Opt
 
 
 def failed_gates(records: Sequence[Record], fail_on: Sequence[str], before: Optional[set]) -> List[str]:
-    """What fails the pipeline (`--fail-on`): `new`, a failing job's signature the store never held
+    """What fails the pipeline (`--fail-when`): `new`, a failing job's signature the store never held
     before this run (BEFORE); `unexplained`, a job that failed with no pattern explaining why."""
     out = []
     if "new" in fail_on and before is not None:
         new = sorted({r.signature for r in records
                       if r.signature and r.outcome != HEALTHY and r.signature not in before})
         if new:
-            out.append(f"--fail-on new: {len(new)} signature(s) never seen before in the store: "
+            out.append(f"--fail-when new: {len(new)} signature(s) never seen before in the store: "
                        + "; ".join(x[:120] for x in new[:5]) + (" ..." if len(new) > 5 else ""))
     if "unexplained" in fail_on:
         n = sum(1 for r in records if r.outcome == UNEXPLAINED)
         if n:
-            out.append(f"--fail-on unexplained: {n} job(s) failed with no pattern explaining why")
+            out.append(f"--fail-when unexplained: {n} job(s) failed with no pattern explaining why")
     return out
 
 

@@ -234,9 +234,40 @@ def _one_job(top: str, files: Sequence[str]) -> None:
                          f"them; triage each job's files, or all of them with `triage fleet --jobs-in {top}`")
 
 
+def _not_reports(files: List[str], notes: Optional[List[str]]) -> List[str]:
+    """FILES less triage's own reports (ourreports: told by their first bytes), each skipped with a note."""
+    from .ourreports import report_file
+    out = []
+    for f in files:
+        fmt = report_file(f) if f != "-" and not remote.is_url(f) else None
+        if fmt is None:
+            out.append(f)
+        elif notes is not None:
+            notes.append(f"skipped {f!r}: a triage {fmt} report, not a log (triage never reads its own output)")
+    return out
+
+
+def _only_reports(skipped: List[str]) -> str:
+    first = skipped[0].replace("skipped ", "", 1).replace(": a triage", " is a triage", 1)
+    return first + (f" (and {len(skipped) - 1} more input(s) like it)" if len(skipped) > 1 else "") + \
+        ": no log left to triage; give the job's log"
+
+
 def expand_paths(paths: Iterable[str], notes: Optional[List[str]] = None) -> List[str]:
     """Expand directories (recursively, sorted, bounded: see _walk_logs) into files; '-' means stdin.
-    What a directory holds that is not read (an unreadable subdirectory, a FIFO) is noted in NOTES."""
+    What a directory holds that is not read (an unreadable subdirectory, a FIFO, triage's own report)
+    is noted in NOTES; inputs that are all triage reports are an InputError."""
+    given = list(paths)
+    skipped: List[str] = []
+    out = _not_reports(_expand(given, notes), skipped)
+    if notes is not None:
+        notes.extend(skipped)
+    if not out and skipped:
+        raise InputError(_only_reports(skipped))
+    return out
+
+
+def _expand(paths: Iterable[str], notes: Optional[List[str]] = None) -> List[str]:
     out: List[str] = []
     for p in paths:
         if p == "-":
@@ -530,6 +561,7 @@ def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary
     label = "<stdin>" if path == "-" else repr(path)
     if path == "-":
         f, head = _with_head(sys.stdin.buffer)
+        _no_report(head, label)           # (a file is looked at when the inputs are listed: expand_paths)
     elif remote.is_url(path):          # s3://, gs://, http(s)://, ...: fetched in blocks as it is read
         f, head = remote.open_with_head(path, BINARY_PROBE)
     else:
@@ -554,6 +586,15 @@ def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary
     if enc == "utf-8" and _binary(head):
         raise InputError(f"cannot read {label}: not a text log (binary data, e.g. an executable or a core file)")
     return fb, enc
+
+
+def _no_report(head: bytes, label: str) -> None:
+    """A piped triage report (ourreports) is an InputError: triage never reads its own output."""
+    from .ourreports import report_format
+    fmt = report_format(head)
+    if fmt:
+        raise InputError(f"{label} is a triage {fmt} report, not a log (triage never reads its own output): "
+                         "pipe the job's log")
 
 
 BINARY_PROBE = 4096        # bytes looked at to tell a text log from binary data

@@ -10,13 +10,22 @@ from .markdown import code_span, details, md_text
 from .util import as_list, clip, value_text
 
 
+def _setting_text(x: Dict[str, Any], cfg: Dict[str, Any], k: str) -> str:
+    """A setting's value as the violation read it: "(unset: defaults to False in ...)" for a setting the
+    config leaves out that was decided by its release's default."""
+    for note in as_list(x.get("defaults")):
+        if isinstance(note, str) and k not in cfg and note.startswith(f"{k} unset: "):
+            return f"(unset: {clip(note[len(k) + 8:], 200)})"
+    return value_text(cfg.get(k))
+
+
 def _violation_lines(vs: List[Dict[str, Any]], cfg: Dict[str, Any]) -> List[str]:
     out: List[str] = []
     for x in vs[:MAX_ITEMS]:
         keys = [clip(k, 200) for k in as_list(x.get("keys"))][:10]
         out.append(f"- **{code_span(x.get('pitfall'))}**: {md_text(x.get('message'))}")
         if keys:
-            out.append("  - settings: " + ", ".join(f"{code_span(k)} = {code_span(value_text(cfg.get(k)))}"
+            out.append("  - settings: " + ", ".join(f"{code_span(k)} = {code_span(_setting_text(x, cfg, k))}"
                                                     for k in keys))
         if x.get("fix"):
             out.append(f"  - **Fix:** {md_text(x.get('fix'))}")
@@ -101,7 +110,7 @@ def render_check_config_html(violations: Sequence[Any], config: Dict[str, Any], 
         "sources": [clip(s, 200) for s in list(sources)[:20]],
         "violations": [{"pitfall": clip(x.get("pitfall"), 200), "message": clip(x.get("message"), 2000),
                         "fix": clip(x.get("fix"), 2000) if x.get("fix") else "",
-                        "settings": [(clip(k, 200), value_text(cfg.get(k)))
+                        "settings": [(clip(k, 200), _setting_text(x, cfg, k))
                                      for k in as_list(x.get("keys"))[:10]]} for x in vs[:MAX_ITEMS]],
         "typos": [{"key": clip(getattr(t, "key", ""), 200), "suggestion": getattr(t, "suggestion", None)}
                   for t in list(typos)[:20]],

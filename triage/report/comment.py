@@ -203,7 +203,7 @@ def _steps_block(D: Dialect, st: StepsView) -> str:
 def _patterns_block(D: Dialect, patterns: Tuple[PatternView, ...]) -> str:
     rows = [D.header_row(("pattern file", "id", "fingerprints", "references"))]
     for pt in patterns:
-        refs = "; ".join(D.text(r.short or r.source) + (f" ({D.text(r.version)})" if r.version else "")
+        refs = "; ".join(D.link(r.short or r.source, r.url or None) + (f" ({D.text(r.version)})" if r.version else "")
                          for r in pt.references[:3])
         rows.append(D.table_row((D.mono(pt.file), D.mono(pt.id),
                                  ", ".join(D.mono(x) for x in pt.fingerprints[:3]), refs)))

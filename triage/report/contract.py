@@ -269,10 +269,14 @@ def iso_utc(t: Optional[float]) -> Optional[str]:
 def _job(job: Any, cut: _Cut) -> Dict[str, Any]:
     """The job header (verdict.job.JobInfo): which job, its hosts, the log's time span, when and by
     which triage it was analysed."""
-    return {"id": cut.text(job.job_id), "attempt": job.attempt, "id_source": cut.text(job.id_source),
-            "hosts": [cut.text(h) for h in job.hosts], "hosts_more": job.hosts_more,
-            "log_start": iso_utc(job.log_start), "log_end": iso_utc(job.log_end),
-            "analysed_at": iso_utc(job.analysed_at), "triage_version": job.triage_version}
+    d = {"id": cut.text(job.job_id), "attempt": job.attempt, "id_source": cut.text(job.id_source),
+         "hosts": [cut.text(h) for h in job.hosts], "hosts_more": job.hosts_more,
+         "log_start": iso_utc(job.log_start), "log_end": iso_utc(job.log_end),
+         "analysed_at": iso_utc(job.analysed_at), "triage_version": job.triage_version}
+    several = getattr(job, "several_jobs", None)
+    if several:
+        d["several_jobs"] = {k: cut.text(v) if isinstance(v, str) else v for k, v in several.items()}
+    return d
 
 
 def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:

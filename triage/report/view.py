@@ -86,6 +86,7 @@ class ReferenceView:
     source: str
     version: str
     short: str = ""
+    url: str = ""          # the upstream file at that release (https:// only), where the pattern names one
 
 
 @record(frozen=True)
@@ -610,8 +611,14 @@ def short_reference(source: Any) -> str:
 
 def _references(x: Any) -> Tuple[ReferenceView, ...]:
     return tuple(ReferenceView(clip(r.get("source"), 300), clip(r.get("version"), 120),
-                               clip(short_reference(r.get("source")), 100))
+                               clip(short_reference(r.get("source")), 100), _https(r.get("url")))
                  for r in dicts(x)[:MAX_REFERENCES])
+
+
+def _https(u: Any) -> str:
+    """A reference's link as the reports show it: an https:// URL without spaces or quotes, else none."""
+    s = str(u or "")
+    return s if s.startswith("https://") and len(s) <= 300 and not any(c in s for c in " \"'<>`\\") else ""
 
 
 def finding_view(f: Dict[str, Any]) -> FindingView:

@@ -24,6 +24,11 @@ from ..record import record
 EDGE_BYTES = 64 << 10      # bytes read at each end of an input
 HOSTS_MAX = 8              # host names kept (the rest only counted)
 EXTRA_MAX = 4096           # distinct hosts counted beyond them at most
+SPANS_MAX = 100_000        # inputs whose time span is kept (verdict/job.py: several jobs given as one)
+JOB_IDS_MAX = 64           # distinct Slurm job ids kept
+# The job id a Slurm job's log names: an environment dump's SLURM_JOB_ID=N, slurmstepd's
+# "*** JOB N ON host CANCELLED AT ..." (a step's "*** STEP N.M ON" is that job's too)
+JOB_ID_RX = lazy_re(r"(?:^|[\s;'\"])SLURM_JOB_ID=(\d{1,20})\b|\*\*\* (?:JOB|STEP) (\d{1,20})(?:\.\w+)? ON ")
 _HOST = r"([A-Za-z0-9][A-Za-z0-9.\-_]{0,62})"
 # The lines that name the host they ran on, each found by a literal first (a line without it is
 # never searched); ASCII host names only: nothing else of a line reaches a report.
@@ -80,6 +85,8 @@ class LogFacts:
     hosts: List[str] = field(default_factory=list)      # the first HOSTS_MAX, in order of appearance
     extra: Set[str] = field(default_factory=set)         # the distinct hosts beyond them (EXTRA_MAX kept)
     engines: Dict[str, int] = field(default_factory=dict)  # lines naming each engine (ENGINE_MARKERS)
+    spans: List[Tuple[float, float]] = field(default_factory=list)   # each input's (first, last) time (SPANS_MAX)
+    job_ids: Set[str] = field(default_factory=set)       # the Slurm job ids the inputs name (JOB_IDS_MAX)
 
     @property
     def hosts_more(self) -> int:
@@ -103,6 +110,21 @@ class LogFacts:
         self.add_hosts(sorted(other.extra))
         for k, n in other.engines.items():
             self.engines[k] = self.engines.get(k, 0) + n
+        self.spans.extend(other.spans[:max(0, SPANS_MAX - len(self.spans))])
+        for j in sorted(other.job_ids):
+            if len(self.job_ids) >= JOB_IDS_MAX:
+                break
+            self.job_ids.add(j)
+
+
+def job_ids_in(lines: Iterable[str]) -> Set[str]:
+    """The Slurm job ids LINES name (JOB_ID_RX)."""
+    out: Set[str] = set()
+    for ln in lines:
+        if "SLURM_JOB_ID=" in ln or "*** " in ln:
+            for m in JOB_ID_RX.finditer(ln[:4096]):
+                out.add(m.group(1) or m.group(2))
+    return out
 
 
 def hosts_in(lines: Iterable[str]) -> List[str]:
@@ -142,7 +164,10 @@ def facts_of(head: bytes, tail: bytes, year: Optional[int] = None, tail_is_whole
     f = LogFacts(start=_first_ts(head_lines, y), end=_first_ts(tail_lines[::-1], y))
     if f.start is not None and f.end is not None and f.end < f.start:
         f.start, f.end = f.end, f.start          # a date a message names, not the log's clock
+    if f.start is not None:
+        f.spans.append((f.start, f.end if f.end is not None else f.start))
     f.add_hosts(hosts_in(head_lines))
     f.add_hosts(hosts_in(tail_lines))
     f.engines = engines_in(head_lines + tail_lines)
+    f.job_ids = set(sorted(job_ids_in(head_lines + tail_lines))[:JOB_IDS_MAX])
     return f

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Collection, List, Optional, Sequence
 
-from ..config import GRAPH_KEYS, Config, check, diff
+from ..config import DERIVED_FROM, GRAPH_KEYS, Config, check, diff
 from ..match.rx import lazy
 from ..patterns import Pattern
 from .types import Finding, Suspect
@@ -62,5 +62,25 @@ def blame(old: Config, new: Config, patterns: Sequence[Pattern], findings: Seque
             evidence.append(f"{f.source}:{f.line}: {f.evidence[0].text[:200]}" if f.evidence else f.pitfall)
         out.append(Suspect(key=ch.key, old=ch.old, new=ch.new, score=round(score, 2),
                            because=sorted(set(because)), unrelated=score == 0, evidence=evidence[:3]))
+    out = _one_row_per_change(out)
     out.sort(key=lambda s: (-s.score, s.key))
+    return out
+
+
+def _one_row_per_change(rows: List[Suspect]) -> List[Suspect]:
+    """A key triage derives from a setting (expandable_segments from env.PYTORCH_CUDA_ALLOC_CONF) is the
+    same change as that setting: one row, named as the user wrote it, with what blames either."""
+    by_key = {s.key: s for s in rows}
+    out = []
+    for s in rows:
+        if s.key in DERIVED_FROM and DERIVED_FROM[s.key] in by_key:
+            continue
+        folded = [by_key[d] for d, src in DERIVED_FROM.items() if src == s.key and d in by_key]
+        if folded:
+            score = round(s.score + sum(d.score for d in folded), 2)
+            because = sorted(set(s.because).union(*(d.because for d in folded)))
+            evidence = (s.evidence + [e for d in folded for e in d.evidence])[:3]
+            s = Suspect(key=s.key, old=s.old, new=s.new, score=score, because=because, unrelated=score == 0,
+                        evidence=evidence)
+        out.append(s)
     return out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..lazyre import lazy_re
 from ..record import record
@@ -28,6 +28,45 @@ class JobInfo:
     log_end: Optional[float]
     analysed_at: float
     triage_version: str
+    several_jobs: Optional[Dict[str, Any]] = None   # the inputs look like several jobs (several_jobs)
+
+
+# Inputs whose logs fall in time ranges this far apart are not one job's: a requeued job waits hours,
+# not days, and one job's ranks log at the same time (issue 45: a directory of unrelated logs read as
+# one job spanning 473 days).
+JOBS_APART_S = 3 * 86400
+JOB_IDS_SHOWN = 20
+
+
+def several_jobs(spans: Sequence[Tuple[float, float]], paths: Sequence[str] = (),
+                 job_ids: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+    """The inputs' time ranges SPANS (each input's first and last timestamp), merged where they overlap
+    or lie less than JOBS_APART_S apart; two or more ranges, or two or more Slurm job ids the logs name
+    (JOB_IDS), are several jobs: what to say, else None."""
+    ids = sorted(set(job_ids), key=lambda x: (len(x), x))
+    ranges: List[List[float]] = []
+    for a, b in sorted(spans):
+        if ranges and a - ranges[-1][1] < JOBS_APART_S:
+            ranges[-1][1] = max(ranges[-1][1], b)
+        else:
+            ranges.append([a, b])
+    if len(ranges) < 2 and len(ids) < 2:
+        return None
+    gap = max((ranges[i + 1][0] - ranges[i][1] for i in range(len(ranges) - 1)), default=0.0)
+    span = ranges[-1][1] - ranges[0][0] if ranges else 0.0
+    dirs = sorted({p for p in paths if p != "-" and os.path.isdir(p)})
+    how = (f"triage fleet run --jobs-in {dirs[0]}" if len(dirs) == 1 else "triage fleet run LOG_OR_DIR...")
+    why = []
+    if len(ranges) >= 2:
+        why.append(f"their logs fall in {len(ranges)} time ranges up to {gap / 86400:.0f} days apart "
+                   f"({span / 86400:.0f} days in all)")
+    if len(ids) >= 2:
+        why.append(f"they name {len(ids)} Slurm job ids ({', '.join(ids[:4])}{', ...' if len(ids) > 4 else ''})")
+    msg = (f"the inputs look like several jobs: {' and '.join(why)}, and one verdict mixes them (cascades of "
+           f"another job's failure); triage each job on its own, or all of them with `{how}` (one job per file "
+           "or directory)")
+    return {"time_ranges": max(1, len(ranges)), "largest_gap_days": round(gap / 86400, 1),
+            "span_days": round(span / 86400, 1), "job_ids": ids[:JOB_IDS_SHOWN], "fleet": how, "message": msg}
 
 
 def _evidence_texts(a: Any) -> Sequence[str]:
@@ -41,7 +80,7 @@ def _evidence_texts(a: Any) -> Sequence[str]:
 
 
 def job_info(a: Any, identity: Any, env: Optional[Mapping[str, str]] = None,
-             now: Optional[float] = None) -> JobInfo:
+             now: Optional[float] = None, paths: Sequence[str] = ()) -> JobInfo:
     """The job header of analysis A (verdict.Analysis), whose identity is IDENTITY
     (jobid.JobIdentity); its times are the log's own (the scan read them), never a file's mtime.
     Run inside a Slurm job (its id from SLURM_JOB_ID), the job's SLURM_JOB_NODELIST, as Slurm
@@ -57,4 +96,5 @@ def job_info(a: Any, identity: Any, env: Optional[Mapping[str, str]] = None,
     return JobInfo(job_id=str(identity.job_id), attempt=int(identity.attempt), id_source=str(identity.source),
                    hosts=tuple(facts.hosts[:HOSTS_MAX]), hosts_more=facts.hosts_more,
                    log_start=facts.start, log_end=facts.end,
-                   analysed_at=time.time() if now is None else now, triage_version=__version__)
+                   analysed_at=time.time() if now is None else now, triage_version=__version__,
+                   several_jobs=several_jobs(facts.spans, paths, sorted(facts.job_ids)))

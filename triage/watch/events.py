@@ -1,7 +1,7 @@
 """The events `triage watch` emits: one JSON object per line (--format jsonl, schema
 `triage schema watch-event`) or one text line each.
 
-Every event has `event` (root-cause | cascade | hang-suspected | healthy-progress | ended), `time`
+Every event has `event` (root-cause | cascade | hang-suspected | healthy-progress | waiting | ended), `time`
 (UTC, ISO 8601) and `elapsed_s` (seconds since watch started).  Fields are only ever added.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from ..redact import redact, redact_obj
 
-KINDS = ("root-cause", "cascade", "hang-suspected", "healthy-progress", "ended")
+KINDS = ("root-cause", "cascade", "hang-suspected", "healthy-progress", "waiting", "ended")
 
 
 def _now_iso() -> str:
@@ -85,10 +85,20 @@ def to_text(ev: Dict[str, Any]) -> str:
     elif k == "healthy-progress":
         st = f" (step {ev['step_s']:.2f}s)" if ev.get("step_s") else ""
         line = f"triage watch: healthy: last steps {_steps(ev['last_step']) or '-'}{st}"
+    elif k == "waiting":
+        line = waiting_text(ev.get("missing") or [])
     else:
         line = (f"triage watch: ended ({ev.get('reason')}): {ev.get('summary') or ev.get('outcome')}; "
                 f"exit {ev.get('exit_code')}")
     return redact(line)
+
+
+def waiting_text(missing: List[str]) -> str:
+    """The heartbeat before a line was read: never "healthy"."""
+    if missing:
+        names = ", ".join(repr(p) for p in missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
+        return f"triage watch: waiting for {names} to appear"
+    return "triage watch: nothing logged yet"
 
 
 def schema_kinds() -> List[str]:

@@ -206,6 +206,10 @@ class Follower:
                 self._add(p)              # a file that does not exist yet is waited for
         self._look_dirs(force=True)
 
+    def missing(self) -> List[str]:
+        """The files given that do not exist (yet): watch waits for them to appear."""
+        return [p for p, ft in self.files.items() if ft.fd is None and not os.path.exists(p)]
+
     @property
     def only_stdin(self) -> bool:
         return self.stdin is not None and not self.files and not self.dirs

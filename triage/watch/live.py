@@ -102,6 +102,7 @@ class Watch:
         self.reports: Dict[str, str] = {}
         self.snapshots = 0
         self.file_ranks: Dict[str, Optional[int]] = {}
+        self.interrupted: Optional[BaseException] = None    # Ctrl-C / SIGTERM: re-raised once finished
 
     # --- the loop -------------------------------------------------------------------------------
     def run(self) -> int:
@@ -115,8 +116,10 @@ class Watch:
                     reason = why
                     break
                 time.sleep(self.opts.poll)
-        except KeyboardInterrupt:
-            reason = "stopped"
+        except KeyboardInterrupt as e:   # StopWatch (SIGUSR1): stopped; Ctrl-C / SIGTERM: interrupted (cli's exit)
+            from ..errors import StopWatch
+            reason = "stopped" if isinstance(e, StopWatch) else "interrupted"
+            self.interrupted = None if isinstance(e, StopWatch) else e
         return self.finish(reason)
 
     def step(self, now: float) -> None:
@@ -256,12 +259,21 @@ class Watch:
         self.last_heartbeat = now
         if self.state.emitted_key is not None or self.pending is not None:
             return
+        if not self.live.lines:               # never "healthy" before a line was read (issue 45)
+            self.emit(self._waiting(now))
+            return
         pr = self.progress
         ev = E.base("healthy-progress", now - self.t0)
         ev.update({"last_step": pr.steps(), "step_s": _r(pr.median_step_s()),
                    "since_advance_s": _r(now - pr.last_advance) if pr.last_advance is not None else None,
                    "lines": self.live.lines, "bytes": self.live.nbytes})
         self.emit(ev)
+
+    def _waiting(self, now: float) -> Dict[str, Any]:
+        """The heartbeat while no line was read: the inputs that are not there yet, else nothing logged."""
+        ev = E.base("waiting", now - self.t0)
+        ev.update({"missing": self.follower.missing(), "lines": self.live.lines, "bytes": self.live.nbytes})
+        return ev
 
     # --- the end ----------------------------------------------------------------------------------
     def _end_reason(self, now: float) -> Optional[str]:

@@ -321,7 +321,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     try:
         identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=stdin_hash[0])
     except JobIdError as e:
-        raise fail(str(e)) from None
+        raise fail("{}", e) from None
     a.job = job_info(a, identity)       # the reports' header: job id, attempt, hosts, the log's time span
     warning = None
     if store_given(db, record):

@@ -111,8 +111,8 @@ def _typos(cfg: Mapping[str, Any], overrides: Sequence[str], env: Sequence[str],
         click.echo(f"triage: warning: {len(unchecked):,} keys not checked for typos (past the first "
                    f"{NEAR_MAX:,} names that are no known setting), from {unchecked[0]!r}", err=True)
     if typos and strict:
-        raise fail("; ".join(t.message() for t in typos[:5]) + (f" (+{len(typos) - 5} more)" if len(typos) > 5 else "")
-                   + " (--strict)")
+        raise fail("{}" + (f" (+{len(typos) - 5} more)" if len(typos) > 5 else "") + " (--strict)",
+                   "; ".join(t.message() for t in typos[:5]))
     for t in typos:
         click.echo(f"triage: warning: {t.message()}", err=True)
     return typos

@@ -46,7 +46,8 @@ def _literal_rx(lit: bytes) -> bytes:
 
 
 CACHE_KEEP = 16            # compiled anchor databases kept (the most recently used)
-DB_FORMAT = 2              # how a database is made of its anchors (_literal_rx, the flags): change it with them
+DB_FORMAT = 3              # how a database is made of its anchors (_literal_rx, the flags): change it with them
+                           # (3: cache files hold their name's digest, issue 46: the old ones are never read)
                            # (tests/test_cachefiles.py pins them to it)
 
 

@@ -39,3 +39,16 @@ def test_a_plain_path_is_the_file_as_written(tmp_path, name):
     assert os.listdir(tmp_path) == [name] or set(os.listdir(tmp_path)) - {name} <= {name + "-wal", name + "-shm"}
     r = run(["known", "list", "--db", name], env=_env(), cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr
+
+
+def test_diff_of_a_config_with_itself_says_a_typo_once(tmp_path):
+    """Issue 46 (minor): `triage diff a a` printed the typo warning twice (once per side)."""
+    c = tmp_path / "run.yaml"
+    c.write_text("model:\n  num_layerz: 3\n")
+    r = run(["diff", str(c), str(c)], env=_env())
+    assert r.returncode == 0 and r.stdout.strip() == "no differences"
+    assert r.stderr.count("num_layerz") == 1 and len(r.stderr.splitlines()) == 1, r.stderr
+    d = tmp_path / "new.yaml"
+    d.write_text("model:\n  num_layerz: 4\n  hiden_size: 8\n")
+    r = run(["diff", str(c), str(d)], env=_env())
+    assert r.stderr.count("num_layerz") == 1 and r.stderr.count("hiden_size") == 1, r.stderr

@@ -53,19 +53,43 @@ def test_a_file_not_ours_alone_is_not_read(cache, tmp_path, spoil):
     assert cachefiles.read_own("thing-1.bin") is None
 
 
-def test_nothing_is_read_from_a_directory_anyone_may_write_into(cache):
-    """Without the sticky bit, anyone may rename files into it (one of this user's, under a cache name)."""
+def test_nothing_is_read_from_a_directory_anyone_else_may_write_into(cache, capsys, monkeypatch):
+    """Anyone who may write into it may rename files in it (one of this user's over another, under a
+    cache name): issue 46 refuses a group-writable directory and a sticky one too (its owner, another
+    user for a link to a /tmp-like directory, may still rename), with one warning line."""
+    monkeypatch.setattr(cachefiles, "_WARNED", set())
     cachefiles.write("thing-1.bin", b"payload")
     assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700               # made this user's only
-    os.chmod(cache, 0o777)
-    assert cachefiles.read_own("thing-1.bin") is None
-    os.chmod(cache, 0o1777)                                            # as /tmp: others cannot rename ours
     assert cachefiles.read_own("thing-1.bin") == b"payload"
-    os.chmod(cache, 0o775)                                             # a umask of 002: the group is trusted
+    for mode in (0o777, 0o1777, 0o775, 0o770, 0o1770):
+        os.chmod(cache, mode)
+        assert cachefiles.read_own("thing-1.bin") is None, oct(mode)
+        assert cachefiles.write("thing-2.bin", b"x") is False          # nothing written where nothing is read
+        assert not (cache / "thing-2.bin").exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "triage: warning: cache directory" in err and "not used" in err, err
+    os.chmod(cache, 0o700)
     assert cachefiles.read_own("thing-1.bin") == b"payload"
-    os.chmod(cache, 0o777)
-    assert cachefiles.write("thing-2.bin", b"x") is False              # nothing written where nothing is read
-    assert not (cache / "thing-2.bin").exists()
+
+
+def test_a_cache_file_is_what_its_name_says(cache):
+    """Two of this user's own cache files swapped (renamed over each other) are not read: each holds the
+    digest of its name and content; and a file of the format before it (no digest) is not read."""
+    cachefiles.write("thing-1.bin", b"one")
+    cachefiles.write("thing-2.bin", b"two")
+    os.rename(cache / "thing-1.bin", cache / "tmp")
+    os.rename(cache / "thing-2.bin", cache / "thing-1.bin")
+    os.rename(cache / "tmp", cache / "thing-2.bin")
+    assert cachefiles.read_own("thing-1.bin") is None and cachefiles.read_own("thing-2.bin") is None
+    f = cache / "thing-3.bin"
+    f.write_bytes(b"payload")                 # as triage wrote it before
+    os.chmod(f, 0o600)
+    assert cachefiles.read_own("thing-3.bin") is None
+    cachefiles.write("thing-3.bin", b"payload")
+    data = bytearray(f.read_bytes())
+    data[-1] ^= 1                             # one bit of the content changed
+    f.write_bytes(bytes(data))
+    assert cachefiles.read_own("thing-3.bin") is None
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown to another user needs root")
@@ -160,7 +184,7 @@ def test_how_a_database_is_made_is_pinned_to_its_format():
     import hashlib
 
     import hyperscan
-    made = [anchors._literal_rx(t.encode()) for t in ("abc", "a.b*c", "x y", "é(1)", "[rank0]:", "\\n\t")]
+    made = [anchors._per_line(anchors._literal_rx(t.encode())) for t in ("abc", "a.b*c", "x y", "é(1)", "[rank0]:", "\\n\t")]
     flags = (hyperscan.HS_FLAG_MULTILINE, hyperscan.HS_FLAG_CASELESS)
     digest = hashlib.sha256(repr((made, flags)).encode()).hexdigest()[:16]
-    assert (anchors.DB_FORMAT, digest) == (2, "a79461341d099502")
+    assert (anchors.DB_FORMAT, digest) == (4, "afda0135c4b38f59")

@@ -76,3 +76,44 @@ def test_a_tail_form_far_from_the_end_is_not_evidence():
     assert _outcome(nan)[0] == "unexplained-failure"
     assert _outcome(nan + "\n" + steps)[0] == "healthy"
 
+
+
+# ... and the same with a healthy rank's file beside it (a directory of per-rank logs, or two files): the
+# failing rank's input ended on its error although the input after it shows no match nor error block of
+# its own (issue 46: exit 0 there, the ERROR line's form saw no end to its input; without the ERROR line
+# the exception alone was taken as ending the process)
+_HEALTHY_RANK = "".join(f"[rank1]: iteration {i}/100 | loss 2.{i}\n" for i in range(1, 6))
+
+
+def _outcome_dir(tmp_path, failing, healthy=_HEALTHY_RANK, as_files=False):
+    d = tmp_path / "logs"
+    d.mkdir(exist_ok=True)
+    (d / "rank0.log").write_text(failing + "\n")
+    (d / "rank1.log").write_text(healthy)
+    args = [str(d / "rank0.log"), str(d / "rank1.log")] if as_files else [str(d)]
+    r = run(["analyze", *args, "-q"], env=ENV)
+    return {0: "healthy", 1: "pitfall", 3: "unexplained-failure"}.get(r.returncode, r.returncode), r
+
+
+@pytest.mark.parametrize("as_files", [False, True], ids=["directory", "two-files"])
+@pytest.mark.parametrize("text", ENDED_ON_AN_ERROR + [
+    "Error: x\n[rank0]: RuntimeError: boom", "ERROR:root:something\n[rank0]: RuntimeError: boom",
+    "[rank0]: ERROR: data loader failed"])
+def test_a_rank_ending_on_an_error_beside_a_healthy_rank_is_a_failed_job(tmp_path, text, as_files):
+    outcome, r = _outcome_dir(tmp_path, text, as_files=as_files)
+    assert outcome == "unexplained-failure", (text, r.stdout, r.stderr)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=[f.id for f in FORMS])
+def test_each_form_beside_a_healthy_rank(tmp_path, form):
+    """Every form's `fires` example on rank 0 with a healthy rank 1 is a failed job; its `healthy`
+    counter-example there is a healthy one."""
+    outcome, r = _outcome_dir(tmp_path, form.fires)
+    assert outcome in ("unexplained-failure", "pitfall"), (form.id, r.stdout, r.stderr)
+    outcome, r = _outcome_dir(tmp_path, form.healthy)
+    assert outcome == "healthy", (form.id, r.stdout, r.stderr)
+
+
+def test_an_error_a_rank_went_on_from_beside_a_healthy_rank_is_healthy(tmp_path):
+    went_on = "[rank0]: ERROR: data loader failed, retrying\n" + _HEALTHY_RANK.replace("rank1", "rank0")
+    assert _outcome_dir(tmp_path, went_on)[0] == "healthy"

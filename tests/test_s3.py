@@ -225,6 +225,70 @@ def test_unreachable_endpoint_is_one_line_in_seconds(aws, monkeypatch):
     assert "cannot reach the endpoint" in line, line
 
 
+class _Silent:
+    """A TCP endpoint that accepts every connection and never sends a byte (issue 46: 93 s of waiting
+    against the documented ~33 s); counts the connections it accepted."""
+
+    def __init__(self):
+        import threading
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.conns = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def test_the_documented_wait_bound():
+    """docs/s3.md: 3 s to connect, 15 s without a byte, one retry (~33 s)."""
+    from triage.inputs import remote
+    assert (remote.CONNECT_TIMEOUT, remote.READ_TIMEOUT, remote.ATTEMPTS) == (3, 15, 2)
+    assert 33 <= remote.deadline() <= 35
+    with open(os.path.join(ROOT, "docs", "s3.md"), encoding="utf-8") as f:
+        assert "3 s to connect, 15 s without a byte, and one retry" in f.read()
+
+
+@pytest.mark.parametrize("what", ["object", "two-objects", "prefix", "fleet"])
+def test_an_endpoint_that_accepts_and_never_answers_waits_what_the_docs_say(aws, monkeypatch, what):
+    """Against a silent listener: one request and its one retry (2 connections), then one line; the
+    second input (or the listing of a prefix) does not wait again.  The timeouts are scaled down
+    (1 s to connect, 2 s without a byte) to keep the test short: the bound is the same formula."""
+    from triage.inputs import remote
+    monkeypatch.setattr(remote, "CONNECT_TIMEOUT", 1)
+    monkeypatch.setattr(remote, "READ_TIMEOUT", 2)
+    srv = _Silent()
+    try:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", srv.url)
+        args = {"object": ["analyze", f"s3://{BUCKET}/single/ima.log"],
+                "two-objects": ["analyze", f"s3://{BUCKET}/single/ima.log", f"s3://{BUCKET}/single/ima.log.gz"],
+                "prefix": ["analyze", f"s3://{BUCKET}/jobs/per-rank/"],
+                "fleet": ["fleet", "run", f"s3://{BUCKET}/single/ima.log", "--no-store"]}[what]
+        t = time.monotonic()
+        r = invoke(*args)
+        took = time.monotonic() - t
+    finally:
+        srv.close()
+    assert r.exit_code == 2 and "cannot reach the endpoint" in r.output, r.output
+    assert len(srv.conns) == remote.ATTEMPTS, len(srv.conns)         # one request, one retry
+    assert took <= remote.deadline() + 3, took                        # 1 + 2 * 2 + 1 (+ start-up)
+
+
 def test_no_credentials(aws, monkeypatch):
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")

@@ -325,11 +325,23 @@ def test_a_found_catalog_cache_reads_no_pattern_file(catalog, tmp_path, monkeypa
 def test_corrupt_catalog_cache_is_ignored(catalog, tmp_path, monkeypatch, content):
     good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
     full = _catalog_cache(tmp_path)
-    full.write_bytes(content)
+    _cache_rewrite(full, content)            # (its digest right: what the unpickling makes of it)
     parsed = _parsing(monkeypatch)
     assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good
     assert len(parsed) == len(good)
     assert P.CatalogCache.load(full.name, len(good)) is not None                 # rewritten whole
+
+
+def _cache_content(path):
+    """A cache file's content (cachefiles: after its digest header)."""
+    from triage import cachefiles
+    return cachefiles._unwrap(path.name, path.read_bytes())
+
+
+def _cache_rewrite(path, data):
+    """A cache file rewritten with DATA, as triage writes one (its digest header)."""
+    from triage import cachefiles
+    path.write_bytes(cachefiles.MAGIC + cachefiles._digest(path.name, data) + data)
 
 
 def test_a_catalog_cache_of_other_code_is_not_read(catalog, tmp_path, monkeypatch):
@@ -338,16 +350,16 @@ def test_a_catalog_cache_of_other_code_is_not_read(catalog, tmp_path, monkeypatc
     import pickle
     good = [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)]
     full = _catalog_cache(tmp_path)
-    magic, fmt, stamps, payload = pickle.loads(full.read_bytes())
+    magic, fmt, stamps, payload = pickle.loads(_cache_content(full))
     assert any(path.endswith(os.path.join("triage", "patterns.py")) for path, _, _ in stamps)
     for change in (lambda st: (st[0], st[1] + 1, st[2]), lambda st: (st[0], st[1], st[2] + 1),
                    lambda st: (st[0] + ".gone", st[1], st[2])):
-        full.write_bytes(pickle.dumps((magic, fmt, [change(stamps[0])] + stamps[1:], payload)))
+        _cache_rewrite(full, pickle.dumps((magic, fmt, [change(stamps[0])] + stamps[1:], payload)))
         parsed = _parsing(monkeypatch)
         assert [(p.id, p.title) for p in P.load_dir(str(catalog), cache=True)] == good and len(parsed) == len(good)
-    full.write_bytes(pickle.dumps((magic, fmt + 1, stamps, payload)))           # another format
+    _cache_rewrite(full, pickle.dumps((magic, fmt + 1, stamps, payload)))           # another format
     assert P.CatalogCache.load(full.name, len(good)) is None
-    full.write_bytes(pickle.dumps((magic, fmt, stamps, pickle.dumps(("not", "patterns")))))
+    _cache_rewrite(full, pickle.dumps((magic, fmt, stamps, pickle.dumps(("not", "patterns")))))
     assert P.CatalogCache.load(full.name, 2) is None
 
 
@@ -371,7 +383,7 @@ def test_the_yaml_and_regex_installs_are_stamped_in_the_catalog_cache(catalog, t
     import regex
     import yaml
     P.load_dir(str(catalog), cache=True)
-    _, _, stamps, _ = pickle.loads(_catalog_cache(tmp_path).read_bytes())
+    _, _, stamps, _ = pickle.loads(_cache_content(_catalog_cache(tmp_path)))
     made_by = {path for path, _, _ in stamps}
     assert yaml.__file__ in made_by and regex.__file__ in made_by
 

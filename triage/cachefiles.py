@@ -4,16 +4,25 @@ catalog, the regex sources known to compile, the compiled HTML templates, the re
 
 Every file is written whole or not at all (a temporary file of this user's only, then renamed), and
 read back only when it is a regular file of this user that nobody else can write, with no other name,
-of a bounded size: another user's file, a link (symbolic or hard) or a file left writable by others
-is ignored, and the run makes what it holds again.  Writing is best effort: a read-only home just means no cache."""
+of a bounded size, in a directory of this user's that nobody else can write (issue 46: not a
+group-writable one, nor a link to a sticky /tmp-like directory whose owner may still rename files in
+it), and when it holds the digest of its own name and content (a file of this user's renamed over
+another, e.g. two anchor databases swapped, is not what its name says): anything else is ignored, and
+the run makes what it holds again.  Writing is best effort: a read-only home just means no cache."""
 from __future__ import annotations
 
 import os
 import stat
-from typing import Optional, Tuple
+import sys
+from typing import Optional, Set, Tuple
 
 # Bounds of what a cache file may hold when read back (the largest, the anchor database: ~300 KB).
 MAX_BYTES = 16 << 20
+# a cache file: MAGIC, then BLAKE2b-256(its name NUL its content), then its content (MAGIC's version bumped:
+# the files of earlier versions, without it, are never read)
+MAGIC = b"triage-cache/2\n"
+_DIGEST = 32
+_WARNED: Set[str] = set()          # cache directories refused, said once a process
 
 
 def cache_dir() -> str:
@@ -30,15 +39,45 @@ def path_of(name: str) -> str:
 
 
 def _dir_ok(d: str) -> bool:
-    """D is no directory that anyone may rename files into (or out of): writable by others without
-    the sticky bit (POSIX permissions only: elsewhere the bits mean nothing)."""
+    """D (a link followed: where the files are) is this user's directory and nobody else may write into
+    it: no group- or other-writable one (sticky or not: a sticky directory's owner may still rename
+    files in it), no other user's (POSIX permissions only: elsewhere the bits mean nothing).  A refused
+    one is said once, on stderr; the run then works without a cache."""
     if os.name != "posix":
         return True
     try:
         st = os.stat(d)
     except OSError:
         return False
-    return not (st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX)
+    why = ""
+    if st.st_uid != os.getuid():
+        why = f"is owned by another user (uid {st.st_uid})"
+    elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = "others" if st.st_mode & stat.S_IWOTH else "its group"
+        why = f"is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+    if why and d not in _WARNED:
+        _WARNED.add(d)
+        shown = d.encode("unicode_escape").decode("ascii")
+        sys.stderr.write(f"triage: warning: cache directory {shown} {why}: not used (no cache); make it private "
+                         f"(chmod 700) or set TRIAGE_CACHE_DIR\n")
+    return not why
+
+
+def _digest(name: str, data: bytes) -> bytes:
+    try:            # CPython's builtin module, what hashlib.blake2b is (hashlib loads OpenSSL: 2 ms a start)
+        from _blake2 import blake2b  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - another Python
+        from hashlib import blake2b
+    return bytes(blake2b(name.encode("utf-8", "surrogateescape") + b"\0" + data, digest_size=_DIGEST).digest())
+
+
+def _unwrap(name: str, raw: bytes) -> Optional[bytes]:
+    """The content of cache file NAME as read (RAW), or None when it does not hold its own name's digest."""
+    head = len(MAGIC) + _DIGEST
+    if len(raw) < head or not raw.startswith(MAGIC):
+        return None
+    data = raw[head:]
+    return data if raw[len(MAGIC):head] == _digest(name, data) else None
 
 
 def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
@@ -58,14 +97,15 @@ def read_own(name: str, max_bytes: int = MAX_BYTES) -> Optional[bytes]:
     try:
         st = os.fstat(fd)
         getuid = getattr(os, "getuid", None)
-        if (not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink != 1
+        if (not stat.S_ISREG(st.st_mode) or st.st_nlink != 1
+                or st.st_size > max_bytes + len(MAGIC) + _DIGEST
                 or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
                 or (getuid is not None and st.st_uid != getuid())):
             return None
         with os.fdopen(fd, "rb") as f:
             fd = -1
-            data = f.read(max_bytes + 1)
-        return data if len(data) <= max_bytes else None
+            data = f.read(max_bytes + len(MAGIC) + _DIGEST + 1)
+        return _unwrap(name, data) if len(data) <= max_bytes + len(MAGIC) + _DIGEST else None
     except OSError:
         return None
     finally:
@@ -86,7 +126,7 @@ def write(name: str, data: bytes, keep: Optional[Tuple[str, str, int]] = None) -
         fd, tmp = tempfile.mkstemp(prefix="." + name.split("-", 1)[0] + "-", dir=d)
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                f.write(MAGIC + _digest(name, data) + data)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)

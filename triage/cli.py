@@ -389,7 +389,7 @@ def _identify(a: Any, logs: Sequence[str], job_id: Optional[str], attempt: Optio
     try:
         identity = identify(list(logs) or ["-"], job_id, attempt, stdin_digest=digest)
     except JobIdError as e:
-        raise fail(str(e)) from None
+        raise fail("{}", e) from None
     a.job = job_info(a, identity, paths=list(logs))
     if a.job.several_jobs:
         a.notes.append(a.job.several_jobs["message"])

@@ -20,10 +20,23 @@ FAIL_ON = ("error", "warning", "never")
 USER_ERRORS = (TriageError,)
 
 
-def fail(msg: str) -> "click.exceptions.Exit":
-    from .redact import redact
-    click.echo(f"triage: error: {redact(msg)}", err=True)     # a store URL's password, a token in a path
+def fail(msg: str, *given: object) -> "click.exceptions.Exit":
+    """Print `triage: error: MSG` and return the exit to raise.  MSG is triage's own text, never
+    redacted (issue 45: `KEY=VALUE` came out `KEY=<redacted>`); with GIVEN it is a str.format template
+    whose `{}` are the user's inputs (a path, an error about a store URL), each redacted (a token in a
+    path) and escaped (a newline in a file name)."""
+    if given:
+        from .redact import redact
+        msg = msg.format(*(shown(redact(str(g))) for g in given))
+    click.echo(f"triage: error: {msg}", err=True)
     return click.exceptions.Exit(EXIT_USAGE)
+
+
+def shown(text: str) -> str:
+    """A user's text on one line of stderr: control characters (a newline in a file name) escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def write_atomic(path: str, text: str, force: bool) -> None:
@@ -32,10 +45,10 @@ def write_atomic(path: str, text: str, force: bool) -> None:
     --force it is an error, with --force the link itself is replaced.  A file overwritten keeps
     its permissions (a 0600 report stays 0600); a new one gets the umask's."""
     if os.path.islink(path) and not force:
-        raise fail(f"{path!r} is a symbolic link (to {os.readlink(path)!r}); "
-                   "pass --force to replace the link") from None
+        raise fail("{} is a symbolic link (to {}); pass --force to replace the link",
+                   repr(path), repr(os.readlink(path))) from None
     if os.path.exists(path) and not force:
-        raise fail(f"{path!r} exists; pass --force to overwrite it") from None
+        raise fail("{} exists; pass --force to overwrite it", repr(path)) from None
     if os.path.exists(path) and not os.path.isfile(path):
         with open(path, "w", encoding="utf-8") as f:     # a FIFO or device: write into it, never replace it
             f.write(text)
@@ -57,8 +70,8 @@ def write_output(output: Optional[str], text: str, force: bool, said: str) -> No
     try:
         write_atomic(output, text, force)
     except OSError as e:
-        raise fail(f"cannot write {output!r}: {e.strerror or e}") from None
-    click.echo(said, err=True)
+        raise fail("cannot write {}: {}", repr(output), e.strerror or e) from None
+    click.echo(shown(said), err=True)          # one line: a newline in the -o name is escaped
 
 
 def write_new(path: str, text: str) -> None:
@@ -68,16 +81,16 @@ def write_new(path: str, text: str) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666)
     except FileExistsError:
         what = "is a symbolic link" if os.path.islink(path) else "exists"
-        raise fail(f"{path!r} {what}; not overwriting it") from None
+        raise fail("{} " + what + "; not overwriting it", repr(path)) from None
     except OSError as e:
-        raise fail(f"cannot write {path!r}: {e.strerror or e}") from None
+        raise fail("cannot write {}: {}", repr(path), e.strerror or e) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
     except BaseException as e:
         os.unlink(path)                 # ours: made above, never a half draft left behind
         if isinstance(e, OSError):
-            raise fail(f"cannot write {path!r}: {e.strerror or e}") from None
+            raise fail("cannot write {}: {}", repr(path), e.strerror or e) from None
         raise
 
 
@@ -205,6 +218,6 @@ def format_for(output: Optional[str], suffixes: Mapping[str, str]) -> str:
         return "text"
     if ext not in suffixes:
         known = " ".join(sorted(suffixes))
-        raise fail(f"-o {output!r}: unknown report suffix {ext!r} (known: {known}); "
-                   "pass --format to write another name")
+        raise fail("-o {}: unknown report suffix {} (known: " + known + "); pass --format to write another name",
+                   repr(output), repr(ext))
     return suffixes[ext]

@@ -191,8 +191,25 @@ def _compile(src: str, where: str, ignore_case: bool = False, user: bool = False
         raise PatternError(f"{where}: bad regex {src!r}: {e}") from None
 
 
-def _literals(d: Dict[str, Any], src: str, where: str, ignore_case: bool = False, context: bool = False) -> List[str]:
-    """The entry's `literal` list, or the one derived from its (expanded) regex SRC when absent."""
+MIN_USER_LITERAL = 4      # characters of a user pattern's literal (a derived one has 4+ too: literals.py)
+
+
+def _literals(d: Dict[str, Any], src: str, where: str, ignore_case: bool = False, context: bool = False,
+              user: bool = False) -> List[str]:
+    """The entry's `literal` list, or the one derived from its (expanded) regex SRC when absent.  A user's
+    literal shorter than MIN_USER_LITERAL is refused, as a regex that backtracks is: every line holding it
+    is tried with the regex, and a short one is in nearly every line of some logs (issue 46: `literal: "a"`
+    on 64 MiB of a's, 33 s and 740 MB)."""
+    lits = _given_literals(d, src, where, ignore_case, context)
+    short = [lit for lit in lits if len(lit.strip()) < MIN_USER_LITERAL] if user else []
+    if short:
+        raise PatternError(f"{where}: literal {short[0]!r} is too short to select lines (at least "
+                           f"{MIN_USER_LITERAL} characters): every line holding it is searched with the regex; "
+                           "give a longer plain substring every matching line contains")
+    return lits
+
+
+def _given_literals(d: Dict[str, Any], src: str, where: str, ignore_case: bool, context: bool) -> List[str]:
     if "literal" not in d:
         if context and ignore_case:     # a context literal is looked for case-sensitively (engine._ctx_hit)
             lits: List[str] = []
@@ -230,8 +247,8 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         if not isinstance(window, int) or window < 1 or window > 1000:
             raise PatternError(f"{cw}: window must be an integer 1..1000")
         csrc = expand_macros(_req(c, "regex", str, cw), cw + " regex")
-        ctx.append(ContextReq(_compile(csrc, cw + " regex", ic, user), _literals(c, csrc, cw, ic, context=True),
-                              window))
+        ctx.append(ContextReq(_compile(csrc, cw + " regex", ic, user),
+                              _literals(c, csrc, cw, ic, context=True, user=user), window))
     neg = [_compile(expand_macros(n, where + " not"), where + " not", ic, user)
            for n in _str_list(m.get("not"), where, "not")]
     gen = m.get("generic")
@@ -239,7 +256,8 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         raise PatternError(f"{where}: generic must be true or false")
     src = expand_macros(src, where + " regex")
     rx = _compile(src, where + " regex", ic, user)
-    return MatchRule(rx, _literals(m, src, where, ic), ic, role, ctx, neg, src, gen, _min_share(m, rx, where))
+    return MatchRule(rx, _literals(m, src, where, ic, user=user), ic, role, ctx, neg, src, gen,
+                     _min_share(m, rx, where))
 
 
 def _min_share(m: Dict[str, Any], rx: LazyRx, where: str) -> Optional[float]:

@@ -71,7 +71,8 @@ _HINTS: Dict[str, Tuple[int, ...]] = {
     "token": (KV,), "secret": (KV,), "passw": (KV,), "passphr": (KV,), "pwd": (KV,), "key": (KV,),
     "auth": (KV, AUTHZ), "bearer": (BEARER,), "://": (URL,),
     "-----begin": (PEM,), "---- begin": (PEM,), "-----end": (PEM,), "---- end": (PEM,), "private-lines:": (PEM,),
-    "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,), "cookie": (COOKIE,),
+    "wandb": (WANDB,), "docker": (DOCKER,), "sig=": (SAS,), "signature=": (SAS,), "credential=": (SAS,),
+    "pass=": (KV,), "pass =": (KV,), "pass%3d": (KV,), "cookie": (COOKIE,),
     "mysql": (CLIPW,), "mariadb": (CLIPW,), "sshpass": (CLIPW,), "redis-cli": (CLIPW,),
 }
 for _lit in ("akia", "asia", "abia", "acca", "a3t", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
@@ -280,6 +281,8 @@ def _words_class(ws: List[str], tail: str) -> int:
         if last == "key" and prev in _DATA_KEY and not (set(ws[:-2]) & _CRED):
             return 0                  # CACHE_KEY, PRIMARY_KEY: a key into data, not a credential
         return 2 if caps or prev in _CRED else (1 if last == "token" else 0)
+    if last == "pass":                # DB_PASS=..., pass=...: a secret only after `=` (_kv_at), never `pass: 3`
+        return 2
     if last == "pwd":                 # MYSQL_PWD, never PWD or env.PWD (the working directory)
         return 2 if len(_WORD.findall(tail)) > 1 else 0
     if last == "id":                                                         # aws_access_key_id
@@ -287,7 +290,7 @@ def _words_class(ws: List[str], tail: str) -> int:
     return _LAST_WORD_CLASS.get(last, 0)
 
 
-_PLACEHOLDER = lazy_re(r"(?i)(?:none|null|nil|undefined|true|false|yes|no|on|off|\**|x+|\.+|#+|\?+|-+"
+_PLACEHOLDER = lazy_re(r"(?i)(?:none|null|nil|undefined|true|false|yes|no|on|off|value|\**|x+|\.+|#+|\?+|-+"
                           r"|<[^<>]*>|\[[^\[\]]*\]|\$\{[^}]*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\w+%|\{\{.*\}\})")
 _CREDLIKE = lazy_re(r"(?=[^0-9]*[0-9])(?=[^A-Za-z]*[A-Za-z])[A-Za-z0-9_\-.+/=~]{16,}")
 
@@ -305,20 +308,24 @@ def _keep_value(v: str, cls: int) -> bool:
 # rules: `regex` patterns (lazy) run with its timeout; the stdlib ones are linear (said at each)
 
 _VAL = r"""(?P<val>"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|\$\{[^}\s]*\}|(?![{\[(])[^\s'",;}\]&)]+)"""
-_NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|passw|passphr|pwd|key|auth))"
+_NAMEHINT = r"(?=[\w.\-]*?(?i:token|secret|pass|pwd|key|auth))"
 # _KV and _KVVAL are stdlib patterns, linear: _kv_rule matches _KV once per name (a maximal run of
 # name characters), and its cost is the name (the look-ahead and the back-tracking to the separator
 # stay inside it) plus the blanks and dots after it; _KVVAL runs once per secret name, from the end
 # of its separator, and what it matches is consumed (its alternatives are disjoint single passes).
-_KV = lazy_re(r"""(?<![\w.\-$@/])(?:
+_KV = lazy_re(r"""(?:(?<![\w.\-$@/])|(?<=%26|%3[Ff]))(?:
     (?P<flag>--?""" + _NAMEHINT + r"""[A-Za-z][\w.\-]*)(?:[ \t]*=[ \t]*|[ \t]+)(?=[^\s\-])
   | (?P<q>["']?)""" + _NAMEHINT + r"""(?P<name>[A-Za-z_][\w.\-]*)(?P=q)
-    (?P<sep>[ \t]*[:=][ \t]*|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+
+    (?P<sep>[ \t]*[:=][ \t]*|%3[Dd]|[ \t]+\.{2,}[ \t]+|[ \t]+set\ by\ environment\ to[ \t]+
       |(?<=["'])\][ \t]*=[ \t]*|(?<=["']),[ \t]*(?=["']))
   | (?<=setenv[ \t])""" + _NAMEHINT + r"""(?P<env>[A-Za-z_]\w*)[ \t]+(?=\S)
 )""", re.X)
 _KVVAL = lazy_re(_VAL)
 _NETRC = lazy(r"(?i)\b(?:login|user(?:name)?)[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?P<val>\S+)")
+# a password after its word and a blank, `passwd Hunter2Hunter2` (a shell's history, a chpasswd script, a message):
+# only a value of letters and digits both (never `password authentication failed`), not a path
+_PWSPACE = lazy(r"""(?i)(?<![\w./\-])(?:password|passwd|passphrase)[ \t]+(?P<val>(?=[^\s/]*[0-9])(?=[^\s/]*[A-Za-z])"""
+                r"""[A-Za-z0-9!#$%^&*+=@_.~\-]{6,}(?![^\s,;:)]))""")
 _AUTHZ = lazy(r"""(?i)\b(?:proxy-)?authorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|bearer|token|digest|bot|"""
               r"""negotiate|ntlm|apikey|sso-key|hoba|mutual|vapid|aws4-hmac-sha256|scram-sha-\d+)[ \t]+)?"""
               r"""(?P<val>[^\s"',;]+)""")
@@ -360,7 +367,10 @@ _TOKENS = lazy(r"""\b(?:
 _WANDB = lazy(r"""\bwandb[ \t]+login\b(?:[ \t]+\S+)*?[ \t]+(?P<val>[A-Za-z0-9_\-]{32,})\b"""
               r"""|\bwandb\.login\([^)\n]*?\bkey[ \t]*=[ \t]*(?P<q>["'])(?P<val2>[^"'\n]+)(?P=q)""")
 _DOCKER = lazy(r"""\bdocker[ \t]+login\b[^\n]*?[ \t]-p(?:[ \t]+|=)(?P<val>"[^"\n]*"|'[^'\n]*'|[^\s"']+)""")
-_SAS = lazy(r"(?i)[?&]sig=(?P<val>[A-Za-z0-9%+/=]{16,})")
+# a signed URL's signature and credential, to the end of the query value (`&`, `#` or the URL's end): Azure SAS
+# `sig=`, AWS SigV4 presigned `X-Amz-Signature=` / `X-Amz-Credential=` (AKIA.../date/region/s3/aws4_request),
+# Google `X-Goog-Signature=` / `X-Goog-Credential=`, and V2 / CloudFront `Signature=`
+_SAS = lazy(r"""(?i)[?&](?:sig|signature|x-(?:amz|goog)-(?:signature|credential))=(?P<val>[^\s&#"']{8,})""")
 # an HTTP Cookie / Set-Cookie header (curl -v, a requests dump, a headers dict): the rest of its line
 # (inside a quoted string, to its quote: `'Cookie': 'a=b'`)
 _COOKIE = lazy(r"""(?i)\b(?P<set>set-)?cookie["']?[ \t]*:[ \t]*(?:["'](?P<val>[^\r\n"']+)|(?P<val>[^\r\n]+))""")
@@ -390,33 +400,62 @@ def _kv_at(text: str, m: re.Match[str]) -> Tuple[int, Optional[str]]:
     is known to be secret (every character is then consumed once).  A YAML line
     (`  password: two words  # comment`) gives the whole rest of the line as the value."""
     name = m.group("flag") or m.group("name") or m.group("env")
-    cls = name_class(name)
     sep = m.group("sep") or ""
     before = text[m.start() - 1] if m.start() > 0 else ""
-    if sep[:1] in ("]", ","):  # os.environ["HF_TOKEN"] = "...", os.environ.setdefault("HF_TOKEN", "...")
-        if not m.group("q") or before != ("[" if sep[0] == "]" else "(") or cls != 2:
-            return 0, None
-    if cls == 1 and before in ("?", "&") and "=" in sep:
-        cls = 2               # a URL query's `?token=` / `&token=` is a credential, like `access_token=`
     vs = m.end()
-    if not cls and name == "key" and "=" in sep and _WANDB_KEY.match(text, vs):
-        cls = 2               # a Weights & Biases API key, `key=<40 hex>` (wandb.login(key=...) unquoted)
-    if not cls:
-        return 0, None
+    cls = _kv_class(text, m, name, sep, before)
+    given = text[m.start():vs].lower()
+    last = _WORD.findall(name)[-1].lower() if cls else ""
+    if not cls or (last == "pass" and "=" not in given and "%3d" not in given):
+        return 0, None        # `pass: 3`, `--pass 2` (a pass of an algorithm); `pass=...` is a password
     v = _KVVAL.match(text, vs)
     if v is None:
         return 0, None
     q, inner, q2 = _quoted(v.group("val"))
-    end = v.end()
-    if not q and len(inner) > 1 and inner[-1] == ":" and text[end:end + 1] in ("", " ", "\t", "\n"):
-        inner, end = inner[:-1], end - 1      # `?password=x: connection failed`: the colon is the message's
+    inner, end = _value_extent(text, v.end(), vs, inner, bool(q), last in _PROSE_SECRET and before not in ("?", "&"),
+                               given)
     if not q and m.group("sep") and ":" in m.group("sep"):
         inner, end = _yaml_value(text, m.start(), vs, inner, end)
     keep = _keep_value(inner, cls) or inner.lower() in _SCHEMES      # `Authorization: Bearer <redacted>`
+    if last == "pass" and inner.isdigit():
+        keep = True                           # `num_pass=3`: a count of passes
     if not keep and not q:
         keep = _code_not_value(text, inner, end)
     rep = text[m.start():end] if keep else text[m.start():vs] + q + MARK + q2
     return _with_change(text, end, rep, cls)
+
+
+def _kv_class(text: str, m: re.Match[str], name: str, sep: str, before: str) -> int:
+    """name_class of a matched name, as where it stands makes it (0: not a secret here)."""
+    cls = name_class(name)
+    if sep[:1] in ("]", ","):  # os.environ["HF_TOKEN"] = "...", os.environ.setdefault("HF_TOKEN", "...")
+        if not m.group("q") or before != ("[" if sep[0] == "]" else "(") or cls != 2:
+            return 0
+    if cls == 1 and before in ("?", "&") and "=" in sep:
+        cls = 2               # a URL query's `?token=` / `&token=` is a credential, like `access_token=`
+    if not cls and name == "key" and "=" in sep and _WANDB_KEY.match(text, m.end()):
+        cls = 2               # a Weights & Biases API key, `key=<40 hex>` (wandb.login(key=...) unquoted)
+    return cls
+
+
+def _value_extent(text: str, end: int, vs: int, inner: str, quoted: bool, prose_pw: bool,
+                  given: str) -> Tuple[str, int]:
+    """(value, its end) as its format delimits it: a URL-encoded `password%3DVALUE%26next` to the encoded
+    `&`; `?password=x: connection failed` without the message's colon; a password written `password=VALUE`
+    in prose (not a URL query, where `&` ends it) to the end of the line or the next `name=` pair, as a
+    password may hold `&` and blanks."""
+    if quoted:
+        return inner, end
+    if "%3d" in given:
+        k = inner.lower().find("%26")
+        return (inner[:k], vs + k) if k >= 0 else (inner, end)
+    if len(inner) > 1 and inner[-1] == ":" and text[end:end + 1] in ("", " ", "\t", "\n"):
+        return inner[:-1], end - 1
+    if prose_pw and "=" in given:
+        r = _PROSE_REST.match(text, end)
+        if r is not None and r.end() > end:
+            return inner + r.group(0), r.end()
+    return inner, end
 
 
 def _yaml_value(text: str, start: int, vs: int, inner: str, end: int) -> Tuple[str, int]:
@@ -459,10 +498,14 @@ def _with_change(text: str, end: int, rep: str, cls: int) -> Tuple[int, str]:
 
 
 _ARROW = lazy_re(r"[ \t]*->[ \t]*")
+# a password's name (its last word), whose value `NAME=VALUE` runs on past `&` and blanks (_kv_at)
+_PROSE_SECRET = {"password", "passwd", "passphrase", "pass", "pwd"}
+# what goes on from where a value stopped: `&...`, or a blank and a word that is not the next `name=` / `name:`
+_PROSE_REST = lazy_re(r"(?:&[^\s&]*|[ \t]+(?![\w.\-]+[ \t]*[=:])[^\s&]+)*")
 _WANDB_KEY = lazy_re(r"""["']?(?:local-)?[0-9a-f]{40}(?![\w\-])""")
 _CODE = lazy_re(r"[A-Za-z_][\w.]*[(\[]")
-_KVWORD = lazy_re(r"token|secret|passw|passphr|pwd|key|auth")     # on the lower-cased string
-_KVWORD_I = lazy_re(r"token|secret|passw|passphr|pwd|key|auth", re.I)
+_KVWORD = lazy_re(r"token|secret|pass|pwd|key|auth")     # on the lower-cased string
+_KVWORD_I = lazy_re(r"token|secret|pass|pwd|key|auth", re.I)
 _IDCH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
@@ -484,6 +527,8 @@ def _kv_rule(text: str) -> str:
         if i == prev:             # the previous word's name: tried already
             prev = p
             continue
+        if text[i - 1:i] == "%" and text[i:i + 2] in ("26", "3F", "3f") and i + 2 <= p:
+            i += 2                # a URL-encoded `&name%3D` / `?name%3D` (a form body, a nested URL)
         prev = p
         if i > last and text[i - 1] in "\"'":
             i -= 1
@@ -587,7 +632,7 @@ def _sub(rx: LazyRx, rep: Union[str, Callable[[regex.Match[str]], str]]) -> Call
 
 _RULES: Dict[int, Tuple[Callable[[str], str], ...]] = {      # each rule: a string -> the string redacted
     B64: (_b64_line,),
-    KV: (_kv_rule, _netrc),
+    KV: (_kv_rule, _netrc, _sub(_PWSPACE, _val)),
     AUTHZ: (_sub(_AUTHZ, _authz),),
     BEARER: (_sub(_BEARER, _bearer),),
     URL: (_sub(_URL, _val),),
@@ -598,7 +643,8 @@ _RULES: Dict[int, Tuple[Callable[[str], str], ...]] = {      # each rule: a stri
     COOKIE: (_sub(_COOKIE, _cookie),),
     CLIPW: (_sub(_CLIPW, _val),),
 }
-_ORDER = (TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, SAS, COOKIE, CLIPW, KV, B64)   # recognisable tokens first
+_ORDER = (SAS, TOKENS, AUTHZ, BEARER, URL, WANDB, DOCKER, COOKIE, CLIPW, KV, B64)   # recognisable tokens first
+# (a signed URL's credential first: whole, not its access key id alone)
 
 
 def _apply(text: str, groups: FrozenSet[int]) -> str:

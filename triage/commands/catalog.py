@@ -104,7 +104,7 @@ def patterns_test(directory: Optional[str], pattern_dirs: List[str]) -> None:
     pats = load_patterns(extra + ([d for d in dirs if d != builtin_dir()]))
     results = [r for d in dirs + extra for r in run_tests(pats, d)]
     if not results:
-        raise fail(f"no annotated test log under {', '.join(os.path.join(d, 'tests') for d in dirs)}")
+        raise fail("no annotated test log under {}", ", ".join(os.path.join(d, "tests") for d in dirs))
     click.echo(summary(results))
     if any(r.verdict == "FAIL" for r in results):
         raise click.exceptions.Exit(1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence, Set
 
 import click
 
@@ -99,24 +99,32 @@ def check_config(configs: List[str], overrides: List[str], env: List[str], fmt: 
         raise click.exceptions.Exit(EXIT_FOUND)
 
 
-def _typos(cfg: Mapping[str, Any], overrides: Sequence[str], env: Sequence[str], strict: bool) -> list:
+def _typos(cfg: Mapping[str, Any], overrides: Sequence[str], env: Sequence[str], strict: bool,
+           said: Optional[Set[str]] = None) -> list:
     """The config's keys that are no known setting (config.settings): a warning line each on stderr,
-    or, with --strict, one error (exit 2)."""
+    or, with --strict, one error (exit 2).  SAID: the warnings already printed (not said again)."""
     from ..config.load import parse_overrides
     from ..config.settings import NEAR_MAX, unknown_keys
     given = list(parse_overrides(overrides)) + [f"env.{e.split('=', 1)[0].strip()}" for e in env if "=" in e]
     lasts = {g.rsplit(".", 1)[-1] for g in given}
     unchecked: List[str] = []
     typos = unknown_keys([k for k in cfg if k.rsplit(".", 1)[-1] not in lasts], given, unchecked)
+    said = set() if said is None else said
     if unchecked:
-        click.echo(f"triage: warning: {len(unchecked):,} keys not checked for typos (past the first "
-                   f"{NEAR_MAX:,} names that are no known setting), from {unchecked[0]!r}", err=True)
+        _say(f"triage: warning: {len(unchecked):,} keys not checked for typos (past the first "
+             f"{NEAR_MAX:,} names that are no known setting), from {unchecked[0]!r}", said)
     if typos and strict:
-        raise fail("; ".join(t.message() for t in typos[:5]) + (f" (+{len(typos) - 5} more)" if len(typos) > 5 else "")
-                   + " (--strict)")
+        raise fail("{}" + (f" (+{len(typos) - 5} more)" if len(typos) > 5 else "") + " (--strict)",
+                   "; ".join(t.message() for t in typos[:5]))
     for t in typos:
-        click.echo(f"triage: warning: {t.message()}", err=True)
+        _say(f"triage: warning: {t.message()}", said)
     return typos
+
+
+def _say(line: str, said: Set[str]) -> None:
+    if line not in said:
+        said.add(line)
+        click.echo(line, err=True)
 
 
 @click.command("diff")
@@ -138,8 +146,9 @@ def diff_cmd(old: str, new: str, fmt: str, strict: bool) -> None:
     from ..report.util import change_line
     from ..verdict import EXIT_FOUND
     a, b = build_config([old]), build_config([new])
-    _typos(a, (), (), strict)
-    _typos(b, (), (), strict)
+    said: Set[str] = set()             # (a typo both sides hold, `triage diff a.log a.log`: said once)
+    _typos(a, (), (), strict, said)
+    _typos(b, (), (), strict, said)
     # a side read from part of a log (a launch line, a summary): a key it does not show is unknown
     ch = diff(a, b, partial=a.get("config_complete") is False or b.get("config_complete") is False)
     if fmt == "json":

@@ -48,13 +48,13 @@ def known_add(key: str, url: str, title: Optional[str], db: Optional[str], patte
     sid = re.fullmatch(r"[0-9a-f]{12}", key) is not None and key not in extra
     why = (None if sid else known_key_error(key, extra)) or url_error(url)
     if why:
-        raise fail(why) from None
+        raise fail("{}", why) from None
     with Store(db) as st:
         if sid:                 # a signature's short id, as every report shows it: the signature it stands for
             sig = st.signature_of(key)
             if sig is None:
-                raise fail(f"no job in the store has signature id {key} (record the job first: "
-                           "triage analyze --record, or triage fleet)") from None
+                raise fail("no job in the store has signature id {} (record the job first: "
+                           "triage analyze --record, or triage fleet)", key) from None
             key = sig
         new = st.known_add(key, url, title)
     from ..report.util import clip

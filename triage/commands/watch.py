@@ -165,7 +165,7 @@ def _watch_paths(logs: Sequence[str]) -> List[str]:
         raise fail("stdin (-) given more than once")
     for p in paths:
         if p != "-" and os.path.exists(p) and not (os.path.isfile(p) or os.path.isdir(p)):
-            raise fail(f"{p!r} is neither a file nor a directory")
+            raise fail("{} is neither a file nor a directory", repr(p))
     return paths
 
 
@@ -180,7 +180,7 @@ def _watch_store(paths: List[str], record: bool, db: Optional[str], job_id: Opti
     try:
         identity = identify(paths, job_id, attempt, stdin_digest=None)
     except JobIdError as e:
-        raise fail(str(e)) from None
+        raise fail("{}", e) from None
 
     def store_cb(a: Any) -> None:
         stdin = holder[0].follower.stdin if holder else None

@@ -78,7 +78,10 @@ def resolve_url(db: Optional[str]) -> str:
         return db
     if "://" in db:
         raise StoreError(f"unsupported store URL {shown(db)!r}: use a file path, sqlite:///PATH or postgresql://...")
-    return "sqlite:///" + os.path.abspath(os.path.expanduser(db))
+    # a plain path is a file name as written: percent-encoded into the URL, as SQLAlchemy decodes it
+    # (`my%41.db` is that file, never `myA.db`; a `?` or `#` in a name is no query)
+    from urllib.parse import quote
+    return "sqlite:///" + quote(os.path.abspath(os.path.expanduser(db)), safe="/~")
 
 
 def _parts(rest: str) -> Tuple[int, int, int]:
@@ -402,7 +405,8 @@ class Store:
         self.md, self.meta, self.verdicts, self.known, self.history = _tables()
         self.sqlite = self.url.startswith("sqlite")
         if existing and self.sqlite:          # a read-only command: a mistyped path is no new empty store
-            path = self.url[len("sqlite:///"):].split("?", 1)[0]
+            from urllib.parse import unquote
+            path = unquote(self.url[len("sqlite:///"):].split("?", 1)[0])
             if path and path != ":memory:" and not os.path.exists(path):
                 raise self._err("no store there (nothing was ever recorded at this path): check the path, or "
                                 "record verdicts first (triage analyze --record / triage fleet run)")
@@ -438,16 +442,15 @@ class Store:
     def _sqlite_engine(self, url):
         sa = self.sa
         from sqlalchemy.pool import NullPool
-        path = url.database or ""
-        if path and path != ":memory:" and not url.query.get("uri"):
-            d = os.path.dirname(os.path.abspath(path))
+        self._sqlite_path(url)
+        import warnings
+        with warnings.catch_warnings():     # SQLAlchemy's warning (query arguments it ignores): one line
+            warnings.simplefilter("error", sa.exc.SAWarning)
             try:
-                os.makedirs(d, exist_ok=True)
-            except OSError as e:
-                raise self._err(f"cannot create the store's directory {d!r}: {e.strerror or e}") from None
-            if os.path.isdir(path):
-                raise self._err("it is a directory; give a file path")
-        eng = sa.create_engine(url, poolclass=NullPool, connect_args={"isolation_level": None})
+                eng = sa.create_engine(url, poolclass=NullPool, connect_args={"isolation_level": None})
+            except sa.exc.SAWarning as w:
+                why = " ".join(str(w).split("(Background on this")[0].split()).rstrip(".")
+                raise self._err(f"not used as given: {why}") from None
 
         @sa.event.listens_for(eng, "do_connect")
         def _budget(dialect, rec, cargs, cparams):  # noqa: ANN001
@@ -473,6 +476,20 @@ class Store:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if self._write else "BEGIN")
 
         return eng
+
+    def _sqlite_path(self, url) -> None:
+        """The SQLite file's directory made; a path no file can have refused (StoreError)."""
+        path = url.database or ""
+        if "\0" in path:
+            raise self._err("its path holds a NUL byte (%00): give a file path")
+        if path and path != ":memory:" and not url.query.get("uri"):
+            d = os.path.dirname(os.path.abspath(path))
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as e:
+                raise self._err(f"cannot create the store's directory {d!r}: {e.strerror or e}") from None
+            if os.path.isdir(path):
+                raise self._err("it is a directory; give a file path")
 
     def _pg_engine(self, url):
         sa = self.sa

@@ -28,7 +28,9 @@ READ_CHUNK = 4 << 20      # bytes asked of the server at a time (the engine's 8 
 READ_BLOCK = 1 << 20      # bytes fetched beyond a read (fsspec's read-ahead cache)
 CONNECT_TIMEOUT = 3       # seconds to connect to the endpoint
 READ_TIMEOUT = 15         # seconds without a byte from it
-ATTEMPTS = 2              # tries of one request (botocore's, and s3fs's own for a body cut short)
+ATTEMPTS = 2              # tries of one request: s3fs's own loop; botocore's own retries are off (its
+#                           `max_attempts` counts retries: 3 tries inside each of s3fs's, 93 s against a
+#                           silent endpoint)
 EXTRA = "s3"              # pip install 'triage[s3]'
 
 T = TypeVar("T")
@@ -77,7 +79,7 @@ def _options(scheme: str) -> Dict[str, Any]:
         return {}
     opts: Dict[str, Any] = {
         "config_kwargs": {"connect_timeout": CONNECT_TIMEOUT, "read_timeout": READ_TIMEOUT,
-                          "retries": {"max_attempts": ATTEMPTS, "mode": "standard"}},
+                          "retries": {"total_max_attempts": 1, "mode": "standard"}},
     }
     if _endpoint():
         opts["client_kwargs"] = {"endpoint_url": _endpoint()}
@@ -92,6 +94,12 @@ def _needs(url: str, e: BaseException) -> TriageError:
                   f"(pip install 'triage[{EXTRA}]' for fsspec; {str(e) or 'a package is missing'})")
 
 
+def _fs_key(url: str) -> Tuple[Any, ...]:
+    """One filesystem (and one endpoint) per protocol and credentials environment in this process."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(("AWS_", "FSSPEC_"))))
+    return (_scheme(url), env, os.getpid())
+
+
 def filesystem(url: str) -> Tuple[Any, str]:
     """(fsspec filesystem, path within it) of URL: one instance per protocol and credentials
     environment in this process (a fresh one after a fork or a change of AWS_* variables)."""
@@ -99,9 +107,8 @@ def filesystem(url: str) -> Tuple[Any, str]:
         import fsspec  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError as e:
         raise _needs(url, e) from None
-    scheme = _scheme(url)
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(("AWS_", "FSSPEC_"))))
-    key = (scheme, env, os.getpid())
+    key = _fs_key(url)
+    scheme = key[0]
     fs = _FS.get(key)
     if fs is None:
         try:
@@ -139,15 +146,38 @@ def _why(e: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
+def deadline() -> float:
+    """All the waiting one call may do (docs/s3.md): connecting, and each try without a byte, plus a
+    second of slack (~34 s)."""
+    return CONNECT_TIMEOUT + ATTEMPTS * READ_TIMEOUT + 1
+
+
+def _bounded(fs: Any) -> Dict[str, Any]:
+    """The keyword that bounds one call of an async fsspec filesystem (s3fs) to deadline() seconds, all
+    its requests and tries together: fsspec's sync wrapper takes `timeout=`; {} for a sync one."""
+    return {"timeout": deadline()} if getattr(fs, "async_impl", False) else {}
+
+
+# an endpoint that did not answer in time: later requests to it fail at once (one wait per command, not one
+# per request: the info of a prefix, its listing, each object)
+_DEAD: Dict[Tuple[Any, ...], str] = {}
+
+
 def _call(url: str, fn: Callable[[], T]) -> T:
     """fn(), its failure one InputError line."""
     from .names import InputError
+    dead = _DEAD.get(_fs_key(url))
+    if dead:
+        raise _error(f"cannot read {_show(url)}: {dead}")
     try:
         return fn()
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - botocore, aiohttp and fsspec errors alike
-        raise _error(f"cannot read {_show(url)}: {_why(e)}") from None
+        why = _why(e)
+        if why.startswith("cannot reach the endpoint"):
+            _DEAD[_fs_key(url)] = why
+        raise _error(f"cannot read {_show(url)}: {why}") from None
 
 
 # --- what a URL names -----------------------------------------------------------------------------
@@ -155,7 +185,7 @@ def _info(url: str) -> Optional[Dict[str, Any]]:
     """The object's (or prefix's) info; None when there is none."""
     fs, path = filesystem(url)
     try:
-        return _call(url, lambda: fs.info(path))
+        return _call(url, lambda: fs.info(path, **_bounded(fs)))
     except TriageError as e:
         if "no such object or prefix" in str(e):
             return None
@@ -182,7 +212,7 @@ def _url_of(fs: Any, url: str, name: str) -> str:
 
 def _listing(url: str, path: str) -> List[Dict[str, Any]]:
     fs, _ = filesystem(url)
-    entries = _call(url, lambda: fs.ls(path, detail=True))
+    entries = _call(url, lambda: fs.ls(path, detail=True, **_bounded(fs)))
     base = path.rstrip("/")
     return [e for e in entries if e.get("name", "").rstrip("/") != base and _base(e["name"])]
 
@@ -260,7 +290,9 @@ def mtime(url: str) -> float:
     """The object's last-modified time (one HEAD request), else now."""
     try:
         fs, path = filesystem(url)
-        info = fs.info(path)
+        if _DEAD.get(_fs_key(url)):
+            return time.time()
+        info = fs.info(path, **_bounded(fs))
         t = info.get("LastModified") or info.get("mtime") or info.get("last_modified") or info.get("created")
         if hasattr(t, "timestamp"):
             return float(t.timestamp())

@@ -341,6 +341,28 @@ def _read_errors() -> Tuple[Type[BaseException], ...]:
 _MAGIC = [(b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"), (b"\x28\xb5\x2f\xfd", "zstd")]
 MAX_RATIO = 100          # decompressed / compressed bytes beyond which (and past MAX_EXPANDED) reading stops
 MAX_EXPANDED = 1 << 30   # ... a decompression bomb is told from a very repetitive log only past 1 GiB
+EARLY_AFTER = 32 << 20   # ... or, a file of known size, as soon as this much came out at a ratio that makes the
+#                          whole file pass MAX_EXPANDED: it would be stopped there, now rather than ~50 s later
+#                          (a ratio alone tells nothing: a log of time-stamped repeated lines is 1,500x in xz)
+
+
+def _stored_size(raw: Any) -> int:
+    """The size of a compressed input as stored (a regular file, a fetched object; through a _Tap); 0
+    when not known (stdin, a pipe)."""
+    for _ in range(3):
+        try:
+            st = os.fstat(raw.fileno())
+            return st.st_size if stat.S_ISREG(st.st_mode) else 0
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass
+        size = getattr(getattr(raw, "_f", None), "size", None)      # remote._Raw: the fsspec file's size
+        if isinstance(size, int):
+            return size
+        inner = getattr(raw, "_f", None) or getattr(raw, "raw", None)
+        if inner is None or inner is raw:
+            return 0
+        raw = inner
+    return 0
 
 
 class _Limited(io.BufferedIOBase):
@@ -351,6 +373,7 @@ class _Limited(io.BufferedIOBase):
         self.f, self.raw, self.label, self.kind = f, raw, label, kind
         self.out = 0
         self.stopped = ""
+        self.stored = _stored_size(raw)
 
     @property
     def name(self) -> str:          # the compressed file's (TextIOWrapper.name)
@@ -367,15 +390,23 @@ class _Limited(io.BufferedIOBase):
             return b""
         data = self.f.read(-1 if n is None else n)
         self.out += len(data)
-        if self.out > MAX_EXPANDED:
-            try:
-                comp = self.raw.tell()
+        if self.out > MAX_EXPANDED or (self.stored and self.out > EARLY_AFTER):
+            try:       # the compressed bytes read, less those read ahead and not yet decompressed (zstd's)
+                comp = self.raw.tell() - getattr(self.f, "pending", 0)
             except (OSError, ValueError, AttributeError):
                 comp = 0
-            if comp and self.out > MAX_RATIO * comp:
+            if comp > 0 and self.out > MAX_RATIO * comp and self._bomb(comp):
                 self.stopped = (f"stopped reading {self.label} after {self.out >> 20:,} MiB decompressed from "
                                 f"{comp >> 10:,} KiB (ratio over {MAX_RATIO}: a decompression bomb?)")
         return data
+
+    def _bomb(self, comp: int) -> bool:
+        """Past MAX_RATIO (the caller's test), a bomb: past MAX_EXPANDED, or bound to pass it: the whole
+        stored file at the ratio so far (a log compresses about evenly; a stream of unknown size, or an
+        input the decompressor has read to its end, is stopped at MAX_EXPANDED)."""
+        if self.out > MAX_EXPANDED:
+            return True
+        return 0 < comp < self.stored and self.out * min(self.stored, 1 << 50) > MAX_EXPANDED * comp
 
     def peek(self, n: int) -> bytes:
         return self.f.peek(n) if hasattr(self.f, "peek") else b""
@@ -426,6 +457,11 @@ class _ZstdFrames(io.RawIOBase):
 
     def readable(self) -> bool:
         return True
+
+    @property
+    def pending(self) -> int:
+        """Compressed bytes read and not yet decompressed (a bomb's ratio is of what was)."""
+        return len(self._pending)
 
     def readinto(self, b: Any) -> int:
         while self._pos >= len(self._out) and not self._done:
@@ -606,20 +642,26 @@ class _Prefixed(io.RawIOBase):
 
     def __init__(self, head: bytes, f: IO[bytes]):
         self._head, self._f = head, f
+        self._pos = 0               # bytes given so far: a pipe's tell() (a decompression bomb's ratio)
 
     def readable(self) -> bool:
         return True
+
+    def tell(self) -> int:
+        return self._pos
 
     def readinto(self, b: Any) -> int:
         if self._head:
             n = min(len(b), len(self._head))
             b[:n] = self._head[:n]
             self._head = self._head[n:]
+            self._pos += n
             return n
         read1 = getattr(self._f, "read1", None)
         data = read1(len(b)) if read1 is not None else self._f.read(len(b))
         n = len(data)
         b[:n] = data
+        self._pos += n
         return n
 
     def close(self) -> None:

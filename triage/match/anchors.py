@@ -45,8 +45,16 @@ def _literal_rx(lit: bytes) -> bytes:
                     for c in lit)
 
 
+def _per_line(rx: bytes) -> bytes:
+    """An anchor's expression reported once a line whatever it holds: to the end of its line (Hyperscan
+    reports a match once per end offset).  A literal found all over a line ("a" in a line of a's, issue
+    46: 64 MiB of them was 64 M callbacks, 33 s and 740 MB) is one report for the line."""
+    return rx + b"[^\\n]*$"
+
+
 CACHE_KEEP = 16            # compiled anchor databases kept (the most recently used)
-DB_FORMAT = 2              # how a database is made of its anchors (_literal_rx, the flags): change it with them
+DB_FORMAT = 4              # how a database is made of its anchors (_literal_rx, the flags): change it with them
+                           # (3: cache files hold their name's digest; 4: literals reported once a line, issue 46)
                            # (tests/test_cachefiles.py pins them to it)
 
 
@@ -151,7 +159,7 @@ class AnchorSet:
             ids: List[int] = []
             flags: List[int] = []
             for i, a in enumerate(self.anchors):
-                exprs.append(a.text.encode("utf-8") if a.regex else _literal_rx(a.text.encode("utf-8")))
+                exprs.append(a.text.encode("utf-8") if a.regex else _per_line(_literal_rx(a.text.encode("utf-8"))))
                 ids.append(i)
                 f = _hs.HS_FLAG_MULTILINE
                 if a.ignore_case:

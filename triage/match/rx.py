@@ -249,6 +249,7 @@ def search(rx: Union[LazyRx, "regex.Pattern[str]"], text: str,
 
 
 MAX_REPEAT_COUNT = 1000      # a {n} / {n,m} bound above this is refused in a pattern
+MANY_ROUNDS = 10             # a counted repeat of this many rounds or more is judged as an unbounded one
 
 # risky() reads a pattern with the stdlib's parser: a parsed pattern is a list of (opcode, argument)
 # items whose shape depends on the opcode (untyped in the standard library, so Any here).
@@ -341,14 +342,20 @@ def _children(name: str, av: Any) -> List[List[_Item]]:
     return []
 
 
+def _many(hi: Any, maxrepeat: Any) -> bool:
+    """A repeat's upper bound lets it take many rounds: unbounded, or MANY_ROUNDS and more (a counted
+    repeat backtracks as an unbounded one does within its count: (.*a){20}x, (a?){30}a{30})."""
+    return hi is maxrepeat or hi >= MANY_ROUNDS
+
+
 def _inner_repeats(items: List[_Item], maxrepeat: Any) -> List[Optional[CharTest]]:
-    """Character predicates of the unbounded repeats inside `items` (None when unknown)."""
+    """Character predicates of the repeats of many rounds inside `items` (None when unknown)."""
     out: List[Optional[CharTest]] = []
     for op, av in items:
         name = str(op)
         if name in _REPEATS:
             _lo, hi, sub = av
-            if hi is maxrepeat and name != "POSSESSIVE_REPEAT":
+            if _many(hi, maxrepeat) and name != "POSSESSIVE_REPEAT":
                 out.append(_chars(sub[0]) if len(sub) == 1 else None)
             out += _inner_repeats(sub, maxrepeat)
         elif name in ("SUBPATTERN", "BRANCH"):
@@ -442,6 +449,9 @@ def _ambiguous_branch(body: List[_Item]) -> bool:
             alts = list(av[1])
             follow = _first(body[k + 1:] + body) if _nullable(body[k + 1:]) else _first(body[k + 1:])
             firsts = [_first(a) for a in alts]
+            keys = [_shape(a) for a in alts]
+            if len(set(keys)) < len(keys):
+                return True               # the same alternative twice: (a|a)* (the parser leaves a(?:|))
             for i, a in enumerate(alts):
                 if _nullable(a) and any(_overlap(f, follow) for j, f in enumerate(firsts) if j != i):
                     return True
@@ -489,7 +499,9 @@ def _repeat_risk(name: str, av: Any, maxrepeat: Any) -> Optional[str]:
     lo, hi, sub = av
     if (hi is not maxrepeat and hi > MAX_REPEAT_COUNT) or lo > MAX_REPEAT_COUNT:
         return f"repetition count above {MAX_REPEAT_COUNT}"
-    if hi is maxrepeat and name != "POSSESSIVE_REPEAT":
+    if _rounds(sub, maxrepeat) * (hi if hi is not maxrepeat else 1) > MAX_REPEAT_COUNT and hi is not maxrepeat:
+        return f"nested repetition counts whose product is above {MAX_REPEAT_COUNT}, such as (a{{1,1000}}){{1,1000}}"
+    if _many(hi, maxrepeat) and name != "POSSESSIVE_REPEAT":
         body = sub[0][1][-1] if len(sub) == 1 and str(sub[0][0]) == "SUBPATTERN" else sub
         inner = _inner_repeats(body, maxrepeat)
         if inner and not _delimited(body, inner):
@@ -500,6 +512,29 @@ def _repeat_risk(name: str, av: Any, maxrepeat: Any) -> Optional[str]:
             return ("an unbounded quantifier over alternatives that can match the same text, such as (a|aa)+ "
                     "(catastrophic backtracking)")
     return None
+
+
+def _shape(items: Any) -> Any:
+    """A parsed item sequence as nested tuples (two alternatives written alike compare equal)."""
+    if isinstance(items, (list, tuple)) or type(items).__name__ == "SubPattern":
+        return tuple(_shape(x) for x in items)
+    return str(items) if not isinstance(items, (int, type(None))) else items
+
+
+def _rounds(items: List[_Item], maxrepeat: Any) -> int:
+    """The largest product of the counted repeats' upper bounds nested in ITEMS (1: none; an unbounded
+    one counts 1 here, judged by the other checks)."""
+    best = 1
+    for op, av in items:
+        name = str(op)
+        subs = _subs(name, av)
+        if subs is None:
+            continue
+        inner = max((_rounds(sub, maxrepeat) for sub in subs), default=1)
+        if name in _REPEATS and av[1] is not maxrepeat:
+            inner *= max(1, av[1])
+        best = max(best, inner)
+    return best
 
 
 def _walk(items: List[_Item], maxrepeat: Any) -> Optional[str]:

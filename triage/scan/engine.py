@@ -143,12 +143,14 @@ class Engine:
         core.blocks_limit = blocks_limit
         view = View(self.window)
         sources: List[str] = []
+        ends: Dict[str, int] = {}     # each input's last line (seq): where it ends, whatever else shows
         seq = 0
         prev: Tuple[str, int] = ("", -1)
         for line in lines:
             if (line.source, line.lineno) != prev:    # the updates of a progress bar share one line
                 seq += 1
                 prev = (line.source, line.lineno)
+            ends[line.source] = seq
             if not sources or sources[-1] != line.source:
                 if line.source not in sources:
                     sources.append(line.source)
@@ -166,7 +168,9 @@ class Engine:
             if line.rank is not None:
                 core.ranks_seen.setdefault(inp.attempt(line), set()).add(line.rank)
             view.done(line, st)
-        return self.result(core, obs, rules, seq, sources)
+        res = self.result(core, obs, rules, seq, sources)
+        res.input_ends = ends
+        return res
 
     # --- the block driver ---------------------------------------------------------------------
     def scan_paths(self, paths: Sequence[str], extra: Sequence[Observer] = (), blocks_limit: int = 500,
@@ -182,7 +186,8 @@ class Engine:
         rules_idx = obs.index(rules)
         aset = self.anchor_set_of(obs)
         sources: List[str] = []
-        total_lines = 0
+        ends: Dict[str, int] = {}     # each input's last line (seq): an input without a match or a block
+        total_lines = 0               # of its own still ends where it ends (crashes._input_ends)
         nbytes = 0
         done_bytes = 0
         all_paths = expand_paths(paths, core.notes)
@@ -213,6 +218,7 @@ class Engine:
                     continue
                 if n_lines:
                     sources.append(describe_input(path).label)
+                    ends[sources[-1]] = total_lines + n_lines
                 total_lines += n_lines
                 nbytes += n_bytes
                 done_bytes += _size(path)
@@ -224,6 +230,7 @@ class Engine:
         if failed and len(failed) == len(all_paths):
             raise InputError(f"no input could be read: {failed[0]}")
         res = self.result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
+        res.input_ends = ends
         res.content_hash = digest.hexdigest() if digest is not None else None    # closed: all hashed
         return res
 

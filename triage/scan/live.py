@@ -57,6 +57,7 @@ class LiveScan:
         self.inputs: Dict[str, _LiveInput] = {}
         self.order: List[str] = []          # labels, in the order they appeared
         self.extra = list(extra)
+        self.skipped: Dict[str, int] = {}   # bytes of each input not read (skip: the follower fell behind)
 
     # --- feeding --------------------------------------------------------------------------------
     def _input(self, label: str, path: Optional[str]) -> _LiveInput:
@@ -103,6 +104,18 @@ class LiveScan:
         whole = b"".join((li.carry, memoryview(data)[:cut + 1], extra))
         li.carry = rest
         return self._block(li, whole)
+
+    def skip(self, label: str, nbytes: int) -> None:
+        """NBYTES of input LABEL were not read (the follower fell behind its writer and skipped to its tail):
+        its partial line is dropped, and so is the first, partial, line after the gap; the result notes it."""
+        li = self.inputs.get(label)
+        if li is not None:
+            li.carry = b""
+            li.prev = b""
+        else:
+            li = self._input(label, None)
+        li.skipping = True
+        self.skipped[label] = self.skipped.get(label, 0) + nbytes
 
     def end_input(self, label: str) -> int:
         """The input ended (or was truncated / replaced): its partial last line is scanned as a line."""
@@ -168,4 +181,6 @@ class LiveScan:
         nbytes = sum(li.scan.nbytes for li in inputs.values())
         res = self.engine.result(core, obs, rules, lines, sources, nbytes, self.aset.engine)
         res.input_ends = ends
+        res.notes += [f"fell behind the writer of {label}: skipped {n / (1 << 20):,.0f} MiB of it to read on from its "
+                      "end (the lines in them were not triaged)" for label, n in self.skipped.items()]
         return res, extra

@@ -29,6 +29,11 @@ from ..record import record
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
 MIN_EFFECT_PCT = 1.5      # smaller changes are treated as noise even when "significant"
 EVIDENCE_KEEP = 64       # iterations whose step line is kept as evidence (plus those around a capture)
+MAX_STEPS = 1 << 17       # iterations whose time is kept (issue 46: a watched log of millions of step lines grew
+#                           without bound, 5 GB); past it every other one is let go, the first HEAD_STEPS and the
+#                           capture steps kept, and only every STRIDE-th is taken from then on (a sample of the
+#                           steady steps, evenly spread: their median and the comparisons need no more)
+HEAD_STEPS = 4096
 MIN_SAMPLES = 4           # fewer steady-state steps on either side: no verdict (a bootstrap of 2-3 is not honest)
 BOOTSTRAP = 2000
 
@@ -134,6 +139,10 @@ class StepLog:
     # from its checkpoint): whether a restarted job got further than the attempt before (issue 43)
     _runs: Dict[str, List[int]] = field(default_factory=dict)
     _last_it: Dict[str, int] = field(default_factory=dict)
+    _stride: int = 1                                       # > 1: only every _stride-th iteration is kept (thinned)
+    _let_go: int = 0                                       # distinct iterations not kept (thinned, or not sampled)
+    _top: int = -1                                         # the highest iteration seen
+    _head_top: int = -1                                    # the last of the first HEAD_STEPS (kept whole)
 
     # anchors (anchors.Anchor) of every line `feed` reacts to: step lines and the capture regexes
     ANCHORS = [
@@ -177,12 +186,12 @@ class StepLog:
                     year: Optional[int] = None) -> None:
         """A record of scan_lines for the line at buf[ls:]; `lineno()` counts its line number."""
         it, ms, tflops, length, loss = rec
-        if loss is not None:
-            self.losses[it] = loss
         ts = None
         if self._needs_ts(it, source):
             ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
         self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), tflops)
+        if loss is not None and it in self.times:
+            self.losses[it] = loss
 
     def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
                      lineno_at: Callable[[int], int], year: Optional[int] = None) -> None:
@@ -200,6 +209,8 @@ class StepLog:
                 window = self._ev_window            # (a capture starts another window)
                 every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
                 continue
+            if self._stride > 1 and not self._sampled(it):
+                continue
             ms = rec[1]
             if ms >= times.get(it, -1.0):
                 times[it] = ms
@@ -207,6 +218,40 @@ class StepLog:
                 tfl[it] = rec[2]
             if rec[4] is not None:
                 self.losses[it] = rec[4]
+        if len(times) > MAX_STEPS:
+            self._thin()
+
+    def _sampled(self, it: int) -> bool:
+        """Thinned (_stride > 1): whether iteration IT is kept -- a multiple of the stride, the first
+        HEAD_STEPS, a capture step, one kept already; one let go is counted once (the highest seen grows)."""
+        if it % self._stride == 0 or it in self.times or it in self._capture_set or it <= self._head_top:
+            return True
+        if it > self._top:
+            self._top = it
+            self._let_go += 1
+        return False
+
+    def _thin(self) -> None:
+        """Past MAX_STEPS iterations: every other one of those after the first HEAD_STEPS is let go
+        (capture steps and evidence kept), and the stride doubles for those to come."""
+        its = self.iterations()
+        if self._stride == 1:
+            self._head_top = its[min(HEAD_STEPS, len(its)) - 1]
+        self._stride *= 2
+        keep = self._capture_set | set(self.evidence)
+        gone = [i for i in its if i > self._head_top and i % self._stride and i not in keep]
+        for i in gone:
+            del self.times[i]
+            self.tflops.pop(i, None)
+            self.losses.pop(i, None)
+            self._step_ts.pop(i, None)
+        self._let_go += len(gone)
+        self._top = max(self._top, its[-1])
+        self._order = []
+
+    def count(self) -> int:
+        """Distinct iterations with a time, those let go by the thinning included."""
+        return len(self.times) + self._let_go
 
     def _needs_ts(self, it: int, source: str) -> bool:
         """A step's time matters only to place a capture by time: while a capture time waits for
@@ -228,7 +273,7 @@ class StepLog:
             ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
             if ms is not None and (tf is not None or not m.group(3)):
                 self._add(int(m.group(1)), ms, line, tf)
-                lm = _LOSS.search(line.text, timeout=TIMEOUT)
+                lm = _LOSS.search(line.text, timeout=TIMEOUT) if int(m.group(1)) in self.times else None
                 if lm:
                     try:
                         self.losses[int(m.group(1))] = float(lm.group(1))
@@ -292,11 +337,15 @@ class StepLog:
             self._capture_pending[source] = False
         if ts is not None and (self._cts_open or it in self._capture_set):
             self._place_captures(it, ts)
+        if self._stride > 1 and not self._sampled(it):
+            return
         if ms >= self.times.get(it, -1.0):
             self.times[it] = ms
             self._keep_evidence(it, source, lineno, text)
         if tflops is not None:
             self.tflops[it] = tflops
+        if len(self.times) > MAX_STEPS:
+            self._thin()
 
     def reached(self) -> Optional[int]:
         """The highest iteration the last run of iterations reached (any input); None: no step line."""
@@ -551,7 +600,7 @@ def summary(s: StepLog, warmup: Optional[int], st: Optional[List[Tuple[int, floa
     its = s.iterations()
     # (C-level passes: a million-step run's lists took a tenth of a second in comprehensions)
     d: Dict[str, object] = {
-        "iterations": len(times),
+        "iterations": s.count(),
         "steady_iterations": list(map(itemgetter(0), st)),
         "steady_median_ms": round(_median(list(map(itemgetter(1), st))), 3) if st else None,
         "capture_iterations": s.capture_iters,

@@ -143,6 +143,9 @@ class Watch:
                     fr = self.file_ranks[c.label] = rank_from_filename(c.path) if c.path and c.path != "-" else None
                 self.progress.feed(c.data, fr)
                 self.last_bytes = now
+            elif c.kind == "skip":                       # fallen behind a fast writer: read on from its tail
+                self.live.skip(c.label, c.skipped)
+                self.last_bytes = now
             else:
                 self.live.end_input(c.label)
         fp = self._relevance()

@@ -98,6 +98,8 @@ def test_no_folded_hash_when_an_input_is_not_read_whole(inputs, pats, tmp_path):
 def _count_reads(monkeypatch, path):
     """Opens of PATH (builtins.open and os.open) and the bytes read through them."""
     seen = {"opens": 0, "bytes": 0}
+    from triage.inputs import ourreports
+    ourreports._SEEN.clear()               # the report peek of an earlier test in this process
     real_open, real_os_open = builtins.open, os.open
 
     class Counting(io.BufferedReader):
@@ -138,7 +140,9 @@ def test_analyze_record_reads_the_input_once(inputs, tmp_path, monkeypatch, name
     monkeypatch.undo()
     assert r.exit_code == 1, r.output
     size = os.path.getsize(path)
-    assert seen["opens"] == 1 and size <= seen["bytes"] < 2 * size, seen
+    # one read of the whole input, and one peek at its first 4 KiB (issue 45: is it a triage report? once a
+    # process, not again when the store expands the inputs for the job's time)
+    assert seen["opens"] == (2 if name == "a.log" else 1) and size <= seen["bytes"] < 2 * size, seen
     with Store(db) as st:
         (rec,) = st.records()
     assert rec.content_hash == content_hash([path])          # the same record as before the fold
@@ -161,4 +165,4 @@ def test_fleet_record_uses_the_folded_hash(inputs, pats, monkeypatch):
     res = analyse_job(Job("job", path), pats)
     monkeypatch.undo()
     assert res.record is not None and res.record.content_hash == content_hash([path])
-    assert seen["opens"] == 1
+    assert seen["opens"] == 2            # the read, and one peek at the first 4 KiB (issue 45's report check)

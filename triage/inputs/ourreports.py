@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 from ..lazyre import lazy_re
 
@@ -37,15 +37,26 @@ def report_format(head: bytes) -> Optional[str]:
     return None
 
 
+_SEEN: Dict[Tuple[str, int, int, int], Optional[str]] = {}    # (path, inode, size, mtime) -> report_file
+_SEEN_MAX = 4096
+
+
 def report_file(path: str) -> Optional[str]:
-    """The format of the triage report at PATH (report_format of its first bytes), None for a log or
-    a file that cannot be read (opening it later says why)."""
+    """The format of the triage report at PATH (report_format of its first HEAD_BYTES), None for a log
+    or a file that cannot be read (opening it later says why).  One peek a file per process: a file
+    expanded again (the store's job time after the scan) is not opened again while it is unchanged."""
     if path.lower().endswith((".gz", ".bz2", ".xz", ".zst", ".zip")):
         return None
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
             return None                  # a FIFO or a device: reading its head would take it from the scan
-        with open(path, "rb") as f:
-            return report_format(f.read(HEAD_BYTES))
+        key = (os.path.abspath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        if key not in _SEEN:
+            with open(path, "rb") as f:
+                if len(_SEEN) >= _SEEN_MAX:
+                    _SEEN.clear()
+                _SEEN[key] = report_format(f.read(HEAD_BYTES))
+        return _SEEN[key]
     except OSError:
         return None

@@ -74,8 +74,9 @@ def watch(logs: List[str], fmt: str, settle: float, stall: Optional[float], hear
     files appear, stdin when none) and name the root cause while it still hangs.
 
     Only new bytes are read, through the same engine and catalog as analyze.
-    Events (--format jsonl: one JSON object a line): root-cause, cascade,
-    hang-suspected, healthy-progress, ended.  See docs/watch.md.
+    Events (--format jsonl: one JSON object a line): waiting (no line read yet),
+    root-cause, cascade, hang-suspected, healthy-progress, ended.  See
+    docs/watch.md.
 
     \b
     It ends by itself when the launcher reports the job's end (torchrun's

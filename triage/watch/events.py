@@ -88,8 +88,9 @@ def to_text(ev: Dict[str, Any]) -> str:
     elif k == "waiting":
         line = waiting_text(ev.get("missing") or [])
     else:
-        line = (f"triage watch: ended ({ev.get('reason')}): {ev.get('summary') or ev.get('outcome')}; "
-                f"exit {ev.get('exit_code')}")
+        code = (f"the verdict's exit {ev.get('exit_code')} (the process exits by the signal)"
+                if ev.get("reason") == "interrupted" else f"exit {ev.get('exit_code')}")
+        line = f"triage watch: ended ({ev.get('reason')}): {ev.get('summary') or ev.get('outcome')}; {code}"
     return redact(line)
 
 

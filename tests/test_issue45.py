@@ -481,3 +481,25 @@ def test_inputs_naming_two_slurm_jobs_are_warned(tmp_path):
     (d / "b.log").write_text("slurmstepd: error: *** STEP 4242.0 ON node-3 CANCELLED AT 2026-12-03T10:00:00 ***\n")
     r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
     assert "several_jobs" not in json.loads(r.stdout)["job"] and "several jobs" not in r.stderr
+
+
+def test_inputs_starting_different_scripts_are_warned(tmp_path):
+    """Restarts of different commands: each input's first echoed launch line (bash -x's `+ torchrun ...`,
+    the shape Megatron-LM's and Bridge's launch scripts print) starts another script: two jobs.  Ranks
+    of one job that each echo the same command are one job."""
+    d = tmp_path / "logs"
+    d.mkdir()
+    (d / "a.log").write_text("+ torchrun --nproc-per-node 8 pretrain_gpt.py --cuda-graph-impl local\n" + IMA)
+    (d / "b.log").write_text("+ torchrun --nproc-per-node 8 /workspace/Megatron-Bridge/scripts/run_recipe.py "
+                             "--recipe llama3_8b model.cuda_graph_impl=transformer_engine\n[rank0]: hello\n")
+    r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
+    sj = json.loads(r.stdout)["job"]["several_jobs"]
+    assert sj["scripts"] == ["pretrain_gpt.py", "run_recipe.py"]
+    assert "2 different scripts (pretrain_gpt.py, run_recipe.py)" in r.stderr
+    (d / "b.log").write_text("+ torchrun --nproc-per-node 8 pretrain_gpt.py --cuda-graph-impl local\n[rank1]: hi\n")
+    r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
+    assert "several_jobs" not in json.loads(r.stdout)["job"] and "several jobs" not in r.stderr
+    # an error message that quotes a command is no launch line
+    (d / "b.log").write_text("[rank1]: RuntimeError: try `python other.py --flag` instead\n")
+    r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
+    assert "several_jobs" not in json.loads(r.stdout)["job"]

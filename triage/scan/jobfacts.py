@@ -26,6 +26,14 @@ HOSTS_MAX = 8              # host names kept (the rest only counted)
 EXTRA_MAX = 4096           # distinct hosts counted beyond them at most
 SPANS_MAX = 100_000        # inputs whose time span is kept (verdict/job.py: several jobs given as one)
 JOB_IDS_MAX = 64           # distinct Slurm job ids kept
+COMMANDS_MAX = 16          # distinct launch scripts kept
+# The script an input's first echoed launch line runs (`torchrun ... pretrain_gpt.py --flags`, bash -x's
+# `+ python train.py`, `srun ... python -u run_recipe.py`): inputs that start different scripts are
+# different jobs (issue 45).  Only a line that starts with the launcher word counts: an error message
+# quoting a command does not.
+_LAUNCH_SCRIPT = lazy_re(r"^(?:\+{1,4}[ \t]+|\$[ \t]+)?(?:[A-Z_][A-Z0-9_]*=\S*[ \t]+)*(?:\S*/)?"
+                         r"(?:torchrun|python[\d.]*|srun|mpirun|deepspeed|accelerate[ \t]+launch)[ \t][^\n]*?"
+                         r"(?:^|[ \t/])([\w.\-]{1,80}\.py)(?=[ \t]|$)")
 # The job id a Slurm job's log names: an environment dump's SLURM_JOB_ID=N, slurmstepd's
 # "*** JOB N ON host CANCELLED AT ..." (a step's "*** STEP N.M ON" is that job's too)
 JOB_ID_RX = lazy_re(r"(?:^|[\s;'\"])SLURM_JOB_ID=(\d{1,20})\b|\*\*\* (?:JOB|STEP) (\d{1,20})(?:\.\w+)? ON ")
@@ -87,6 +95,7 @@ class LogFacts:
     engines: Dict[str, int] = field(default_factory=dict)  # lines naming each engine (ENGINE_MARKERS)
     spans: List[Tuple[float, float]] = field(default_factory=list)   # each input's (first, last) time (SPANS_MAX)
     job_ids: Set[str] = field(default_factory=set)       # the Slurm job ids the inputs name (JOB_IDS_MAX)
+    commands: Set[str] = field(default_factory=set)      # the script each input's first launch line runs
 
     @property
     def hosts_more(self) -> int:
@@ -115,6 +124,10 @@ class LogFacts:
             if len(self.job_ids) >= JOB_IDS_MAX:
                 break
             self.job_ids.add(j)
+        for c in sorted(other.commands):
+            if len(self.commands) >= COMMANDS_MAX:
+                break
+            self.commands.add(c)
 
 
 def job_ids_in(lines: Iterable[str]) -> Set[str]:
@@ -125,6 +138,16 @@ def job_ids_in(lines: Iterable[str]) -> Set[str]:
             for m in JOB_ID_RX.finditer(ln[:4096]):
                 out.add(m.group(1) or m.group(2))
     return out
+
+
+def first_script(lines: Iterable[str]) -> Optional[str]:
+    """The script the first echoed launch line of LINES runs (_LAUNCH_SCRIPT), or None."""
+    for ln in lines:
+        if ".py" in ln:
+            m = _LAUNCH_SCRIPT.search(ln[:4096])
+            if m:
+                return m.group(1)
+    return None
 
 
 def hosts_in(lines: Iterable[str]) -> List[str]:
@@ -170,4 +193,7 @@ def facts_of(head: bytes, tail: bytes, year: Optional[int] = None, tail_is_whole
     f.add_hosts(hosts_in(tail_lines))
     f.engines = engines_in(head_lines + tail_lines)
     f.job_ids = set(sorted(job_ids_in(head_lines + tail_lines))[:JOB_IDS_MAX])
+    script = first_script(head_lines)
+    if script:
+        f.commands.add(script)
     return f

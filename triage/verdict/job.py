@@ -39,10 +39,11 @@ JOB_IDS_SHOWN = 20
 
 
 def several_jobs(spans: Sequence[Tuple[float, float]], paths: Sequence[str] = (),
-                 job_ids: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+                 job_ids: Sequence[str] = (), commands: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
     """The inputs' time ranges SPANS (each input's first and last timestamp), merged where they overlap
-    or lie less than JOBS_APART_S apart; two or more ranges, or two or more Slurm job ids the logs name
-    (JOB_IDS), are several jobs: what to say, else None."""
+    or lie less than JOBS_APART_S apart; two or more ranges, two or more Slurm job ids the logs name
+    (JOB_IDS), or inputs whose first launch lines start different scripts (COMMANDS) are several jobs:
+    what to say, else None."""
     ids = sorted(set(job_ids), key=lambda x: (len(x), x))
     ranges: List[List[float]] = []
     for a, b in sorted(spans):
@@ -50,7 +51,8 @@ def several_jobs(spans: Sequence[Tuple[float, float]], paths: Sequence[str] = ()
             ranges[-1][1] = max(ranges[-1][1], b)
         else:
             ranges.append([a, b])
-    if len(ranges) < 2 and len(ids) < 2:
+    scripts = sorted(set(commands))
+    if len(ranges) < 2 and len(ids) < 2 and len(scripts) < 2:
         return None
     gap = max((ranges[i + 1][0] - ranges[i][1] for i in range(len(ranges) - 1)), default=0.0)
     span = ranges[-1][1] - ranges[0][0] if ranges else 0.0
@@ -62,11 +64,15 @@ def several_jobs(spans: Sequence[Tuple[float, float]], paths: Sequence[str] = ()
                    f"({span / 86400:.0f} days in all)")
     if len(ids) >= 2:
         why.append(f"they name {len(ids)} Slurm job ids ({', '.join(ids[:4])}{', ...' if len(ids) > 4 else ''})")
+    if len(scripts) >= 2:
+        why.append(f"they launch {len(scripts)} different scripts ({', '.join(scripts[:4])}"
+                   f"{', ...' if len(scripts) > 4 else ''})")
     msg = (f"the inputs look like several jobs: {' and '.join(why)}, and one verdict mixes them (cascades of "
            f"another job's failure); triage each job on its own, or all of them with `{how}` (one job per file "
            "or directory)")
     return {"time_ranges": max(1, len(ranges)), "largest_gap_days": round(gap / 86400, 1),
-            "span_days": round(span / 86400, 1), "job_ids": ids[:JOB_IDS_SHOWN], "fleet": how, "message": msg}
+            "span_days": round(span / 86400, 1), "job_ids": ids[:JOB_IDS_SHOWN], "scripts": scripts[:JOB_IDS_SHOWN],
+            "fleet": how, "message": msg}
 
 
 def _evidence_texts(a: Any) -> Sequence[str]:
@@ -97,4 +103,4 @@ def job_info(a: Any, identity: Any, env: Optional[Mapping[str, str]] = None,
                    hosts=tuple(facts.hosts[:HOSTS_MAX]), hosts_more=facts.hosts_more,
                    log_start=facts.start, log_end=facts.end,
                    analysed_at=time.time() if now is None else now, triage_version=__version__,
-                   several_jobs=several_jobs(facts.spans, paths, sorted(facts.job_ids)))
+                   several_jobs=several_jobs(facts.spans, paths, sorted(facts.job_ids), sorted(facts.commands)))

@@ -57,7 +57,16 @@ from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .observer import Feeder, Observer, registered
 from .pool import _Pool, _size
-from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
+from .prepare import (
+    _CTRL_RX,
+    ANCHOR_STRIDE,
+    ANCHOR_TAG,
+    NORM_TAG,
+    RULE_TAG,
+    _batchers,
+    anchor_set,
+    prepare_block,
+)
 from .results import Match, ScanResult
 from .rules import Rules
 from .state import CONTEXT_LINES, Core, Event, InputState, View
@@ -91,7 +100,11 @@ class Engine:
     def anchor_set_of(self, obs: Sequence[Observer]) -> AnchorSet:
         anchors: List[Anchor] = [Anchor(_CTRL_RX, NORM_TAG, regex=True)]
         for i, o in enumerate(obs):
-            anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
+            if o.per_anchor:          # each anchor its own tag: the scan says which of them hit (Event.anchored)
+                anchors += [Anchor(a.text, ANCHOR_TAG + i * ANCHOR_STRIDE + k, a.ignore_case, a.regex)
+                            for k, a in enumerate(o.anchors)]
+            else:
+                anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
         for r, (_, rule) in enumerate(self.rules):
             for lit_ in rule.literals:
                 anchors.append(Anchor(lit_, RULE_TAG + r, rule.ignore_case))

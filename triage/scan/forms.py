@@ -74,9 +74,14 @@ def failure_forms() -> Tuple[FailureForm, ...]:
 
 def _prefilter(f: FailureForm) -> Tuple[str, ...]:
     """The literals one of which every line F's regex matches holds; () when none is derived."""
-    if f.regex is None or f.regex.flags & re.IGNORECASE or "(?i" in f.regex.pattern:
+    return _literals_of(f.regex)
+
+
+def _literals_of(rx: Optional[LazyRx]) -> Tuple[str, ...]:
+    """The literals one of which every text RX matches holds; () when none is derived (or RX is None)."""
+    if rx is None or rx.flags & re.IGNORECASE or "(?i" in rx.pattern:
         return ()
-    return tuple(derive_literals(f.regex.pattern)[0])
+    return tuple(derive_literals(rx.pattern)[0])
 
 
 @core_observer(40)
@@ -86,6 +91,7 @@ class FailureForms(Observer):
     earliest failure, the last tells whether the input ends with it.  A repeat of a line between them
     changes neither: the scanner may skip runs of copies (skippable)."""
     skippable = True
+    per_anchor = True           # the block driver says which forms' anchors hit a line (Event.anchored)
 
     def __init__(self, core: Core):
         self.core = core
@@ -95,6 +101,8 @@ class FailureForms(Observer):
         # wakes the observer for all; every line of a 4,096-rank storm holds a glog `E` header): one search
         # for any of them first -- a line with none is tried only with the forms that have none
         self.lits = [_prefilter(f) for f in self.forms]
+        # the same for each form's `not` regex: a line holding none of its literals is not searched with it
+        self.neg_lits = {id(f): _literals_of(f.negative) for f in self.forms if f.negative is not None}
         every = sorted({x for p in self.lits for x in p})
         self.any_lit = re.compile("|".join(map(re.escape, every))) if every else None
 
@@ -104,18 +112,32 @@ class FailureForms(Observer):
             return                      # (a death the launcher or the shell reports on this line: it is kept)
         cooked = line.text[:2000]
         raw = (line.raw or line.text)[:2000]
+        hit = ev.anchored.get(id(self)) if ev.anchored is not None else None
+        if hit is not None:             # only the forms whose own anchor hit the line (issue 44: a storm of glog
+            for k in sorted(hit):       # E lines wakes the error-last-line form alone)
+                if self._try(self.forms[k], line, ev, cooked, raw):
+                    return
+            return
         some = self.any_lit is not None and (self.any_lit.search(raw) is not None
                                              or (cooked not in raw and self.any_lit.search(cooked) is not None))
         for f, lits in zip(self.forms, self.lits):
             if lits and (not some or not any(x in (raw if f.raw else cooked) for x in lits)):
                 continue
-            rx = f.regex
-            assert rx is not None
-            text = raw if f.raw else cooked
-            if rx.search(text, timeout=TIMEOUT) and not (
-                    f.negative is not None and f.negative.search(text, timeout=TIMEOUT)):
-                self._hit(f, line, ev)
+            if self._try(f, line, ev, cooked, raw):
                 return
+
+    def _try(self, f: FailureForm, line: Line, ev: Event, cooked: str, raw: str) -> bool:
+        """Form F on LINE: kept when it matches (True)."""
+        assert f.regex is not None
+        text = raw if f.raw else cooked
+        if not f.regex.search(text, timeout=TIMEOUT):
+            return False
+        if f.negative is not None:
+            lits = self.neg_lits[id(f)]
+            if (not lits or any(x in text for x in lits)) and f.negative.search(text, timeout=TIMEOUT):
+                return False
+        self._hit(f, line, ev)
+        return True
 
     def _hit(self, f: FailureForm, line: Line, ev: Event) -> None:
         group = ev.inp.attempt(line)

@@ -18,6 +18,9 @@ class Observer:
     anchors: Sequence[Anchor] = ()
     # a copy of a line it was just fed changes nothing it keeps (the scanner may skip runs of copies)
     skippable = False
+    # the block driver says which of its anchors hit a line it is fed (Event.anchored: their indexes in
+    # `anchors`; None from the line driver or when it is fed for another reason: any of them may hold)
+    per_anchor = False
 
     def feed(self, line: Line, ev: Event) -> None:  # pragma: no cover - interface
         raise NotImplementedError

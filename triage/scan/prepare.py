@@ -26,6 +26,10 @@ _CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f][^\n]*$"
 NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
 NORMED_TAG = -2          # ... and its tags come from its normalised text
 RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
+# tags >= ANCHOR_TAG name one anchor of an observer that asks which of its anchors hit
+# (Observer.per_anchor): ANCHOR_TAG + observer index * ANCHOR_STRIDE + the anchor's index
+ANCHOR_TAG = 1 << 24
+ANCHOR_STRIDE = 1 << 12
 # A worker sends the scanner its searches of a line only when they took at least this much CPU time
 # (or one timed out): a search of a few microseconds costs the scanner less to redo than to receive
 # (measured on the H200 host, issue 27: a 32 MiB watchdog storm, every line a match, took 6.4-6.9 s
@@ -133,7 +137,7 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
     guard = guard if guard is not None else WorkerBudget(rules)
     out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
-        ids = [t - RULE_TAG for t in tags if t >= RULE_TAG]
+        ids = [t - RULE_TAG for t in tags if RULE_TAG <= t < ANCHOR_TAG]
         if not ids:
             continue
         nl = buf.find(b"\n", start)

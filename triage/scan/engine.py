@@ -56,7 +56,7 @@ from .followups import Followups
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .observer import Feeder, Observer, registered
-from .pool import _Pool, _size
+from .pool import _Pool, _size, pool_block_size
 from .prepare import (
     _CTRL_RX,
     ANCHOR_STRIDE,
@@ -189,7 +189,6 @@ class Engine:
         `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
         cannot be read is a note when others can be; an InputError when it is the only one.
         `content_hash`: hash the inputs' bytes as they are read (ScanResult.content_hash, see digest.py)."""
-        from ..inputs.sources import BLOCK_SIZE
         core, obs, rules = self.wire(extra)
         core.blocks_limit = blocks_limit
         rules_idx = obs.index(rules)
@@ -201,9 +200,7 @@ class Engine:
         all_paths = expand_paths(paths, core.notes)
         digest = _digest(paths, all_paths) if content_hash else None
         batchers = _batchers(obs)
-        bs = block_size or BLOCK_SIZE
-        plan = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
-        k = _Pool.jobs([p for p, _ in plan])
+        plan, k, bs = _plan(all_paths, block_size, max_bytes)
         live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
         pool = _Pool(plan, aset, batchers, k, live) if k else None
         core.max_bytes = max_bytes
@@ -212,7 +209,7 @@ class Engine:
             for path in all_paths:
                 sink = digest.input(path) if digest is not None else None
                 try:
-                    n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
+                    n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, bs, progress,
                                                       pool, total_lines, done_bytes, sink)
                 except InputError as e:
                     if digest is not None:
@@ -295,6 +292,20 @@ class Engine:
             core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole and len(last) <= EDGE_BYTES))
         return scan.lineno, scan.nbytes
 
+
+
+def _plan(all_paths: List[str], block_size: int, max_bytes: int) -> Tuple[list, int, int]:
+    """The plain inputs a pool's workers prepare, with their blocks (geometry.plain_inputs), the
+    workers to start, and the block size: the one given (0: sources.BLOCK_SIZE), or for a pool
+    one that gives every process several blocks (pool.pool_block_size)."""
+    from ..inputs.sources import BLOCK_SIZE
+    k0 = _Pool.jobs(all_paths)
+    if not k0:
+        return [], 0, block_size
+    bs = block_size or pool_block_size(sum(_size(p) for p in all_paths), k0)
+    plan = plain_inputs(all_paths, bs or BLOCK_SIZE, max_bytes)
+    k = _Pool.jobs([p for p, _ in plan])
+    return plan, k, (bs if k else block_size)
 
 
 def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":

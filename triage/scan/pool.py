@@ -28,6 +28,17 @@ MAX_WORKERS = 15           # worker processes at most (the default is the cores,
 
 
 MAIN_EVERY = 4             # with one worker, the scanner prepares every 4th block itself (balance)
+BLOCKS_PER_PROCESS = 4     # a pooled scan cuts its inputs into at least this many blocks per process ...
+MIN_POOL_BLOCK = 1 << 20   # ... of at least this many bytes (and at most sources.BLOCK_SIZE)
+
+
+def pool_block_size(total: int, k: int) -> int:
+    """The block size of a scan of TOTAL bytes with K workers: several blocks for each process, so that
+    none waits long on the last one (issue 44: 256 MiB in 8 MiB blocks was 32 blocks for 16 processes,
+    three rounds where 2.1 would do), from MIN_POOL_BLOCK to sources.BLOCK_SIZE, in 64 KiB steps."""
+    from ..inputs.sources import BLOCK_SIZE
+    want = total // (BLOCKS_PER_PROCESS * (k + 1))
+    return max(MIN_POOL_BLOCK, min(BLOCK_SIZE, want >> 16 << 16))
 
 
 def _owner(g: int, k: int) -> int:

@@ -64,10 +64,11 @@ class Row:
     note: str = ""
 
 
-def run(cmd: List[str], env: Dict[str, str], timeout: float) -> Run:
+def run(cmd: List[str], env: Dict[str, str], timeout: float, cwd: str = REPO) -> Run:
+    """CMD to its end (killed after TIMEOUT s) in CWD: wall, peak RSS of one process, exit code, stdout."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=REPO)
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
         deadline = t0 + timeout
         while True:
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
@@ -95,6 +96,8 @@ def normal(data: bytes) -> object:
 
 
 def triage_cmd(tree: str, log: str, jobs: int) -> Tuple[List[str], Dict[str, str]]:
+    """The command and environment that run TREE's triage: PYTHONPATH=TREE, run in TREE (`python -m`
+    puts the working directory first on sys.path: run elsewhere it would import that directory's)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.abspath(tree)
     return [sys.executable, "-m", "triage", "analyze", log, "--format", "json", "-j", str(jobs)], env
@@ -160,7 +163,7 @@ def main() -> None:
     if bad:
         sys.exit(f"grid: unknown shape(s) {bad} (bench/gen_grid.py --list)")
     size = gb.parse_size(a.size)
-    tmp = a.tmp or tempfile.mkdtemp(prefix="triage-grid-")
+    tmp = os.path.abspath(a.tmp or tempfile.mkdtemp(prefix="triage-grid-"))
     os.makedirs(tmp, exist_ok=True)
     todo: List[Tuple[str, str, int, int]] = []
     for n in names:
@@ -201,7 +204,7 @@ def main() -> None:
                         row.note = "skipped (budget)"
                         break
                     cmd, env = triage_cmd(tree, path, jj)
-                    r = run(cmd, env, a.timeout)
+                    r = run(cmd, env, a.timeout, cwd=os.path.abspath(tree))
                     if r.rc not in (0, 1):
                         row.note = f"rc {r.rc}"
                         break

@@ -48,6 +48,8 @@ class _InputScan:
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
         self.searched: Dict[int, Searched] = prepared[4] if len(prepared) > 4 else {}
+        # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
+        self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -94,12 +96,19 @@ class _InputScan:
             self.lineno += 1
             self._line(buf, lo, (start, end), tags, following, batches)
         self.lineno = first - 1 + block_nl
+        self._end(buf, lo, batches)
+
+    def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
+        """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""
+        n = len(buf)
         for b in batches:
             b.flush(buf, n)
+        for o in self.obs:
+            o.block_done()
         if self.eager_ranks:
             self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
                 ranks_in(buf, self.seg_start, n, self.file_rank))
-        self.nbytes += len(buf) - lo
+        self.nbytes += n - lo
 
     def _repeats(self, buf: bytes, lo: int, start: int, end: int, tags: Optional[Set[int]],
                  following: List[Observer], batches: List["_Batch"]) -> int:

@@ -12,9 +12,12 @@ from ..inputs.sources import (
     continues,
     decode_line,
     make_line,
+    normalise,
+    parse_ts,
     timegm,
 )
 from ..match.rx import TextMemo
+from .prepare import Parsed
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
@@ -54,6 +57,9 @@ class BlockView(View):
         self._newest: Dict[Hashable, Tuple[int, Optional[Line]]] = {}
         # bytes of a short line -> (year hint, text, rank, time, normalised raw) of its parse
         self._parsed: Dict[bytes, Tuple[Optional[int], str, Optional[int], Optional[float], str]] = {}
+        # a pool worker's parse of the current block's hit lines (prepare.parse_hits), by offset from pre_lo
+        self.pre: Dict[int, Parsed] = {}
+        self.pre_lo = 0
 
     def reset(self, buf: bytes, lo: int = 0) -> None:
         """The next buffer: BUF[:LO] is the end of the previous one (its tail, for looking back).
@@ -80,7 +86,15 @@ class BlockView(View):
         if memo is not None and memo[0] == self.year:
             _, text, rank, ts, norm = memo
             return Line(text, inp.label, lineno, rank, ts, norm, inp.attempt)
-        ln = make_line(decode_line(data), inp.label, lineno, inp.file_rank, self.year, inp.attempt)
+        pre = self.pre.get(off - self.pre_lo)
+        if pre is not None:               # a worker parsed it: as make_line, but for decoding it
+            cut, rank, ts, dep = pre
+            norm = normalise(decode_line(data))
+            if dep and self.year is not None:
+                ts = parse_ts(norm, self.year)
+            ln = Line(norm[cut:], inp.label, lineno, rank, ts, norm, inp.attempt)
+        else:
+            ln = make_line(decode_line(data), inp.label, lineno, inp.file_rank, self.year, inp.attempt)
         if len(data) <= PARSED_TEXT:
             if len(self._parsed) >= PARSED_KEEP:
                 self._parsed.clear()

@@ -29,6 +29,9 @@ class Observer:
         """True while the observer must see every line of this input (an open block)."""
         return False
 
+    def block_done(self) -> None:
+        """The block driver has fed the lines of a block (what waits for a later look is settled now)."""
+
     def finish(self) -> None:
         pass
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
 
 from .. import procs
 from ..inputs.ranks import RANKS
+from ..inputs.sources import describe_input
 from ..match.anchors import AnchorSet
 from . import prepare
 from .geometry import NotPlain, Span
@@ -58,6 +59,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
         guard = prepare.WorkerBudget(rules)
         g = 0
         for path, spans in plan:
+            file_rank = describe_input(path).file_rank
             fd = os.open(path, os.O_RDONLY)
             try:
                 for bi, (start, end, added) in enumerate(spans):
@@ -68,9 +70,12 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         if added:
                             block += b"\n"
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
+                        starts = sorted(h)
                         conn.send((path, bi, start, len(block),
-                                   (h, r, nl, prepare.line_index(block, 0, sorted(h)),
-                                    prepare.rule_searches(block, h, rules, guard))))
+                                   (h, r, nl, prepare.line_index(block, 0, starts),
+                                    prepare.rule_searches(block, h, rules, guard),
+                                    prepare.parse_hits(block, starts, file_rank)
+                                    if k >= prepare.PARSE_MIN_WORKERS else {})))
                     g += 1
             finally:
                 os.close(fd)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, cast
 
+from ..inputs.ranks import inner_rank, split_prefix
 from ..inputs.sources import (
     MAX_LINE,
     MAX_RAW,
+    decode_line,
     normalise,
+    parse_ts,
     scanned_text,
 )
 from ..match.anchors import Anchor, AnchorSet
@@ -90,6 +93,38 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
             del hits[ls]
         recs_all.append(recs)
     return hits, recs_all, buf.count(b"\n", lo)
+
+
+# what a hit line's parse (sources.make_line) gives, made by a pool worker: (characters of launcher prefix
+# before Line.text in the normalised line, rank, time with no year hint, whether the time depends on the year)
+Parsed = Tuple[int, Optional[int], Optional[float], bool]
+PROBE_YEAR = 2024
+PARSE_MIN_WORKERS = 3      # workers parse the hit lines only when there are this many (spare cores: with
+#                            one or two, a worker is as busy as the scanner and the parse only moves work)
+
+
+def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> Dict[int, Parsed]:
+    """The parse of the hit lines at STARTS (sources.make_line's prefix, rank and time), made by a pool
+    worker ahead of the scanner (issue 44: the scanner's own parse of each hit was most of its work on a
+    dense log): {line start: Parsed}.  The scanner decodes the line itself (C), takes its text, rank and
+    time from here, and parses the time again only when it depends on the year it knows by then (glog's
+    and vLLM's headers have none: BlockView.year)."""
+    out: Dict[int, Parsed] = {}
+    n = len(buf)
+    for s in starts:
+        nl = buf.find(b"\n", s)
+        norm = normalise(decode_line(buf[s:min(nl if nl >= 0 else n, s + MAX_RAW)]))
+        text, rank = split_prefix(norm)
+        if rank is None:
+            rank = file_rank
+        if rank is None:
+            rank = inner_rank(text)
+        ts = parse_ts(norm)
+        # (a year-less header gives another time in another year: 2024, a leap year, against the default
+        # year, which is none -- a 29 February is a time in one of them only)
+        dep = ":" in norm[:200] and parse_ts(norm, PROBE_YEAR) != ts
+        out[s] = (len(norm) - len(text), rank, ts, dep)
+    return out
 
 
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:

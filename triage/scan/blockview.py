@@ -1,6 +1,7 @@
 """The block driver's View: context around a hit read back from the block (instead of ring buffers)."""
 from __future__ import annotations
 
+import re
 import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
@@ -26,6 +27,11 @@ WALK_BACK = 400            # physical lines searched back for a stream's previou
 # hit lines does not keep a million Line objects
 CACHE_KEEP = 2 * WALK_BACK + 64
 
+
+# a line that may carry a time (sources.parse_ts reads the first 200 characters of the normalised line):
+# hh:mm:ss in its first bytes, or a byte normalising may drop or change (not printable ASCII)
+_TIMELIKE = re.compile(rb"\d\d:\d\d:\d\d|[^\x20-\x7e]")
+PLAIN_MAX = 256            # ... a line longer than this is parsed whatever its first bytes
 
 PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a log repeats its lines) ...
 PARSED_TEXT = 512          # ... of at most this many bytes
@@ -152,15 +158,21 @@ class BlockView(View):
         if line.source == self.inp.label:
             yield from self._back(0, WALK_BACK)
 
-    def _back(self, stop: int, limit: int):
+    def _back(self, stop: int, limit: int, timed: bool = False):
         """The lines before the current one, newest first, as resolved Lines: at most LIMIT of
-        them, none numbered below STOP (a look back that an earlier one already covered)."""
+        them, none numbered below STOP (a look back that an earlier one already covered).  TIMED:
+        only those that may carry a time (a line whose bytes cannot is passed over unparsed: a look
+        back for a time read every line of a log of handled tracebacks, issue 44)."""
         off, n = self.cur_off, self.cur_lineno
+        buf, cache = self.buf, self.cache
         for _ in range(limit):
             if off <= 0 or n - 1 < stop:
                 return
-            off = self.buf.rfind(b"\n", 0, off - 1) + 1
+            end = off - 1
+            off = buf.rfind(b"\n", 0, end) + 1
             n -= 1
+            if timed and off not in cache and end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
+                continue
             yield self.line_at(off, n)
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
@@ -174,7 +186,7 @@ class BlockView(View):
         if line.source == self.inp.label:
             seen: Set[Optional[int]] = set()
             stop = self._ts_from
-            for prev in self._back(stop, WALK_BACK):
+            for prev in self._back(stop, WALK_BACK, timed=True):
                 if prev.ts is not None and prev.rank not in seen:
                     seen.add(prev.rank)
                     self._ts_rank[prev.rank] = prev.ts

@@ -26,10 +26,13 @@ ENDINGS = {
 }
 
 
-def _log(tmp_path, n: int, ending: str) -> str:
-    lines = ["[rank0]: iteration 1/100 | loss 2.5"]
+UNTIMED = "[rank{r}]: ERROR: data loader {g} failed"
+
+
+def _log(tmp_path, n: int, ending: str, line: str = WATCHDOG) -> str:
+    lines = ["[rank0]: [2026-12-03 08:31:00] iteration 1/100 | loss 2.5"]
     for g in range(n):
-        lines.append(WATCHDOG.format(r=g % 8, s=5 + g // 100000, us=g * 17 % 1000000, g=g % 4096, q=2 + g // 4096))
+        lines.append(line.format(r=g % 8, s=5 + g // 100000, us=g * 17 % 1000000, g=g % 4096, q=2 + g // 4096))
     lines += ENDINGS[ending]
     p = tmp_path / f"{ending}.log"
     p.write_text("\n".join(lines) + "\n")
@@ -42,8 +45,9 @@ def _exits(res):
 
 @pytest.mark.parametrize("ending", sorted(ENDINGS))
 @pytest.mark.parametrize("n", [3, forms.PENDING_MAX + 5])
-def test_deferred_tail_form_hits_are_the_line_drivers(tmp_path, ending, n):
-    path = _log(tmp_path, n, ending)
+@pytest.mark.parametrize("line", [WATCHDOG, UNTIMED], ids=["timed", "untimed"])
+def test_deferred_tail_form_hits_are_the_line_drivers(tmp_path, ending, n, line):
+    path = _log(tmp_path, n, ending, line)
     line = _exits(Engine(PATS).scan(iter_inputs([path])))
     assert any(x[7] == "error-last-line" for x in line)       # the storm's lines are the form's
     for bs in (1 << 23, 4096, 300):

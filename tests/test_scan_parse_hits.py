@@ -26,7 +26,7 @@ def _starts(buf: bytes):
 
 
 @pytest.mark.parametrize("path", REAL[:80], ids=lambda p: os.path.relpath(p, HERE))
-@pytest.mark.parametrize("year", [None, 2024, 2025])
+@pytest.mark.parametrize("year", [None, 2024, 2025, 2026])
 def test_a_workers_parse_is_make_lines(path, year):
     with open(path, "rb") as f:
         buf = f.read()
@@ -51,7 +51,7 @@ def test_a_year_less_time_follows_the_scanners_year():
     view = BlockView(3, Input("x", "x", None, None))
     view.reset(line)
     view.pre, view.pre_lo = pre, 0
-    for year in (None, 2024, 2025):
+    for year in (None, 2024, 2025, 2026):
         view.year = year
         view._parsed.clear()
         assert view._parse(0, 1).ts == make_line(line[:-1].decode(), "x", 1, None, year).ts

@@ -6,6 +6,7 @@ import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from ..inputs.sources import (
+    _DEFAULT_YEAR,
     _DOTTED_EXC,
     MAX_RAW,
     Input,
@@ -96,7 +97,7 @@ class BlockView(View):
         if pre is not None:               # a worker parsed it: as make_line, but for decoding it
             cut, rank, ts, dep = pre
             norm = normalise(decode_line(data))
-            if dep and self.year is not None:
+            if dep and self.year is not None and self.year != _DEFAULT_YEAR:    # (the worker's year)
                 ts = parse_ts(norm, self.year)
             ln = Line(norm[cut:], inp.label, lineno, rank, ts, norm, inp.attempt)
         else:

@@ -107,8 +107,9 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> D
     """The parse of the hit lines at STARTS (sources.make_line's prefix, rank and time), made by a pool
     worker ahead of the scanner (issue 44: the scanner's own parse of each hit was most of its work on a
     dense log): {line start: Parsed}.  The scanner decodes the line itself (C), takes its text, rank and
-    time from here, and parses the time again only when it depends on the year it knows by then (glog's
-    and vLLM's headers have none: BlockView.year)."""
+    time from here, and parses the time again only when it depends on the year and the scanner knows
+    one by then other than the default year the worker read it in (glog's and vLLM's headers have
+    none: BlockView.year)."""
     out: Dict[int, Parsed] = {}
     n = len(buf)
     for s in starts:

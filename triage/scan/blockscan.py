@@ -48,6 +48,9 @@ class _InputScan:
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
         self.searched: Dict[int, Searched] = prepared[4] if len(prepared) > 4 else {}
+        # id(tag set of the hits) -> what _woken makes of it with no observer following (the sets live as
+        # long as HITS, this block: their ids stay theirs)
+        self.woken_of: Dict[int, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]]]] = {}
         # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         inp = self.inp
@@ -168,7 +171,13 @@ class _InputScan:
     def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
               following: List[Observer], batches: List["_Batch"]) -> None:
         """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
-        woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
+        if following or tags is None:
+            woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
+        else:       # lines with equal tags share one set (anchors._put; a worker's pickle keeps that):
+            w = self.woken_of.get(id(tags))     # what it wakes, worked out once a set a block
+            if w is None:
+                w = self.woken_of[id(tags)] = _woken(tags, following, self.obs, self.rules_obs)
+            woken, rule_ids, anchored = w
         if not woken:
             return
         start = span[0]

@@ -249,9 +249,9 @@ class StepLog:
         t = line.text
         # (each regex only on a line holding a literal every match of it holds: a dense log of capture
         # progress lines ran four regex searches a line, issue 44)
-        if ("CUDA Graphs capture" in t or "CUDA graph" in t or "cuda graphs" in t) \
-                and _CAPTURE.search(t, timeout=TIMEOUT):
-            self._mark_capture(line)
+        if "create cuda graphs" in t or "Start CUDA Graphs capture" in t or "Capturing CUDA graph" in t or (
+                "CUDA graph" in t and _CAPTURE.search(t, timeout=TIMEOUT)):     # (_CAPTURE's plain-text branches
+            self._mark_capture(line)                                            # first: a capture progress line each)
         m = _BUILT.search(t, timeout=TIMEOUT) if "> built " in t else None
         if m:
             self._mark_capture(line)

@@ -10,7 +10,7 @@ import pytest
 
 from triage.inputs.sources import MAX_RAW, Input, decode_line, make_line
 from triage.scan.blockview import BlockView
-from triage.scan.prepare import parse_hits
+from triage.scan.prepare import _TIMELIKE, PLAIN_MAX, parse_hits, timed_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = sorted(glob.glob(os.path.join(HERE, "fixtures", "logs", "real", "**", "*.log"), recursive=True))
@@ -57,3 +57,29 @@ def test_a_year_less_time_follows_the_scanners_year():
         assert view._parse(0, 1).ts == make_line(line[:-1].decode(), "x", 1, None, year).ts
     iso = b"[2026-12-03 06:41:56.123456] iteration 1/ 10 |\n"
     assert parse_hits(iso, [0], None)[0][3] is False
+
+
+@pytest.mark.parametrize("path", REAL[:80], ids=lambda p: os.path.relpath(p, HERE))
+def test_a_workers_timed_lines_are_the_look_backs(path):
+    """prepare.timed_lines (one search of a block) picks, with the long lines, the lines the look back's
+    own test of each line would parse (BlockView._back): those with hh:mm:ss or a byte not printable
+    ASCII."""
+    with open(path, "rb") as f:
+        buf = f.read()
+    if not buf.endswith(b"\n"):
+        buf += b"\n"
+    starts = _starts(buf)
+    want = set()
+    for s in starts:
+        end = buf.find(b"\n", s)
+        if end - s > PLAIN_MAX or _TIMELIKE.search(buf, s, end):
+            want.add(s)
+    got = timed_lines(buf, len(starts) * 4)
+    assert got is not None
+    assert {s for s in starts if buf.find(b"\n", s) - s > PLAIN_MAX} | got == want
+
+
+def test_timed_lines_of_a_block_mostly_timed_are_not_sent():
+    buf = b"".join(b"[2026-12-03 06:41:%02d] step %d\n" % (i % 60, i) for i in range(100)) + b"plain\n" * 10
+    assert timed_lines(buf, 110) is None
+    assert timed_lines(buf, 400) == set(_starts(buf)[:100])

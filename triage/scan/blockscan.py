@@ -53,6 +53,7 @@ class _InputScan:
         self.woken_of: Dict[int, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]]]] = {}
         # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
+        self.view.timed = prepared[6] if len(prepared) > 6 else None
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line

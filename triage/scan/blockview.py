@@ -1,7 +1,6 @@
 """The block driver's View: context around a hit read back from the block (instead of ring buffers)."""
 from __future__ import annotations
 
-import re
 import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
@@ -19,7 +18,7 @@ from ..inputs.sources import (
     timegm,
 )
 from ..match.rx import TextMemo
-from .prepare import Parsed
+from .prepare import _TIMELIKE, PLAIN_MAX, Parsed
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
@@ -29,10 +28,6 @@ WALK_BACK = 400            # physical lines searched back for a stream's previou
 CACHE_KEEP = 2 * WALK_BACK + 64
 
 
-# a line that may carry a time (sources.parse_ts reads the first 200 characters of the normalised line):
-# hh:mm:ss in its first bytes, or a byte normalising may drop or change (not printable ASCII)
-_TIMELIKE = re.compile(rb"\d\d:\d\d:\d\d|[^\x20-\x7e]")
-PLAIN_MAX = 256            # ... a line longer than this is parsed whatever its first bytes
 
 PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a log repeats its lines) ...
 PARSED_TEXT = 512          # ... of at most this many bytes
@@ -67,6 +62,7 @@ class BlockView(View):
         # a pool worker's parse of the current block's hit lines (prepare.parse_hits), by offset from pre_lo
         self.pre: Dict[int, Parsed] = {}
         self.pre_lo = 0
+        self.timed: Optional[Set[int]] = None      # ... and the lines of it that may carry a time
 
     def reset(self, buf: bytes, lo: int = 0) -> None:
         """The next buffer: BUF[:LO] is the end of the previous one (its tail, for looking back).
@@ -172,8 +168,13 @@ class BlockView(View):
             end = off - 1
             off = buf.rfind(b"\n", 0, end) + 1
             n -= 1
-            if timed and off not in cache and end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
-                continue
+            if timed and off not in cache:
+                ts_set = self.timed
+                if ts_set is not None and off >= self.pre_lo:      # a worker's (prepare.timed_lines)
+                    if off - self.pre_lo not in ts_set and end - off <= PLAIN_MAX:
+                        continue
+                elif end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
+                    continue
             yield self.line_at(off, n)
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:

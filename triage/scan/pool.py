@@ -75,7 +75,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                                    (h, r, nl, prepare.line_index(block, 0, starts),
                                     prepare.rule_searches(block, h, rules, guard),
                                     prepare.parse_hits(block, starts, file_rank)
-                                    if k >= prepare.PARSE_MIN_WORKERS else {})))
+                                    if k >= prepare.PARSE_MIN_WORKERS else {},
+                                    prepare.timed_lines(block, nl) if k >= prepare.PARSE_MIN_WORKERS else None)))
                     g += 1
             finally:
                 os.close(fd)

@@ -152,20 +152,19 @@ class FailureForms(Observer):
 
     def _defer(self, f: FailureForm, line: Line, ev: Event, cooked: str, raw: str) -> bool:
         """Keep LINE to try form F later (True), when F is the last form tried on it, a `tail` form
-        whose first hit of this attempt is kept: only the last of the
+        whose first hit of this attempt is kept and the line has its own time: only the last of the
         lines F matches from here on is kept (it replaces the one before), so the lines are tried
         newest first, once PENDING_MAX wait or the block ends (block_done), and the newest that
         matches is the last hit -- the older ones are not tried at all (issue 44: in a storm of glog E
         lines every line was tried with the error-last-line form)."""
-        if not f.tail:
-            return False
+        if not f.tail or line.ts is None:     # (a line without its own time would need a look back for
+            return False                      # it now, whether it matches or not: dearer than the regex)
         group = ev.inp.attempt(line)
         key = (f.id, group)
         if not self.core.form_hits.get(key):
             return False
         ring = self.pending.setdefault(key, [])
-        # (its time now: a look back from here, as a hit would take it)
-        ring.append((f, line, ev.seq, ev.view.last_ts(line, ev.st), raw if f.raw else cooked))
+        ring.append((f, line, ev.seq, line.ts, raw if f.raw else cooked))
         if len(ring) >= PENDING_MAX:
             self._flush(key)
         return True

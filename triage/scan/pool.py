@@ -71,12 +71,14 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             block += b"\n"
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
                         starts = sorted(h)
+                        # the scanner's parse of the hit lines and its look backs made here, for a
+                        # block dense in hits when there are workers to spare (prepare.DENSE_HITS_EVERY)
+                        dense = k >= prepare.PARSE_MIN_WORKERS and len(h) * prepare.DENSE_HITS_EVERY >= nl
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, starts),
                                     prepare.rule_searches(block, h, rules, guard),
-                                    prepare.parse_hits(block, starts, file_rank)
-                                    if k >= prepare.PARSE_MIN_WORKERS else {},
-                                    prepare.timed_lines(block, nl) if k >= prepare.PARSE_MIN_WORKERS else None)))
+                                    prepare.parse_hits(block, starts, file_rank) if dense else {},
+                                    prepare.timed_lines(block, nl) if dense else None)))
                     g += 1
             finally:
                 os.close(fd)

@@ -141,7 +141,7 @@ def fmt_row(r: Row, jobs: int) -> str:
             f"{bn and f'{bn:.2f}' or '-'} | {sp} | {mbs} | {r.rss:.0f} | {r.json_b:,} | {same} | {r.verdict} | {rg} |")
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", default="64M", help="the grid's size (each shape times its scale; default 64M)")
@@ -157,17 +157,16 @@ def main() -> None:
     ap.add_argument("--out", default="", help="also write the table here (default $OUT/grid.md when $OUT is set)")
     ap.add_argument("--budget", type=float, default=0, help="start no run after this many seconds")
     ap.add_argument("--timeout", type=float, default=120, help="seconds a triage run may take")
-    a = ap.parse_args()
-    t_start = time.perf_counter()
-    jobs = a.jobs or min(os.cpu_count() or 1, 16)
-    trees = a.tree or [REPO]
+    return ap.parse_args()
+
+
+def _logs(a: argparse.Namespace, tmp: str) -> List[Tuple[str, str, int, int]]:
+    """(shape, path, size, seed) of each log to measure, generated (in parallel) where not there yet."""
     names = [s for s in a.shapes.split(",") if s] or [s.name for s in gg.SHAPES]
     bad = [n for n in names if n not in gg.BY_NAME]
     if bad:
         sys.exit(f"grid: unknown shape(s) {bad} (bench/gen_grid.py --list)")
     size = gb.parse_size(a.size)
-    tmp = os.path.abspath(a.tmp or tempfile.mkdtemp(prefix="triage-grid-"))
-    os.makedirs(tmp, exist_ok=True)
     todo: List[Tuple[str, str, int, int]] = []
     for n in names:
         s = int(size * gg.BY_NAME[n].scale)
@@ -179,63 +178,97 @@ def main() -> None:
     with cf.ProcessPoolExecutor(max_workers=max(1, min(len(need), os.cpu_count() or 1))) as ex:
         for name, n, dt in ex.map(_gen, need):
             print(f"# generated {name}: {n:,} bytes in {dt:.1f} s", file=sys.stderr, flush=True)
+    return todo
+
+
+def _prepare_trees(trees: List[str], tmp: str, timeout: float) -> None:
+    """Each tree byte-compiled (an archived tree run under PYTHONDONTWRITEBYTECODE compiles every run)
+    and run once, so that its cache (the compiled anchor database) is there for the first row."""
+    warm_log = os.path.join(tmp, "warm.log")
+    with open(warm_log, "w") as f:
+        f.write("RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    for i, tree in enumerate(trees):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(tree, "triage")],
+                       stdout=subprocess.DEVNULL, check=False)
+        cmd, env = triage_cmd(tree, warm_log, 1, os.path.join(tmp, f"cache-{i}"))
+        run(cmd, env, timeout, cwd=os.path.abspath(tree))
+
+
+def _measure(a: argparse.Namespace, row: Row, tree: str, cache: str, path: str, jobs: int,
+             t_start: float) -> List[bytes]:
+    """ROW's runs of TREE on PATH at -j 1 and -j JOBS; their JSON outputs."""
+    outs = []
+    for jj, n_runs, acc in ((1, a.runs_j1, row.j1), (jobs, a.runs, row.jn)):
+        for _ in range(n_runs):
+            if a.budget and time.perf_counter() - t_start > a.budget:
+                row.note = "skipped (budget)"
+                return outs
+            cmd, env = triage_cmd(tree, path, jj, cache)
+            r = run(cmd, env, a.timeout, cwd=os.path.abspath(tree))
+            if r.rc not in (0, 1):
+                row.note = f"rc {r.rc}"
+                return outs
+            acc.append(r.wall)
+            row.rss = max(row.rss, r.rss_mb)
+            row.json_b = len(r.out)
+            outs.append(r.out)
+    return outs
+
+
+def _judge(row: Row, outs: List[bytes], first: Optional[object]) -> Optional[object]:
+    """Whether ROW's outputs agree for every -j, its verdict; the first tree's document."""
+    if not outs:
+        return first
+    docs = [normal(o) for o in outs]
+    row.same = all(d == docs[0] for d in docs) if len(docs) > 1 else None
+    d0 = docs[0]
+    if isinstance(d0, dict):
+        row.verdict = f"{d0.get('primary')} / {d0.get('first_failing_rank')}"
+    if first is None:
+        return d0
+    if d0 != first:
+        row.verdict += " (JSON unlike the first tree's)"
+    return first
+
+
+def main() -> None:
+    a = _args()
+    t_start = time.perf_counter()
+    jobs = a.jobs or min(os.cpu_count() or 1, 16)
+    trees = a.tree or [REPO]
+    tmp = os.path.abspath(a.tmp or tempfile.mkdtemp(prefix="triage-grid-"))
+    os.makedirs(tmp, exist_ok=True)
+    todo = _logs(a, tmp)
     sigs = None
     if a.rg and shutil.which("rg"):
         from bench_big import signatures  # (imports this checkout's triage: the catalog's first pattern files)
         sigs = os.path.join(tmp, "sigs.txt")
         with open(sigs, "w") as f:
             f.write("\n".join(signatures(20)) + "\n")
-    for tree in trees:         # byte-compiled first (an archived tree run under PYTHONDONTWRITEBYTECODE
-        subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(tree, "triage")],  # compiles
-                       stdout=subprocess.DEVNULL, check=False)                                   # every run)
+    _prepare_trees(trees, tmp, a.timeout)
     rows: List[Row] = []
     head = (f"| shape | tree | size | -j 1 s | -j {jobs} s | speed-up | MB/s (-j {jobs}) | peak RSS MB (one process) | "
             f"JSON B | same for every -j | verdict | rg -c -f 20 sigs s (triage/rg) |")
     sep = "|" + "---|" * (head.count("|") - 1)
-    print(f"# host: {os.cpu_count()} cores, Python {sys.version.split()[0]}; -j {jobs}; best of {a.runs} "
-          f"(-j 1: {a.runs_j1}); logs in {tmp}", flush=True)
+    about = (f"{os.cpu_count()} cores, Python {sys.version.split()[0]}; -j {jobs}; best of {a.runs} "
+             f"(-j 1: {a.runs_j1})")
+    print(f"# host: {about}; logs in {tmp}", flush=True)
     print(head)
     print(sep, flush=True)
     for name, path, _, _ in todo:
-        real = os.path.getsize(path)
         warm(path)
         rg = rg_time(path, sigs, max(1, a.runs)) if sigs else None
         first: Optional[object] = None
-        for tree in trees:
-            row = Row(name, real, os.path.basename(os.path.abspath(tree)) or tree, rg=rg)
-            outs = []
-            for jj, n_runs, acc in ((1, a.runs_j1, row.j1), (jobs, a.runs, row.jn)):
-                for _ in range(n_runs):
-                    if a.budget and time.perf_counter() - t_start > a.budget:
-                        row.note = "skipped (budget)"
-                        break
-                    cmd, env = triage_cmd(tree, path, jj, os.path.join(tmp, f"cache-{trees.index(tree)}"))
-                    r = run(cmd, env, a.timeout, cwd=os.path.abspath(tree))
-                    if r.rc not in (0, 1):
-                        row.note = f"rc {r.rc}"
-                        break
-                    acc.append(r.wall)
-                    row.rss = max(row.rss, r.rss_mb)
-                    row.json_b = len(r.out)
-                    outs.append(r.out)
-            if outs:
-                docs = [normal(o) for o in outs]
-                row.same = all(d == docs[0] for d in docs) if len(docs) > 1 else None
-                d0 = docs[0]
-                if isinstance(d0, dict):
-                    row.verdict = f"{d0.get('primary')} / {d0.get('first_failing_rank')}"
-                if first is None:
-                    first = d0
-                elif d0 != first:
-                    row.verdict += " (differs from the first tree)"
+        for i, tree in enumerate(trees):
+            row = Row(name, os.path.getsize(path), os.path.basename(os.path.abspath(tree)) or tree, rg=rg)
+            first = _judge(row, _measure(a, row, tree, os.path.join(tmp, f"cache-{i}"), path, jobs, t_start), first)
             rows.append(row)
             print(fmt_row(row, jobs), flush=True)
     text = "\n".join([head, sep] + [fmt_row(r, jobs) for r in rows]) + "\n"
     out = a.out or (os.path.join(os.environ["OUT"], "grid.md") if os.environ.get("OUT") else "")
     if out:
         with open(out, "w") as f:
-            f.write(f"host: {os.cpu_count()} cores, Python {sys.version.split()[0]}; -j {jobs}; best of {a.runs} "
-                    f"(-j 1: {a.runs_j1}); {time.perf_counter() - t_start:.0f} s in all\n\n" + text)
+            f.write(f"host: {about}; {time.perf_counter() - t_start:.0f} s in all\n\n" + text)
     print(f"# {time.perf_counter() - t_start:.0f} s in all", file=sys.stderr)
     if not a.tmp:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -15,7 +15,7 @@ from ..inputs.sources import (
 from .blocks import Blocks
 from .blockview import BlockView
 from .observer import Feeder, Observer
-from .prepare import RULE_TAG, _batchers
+from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, RULE_TAG, _batchers
 from .state import Core, Event, InputState, Searched, _wrapper
 
 
@@ -48,6 +48,12 @@ class _InputScan:
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
         self.searched: Dict[int, Searched] = prepared[4] if len(prepared) > 4 else {}
+        # id(tag set of the hits) -> what _woken makes of it with no observer following (the sets live as
+        # long as HITS, this block: their ids stay theirs)
+        self.woken_of: Dict[int, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]]]] = {}
+        # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
+        self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
+        self.view.timed = prepared[6] if len(prepared) > 6 else None
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -94,12 +100,19 @@ class _InputScan:
             self.lineno += 1
             self._line(buf, lo, (start, end), tags, following, batches)
         self.lineno = first - 1 + block_nl
+        self._end(buf, lo, batches)
+
+    def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
+        """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""
+        n = len(buf)
         for b in batches:
             b.flush(buf, n)
+        for o in self.obs:
+            o.block_done()
         if self.eager_ranks:
             self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
                 ranks_in(buf, self.seg_start, n, self.file_rank))
-        self.nbytes += len(buf) - lo
+        self.nbytes += n - lo
 
     def _repeats(self, buf: bytes, lo: int, start: int, end: int, tags: Optional[Set[int]],
                  following: List[Observer], batches: List["_Batch"]) -> int:
@@ -124,7 +137,7 @@ class _InputScan:
             return 0
         if any(o is not blocks for o in following):
             return 0
-        woken, rule_ids = _woken(tags, following, self.obs, self.rules_obs)
+        woken, rule_ids, _ = _woken(tags, following, self.obs, self.rules_obs)
         woken = {w for w in woken if w not in self.skippable}
         if rule_ids or woken != {id(blocks)} or any(start in b.recs for b in batches):
             return 0
@@ -159,7 +172,13 @@ class _InputScan:
     def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
               following: List[Observer], batches: List["_Batch"]) -> None:
         """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
-        woken, rule_ids = _woken(tags, following, self.obs, self.rules_obs)
+        if following or tags is None:
+            woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
+        else:       # lines with equal tags share one set (anchors._put; a worker's pickle keeps that):
+            w = self.woken_of.get(id(tags))     # what it wakes, worked out once a set a block
+            if w is None:
+                w = self.woken_of[id(tags)] = _woken(tags, following, self.obs, self.rules_obs)
+            woken, rule_ids, anchored = w
         if not woken:
             return
         start = span[0]
@@ -171,7 +190,7 @@ class _InputScan:
         view.cur_off, view.cur_lineno = start, lineno
         ln = view.line_at(start, lineno)
         _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, self.obs, woken, view, rule_ids,
-                       self.searched.get(start))
+                       self.searched.get(start), anchored)
         att = inp.attempt(ln)
         if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
             if self.eager_ranks:
@@ -191,33 +210,45 @@ def _took_record(following: List[Observer], followed: Dict[int, Dict[int, tuple]
 
 
 def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observer],
-           rules_obs: Observer) -> Tuple[Set[int], Set[int]]:
-    """ids of the observers a line wakes (those following a block, those its anchors hit) and the
-    indexes of the rules whose literals it holds."""
+           rules_obs: Observer) -> Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]]]:
+    """ids of the observers a line wakes (those following a block, those its anchors hit), the
+    indexes of the rules whose literals it holds, and per observer that asks (Observer.per_anchor)
+    the indexes of its anchors that hit (None when none does; an observer following the line gets
+    no entry: any of its anchors may hold)."""
     woken: Set[int] = set(id(o) for o in following)
     rule_ids: Set[int] = set()
+    anchored: Optional[Dict[int, Set[int]]] = None
     if tags:
         n_obs = len(obs)
         for t in tags:
-            if t >= RULE_TAG:
+            if t >= ANCHOR_TAG:
+                o = obs[(t - ANCHOR_TAG) // ANCHOR_STRIDE]
+                if o in following:
+                    woken.add(id(o))
+                    continue
+                if anchored is None:
+                    anchored = {}
+                anchored.setdefault(id(o), set()).add((t - ANCHOR_TAG) % ANCHOR_STRIDE)
+                woken.add(id(o))
+            elif t >= RULE_TAG:
                 rule_ids.add(t - RULE_TAG)
             elif 0 <= t < n_obs:
                 woken.add(id(obs[t]))
         if rule_ids:
             woken.add(id(rules_obs))
-    return woken, rule_ids
+    return woken, rule_ids, anchored
 
 
 def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: InputState, core: Core,
                    obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int],
-                   searched: Optional[Searched] = None) -> None:
+                   searched: Optional[Searched] = None, anchored: Optional[Dict[int, Set[int]]] = None) -> None:
     """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers
     (SEARCHED: the rule searches a pool worker made for the line)."""
     for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
         st = core.stream(seg_line.source, seg_line.rank)
         if seg_line.ts is not None:
             st.last_ts = seg_line.ts
-        ev = Event(seq, st, inp, view, rule_ids, searched)
+        ev = Event(seq, st, inp, view, rule_ids, searched, anchored)
         for o in obs:
             if id(o) in woken:
                 o.feed(seg_line, ev)

@@ -5,6 +5,7 @@ import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from ..inputs.sources import (
+    _DEFAULT_YEAR,
     _DOTTED_EXC,
     MAX_RAW,
     Input,
@@ -12,9 +13,12 @@ from ..inputs.sources import (
     continues,
     decode_line,
     make_line,
+    normalise,
+    parse_ts,
     timegm,
 )
 from ..match.rx import TextMemo
+from .prepare import _TIMELIKE, PLAIN_MAX, Parsed
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
@@ -22,6 +26,7 @@ WALK_BACK = 400            # physical lines searched back for a stream's previou
 # of the line it reaches up to WALK_BACK more): more are dropped, so that a block of a million short
 # hit lines does not keep a million Line objects
 CACHE_KEEP = 2 * WALK_BACK + 64
+
 
 
 PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a log repeats its lines) ...
@@ -54,6 +59,10 @@ class BlockView(View):
         self._newest: Dict[Hashable, Tuple[int, Optional[Line]]] = {}
         # bytes of a short line -> (year hint, text, rank, time, normalised raw) of its parse
         self._parsed: Dict[bytes, Tuple[Optional[int], str, Optional[int], Optional[float], str]] = {}
+        # a pool worker's parse of the current block's hit lines (prepare.parse_hits), by offset from pre_lo
+        self.pre: Dict[int, Parsed] = {}
+        self.pre_lo = 0
+        self.timed: Optional[Set[int]] = None      # ... and the lines of it that may carry a time
 
     def reset(self, buf: bytes, lo: int = 0) -> None:
         """The next buffer: BUF[:LO] is the end of the previous one (its tail, for looking back).
@@ -80,7 +89,15 @@ class BlockView(View):
         if memo is not None and memo[0] == self.year:
             _, text, rank, ts, norm = memo
             return Line(text, inp.label, lineno, rank, ts, norm, inp.attempt)
-        ln = make_line(decode_line(data), inp.label, lineno, inp.file_rank, self.year, inp.attempt)
+        pre = self.pre.get(off - self.pre_lo)
+        if pre is not None:               # a worker parsed it: as make_line, but for decoding it
+            cut, rank, ts, dep = pre
+            norm = normalise(decode_line(data))
+            if dep and self.year is not None and self.year != _DEFAULT_YEAR:    # (the worker's year)
+                ts = parse_ts(norm, self.year)
+            ln = Line(norm[cut:], inp.label, lineno, rank, ts, norm, inp.attempt)
+        else:
+            ln = make_line(decode_line(data), inp.label, lineno, inp.file_rank, self.year, inp.attempt)
         if len(data) <= PARSED_TEXT:
             if len(self._parsed) >= PARSED_KEEP:
                 self._parsed.clear()
@@ -138,15 +155,26 @@ class BlockView(View):
         if line.source == self.inp.label:
             yield from self._back(0, WALK_BACK)
 
-    def _back(self, stop: int, limit: int):
+    def _back(self, stop: int, limit: int, timed: bool = False):
         """The lines before the current one, newest first, as resolved Lines: at most LIMIT of
-        them, none numbered below STOP (a look back that an earlier one already covered)."""
+        them, none numbered below STOP (a look back that an earlier one already covered).  TIMED:
+        only those that may carry a time (a line whose bytes cannot is passed over unparsed: a look
+        back for a time read every line of a log of handled tracebacks, issue 44)."""
         off, n = self.cur_off, self.cur_lineno
+        buf, cache = self.buf, self.cache
         for _ in range(limit):
             if off <= 0 or n - 1 < stop:
                 return
-            off = self.buf.rfind(b"\n", 0, off - 1) + 1
+            end = off - 1
+            off = buf.rfind(b"\n", 0, end) + 1
             n -= 1
+            if timed and off not in cache:
+                ts_set = self.timed
+                if ts_set is not None and off >= self.pre_lo:      # a worker's (prepare.timed_lines)
+                    if off - self.pre_lo not in ts_set and end - off <= PLAIN_MAX:
+                        continue
+                elif end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
+                    continue
             yield self.line_at(off, n)
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
@@ -160,7 +188,7 @@ class BlockView(View):
         if line.source == self.inp.label:
             seen: Set[Optional[int]] = set()
             stop = self._ts_from
-            for prev in self._back(stop, WALK_BACK):
+            for prev in self._back(stop, WALK_BACK, timed=True):
                 if prev.ts is not None and prev.rank not in seen:
                     seen.add(prev.rank)
                     self._ts_rank[prev.rank] = prev.ts

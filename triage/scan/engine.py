@@ -56,8 +56,17 @@ from .followups import Followups
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .observer import Feeder, Observer, registered
-from .pool import _Pool, _size
-from .prepare import _CTRL_RX, NORM_TAG, RULE_TAG, _batchers, anchor_set, prepare_block
+from .pool import _Pool, _size, pool_block_size
+from .prepare import (
+    _CTRL_RX,
+    ANCHOR_STRIDE,
+    ANCHOR_TAG,
+    NORM_TAG,
+    RULE_TAG,
+    _batchers,
+    anchor_set,
+    prepare_block,
+)
 from .results import Match, ScanResult
 from .rules import Rules
 from .state import CONTEXT_LINES, Core, Event, InputState, View
@@ -91,7 +100,11 @@ class Engine:
     def anchor_set_of(self, obs: Sequence[Observer]) -> AnchorSet:
         anchors: List[Anchor] = [Anchor(_CTRL_RX, NORM_TAG, regex=True)]
         for i, o in enumerate(obs):
-            anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
+            if o.per_anchor:          # each anchor its own tag: the scan says which of them hit (Event.anchored)
+                anchors += [Anchor(a.text, ANCHOR_TAG + i * ANCHOR_STRIDE + k, a.ignore_case, a.regex)
+                            for k, a in enumerate(o.anchors)]
+            else:
+                anchors += [Anchor(a.text, i, a.ignore_case, a.regex) for a in o.anchors]
         for r, (_, rule) in enumerate(self.rules):
             for lit_ in rule.literals:
                 anchors.append(Anchor(lit_, RULE_TAG + r, rule.ignore_case))
@@ -180,7 +193,6 @@ class Engine:
         `max_bytes` > 0 reads at most that much of each input (a note says so).  An input that
         cannot be read is a note when others can be; an InputError when it is the only one.
         `content_hash`: hash the inputs' bytes as they are read (ScanResult.content_hash, see digest.py)."""
-        from ..inputs.sources import BLOCK_SIZE
         core, obs, rules = self.wire(extra)
         core.blocks_limit = blocks_limit
         rules_idx = obs.index(rules)
@@ -193,9 +205,7 @@ class Engine:
         all_paths = expand_paths(paths, core.notes)
         digest = _digest(paths, all_paths) if content_hash else None
         batchers = _batchers(obs)
-        bs = block_size or BLOCK_SIZE
-        plan = plain_inputs(all_paths, bs, max_bytes) if _Pool.jobs(all_paths) else []
-        k = _Pool.jobs([p for p, _ in plan])
+        plan, k, bs = _plan(all_paths, block_size, max_bytes)
         live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
         pool = _Pool(plan, aset, batchers, k, live) if k else None
         core.max_bytes = max_bytes
@@ -204,7 +214,7 @@ class Engine:
             for path in all_paths:
                 sink = digest.input(path) if digest is not None else None
                 try:
-                    n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, block_size, progress,
+                    n_lines, n_bytes = self._scan_one(path, core, obs, rules_idx, aset, bs, progress,
                                                       pool, total_lines, done_bytes, sink)
                 except InputError as e:
                     if digest is not None:
@@ -291,6 +301,20 @@ class Engine:
 
 
 
+def _plan(all_paths: List[str], block_size: int, max_bytes: int) -> Tuple[list, int, int]:
+    """The plain inputs a pool's workers prepare, with their blocks (geometry.plain_inputs), the
+    workers to start, and the block size: the one given (0: sources.BLOCK_SIZE), or for a pool
+    one that gives every process several blocks (pool.pool_block_size)."""
+    from ..inputs.sources import BLOCK_SIZE
+    k0 = _Pool.jobs(all_paths)
+    if not k0:
+        return [], 0, block_size
+    bs = block_size or pool_block_size(sum(_size(p) for p in all_paths), k0)
+    plan = plain_inputs(all_paths, bs or BLOCK_SIZE, max_bytes)
+    k = _Pool.jobs([p for p, _ in plan])
+    return plan, k, (bs if k else block_size)
+
+
 def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
     """The content hash of a recorded job's inputs (digest.py: hashlib only when one is recorded)."""
     from ..inputs.digest import InputsDigest
@@ -303,9 +327,10 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: byte
     worker's, else made here."""
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
     if prepared is not None and lo:      # a worker's offsets are relative to the block
-        h, r, nl_, idx, done = prepared
+        h, r, nl_, idx, done, parsed, timed = prepared
         prepared = ({k + lo: v for k, v in h.items()}, [{k + lo: v for k, v in x.items()} for x in r], nl_,
-                    {k + lo: v for k, v in idx.items()}, {k + lo: v for k, v in done.items()})
+                    {k + lo: v for k, v in idx.items()}, {k + lo: v for k, v in done.items()},
+                    parsed, timed)    # (offsets in the block: BlockView reads them so, from pre_lo)
     if prepared is None:
         prepared = prepare_block(buf, lo, aset, batchers)
     return prepared

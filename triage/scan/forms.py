@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from .. import tables
 from ..errors import TriageError
@@ -19,6 +19,7 @@ from .observer import Observer, core_observer, lit, rxa
 from .results import LauncherExit
 from .state import Core, Event
 
+PENDING_MAX = 256           # lines of a `tail` form waiting to be tried (FailureForms._defer)
 FORMS = "scan/failure_forms"     # the table (triage/tables.py): triage/scan/failure_forms.yaml as written
 _FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin", "not"}
 
@@ -74,9 +75,14 @@ def failure_forms() -> Tuple[FailureForm, ...]:
 
 def _prefilter(f: FailureForm) -> Tuple[str, ...]:
     """The literals one of which every line F's regex matches holds; () when none is derived."""
-    if f.regex is None or f.regex.flags & re.IGNORECASE or "(?i" in f.regex.pattern:
+    return _literals_of(f.regex)
+
+
+def _literals_of(rx: Optional[LazyRx]) -> Tuple[str, ...]:
+    """The literals one of which every text RX matches holds; () when none is derived (or RX is None)."""
+    if rx is None or rx.flags & re.IGNORECASE or "(?i" in rx.pattern:
         return ()
-    return tuple(derive_literals(f.regex.pattern)[0])
+    return tuple(derive_literals(rx.pattern)[0])
 
 
 @core_observer(40)
@@ -86,6 +92,7 @@ class FailureForms(Observer):
     earliest failure, the last tells whether the input ends with it.  A repeat of a line between them
     changes neither: the scanner may skip runs of copies (skippable)."""
     skippable = True
+    per_anchor = True           # the block driver says which forms' anchors hit a line (Event.anchored)
 
     def __init__(self, core: Core):
         self.core = core
@@ -95,8 +102,12 @@ class FailureForms(Observer):
         # wakes the observer for all; every line of a 4,096-rank storm holds a glog `E` header): one search
         # for any of them first -- a line with none is tried only with the forms that have none
         self.lits = [_prefilter(f) for f in self.forms]
+        # the same for each form's `not` regex: a line holding none of its literals is not searched with it
+        self.neg_lits = {id(f): _literals_of(f.negative) for f in self.forms if f.negative is not None}
         every = sorted({x for p in self.lits for x in p})
         self.any_lit = re.compile("|".join(map(re.escape, every))) if every else None
+        # a `tail` form's lines after its first hit, not tried yet (see _defer), per (form, attempt)
+        self.pending: Dict[Tuple[str, int], List[Tuple[FailureForm, Line, int, Optional[float], str]]] = {}
 
     def feed(self, line: Line, ev: Event) -> None:
         exits = self.core.exits
@@ -104,30 +115,89 @@ class FailureForms(Observer):
             return                      # (a death the launcher or the shell reports on this line: it is kept)
         cooked = line.text[:2000]
         raw = (line.raw or line.text)[:2000]
+        hit = ev.anchored.get(id(self)) if ev.anchored is not None else None
+        if hit is not None:             # only the forms whose own anchor hit the line (issue 44: a storm of glog
+            ks = sorted(hit)            # E lines wakes the error-last-line form alone)
+            for k in ks[:-1]:
+                if self._try(self.forms[k], line, ev, cooked, raw):
+                    return
+            f = self.forms[ks[-1]]
+            if not self._defer(f, line, ev, cooked, raw):
+                self._try(f, line, ev, cooked, raw)
+            return
         some = self.any_lit is not None and (self.any_lit.search(raw) is not None
                                              or (cooked not in raw and self.any_lit.search(cooked) is not None))
         for f, lits in zip(self.forms, self.lits):
             if lits and (not some or not any(x in (raw if f.raw else cooked) for x in lits)):
                 continue
-            rx = f.regex
-            assert rx is not None
-            text = raw if f.raw else cooked
-            if rx.search(text, timeout=TIMEOUT) and not (
-                    f.negative is not None and f.negative.search(text, timeout=TIMEOUT)):
-                self._hit(f, line, ev)
+            if self._try(f, line, ev, cooked, raw):
                 return
+
+    def _try(self, f: FailureForm, line: Line, ev: Event, cooked: str, raw: str) -> bool:
+        """Form F on LINE: kept when it matches (True)."""
+        if not self._matches(f, raw if f.raw else cooked):
+            return False
+        self._hit(f, line, ev)
+        return True
+
+    def _matches(self, f: FailureForm, text: str) -> bool:
+        assert f.regex is not None
+        if not f.regex.search(text, timeout=TIMEOUT):
+            return False
+        if f.negative is not None:
+            lits = self.neg_lits[id(f)]
+            if (not lits or any(x in text for x in lits)) and f.negative.search(text, timeout=TIMEOUT):
+                return False
+        return True
+
+    def _defer(self, f: FailureForm, line: Line, ev: Event, cooked: str, raw: str) -> bool:
+        """Keep LINE to try form F later (True), when F is the last form tried on it, a `tail` form
+        whose first hit of this attempt is kept and the line has its own time: only the last of the
+        lines F matches from here on is kept (it replaces the one before), so the lines are tried
+        newest first, once PENDING_MAX wait or the block ends (block_done), and the newest that
+        matches is the last hit -- the older ones are not tried at all (issue 44: in a storm of glog E
+        lines every line was tried with the error-last-line form)."""
+        if not f.tail or line.ts is None:     # (a line without its own time would need a look back for
+            return False                      # it now, whether it matches or not: dearer than the regex)
+        group = ev.inp.attempt(line)
+        key = (f.id, group)
+        if not self.core.form_hits.get(key):
+            return False
+        ring = self.pending.setdefault(key, [])
+        ring.append((f, line, ev.seq, line.ts, raw if f.raw else cooked))
+        if len(ring) >= PENDING_MAX:
+            self._flush(key)
+        return True
+
+    def _flush(self, key: Tuple[str, int]) -> None:
+        ring = self.pending.pop(key, [])
+        for f, line, seq, ts, text in reversed(ring):
+            if self._matches(f, text):
+                self._keep(f, LauncherExit(line.source, line.lineno, line.rank, line.text[:300], seq, ts, key[1],
+                                           form=f.id, tail=f.tail))
+                return
+
+    def block_done(self) -> None:
+        for key in list(self.pending):
+            self._flush(key)
 
     def _hit(self, f: FailureForm, line: Line, ev: Event) -> None:
         group = ev.inp.attempt(line)
-        x = LauncherExit(line.source, line.lineno, line.rank, line.text[:300], ev.seq, ev.view.last_ts(line, ev.st),
-                         group, form=f.id, tail=f.tail)
-        kept = self.core.form_hits.setdefault((f.id, group), [])
+        if (f.id, group) in self.pending:       # the lines waiting come before this one
+            self._flush((f.id, group))
+        self._keep(f, LauncherExit(line.source, line.lineno, line.rank, line.text[:300], ev.seq,
+                                   ev.view.last_ts(line, ev.st), group, form=f.id, tail=f.tail))
+
+    def _keep(self, f: FailureForm, x: LauncherExit) -> None:
+        """X is F's first hit of its attempt, or the last one so far (the one before it no longer is)."""
+        kept = self.core.form_hits.setdefault((f.id, x.group), [])
         if len(kept) < 2:
             kept.append(x)
         else:
             kept[1] = x
-        self.core.form_seen += 1
+        self.core.form_seen += 1      # (watch: what the verdict reads changed)
 
     def finish(self) -> None:
+        self.block_done()
         self.core.exits.extend(x for kept in self.core.form_hits.values() for x in kept)
 

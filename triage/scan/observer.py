@@ -18,6 +18,9 @@ class Observer:
     anchors: Sequence[Anchor] = ()
     # a copy of a line it was just fed changes nothing it keeps (the scanner may skip runs of copies)
     skippable = False
+    # the block driver says which of its anchors hit a line it is fed (Event.anchored: their indexes in
+    # `anchors`; None from the line driver or when it is fed for another reason: any of them may hold)
+    per_anchor = False
 
     def feed(self, line: Line, ev: Event) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -25,6 +28,9 @@ class Observer:
     def following(self, inp: InputState, lineno: int) -> bool:
         """True while the observer must see every line of this input (an open block)."""
         return False
+
+    def block_done(self) -> None:
+        """The block driver has fed the lines of a block (what waits for a later look is settled now)."""
 
     def finish(self) -> None:
         pass

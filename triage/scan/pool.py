@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
 
 from .. import procs
 from ..inputs.ranks import RANKS
+from ..inputs.sources import describe_input
 from ..match.anchors import AnchorSet
 from . import prepare
 from .geometry import NotPlain, Span
@@ -28,6 +29,17 @@ MAX_WORKERS = 15           # worker processes at most (the default is the cores,
 
 
 MAIN_EVERY = 4             # with one worker, the scanner prepares every 4th block itself (balance)
+BLOCKS_PER_PROCESS = 4     # a pooled scan cuts its inputs into at least this many blocks per process ...
+MIN_POOL_BLOCK = 1 << 20   # ... of at least this many bytes (and at most sources.BLOCK_SIZE)
+
+
+def pool_block_size(total: int, k: int) -> int:
+    """The block size of a scan of TOTAL bytes with K workers: several blocks for each process, so that
+    none waits long on the last one (issue 44: 256 MiB in 8 MiB blocks was 32 blocks for 16 processes,
+    three rounds where 2.1 would do), from MIN_POOL_BLOCK to sources.BLOCK_SIZE, in 64 KiB steps."""
+    from ..inputs.sources import BLOCK_SIZE
+    want = total // (BLOCKS_PER_PROCESS * (k + 1))
+    return max(MIN_POOL_BLOCK, min(BLOCK_SIZE, want >> 16 << 16))
 
 
 def _owner(g: int, k: int) -> int:
@@ -47,6 +59,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
         guard = prepare.WorkerBudget(rules)
         g = 0
         for path, spans in plan:
+            file_rank = describe_input(path).file_rank
             fd = os.open(path, os.O_RDONLY)
             try:
                 for bi, (start, end, added) in enumerate(spans):
@@ -57,9 +70,15 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         if added:
                             block += b"\n"
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
+                        starts = sorted(h)
+                        # the scanner's parse of the hit lines and its look backs made here, for a
+                        # block dense in hits when there are workers to spare (prepare.DENSE_HITS_EVERY)
+                        dense = k >= prepare.PARSE_MIN_WORKERS and len(h) * prepare.DENSE_HITS_EVERY >= nl
                         conn.send((path, bi, start, len(block),
-                                   (h, r, nl, prepare.line_index(block, 0, sorted(h)),
-                                    prepare.rule_searches(block, h, rules, guard))))
+                                   (h, r, nl, prepare.line_index(block, 0, starts),
+                                    prepare.rule_searches(block, h, rules, guard),
+                                    prepare.parse_hits(block, starts, file_rank) if dense else {},
+                                    prepare.timed_lines(block, nl) if dense else None)))
                     g += 1
             finally:
                 os.close(fd)

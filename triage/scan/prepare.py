@@ -3,12 +3,16 @@ worker process can do ahead of the scanner; the compiled anchor set of an observ
 from __future__ import annotations
 
 import functools
+import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, cast
 
+from ..inputs.ranks import inner_rank, split_prefix
 from ..inputs.sources import (
     MAX_LINE,
     MAX_RAW,
+    decode_line,
     normalise,
+    parse_ts,
     scanned_text,
 )
 from ..match.anchors import Anchor, AnchorSet
@@ -26,6 +30,10 @@ _CTRL_RX = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f][^\n]*$"
 NORM_TAG = -1            # a line with control characters: normalise it before trusting anchors
 NORMED_TAG = -2          # ... and its tags come from its normalised text
 RULE_TAG = 1000          # tags >= RULE_TAG name a rule (tag - RULE_TAG); lower tags an observer
+# tags >= ANCHOR_TAG name one anchor of an observer that asks which of its anchors hit
+# (Observer.per_anchor): ANCHOR_TAG + observer index * ANCHOR_STRIDE + the anchor's index
+ANCHOR_TAG = 1 << 24
+ANCHOR_STRIDE = 1 << 12
 # A worker sends the scanner its searches of a line only when they took at least this much CPU time
 # (or one timed out): a search of a few microseconds costs the scanner less to redo than to receive
 # (measured on the H200 host, issue 27: a 32 MiB watchdog storm, every line a match, took 6.4-6.9 s
@@ -88,6 +96,81 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
     return hits, recs_all, buf.count(b"\n", lo)
 
 
+# what a hit line's parse (sources.make_line) gives, made by a pool worker: (characters of launcher prefix
+# before Line.text in the normalised line, rank, time with no year hint, whether the time depends on the year)
+Parsed = Tuple[int, Optional[int], Optional[float], bool]
+PROBE_YEAR = 2024
+PARSE_MIN_WORKERS = 3      # workers parse the hit lines only when there are this many (spare cores: with
+#                            one or two, a worker is as busy as the scanner and the parse only moves work)
+
+
+# a line that may carry a time (sources.parse_ts reads the first 200 characters of the normalised line):
+# hh:mm:ss in its first bytes, or a byte normalising may drop or change (not printable ASCII) ...
+_TIMELIKE = re.compile(rb"\d\d:\d\d:\d\d|[^\x20-\x7e]")
+PLAIN_MAX = 256            # ... or longer than this (BlockView._back passes over the others unparsed)
+# a worker parses the hit lines and looks for the lines that may carry a time (parse_hits, timed_lines)
+# only in a block of this many lines a hit or fewer: the scanner's own work on a few hits (most of them
+# repeated lines it parsed before) costs it less than that costs the worker (8 MiB of the bench's log,
+# 37 hits: 46 ms to prepare, 73 ms more to find its timed lines; the production mix's 1.6% of hit lines
+# doubled the workers' CPU)
+DENSE_HITS_EVERY = 50
+# what a block is searched for first (each has a plain search: the alternation of _TIMELIKE ran at
+# ~60 MB/s, these at ~2 GB/s): ":dd:" (in every hh:mm:ss), a byte not printable ASCII nor a newline
+_COLON_DD = re.compile(rb":\d\d:")
+_ODD_B = re.compile(rb"[^\n\x20-\x7e]")
+_PLAIN_B = bytes(range(0x20, 0x7f)) + b"\n"
+
+
+def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
+    """The starts of the lines of BUF (a worker's block of LINES lines) that hold what _TIMELIKE finds,
+    for the scanner's look back (BlockView._back: it parses those and the long ones); None when that
+    is most of them (of no use to the scanner)."""
+    out: Set[int] = set()
+    rfind, find = buf.rfind, buf.find
+    for rx, check in ((_COLON_DD, True), (_ODD_B, False)):
+        if not check and not buf.translate(None, _PLAIN_B):      # (all printable ASCII: no odd byte)
+            break
+        pos = 0
+        while True:
+            m = rx.search(buf, pos)
+            if m is None:
+                break
+            s = rfind(b"\n", 0, m.start()) + 1
+            e = find(b"\n", m.end())
+            e = len(buf) if e < 0 else e
+            if not check or _TIMELIKE.search(buf, s, e):
+                out.add(s)
+                if len(out) * 2 > lines:
+                    return None
+            pos = e + 1
+    return out
+
+
+def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> Dict[int, Parsed]:
+    """The parse of the hit lines at STARTS (sources.make_line's prefix, rank and time), made by a pool
+    worker ahead of the scanner (issue 44: the scanner's own parse of each hit was most of its work on a
+    dense log): {line start: Parsed}.  The scanner decodes the line itself (C), takes its text, rank and
+    time from here, and parses the time again only when it depends on the year and the scanner knows
+    one by then other than the default year the worker read it in (glog's and vLLM's headers have
+    none: BlockView.year)."""
+    out: Dict[int, Parsed] = {}
+    n = len(buf)
+    for s in starts:
+        nl = buf.find(b"\n", s)
+        norm = normalise(decode_line(buf[s:min(nl if nl >= 0 else n, s + MAX_RAW)]))
+        text, rank = split_prefix(norm)
+        if rank is None:
+            rank = file_rank
+        if rank is None:
+            rank = inner_rank(text)
+        ts = parse_ts(norm)
+        # (a year-less header gives another time in another year: 2024, a leap year, against the default
+        # year, which is none -- a 29 February is a time in one of them only)
+        dep = (ts is not None or "0229 " in norm[:200] or "02-29 " in norm[:200]) and parse_ts(norm, PROBE_YEAR) != ts
+        out[s] = (len(norm) - len(text), rank, ts, dep)
+    return out
+
+
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:
     """Lines with control characters (ANSI colours, ...) are normalised first, then searched again
     (all of a block's such lines in one search): anchors are trusted only on normalised text."""
@@ -133,7 +216,7 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
     guard = guard if guard is not None else WorkerBudget(rules)
     out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
-        ids = [t - RULE_TAG for t in tags if t >= RULE_TAG]
+        ids = [t - RULE_TAG for t in tags if RULE_TAG <= t < ANCHOR_TAG]
         if not ids:
             continue
         nl = buf.find(b"\n", start)

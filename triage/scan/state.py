@@ -125,6 +125,8 @@ class Event:
     # the rule searches a pool worker made for the line (prepare.rule_searches), used when the text
     # fed hashes as the worker's did
     searched: Optional[Searched] = None
+    # per observer (id) that asked for it (Observer.per_anchor): the indexes of its anchors that hit the line
+    anchored: Optional[Dict[int, Set[int]]] = None
 
 
 

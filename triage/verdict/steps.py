@@ -294,20 +294,23 @@ class StepLog:
     def _feed_graph(self, line: Line) -> None:
         """A CUDA graph line: a capture starting or done, its time and memory, the graphable layers."""
         t = line.text
-        if _CAPTURE.search(t, timeout=TIMEOUT):
-            self._mark_capture(line)
-        m = _BUILT.search(t, timeout=TIMEOUT)
+        # (each regex only on a line holding a literal every match of it holds: a dense log of capture
+        # progress lines ran four regex searches a line, issue 44)
+        if "create cuda graphs" in t or "Start CUDA Graphs capture" in t or "Capturing CUDA graph" in t or (
+                "CUDA graph" in t and _CAPTURE.search(t, timeout=TIMEOUT)):     # (_CAPTURE's plain-text branches
+            self._mark_capture(line)                                            # first: a capture progress line each)
+        m = _BUILT.search(t, timeout=TIMEOUT) if "> built " in t else None
         if m:
             self._mark_capture(line)
             self.graphs_built = int(m.group(1))
             self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
             if m.group(3):
                 self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
-        m = _TIME_SPENT.search(t, timeout=TIMEOUT)
+        m = _TIME_SPENT.search(t, timeout=TIMEOUT) if "Time spent in CUDA Graphs capture" in t else None
         if m:
             self._mark_capture(line)
             self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
-        m = _GRAPHABLE.search(t, timeout=TIMEOUT)
+        m = _GRAPHABLE.search(t, timeout=TIMEOUT) if " graphable layers" in t else None
         if m:
             self.graphable_layers = int(m.group(2))
 

@@ -117,3 +117,28 @@ def test_each_form_beside_a_healthy_rank(tmp_path, form):
 def test_an_error_a_rank_went_on_from_beside_a_healthy_rank_is_healthy(tmp_path):
     went_on = "[rank0]: ERROR: data loader failed, retrying\n" + _HEALTHY_RANK.replace("rank1", "rank0")
     assert _outcome_dir(tmp_path, went_on)[0] == "healthy"
+
+
+def test_a_forms_prefilter_holds_every_line_its_regex_matches():
+    """`prefilter` (failure_forms.yaml) is tried before the regex and never searched again: a line the
+    regex matches that the prefilter misses would be a failure not seen.  Every line of every fixture log
+    and every example, with and without a launcher prefix."""
+    import glob
+    from triage.scan.forms import failure_forms
+    forms = [f for f in failure_forms() if f.prefilter is not None and f.regex is not None]
+    assert forms                         # (error-last-line has one)
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs")
+    lines = [x for f in failure_forms() for x in (f.fires + "\n" + f.healthy).split("\n")]
+    for p in sorted(glob.glob(os.path.join(root, "**", "*.log"), recursive=True)):
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            lines += fh.read().split("\n")[:5000]
+    lines += ["Error: x", "error: x", "ERROR:root:something", "[E1203 14:03:49.385461578 foo.cpp:1] x",
+              "E1203 14:03:49.385461 123 foo.cc:1] x", "error\tx", "Error x"]
+    checked = 0
+    for f in forms:
+        for ln in lines:
+            for text in (ln, "[rank0]: " + ln, "0: " + ln):
+                if f.regex.search(text[:2000]):
+                    checked += 1
+                    assert f.prefilter.search(text[:2000]), (f.id, text[:200])
+    assert checked > 100

@@ -142,3 +142,15 @@ def test_a_forms_prefilter_holds_every_line_its_regex_matches():
                     checked += 1
                     assert f.prefilter.search(text[:2000]), (f.id, text[:200])
     assert checked > 100
+    # and every form's anchor (what wakes it in the one multi-pattern pass) holds those lines too: the
+    # error-last-line anchor leaves out C++'s `Error::` (issue 44) but not a line that starts with it
+    import re
+    for f in failure_forms():
+        if f.regex is None:
+            continue
+        anchor = re.compile(f.anchor, re.M) if f.anchor_is_rx else None
+        for ln in lines + ["Error::x failed", "error:", "Error\tx", "x ERROR"]:
+            for text in (ln, "[rank0]: " + ln):
+                t = text[:2000]
+                if f.regex.search(t):
+                    assert (anchor.search(t) if anchor else f.anchor in t), (f.id, t[:200])

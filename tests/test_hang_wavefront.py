@@ -143,3 +143,26 @@ def test_a_rank_the_log_never_shows_is_not_accused():
     # nothing at all in this log: only rank 5 is named
     h = _hang(os.path.join(HERE, "fixtures", "logs", "synthetic", "multirank", "unexplained_crash_then_timeouts.log"))
     assert (h.behind, h.silent, h.waited) == ([5], [5], [0, 1])
+
+
+@pytest.mark.parametrize("nccl_line", [
+    # NCCL src/transport/p2p.cc v2.23.4-1 (NCCL_DEBUG_SUBSYS=REG)
+    "node-0:4242:4242 [0] NCCL INFO rank 0 - IPC graph register buffer 0x7f3b35200000 size 4194304 (baseAddr "
+    "0x7f3b35200000 size 4194304) to peer 1 regAddr 0x7f2a10000000 offsetOut 0",
+    # NCCL src/plugin/profiler.cc v2.29.7-1
+    "node-0:4242:4242 [0] NCCL INFO Comm config graphUsageMode is set to 0 but the user is capturing graphs on the "
+    "stream. Violating graphUsageMode semantics can lead to hangs!",
+])
+def test_nccl_says_the_collective_was_captured(tmp_path, nccl_line):
+    """A hang after NCCL's own line that a collective was captured in a CUDA graph (its graph registration,
+    its graphUsageMode warning) ran inside a graph, without a Megatron capture line.  Labelled synthetic:
+    the real 2-rank H100 hang with the NCCL line (its wording from the release named) put before it."""
+    with open(os.path.join(REAL, "gpu", "nccl_rank_hang_timeout.log"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    plain = tmp_path / "plain.log"
+    plain.write_text("\n".join(lines))
+    assert not _hang(str(plain)).in_graph
+    p = tmp_path / "graph.log"
+    p.write_text("\n".join([nccl_line] + lines))
+    h = _hang(str(p))
+    assert h.in_graph and h.behind == [1]

@@ -103,6 +103,14 @@ _MEGATRON_B = lazy_re(
     rb"\(ms\):" + _SP + rb"*([\d.]+)(?:[^\n]*?throughput per GPU \(TFLOP/s/GPU\):" + _SP + rb"*([\d.]+))?")
 _NEMO = lazy(r"train_step_timing in s[=:]\s*([\d.]+)")
 _NEMO_STEP = lazy(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
+# NCCL's own lines that a collective ran in a captured CUDA graph (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS
+# with REG / COLL): the graph registration of a buffer, and 2.29's warning about graphUsageMode (issue 43:
+# a hang inside a replayed graph).  NCCL src/transport/p2p.cc v2.23.4-1 "rank %d - IPC graph register
+# buffer %p ...", src/register/register.cc v2.29.7-1 "Skipping graph registration for buffer %p ...",
+# src/plugin/profiler.cc v2.29.7-1 "Comm config graphUsageMode is set to %d but the user is capturing
+# graphs on the stream. ..."
+NCCL_GRAPH_LINES = ("IPC graph register buffer", "Skipping graph registration for buffer",
+                    "but the user is capturing graphs on the stream")
 _CAPTURE = lazy(
     r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
     r"|create cuda graphs|Capturing CUDA graph"
@@ -152,6 +160,7 @@ class StepLog:
         Anchor(r"> built \d+ cuda graph\(s\) in [\d.]+ sec", 0, regex=True),
         Anchor(r"Time spent in CUDA Graphs capture on rank \d+: [\d.]+s", 0, regex=True),
         Anchor(r"Rank \d+: \d+ graphable layers", 0, regex=True),
+        *[Anchor(x, 0) for x in NCCL_GRAPH_LINES],
     ]
 
     def scan_lines(self, buf: bytes, starts: Sequence[int]) -> Dict[int, tuple]:
@@ -294,6 +303,10 @@ class StepLog:
     def _feed_graph(self, line: Line) -> None:
         """A CUDA graph line: a capture starting or done, its time and memory, the graphable layers."""
         t = line.text
+        if "NCCL" in t and any(x in t for x in NCCL_GRAPH_LINES):
+            if self.capture_line is None:      # (a collective captured: no step-time capture boundary)
+                self.capture_line = (line.source, line.lineno, line.rank, line.text[:500])
+            return
         # (each regex only on a line holding a literal every match of it holds: a dense log of capture
         # progress lines ran four regex searches a line, issue 44)
         if "create cuda graphs" in t or "Start CUDA Graphs capture" in t or "Capturing CUDA graph" in t or (

@@ -135,12 +135,16 @@ class Engine:
 
         # the ranks of each attempt, worked out when asked: what it needs, not the scanner's whole state
         seen0, segments = core.ranks_seen, core.rank_segments
+        memo: List[Set[int]] = []         # (asked by the hang suspects and the hang's wavefront: read once)
 
         def ranks() -> Set[int]:
+            if memo:
+                return set(memo[0])
             seen = seen0
             if segments:
                 seen = _ranks_by_attempt(segments, seen)
-            return seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set())
+            memo.append(seen.get(attempts - 1, set()) | (seen.get(0, set()) if attempts == 1 else set()))
+            return set(memo[0])
         return ScanResult(matches=matches, blocks=blocks, lines=lines, sources=sources,
                           launcher_root_rank=core.root_rank, attempts=attempts,
                           launcher_summaries=list(core.root_summaries),

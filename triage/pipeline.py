@@ -118,12 +118,15 @@ def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Option
     if options.progress:
         slow_search_note(paths, max_bytes=options.max_bytes)
     bar = for_inputs(paths, max_bytes=options.max_bytes) if options.progress else None
+    from .scan.demote import demote_common
+    pats, demoted = demote_common(pats, paths)     # issue 46: a user literal on most lines is left out
     try:
         scan = Engine(pats).scan_paths(paths, extra=seen.observers(), progress=bar, max_bytes=options.max_bytes,
                                        content_hash=options.content_hash)
     finally:
         if bar is not None:
             bar.close()
+    scan.notes.extend(demoted)
     if scan.lines == 0 and not scan.notes:      # no verdict of nothing: "healthy" would be a lie
         raise InputError(f"the input is empty: nothing to triage ({', '.join(paths)[:200]})")
     _one_job_by_summaries(paths, scan.launcher_summaries)

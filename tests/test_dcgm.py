@@ -84,3 +84,24 @@ def test_dcgm_beside_a_hang_log_names_the_gpu_fault(tmp_path):
 def test_plain_logs_are_untouched():
     with open(os.path.join(REAL, "gpu", "nccl_rank_hang_timeout.log"), "rb") as f:
         assert flatten(f.read()) is None
+
+
+def test_pdsh_tables_of_two_hosts_name_each_host():
+    """`pdsh -w node-1,node-2 dcgmi health -c`: node-1's healthy table then node-2's failed one; the
+    failure is node-2's (the table ended where the pdsh prefix changed), so node-2 is drained."""
+    import subprocess
+    import sys
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "logs", "synthetic", "dcgm")
+
+    def body(name):
+        with open(os.path.join(here, name), encoding="utf-8") as f:
+            return [x for x in f.read().split("\n") if x and not x.startswith(("#", "host"))]
+    text = "\n".join([f"node-1: {x}" for x in body("health_healthy.txt")]
+                     + [f"node-2: {x}" for x in body("health_ecc_failure.txt")]) + "\n"
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", "-", "--format", "json"], input=text,
+                       capture_output=True, text=True, env={**os.environ, "TRIAGE_DB": ""})
+    import json
+    d = json.loads(r.stdout)
+    assert d["primary"] == "gpu-hardware-fault"
+    assert d["action"]["host"] == "node-2", d["action"]
+    assert all("node-1" not in e for f in d["findings"] for e in f["evidence"] if "Failure" in e)

@@ -169,3 +169,27 @@ def test_entry_cap(tmp_path, monkeypatch):
     monkeypatch.setattr(frdump, "MAX_ENTRIES", 2)
     d = read_dump(os.path.join(REAL, "skip", "nccl_trace_rank_0"))
     assert [e.seq for e in d.entries] == [2, 3] and d.dropped == 1      # the newest kept
+
+
+def test_hostile_plain_data_is_bounded(tmp_path):
+    """Plain data a pickle can still make hostile (review, 2026-12-06): numbers of 5,000 digits (str() of
+    them raises) and one list of 5 million items that 20,000 entries share through the pickle's memo
+    (copying it for every entry took over 60 s): read in well under the bound, no crash."""
+    import time
+    big = tmp_path / "nccl_trace_rank_0"
+    big.write_bytes(pickle.dumps({"version": 10 ** 5000, "entries": [
+        {"profiling_name": "nccl:all_reduce", "collective_seq_id": 10 ** 5000, "input_sizes": [[10 ** 5000]],
+         "process_group": ("0", "default_pg")}]}, 2))
+    d = read_dump(str(big))
+    assert d.version == "" and d.entries == []
+    n = 5_000_000                       # MARK, NONE, DUP x n, LIST: one list, memo 1; an entry: memo 2
+    shared = b"(N" + b"2" * n + b"lq\x01"
+    ent = (b"}q\x02(" + b"X\x11\x00\x00\x00collective_seq_idK\x01" + b"X\x0e\x00\x00\x00profiling_name"
+           + b"X\x0f\x00\x00\x00nccl:all_reduce" + b"X\x0b\x00\x00\x00input_sizes(" + b"h\x01" * 8 + b"l"
+           + b"X\x0c\x00\x00\x00output_sizes(" + b"h\x01" * 8 + b"l" + b"u")
+    data = b"\x80\x02}q\x00(X\x07\x00\x00\x00entries(" + shared + b"0" + ent + b"h\x02" * 19999 + b"lu."
+    assert len(pickle.loads(data)["entries"]) == 20000
+    big.write_bytes(data)
+    t0 = time.monotonic()
+    d = read_dump(str(big))
+    assert time.monotonic() - t0 < 20 and d.entries and d.entries[0].seq == 1

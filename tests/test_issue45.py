@@ -503,3 +503,31 @@ def test_inputs_starting_different_scripts_are_warned(tmp_path):
     (d / "b.log").write_text("[rank1]: RuntimeError: try `python other.py --flag` instead\n")
     r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
     assert "several_jobs" not in json.loads(r.stdout)["job"]
+
+
+def test_a_toml_integer_too_long_for_python_is_a_one_line_error(tmp_path):
+    (tmp_path / "b.toml").write_text("x = " + "9" * 5000 + "\n")
+    r = triage("check-config", "b.toml", cwd=str(tmp_path))
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "not valid TOML" in r.stderr, r.stderr
+
+
+def test_engine_config_lines_that_are_hostile_never_crash(tmp_path):
+    """Review, 2026-12-06: a vLLM config line whose compilation_config is no JSON ([1,,2], 60,000
+    brackets), a `non-default args` dict with an unhashable key, nan / inf values (no JSON numbers)."""
+    cases = {
+        "a.log": "Initializing a V1 LLM engine (v0.10.2) with config: model='m', compilation_config="
+                 '{"cudagraph_capture_sizes":[1,,2], "x": \n',
+        "b.log": "Initializing a V1 LLM engine (v0.10.2) with config: model='m', compilation_config=" + "[" * 60000 + "\n",
+        "c.log": "INFO non-default args: {'model': 'a=b', [1]: 2}\n",
+        "n.log": "server_args=ServerArgs(model_path='m', cuda_graph_max_bs=nan, mem_fraction_static=inf, "
+                 "disable_cuda_graph=False)\nRuntimeError: CUDA error: an illegal memory access was encountered\n",
+        "d.log": "INFO non-default args: {'model': 'm', 'enforce_eager': True}\n"
+                 "RuntimeError: CUDA error: an illegal memory access was encountered\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        r = triage("analyze", name, "--format", "json", cwd=str(tmp_path))
+        assert r.returncode in (0, 1, 3), (name, r.stderr[-300:])
+        d = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"{name}: {c} in the JSON"))
+        if name == "d.log":             # the dict holds no `=`: it is read all the same
+            assert d["config"]["framework"] == "vllm" and d["config"]["enforce_eager"] is True

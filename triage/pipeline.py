@@ -97,8 +97,12 @@ def reached_in(paths: Sequence[str]) -> "Optional[int] | bool":
     False when they cannot be read (gone, unreadable) -- an earlier attempt's logs, read for its steps only."""
     from .inputs.sources import expand_paths, read_lines
     steps = StepLog()
+    import os
+    import stat
     try:
         for p in expand_paths(paths):
+            if p == "-" or not stat.S_ISREG(os.stat(p).st_mode):
+                return False            # (a FIFO now where a log was: reading it would wait for a writer)
             for ln in read_lines(p):
                 steps.feed(ln)
     except (InputError, OSError):

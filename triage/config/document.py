@@ -159,7 +159,7 @@ def _toml(text: str, where: str) -> Any:
         data = tomllib.loads(text)
         _expansion(data)
         return _clipped(data)
-    except tomllib.TOMLDecodeError as e:
+    except ValueError as e:          # TOMLDecodeError, and a 5,000-digit integer (int's str limit)
         m = regex.search(r"\(at line (\d+), column (\d+)\)", str(e))
         at = f"{where}:{m.group(1)}:{m.group(2)}" if m else where
         what = str(e)[:m.start()].strip() if m else str(e)

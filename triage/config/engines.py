@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 from typing import Any, Dict, Optional, Tuple
 
 from ..match.rx import TIMEOUT, lazy
@@ -55,22 +56,41 @@ ENGINE_KEYS = tuple(sorted(set(VLLM_KEYS.values()) | set(SGLANG_KEYS.values()) |
 NEEDLES = (" with config: ", "non-default args: {", "server_args=ServerArgs(")
 
 
+_LITERAL_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)   # hostile text: any
+
+
+def _literal(text: str) -> Any:
+    """ast.literal_eval of TEXT (a line's dict or list), or None: it is no literal, or a hostile one."""
+    if len(text) > MAX_LINE:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except _LITERAL_ERRORS:
+        return None
+
+
+def _parse_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):     # (a cut line; [1,,2]; 60,000 brackets; a 5,000-digit int)
+        return None
+
+
 def _scalar(text: str) -> Any:
     text = text.strip()
     if text[:1] in "'\"[":
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            return text.strip("'\"")
+        v = _literal(text)
+        return text.strip("'\"") if v is None else v
     if text in ("True", "False"):
         return text == "True"
     if text == "None":
         return None
     for kind in (int, float):
         try:
-            return kind(text)
+            v = kind(text)
         except ValueError:
-            pass
+            continue
+        return v if kind is int or math.isfinite(v) else text     # (nan, inf: no JSON numbers)
     return text
 
 
@@ -86,10 +106,7 @@ def _compilation(text: str) -> Dict[str, Any]:
         return {}
     body = text[i + len("compilation_config="):MAX_LINE].strip()
     out: Dict[str, Any] = {}
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
+    data = _parse_json(body)
     if isinstance(data, dict):
         mode, sizes = data.get("cudagraph_mode"), data.get("cudagraph_capture_sizes")
         if mode is not None:
@@ -101,8 +118,9 @@ def _compilation(text: str) -> Dict[str, Any]:
     if m:
         out["cudagraph_mode"] = _MODES.get(m.group(1).replace(" ", ""), m.group(1).strip('"'))
     m = lazy(r'"cudagraph_capture_sizes":\s*(\[[\d,\s]*\])').search(body, timeout=TIMEOUT)
-    if m:
-        out["cudagraph_capture_sizes"] = json.loads(m.group(1))
+    sizes = _parse_json(m.group(1)) if m else None
+    if isinstance(sizes, list):
+        out["cudagraph_capture_sizes"] = sizes
     return out
 
 
@@ -120,10 +138,7 @@ def _vllm_line(text: str) -> Optional[Dict[str, Any]]:
 
 def _vllm_args(text: str) -> Optional[Dict[str, Any]]:
     m = _NON_DEFAULT.search(text[:MAX_LINE], timeout=TIMEOUT)
-    try:
-        data = ast.literal_eval(m.group(1)) if m else None
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        data = None
+    data = _literal(m.group(1)) if m else None
     if not isinstance(data, dict):
         return None
     out = {VLLM_KEYS[k]: v for k, v in data.items() if k in VLLM_KEYS}

@@ -243,10 +243,10 @@ class LogConfigCollector:
         if any(stripped.endswith(a) for a in ANNOUNCE_NEXT):
             self._next_is_command = True
             return
+        if self._feed_engine(text):     # (vLLM's `non-default args: {...}` holds no `=`)
+            return
         if "=" in text or "set by environment" in text:
             self._feed_env(text)
-            if self._feed_engine(text):
-                return
         if (announced or is_launch_line(stripped)) and not self.cmd:
             flags, env = parse_launch(stripped)
             if flags:

@@ -62,11 +62,15 @@ def flatten(data: bytes) -> Optional[Tuple[bytes, int]]:
 
 
 def _rows(lines: List[str], i: int) -> Tuple[int, List[str]]:
-    """The table's rows from line I to its end (a line that is no row nor rule)."""
+    """The table's rows from line I to its end: a line that is no row nor rule, another host's line
+    (pdsh's `NAME: ` prefix changed: `pdsh -w node-1,node-2 dcgmi health -c` prints one table a host),
+    or the next table's header."""
     rows: List[str] = []
+    first = _strip(lines[i - 1])[0] if i > 0 else None
     while i < len(lines):
-        _, body = _strip(lines[i])
-        if not body.startswith(("|", "+")):
+        pre, body = _strip(lines[i])
+        if not body.startswith(("|", "+")) or pre != first \
+                or body.startswith(("| Health Monitor Report", "| Diagnostic ")):
             break
         rows.append(body)
         i += 1

@@ -20,6 +20,7 @@ import io
 import json
 import os
 import re
+from itertools import islice
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..record import record
@@ -143,8 +144,12 @@ def read_dump(path: str) -> FRDump:
     rank = int(m.group(1)) if m else -1
     entries = obj["entries"]
     dropped = max(0, len(entries) - MAX_ENTRIES)
-    kept = [e for e in (_entry(x, dropped + i + 1) for i, x in enumerate(entries[dropped:])) if e is not None]
-    return FRDump(path, rank, _text(obj.get("version")), _groups(obj.get("pg_config")), kept, dropped)
+    try:                       # (what a hostile dump's plain data can still do is an input error, never a crash)
+        kept = [e for e in (_entry(x, dropped + i + 1) for i, x in enumerate(entries[dropped:])) if e is not None]
+        return FRDump(path, rank, _text(obj.get("version")), _groups(obj.get("pg_config")), kept, dropped)
+    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, MemoryError,
+            OverflowError) as e:
+        raise InputError(f"{path}: not a Flight Recorder dump ({type(e).__name__} in its entries)") from None
 
 
 def _load(path: str, data: bytes) -> Any:
@@ -166,8 +171,19 @@ def _load(path: str, data: bytes) -> Any:
         raise InputError(f"{path}: not a Flight Recorder dump (a broken pickle: {type(e).__name__})") from None
 
 
+_INT_MAX = 1 << 63            # a number in a dump past this is no id or size (and str() of a 5,000-digit int raises)
+
+
+def _int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and -_INT_MAX < x < _INT_MAX
+
+
 def _text(x: Any) -> str:
-    return x[:MAX_TEXT] if isinstance(x, str) else (str(x)[:MAX_TEXT] if isinstance(x, (int, float)) else "")
+    if isinstance(x, str):
+        return x[:MAX_TEXT]
+    if _int(x) or isinstance(x, float):
+        return str(x)[:MAX_TEXT]
+    return ""
 
 
 def _groups(cfg: Any) -> Dict[str, Tuple[str, List[int]]]:
@@ -179,9 +195,9 @@ def _groups(cfg: Any) -> Dict[str, Tuple[str, List[int]]]:
             continue
         ranks = g.get("ranks")
         if isinstance(ranks, str):
-            rs = [int(r) for r in _INTS.findall(ranks[:1_000_000])][:100_000]
-        elif isinstance(ranks, (list, tuple)):
-            rs = [r for r in list(ranks)[:100_000] if isinstance(r, int)]
+            rs = [int(r) for r in _INTS.findall(ranks[:1_000_000])[:100_000] if len(r) < 19]
+        elif isinstance(ranks, (list, tuple)):      # (islice: a pickle's memo lets 1,000 groups share one
+            rs = [r for r in islice(ranks, 100_000) if _int(r)]     # list of millions: no copy of it)
         else:
             rs = []
         out[_text(name)] = (_text(g.get("desc")), rs)
@@ -196,8 +212,9 @@ def _entry(x: Any, index: int) -> Optional[FREntry]:
     name = _text(x.get("profiling_name"))
     op = name.split(":", 1)[1] if ":" in name else name
     seq = x.get("collective_seq_id")
-    if not isinstance(seq, int) or not op:
+    if not _int(seq) or not op:
         return None
+    assert isinstance(seq, int)
     p2p = bool(x.get("is_p2p")) or op.split(" ")[0] in ("send", "recv")
     return FREntry(pg, desc, seq, p2p, op, _sizes(x.get("input_sizes")), _sizes(x.get("output_sizes")),
                    _text(x.get("state")), index)
@@ -208,8 +225,8 @@ def _sizes(x: Any) -> str:
     if not isinstance(x, (list, tuple)):
         return ""
     out = []
-    for t in list(x)[:8]:
-        dims = [d for d in list(t)[:8] if isinstance(d, int)] if isinstance(t, (list, tuple)) else []
+    for t in islice(x, 8):
+        dims = [d for d in islice(t, 8) if _int(d)] if isinstance(t, (list, tuple)) else []
         out.append("[" + ", ".join(str(d) for d in dims) + "]")
     return "[" + ", ".join(out) + "]"
 

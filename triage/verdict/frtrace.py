@@ -9,7 +9,7 @@ kept entry is not compared (nothing says that rank missed it)."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..inputs.frdump import FRDump, FREntry
 from ..record import record
@@ -125,8 +125,14 @@ def first_disagreement(dumps: Sequence[FRDump]) -> Optional[FRFinding]:
     default group last: a subgroup's stall stalls it too); None when they agree."""
     dump_of = {d.rank: d for d in dumps}
     found: List[FRFinding] = []
-    for key, per in sorted(_by_group(dumps).items(), key=lambda kv: (kv[0][1] == "default_pg", kv[0])):
-        f = _compare(key, per, dump_of, key[1] == "default_pg" or key[0] == "0" and not key[1])
+    def default(key: Tuple[str, str]) -> bool:
+        return key[1] == "default_pg" or key[0] == "0" and not key[1]
+
+    def order(kv: Tuple[Tuple[str, str], Any]) -> Tuple[bool, int, str]:     # pg "10" after pg "2"
+        pg = kv[0][0]
+        return default(kv[0]), int(pg) if pg.isdigit() and len(pg) < 19 else 1 << 62, pg
+    for key, per in sorted(_by_group(dumps).items(), key=order):
+        f = _compare(key, per, dump_of, default(key))
         if f is not None:
             found.append(f)
     return found[0] if found else None

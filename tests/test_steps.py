@@ -190,3 +190,23 @@ def test_real_h200_replay_vs_eager():
     base, bcfg = real_steps("steptime_large_eager.log")
     verdicts, info = assess(cur, ccfg, base, bcfg)
     assert verdicts == [] and -10 < info["run_vs_run"]["delta_pct"] < 0
+
+
+def test_a_garbled_warmup_setting_is_no_crash(tmp_path):
+    """Found by fuzzing (2026-12-06): an arguments block whose cuda_graph_warmup_steps line was pasted
+    three times on one line (`3  cuda_graph_warmup_steps ..... 3 ...`) crashed the step-time
+    assessment (int() of that text); the default warmup is taken instead."""
+    import subprocess
+    import sys
+    block = ("------------------------ arguments ------------------------\n"
+             "  cuda_graph_impl ................................. local\n"
+             "  cuda_graph_warmup_steps ......................... " + "3  cuda_graph_warmup_steps ..... " * 3 + "3\n"
+             "-------------------- end of arguments ---------------------\n")
+    steps = "".join(f" [2026-12-03 08:{i // 60:02d}:{i % 60:02d}] iteration {i:8d}/     100 | consumed samples: "
+                    f"{i * 8:10d} | elapsed time per iteration (ms): {400 + i % 3:.1f} | learning rate: 1.0E-04 |\n"
+                    for i in range(1, 40))
+    p = tmp_path / "run.log"
+    p.write_text(block + steps)
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"], capture_output=True,
+                       text=True)
+    assert r.returncode in (0, 1, 3), r.stderr[-400:]

@@ -605,6 +605,18 @@ class StepSeries(SequenceABC):
         return self[:]
 
 
+def _warmup(v: object) -> Optional[int]:
+    """A config's cuda_graph_warmup_steps as a number of steps, None when it is none (a garbled log's
+    arguments block can hold any text there: found by fuzzing)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return max(v, 0) if v < 1 << 31 else None
+    if isinstance(v, str) and v.strip().isdigit() and len(v.strip()) < 10:
+        return int(v.strip())
+    return None
+
+
 def summary(s: StepLog, warmup: Optional[int], st: Optional[List[Tuple[int, float]]] = None) -> Dict[str, object]:
     """The numbers of a run's steps; ST: its steady steps when the caller has them (s.steady(warmup)).
     Its "series" is a StepSeries, a sequence made when read (`.tolist()` for JSON): the JSON report
@@ -713,7 +725,7 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
     verdicts: List[PerfVerdict] = []
     if not cur.times:
         return verdicts, info
-    w_cur = cur_cfg.get("cuda_graph_warmup_steps")
+    w_cur = _warmup(cur_cfg.get("cuda_graph_warmup_steps"))
     verdicts += _numerics_verdict(cur, base)
     cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
     info["current"] = summary(cur, w_cur, cur_steady)  # type: ignore[arg-type]
@@ -721,7 +733,7 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
         cur.evidence_of(i) for i in cur.capture_iters[:1] if i in cur.evidence]
     on_cur = _graphs_on(cur_cfg, cur)
     if base is not None and base.times:
-        w_base = base_cfg.get("cuda_graph_warmup_steps")
+        w_base = _warmup(base_cfg.get("cuda_graph_warmup_steps"))
         base_steady = base.steady(w_base)  # type: ignore[arg-type]
         info["baseline"] = summary(base, w_base, base_steady)  # type: ignore[arg-type]
         c = compare([t for _, t in base_steady], [t for _, t in cur_steady])

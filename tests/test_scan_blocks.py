@@ -283,6 +283,9 @@ def test_garbled_numbers_on_step_lines_are_ignored(tmp_path):
     p = _write(tmp_path, "g.log", "[rank0]: iteration 3/ 10 | elapsed time per iteration (ms): 1.2.3 |\n"
                                   "Time spent in CUDA Graphs capture on rank 0: 1.2.3s\n"
                                   "train_step_timing in s=1.2.3\n"
+                                  # (fuzzing, 2026-12-06: the throughput's number garbled)
+                                  " iteration        5/      10 | elapsed time per iteration (ms): 6.0 | "
+                                  "throughput per GPU (TFLOP/s/GPU): .197.3 |\n"
                                   " iteration        4/      10 | elapsed time per iteration (ms): 5.0 |\n")
     line, block = both([p])
     assert block == line

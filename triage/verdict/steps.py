@@ -89,8 +89,9 @@ def _parse_step(buf: bytes, ls: int, le: int) -> Optional[Tuple[int, float, Opti
         n2 = _NUM_B.match(buf, t + len(_TF_KEY), le)
         if n2 is None:
             return None
-        tf = float(n2.group(1))
-    try:
+    try:                                # ("1.2.3" fits [\d.]+ but is no number: the regex path then)
+        if t >= 0 and n2 is not None:
+            tf = float(n2.group(1))
         return int(h.group(1)), float(n.group(1)), tf
     except ValueError:
         return None

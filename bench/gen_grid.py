@@ -125,12 +125,11 @@ def iso(t: datetime) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
-class Writer:
+class Writer(gb.Log):
+    """gen_biglog's buffered writer, with the shape's rank prefix and time header on each line."""
+
     def __init__(self, f: IO[str], shape: Shape):
-        self.f = f
-        self.buf: List[str] = []
-        self.pending = 0
-        self.written = 0
+        super().__init__(f)
         self.shape = shape
         width = len(str(RANKS - 1))
         self.pre = {
@@ -146,20 +145,7 @@ class Writer:
         s = self.pre[r] + text
         if self.shape.ts == "k8s":
             s = self.t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.t.microsecond:06d}123Z " + s
-        self.buf.append(s + "\n")
-        self.pending += len(s) + 1
-        if self.pending >= FLUSH_BYTES:
-            self.flush()
-
-    def flush(self) -> None:
-        self.f.write("".join(self.buf))
-        self.written += self.pending
-        self.buf.clear()
-        self.pending = 0
-
-    @property
-    def size(self) -> int:
-        return self.written + self.pending
+        self.raw(s)
 
 
 class GridJob:

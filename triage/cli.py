@@ -32,13 +32,13 @@ try:
         WORKERS_HELP,
         _no_contradiction,
         _prior_attempt,
-        _stdout_dash,
         _store_failed,
         _store_verdict,
         deprecated,
         fail,
         format_for,
         load_patterns,
+        output_options,
         write_output,
     )
     from .errors import EXIT_SIGINT, EXIT_SIGTERM, Terminated
@@ -254,9 +254,7 @@ def cli() -> None:
               help="text (default), json, markdown, html, junit (JUnit XML: one testcase per pitfall, for "
                    "Jenkins/GitLab) or jira (Jira wiki markup); with -o, taken from the file suffix "
                    "(.txt .json .md .html .xml .jira).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
-              help="Write the report to this file (atomically); - is standard output.")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options("the report")
 @click.option("--no-redact", is_flag=True, help="Do not redact secrets (tokens, keys, passwords) in the output.")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Tuple
 
 import click
 
@@ -97,6 +97,16 @@ def write_new(path: str, text: str) -> None:
 def _stdout_dash(ctx, param, value):  # noqa: ARG001 -- a click callback
     """`-o -` is standard output, as for most tools (not a file named '-')."""
     return None if value == "-" else value
+
+
+def output_options(what: str) -> Callable[[Any], Any]:
+    """`-o/--output` (written atomically; `-` is standard output) and `--force`, for a command that
+    writes WHAT: one wording for every command."""
+    def deco(f: Any) -> Any:
+        f = click.option("--force", is_flag=True, help="Overwrite an existing --output file.")(f)
+        return click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
+                            help=f"Write {what} to this file (atomically); - is standard output.")(f)
+    return deco
 
 
 PATTERNS_HELP = "Extra pattern directory or YAML file (repeatable): your own pitfalls, run beside the shipped catalog."

@@ -9,10 +9,10 @@ import click
 
 from ..cliutil import (
     PATTERNS_HELP,
-    _stdout_dash,
     fail,
     format_for,
     load_patterns,
+    output_options,
     write_output,
 )
 from ..report.names import SUFFIX_FORMAT
@@ -61,9 +61,7 @@ def _check_config_out(fmt: str, vs: list, cfg: Mapping[str, Any], unknown: list,
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment variable of the run.")
 @click.option("--format", "fmt", type=click.Choice(CHECK_FORMATS), default=None,
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
-              help="Write the result to this file (atomically); - is standard output.")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options("the result")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
 @click.option("--strict", is_flag=True, help="A key that is no known setting (a typo) is an error (exit 2), "

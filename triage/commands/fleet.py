@@ -11,11 +11,11 @@ from ..cliutil import (
     EXIT_USAGE,
     PATTERNS_HELP,
     WORKERS_HELP,
-    _stdout_dash,
     _store_failed,
     deprecated,
     format_for,
     load_patterns,
+    output_options,
     write_output,
 )
 from ..report.names import FLEET_FORMATS, SUFFIX_FORMAT
@@ -81,9 +81,7 @@ def fleet() -> None:
               help="Do not store the verdicts (first/last seen then come from these jobs only).")
 @click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
-              help="Write the grouped view to this file (atomically).")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options("the grouped view")
 @click.option("--patterns", "pattern_dirs", multiple=True, type=click.Path(),
               help=PATTERNS_HELP)
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
@@ -198,9 +196,7 @@ def _fleet_options_agree(no_store: bool, require_store: bool, db: Optional[str],
 @click.option("--db", "db", metavar="URL", default=None, help=DB_HELP)
 @click.option("--format", "fmt", type=click.Choice(FLEET_FORMATS), default=None,
               help="text (default), json, markdown or html; with -o, taken from the file suffix.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
-              help="Write the report to this file (atomically); - is standard output.")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options("the report")
 @click.option("--reports", "reports_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Link each job to its HTML report in DIR (written there by `triage fleet run --reports DIR`).")
 def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Optional[str], force: bool,
@@ -242,9 +238,7 @@ def fleet_report(since: str, db: Optional[str], fmt: Optional[str], output: Opti
               help="Old spelling of --workers.")
 @click.option("--dry-run", is_flag=True, help="Say what would change; leave the store as it is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), callback=_stdout_dash,
-              help="Write the result to this file (atomically); - is standard output.")
-@click.option("--force", is_flag=True, help="Overwrite an existing --output file.")
+@output_options("the result")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar.")
 def fleet_recheck(since: str, db: Optional[str], pattern_dirs: List[str], workers: int, dry_run: bool, fmt: str,
                   output: Optional[str], force: bool, quiet: bool, workers_old: Optional[int]) -> None:

@@ -166,3 +166,23 @@ def test_nccl_says_the_collective_was_captured(tmp_path, nccl_line):
     p.write_text("\n".join([nccl_line] + lines))
     h = _hang(str(p))
     assert h.in_graph and h.behind == [1]
+
+
+@pytest.mark.parametrize("name,reads", [
+    ("synthetic/multirank_ima_cascade.log", 0),           # a crash with timeouts after it: no read again
+    ("real/gpu-multirank/nccl_hang_flight_recorder.log", 1),   # a hang: the inputs read again, once
+])
+def test_the_inputs_are_read_again_only_for_a_hang_and_once(monkeypatch, name, reads):
+    """The 16-core grid (bench/grid.py) found a crash's hang sentence reading every input again for the
+    ranks it shows (256 MiB: 0.41 -> 6.43 s); the hang suspects and the wavefront asked twice."""
+    from triage.pipeline import assemble, scan_logs
+    from triage.patterns import load_all
+    pats = load_all()
+    scan, seen = scan_logs([os.path.join(HERE, "fixtures", "logs", name)], pats)
+    import triage.scan.engine as engine
+    calls = []
+    real = engine._ranks_by_attempt
+    monkeypatch.setattr(engine, "_ranks_by_attempt", lambda *a: calls.append(1) or real(*a))
+    a = assemble(scan, seen, pats)
+    assert a.verdict.outcome != "healthy"
+    assert len(calls) == reads, (name, len(calls))

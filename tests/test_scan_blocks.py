@@ -44,7 +44,7 @@ def summary(result, seen):
         "attempts": result.attempts, "ranks": result.ranks_seen,
         "config": seen.config.config(), "versions": seen.config.versions,
         "steps": (st.times, st.tflops, st.capture_iters, st.graphs_built, st.capture_seconds,
-                  {i: st.evidence_of(i) for i in st.evidence}),
+                  {i: st.evidence_of(i) for i in st.evidence}, st.capture_line, st._capture_ts, st.losses),
     }
 
 
@@ -742,3 +742,52 @@ def test_follow_records_are_bounded_on_hostile_blocks():
         scrape.scanned_text = real
     assert 50000 - 5000 * 10 // FOLLOW_RECORDS * 10 <= len(recs) <= 50000     # a run stops after FOLLOW_RECORDS lines
     assert len(calls) <= 55000                    # each line decoded once at most (headers and records)
+
+
+def _capture_dense_log(path, ranks=4, steps=160, stamped=False):
+    """Megatron-LM's iteration lines from every rank with megatron-core's capture progress lines
+    (`INFO:megatron.core.transformer.cuda_graphs:N/96. create cuda graphs | mem: ...`, the wording of
+    bench/gen_grid.py's megatron-dense shape) interleaved throughout, torchrun's `[rankN]:` prefix;
+    STAMPED: a year-less glog header first and kubectl-style times on half of the capture lines (their
+    time is parsed in the year the log names).  Synthetic layout, real wordings."""
+    out = ["[rank0]:I1203 06:40:20.236183771 ProcessGroupNCCL.cpp:913] [PG ID 0 PG GUID 0 Rank 0] ProcessGroupNCCL "
+           "initialization options: size: 4"] if stamped else []
+    g = 0
+    for it in range(1, steps + 1):
+        r = it % ranks
+        if it % 3 == 0:
+            g += 1
+            t = f"2025-02-28T23:{g % 60:02d}:0{g % 10}.000Z " if stamped and g % 2 else ""
+            out.append(f"[rank{r}]:{t}INFO:megatron.core.transformer.cuda_graphs:{g % 96}/96. create cuda graphs "
+                       f"| mem: alloc 20.{g % 10} gb, res 22.0 gb")
+        out.append(f"[rank{r}]: [2025-02-28 23:{it % 60:02d}:13.530050] iteration {it:8d}/ 5000000 | consumed "
+                   f"samples: {it * 1024:12d} | elapsed time per iteration (ms): {5000 + it % 97}.4 | throughput "
+                   f"per GPU (TFLOP/s/GPU): 471.0 | learning rate: 3.000000E-04 | global batch size:  1024 | "
+                   f"lm loss: 4.6{it % 10}4011E+00 |")
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return sum("create cuda graphs" in x for x in out)
+
+
+@pytest.mark.parametrize("jobs", [0, 3])
+@pytest.mark.parametrize("stamped", [False, True])
+def test_capture_progress_lines_go_to_the_step_log_as_records(monkeypatch, tmp_path, jobs, stamped):
+    """Issue 44: megatron-core's capture progress lines are parsed ahead of the scanner (StepLog.scan_lines,
+    in the pool workers when there are some, their time with them) and taken as records: StepLog.feed
+    sees at most the first one (capture_line wants it whole), and the step log (capture steps, capture
+    times, the first capture line, evidence) is the line scan's at every block size."""
+    from triage.verdict import steps
+    p = tmp_path / "capture_dense.log"
+    n = _capture_dense_log(p, stamped=stamped)
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    fed = []
+    real_feed = steps.StepLog.feed
+    monkeypatch.setattr(steps.StepLog, "feed", lambda self, line: fed.append(line.text) or real_feed(self, line))
+    line = line_scan([str(p)])
+    assert sum("create cuda graphs" in x for x in fed) == n        # the line scan feeds every one
+    assert line["steps"][2] and line["steps"][6] is not None
+    assert bool(line["steps"][7]) == stamped
+    for bs in (1 << 23, 4096, 777):
+        fed.clear()
+        assert block_scan([str(p)], bs) == line, bs
+        assert sum("create cuda graphs" in x for x in fed) <= 1, (bs, len(fed))

@@ -137,6 +137,25 @@ def timegm(y: int, mo: int, d: int, h: int = 0, mi: int = 0, sec: int = 0) -> in
     return ((days * 24 + h) * 60 + mi) * 60 + sec
 
 
+PROBE_YEAR = 2024
+
+
+def parse_ts_ahead(text: str) -> Tuple[Optional[float], bool]:
+    """parse_ts(TEXT) in no known year, for a pool worker ahead of the scanner, and whether the time
+    depends on the year (a year-less header: ts_in_year parses it again in the year the scanner knows
+    by then).  A year-less header gives another time in 2024, a leap year, than in the default year;
+    a 29 February is a time in one of them only."""
+    ts = parse_ts(text)
+    probe = text[:200]
+    dep = (ts is not None or "0229 " in probe or "02-29 " in probe) and parse_ts(text, PROBE_YEAR) != ts
+    return ts, dep
+
+
+def reparse_in(year: Optional[int], dep: bool) -> bool:
+    """Whether a worker's parse_ts_ahead (DEP: the time depends on the year) is parsed again in YEAR."""
+    return dep and year is not None and year != _DEFAULT_YEAR
+
+
 def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
     probe = text[:200]
     if ":" not in probe:

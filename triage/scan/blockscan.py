@@ -60,7 +60,7 @@ class _InputScan:
         n = len(buf)
         # lines an observer parsed in one pass over the block (see prepare_block) are fed back
         # to it in line order, interleaved with the lines it gets through feed()
-        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view.year)
+        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view)
                    for (o, _), recs in zip(self.batchers, recs_all) if o.batch]
         # records of lines an observer may follow (Feeder.records), by observer
         followed = {id(o): recs for (o, _), recs in zip(self.batchers, recs_all) if not o.batch and recs}
@@ -260,11 +260,11 @@ class _Batch:
     in line order; a record's line number is counted only when the observer asks for it."""
 
     def __init__(self, obs: Feeder, recs: Dict[int, tuple], lo: int, lineno: int, label: str,
-                 year: Optional[int]):
+                 view: BlockView):
         self.obs = obs
         self.recs = recs
         self.label = label
-        self.year = year
+        self.view = view          # (its year as the lines fed before a record left it)
         self.keys = sorted(recs)
         self.i = 0
         self.off = lo             # a line start in the buffer ...
@@ -285,7 +285,9 @@ class _Batch:
             return
         self.i = j
         items = [(at, recs[at]) for at in keys[i:j] if at in recs]
-        self.obs.obj.feed_records(buf, items, self.label, lambda at: self.lineno(buf, at), self.year)
+        view = self.view
+        self.obs.obj.feed_records(buf, items, self.label, lambda at: self.lineno(buf, at), view.year,
+                                  lambda at: view.line_at(at, self.lineno(buf, at)))
 
     def drop(self, at: int) -> None:
         """The line at buffer offset `at` went through feed(): forget its record."""

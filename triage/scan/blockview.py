@@ -5,7 +5,6 @@ import time
 from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
 
 from ..inputs.sources import (
-    _DEFAULT_YEAR,
     _DOTTED_EXC,
     MAX_RAW,
     Input,
@@ -15,6 +14,7 @@ from ..inputs.sources import (
     make_line,
     normalise,
     parse_ts,
+    reparse_in,
     timegm,
 )
 from ..match.rx import TextMemo
@@ -93,7 +93,7 @@ class BlockView(View):
         if pre is not None:               # a worker parsed it: as make_line, but for decoding it
             cut, rank, ts, dep = pre
             norm = normalise(decode_line(data))
-            if dep and self.year is not None and self.year != _DEFAULT_YEAR:    # (the worker's year)
+            if reparse_in(self.year, dep):           # (the worker's year was none)
                 ts = parse_ts(norm, self.year)
             ln = Line(norm[cut:], inp.label, lineno, rank, ts, norm, inp.attempt)
         else:

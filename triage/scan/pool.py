@@ -69,7 +69,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             raise NotPlain()
                         if added:
                             block += b"\n"
-                        h, r, nl = prepare.prepare_block(block, 0, aset, batchers)
+                        h, r, nl = prepare.prepare_block(block, 0, aset, batchers, ahead=True)
                         starts = sorted(h)
                         # the scanner's parse of the hit lines and its look backs made here, for a
                         # block dense in hits when there are workers to spare (prepare.DENSE_HITS_EVERY)

@@ -12,7 +12,7 @@ from ..inputs.sources import (
     MAX_RAW,
     decode_line,
     normalise,
-    parse_ts,
+    parse_ts_ahead,
     scanned_text,
 )
 from ..match.anchors import Anchor, AnchorSet
@@ -70,12 +70,13 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
     return out
 
 
-def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]
-                  ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
+def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
+                  ahead: bool = False) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
     (those leave the hits when they wake nobody else), the records of the lines an observer may
-    follow (Feeder.records: no hit is taken) and the block's line count.  Offsets are
+    follow (Feeder.records: no hit is taken) and the block's line count (AHEAD: a pool worker's, which
+    parses more of a record than the scanner would need: what the scanner then parses no more).  Offsets are
     offsets in buf.  (The scanner counts the lines before a hit itself: an index per hit line
     cost a dict entry per line of a block of dense hits.)"""
     # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
@@ -89,7 +90,7 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
             continue
         only = {idx}
         mine = [ls for ls, t in hits.items() if t == only]
-        recs = o.obj.scan_lines(buf, mine)
+        recs = o.obj.scan_lines(buf, mine, ahead)
         for ls in recs:
             del hits[ls]
         recs_all.append(recs)
@@ -99,7 +100,6 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
 # what a hit line's parse (sources.make_line) gives, made by a pool worker: (characters of launcher prefix
 # before Line.text in the normalised line, rank, time with no year hint, whether the time depends on the year)
 Parsed = Tuple[int, Optional[int], Optional[float], bool]
-PROBE_YEAR = 2024
 PARSE_MIN_WORKERS = 3      # workers parse the hit lines only when there are this many (spare cores: with
 #                            one or two, a worker is as busy as the scanner and the parse only moves work)
 
@@ -163,10 +163,7 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> D
             rank = file_rank
         if rank is None:
             rank = inner_rank(text)
-        ts = parse_ts(norm)
-        # (a year-less header gives another time in another year: 2024, a leap year, against the default
-        # year, which is none -- a 29 February is a time in one of them only)
-        dep = (ts is not None or "0229 " in norm[:200] or "02-29 " in norm[:200]) and parse_ts(norm, PROBE_YEAR) != ts
+        ts, dep = parse_ts_ahead(norm)
         out[s] = (len(norm) - len(text), rank, ts, dep)
     return out
 

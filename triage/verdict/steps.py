@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
 
 from ..inputs.ranks import split_prefix
-from ..inputs.sources import Line, parse_ts
+from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor
@@ -61,6 +61,32 @@ def _loss_b(buf: bytes, ls: int, le: int) -> Optional[float]:
     except ValueError:
         return None
 _TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
+
+
+# a capture line that feed() would only mark (_feed_graph: a capture literal, none of the lines it reads
+# more of), on the bytes of a plain line
+_CAPTURE_LITS = (b"create cuda graphs", b"Start CUDA Graphs capture", b"Capturing CUDA graph")
+_NOT_ONLY_CAPTURE = (b"NCCL", b"> built ", b"Time spent in CUDA Graphs capture", b" graphable layers",
+                     b"elapsed time per iteration", b"train_step_timing")
+
+
+def _ts_ahead(buf: bytes, ls: int, le: int) -> Tuple[Optional[float], bool]:
+    return parse_ts_ahead(buf[ls:min(le, ls + 200)].decode("ascii"))
+
+
+def _rec_ts(rec: tuple, i: int, buf: bytes, ls: int, length: int, year: Optional[int]) -> Optional[float]:
+    """The time of the plain line at buf[ls:ls + length] in YEAR: a worker's parse (REC[i:i + 2], see
+    scan_lines' AHEAD) when the record has one, else parsed here."""
+    if len(rec) > i:
+        if not reparse_in(year, rec[i + 1]):
+            return rec[i]
+    return parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
+
+
+def _capture_only(buf: bytes, ls: int, le: int) -> bool:
+    find = buf.find
+    return (any(find(x, ls, le) >= 0 for x in _CAPTURE_LITS)
+            and not any(find(x, ls, le) >= 0 for x in _NOT_ONLY_CAPTURE))
 
 
 def _num(s) -> Optional[float]:
@@ -164,13 +190,16 @@ class StepLog:
         *[Anchor(x, 0) for x in NCCL_GRAPH_LINES],
     ]
 
-    def scan_lines(self, buf: bytes, starts: Sequence[int]) -> Dict[int, tuple]:
+    def scan_lines(self, buf: bytes, starts: Sequence[int], ahead: bool = False) -> Dict[int, tuple]:
         """Parse the Megatron step lines among the lines starting at `starts`: {line start: record}.
 
         The block scanner's batch path: only plain lines are claimed (ASCII, no carriage return
         or control character, short enough not to be clipped), on which the bytes regex finds
         what `_MEGATRON` finds in the normalised text; every other line goes through `feed`.
-        The scanner hands the records back in line order with `feed_record`."""
+        The scanner hands the records back in line order with `feed_record`.  A record is
+        (iteration, ms, TFLOP/s, line length, loss), or (None, line length) for a capture line;
+        AHEAD (a pool worker's): with the line's time after it (sources.parse_ts_ahead), which
+        the scanner then parses no more."""
         out: Dict[int, tuple] = {}
         find, search = buf.find, _MEGATRON_B.search
         ascii_block = buf.isascii()
@@ -183,37 +212,48 @@ class StepLog:
             if rec is None:
                 m = search(buf, ls, le)
                 if m is None:
+                    if _capture_only(buf, ls, le):      # a capture line: its record says only its length
+                        out[ls] = (None, le - ls) + (_ts_ahead(buf, ls, le) if ahead else ())
                     continue
                 g3 = m.group(3)
                 ms, tf = _num(m.group(2)), _num(g3) if g3 else None
                 if ms is None or (g3 and tf is None):
                     continue          # "1.2.3" is no number: not a step line
                 rec = (int(m.group(1)), ms, tf)
-            out[ls] = rec + (le - ls, _loss_b(buf, ls, le))
+            out[ls] = rec + (le - ls, _loss_b(buf, ls, le)) + (_ts_ahead(buf, ls, le) if ahead else ())
         return out
 
     def feed_record(self, rec: tuple, buf: bytes, ls: int, source: str, lineno: Callable[[], int],
                     year: Optional[int] = None) -> None:
         """A record of scan_lines for the line at buf[ls:]; `lineno()` counts its line number."""
-        it, ms, tflops, length, loss = rec
+        it, ms, tflops, length, loss = rec[:5]
         ts = None
         if self._needs_ts(it, source):
-            ts = parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
+            ts = _rec_ts(rec, 5, buf, ls, length, year)
         self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), tflops)
         if loss is not None and it in self.times:
             self.losses[it] = loss
 
     def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
-                     lineno_at: Callable[[int], int], year: Optional[int] = None) -> None:
+                     lineno_at: Callable[[int], int], year: Optional[int] = None,
+                     line_at: Optional[Callable[[int], Line]] = None) -> None:
         """Records of scan_lines in line order: [(line start, record)].  A step that needs nothing
         but its time (no capture around it, no evidence kept) takes a tight path; the others go
-        through feed_record, so the result is the same."""
+        through feed_record, so the result is the same.  A capture line's record (issue 44: a dense
+        log of capture progress lines fed each one through the scanner) marks the capture as
+        _mark_capture does; LINE_AT(start) gives its Line when the first capture line is wanted
+        whole (capture_line)."""
         times, tfl, ev, capset = self.times, self.tflops, self.evidence, self._capture_set
         pending, window = self._capture_pending, self._ev_window
         # what sends every step the long way; only that way changes it (a capture, evidence kept)
         every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
         for at, rec in items:
             it = rec[0]
+            if it is None:                      # a capture line (scan_lines, _capture_only)
+                self._capture_record(buf, at, rec, source, year, line_at)
+                window = self._ev_window
+                every = True                    # (a capture now waits for its step)
+                continue
             if every or it in capset or it in ev or it in window:
                 self.feed_record(rec, buf, at, source, functools.partial(lineno_at, at), year)
                 window = self._ev_window            # (a capture starts another window)
@@ -327,6 +367,20 @@ class StepLog:
         m = _GRAPHABLE.search(t, timeout=TIMEOUT) if " graphable layers" in t else None
         if m:
             self.graphable_layers = int(m.group(2))
+
+    def _capture_record(self, buf: bytes, ls: int, rec: tuple, source: str, year: Optional[int],
+                        line_at: Optional[Callable[[int], Line]]) -> None:
+        """The capture line at buf[ls:] (a plain line: its text is its bytes after the launcher prefix;
+        REC its record): as feed() would mark it."""
+        length = rec[1]
+        if self.capture_line is None and line_at is not None:
+            self._mark_capture(line_at(ls))
+            return
+        self._capture_pending[source] = True
+        ts = _rec_ts(rec, 2, buf, ls, length, year)
+        if ts is not None:
+            self._capture_ts.append(ts)
+            self._cts_open.append(ts)
 
     def _mark_capture(self, line: Line) -> None:
         if self.capture_line is None:      # issue 43: a hang after it may be inside a replayed graph

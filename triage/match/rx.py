@@ -48,6 +48,14 @@ class Timeouts:
         self.count = 0
 
 
+# A search holds the GIL unless a caller asks otherwise: `regex` lets it go by default, and a scan has a
+# reader thread, so every search of a few microseconds waited for the GIL to come back (issue 44: a log of
+# handled tracebacks spent 0.96 s in 16,673 searches of 120 characters, 57 us each; 2 us held). Workers
+# are processes: no thread of ours searches beside another.
+def _held(concurrent: Optional[bool]) -> bool:
+    return False if concurrent is None else concurrent
+
+
 class LazyRx:
     """A compiled-on-first-use `regex` pattern with the search interface the engine uses: the
     methods of `regex.Pattern[str]` below, typed as there (other attributes are looked up on the
@@ -67,48 +75,48 @@ class LazyRx:
     def search(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
                concurrent: Optional[bool] = None, partial: bool = False,
                timeout: Optional[float] = None) -> Optional["regex.Match[str]"]:
-        return self.compiled().search(string, pos=pos, endpos=endpos, concurrent=concurrent, partial=partial,
+        return self.compiled().search(string, pos=pos, endpos=endpos, concurrent=_held(concurrent), partial=partial,
                                       timeout=timeout)
 
     def match(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
               concurrent: Optional[bool] = None, partial: bool = False,
               timeout: Optional[float] = None) -> Optional["regex.Match[str]"]:
-        return self.compiled().match(string, pos=pos, endpos=endpos, concurrent=concurrent, partial=partial,
+        return self.compiled().match(string, pos=pos, endpos=endpos, concurrent=_held(concurrent), partial=partial,
                                      timeout=timeout)
 
     def fullmatch(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
                   concurrent: Optional[bool] = None, partial: bool = False,
                   timeout: Optional[float] = None) -> Optional["regex.Match[str]"]:
-        return self.compiled().fullmatch(string, pos=pos, endpos=endpos, concurrent=concurrent, partial=partial,
+        return self.compiled().fullmatch(string, pos=pos, endpos=endpos, concurrent=_held(concurrent), partial=partial,
                                          timeout=timeout)
 
     def finditer(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
                  overlapped: bool = False, concurrent: Optional[bool] = None, partial: bool = False,
                  timeout: Optional[float] = None) -> Iterator["regex.Match[str]"]:
         return self.compiled().finditer(string, pos=pos, endpos=endpos, overlapped=overlapped,
-                                        concurrent=concurrent, partial=partial, timeout=timeout)
+                                        concurrent=_held(concurrent), partial=partial, timeout=timeout)
 
     def findall(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,
                 overlapped: bool = False, concurrent: Optional[bool] = None,
                 timeout: Optional[float] = None) -> List[Any]:  # str or tuple items, by the groups
         return self.compiled().findall(string, pos=pos, endpos=endpos, overlapped=overlapped,
-                                       concurrent=concurrent, timeout=timeout)
+                                       concurrent=_held(concurrent), timeout=timeout)
 
     def sub(self, repl: Union[str, Callable[["regex.Match[str]"], str]], string: str, count: int = 0,
             pos: Optional[int] = None, endpos: Optional[int] = None, concurrent: Optional[bool] = None,
             timeout: Optional[float] = None) -> str:
-        return self.compiled().sub(repl, string, count=count, pos=pos, endpos=endpos, concurrent=concurrent,
+        return self.compiled().sub(repl, string, count=count, pos=pos, endpos=endpos, concurrent=_held(concurrent),
                                    timeout=timeout)
 
     def subn(self, repl: Union[str, Callable[["regex.Match[str]"], str]], string: str, count: int = 0,
              pos: Optional[int] = None, endpos: Optional[int] = None, concurrent: Optional[bool] = None,
              timeout: Optional[float] = None) -> Tuple[str, int]:
-        return self.compiled().subn(repl, string, count=count, pos=pos, endpos=endpos, concurrent=concurrent,
+        return self.compiled().subn(repl, string, count=count, pos=pos, endpos=endpos, concurrent=_held(concurrent),
                                     timeout=timeout)
 
     def split(self, string: str, maxsplit: int = 0, concurrent: Optional[bool] = None,
               timeout: Optional[float] = None) -> List[Optional[str]]:
-        return self.compiled().split(string, maxsplit=maxsplit, concurrent=concurrent, timeout=timeout)
+        return self.compiled().split(string, maxsplit=maxsplit, concurrent=_held(concurrent), timeout=timeout)
 
     @property
     def groups(self) -> int:

@@ -170,8 +170,8 @@ class BlockView(View):
             n -= 1
             if timed and off not in cache:
                 ts_set = self.timed
-                if ts_set is not None and off >= self.pre_lo:      # a worker's (prepare.timed_lines)
-                    if off - self.pre_lo not in ts_set and end - off <= PLAIN_MAX:
+                if ts_set is not None and off >= self.pre_lo:      # a worker's (prepare.timed_lines: it
+                    if off - self.pre_lo not in ts_set:           # read the whole line, however long)
                         continue
                 elif end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
                     continue

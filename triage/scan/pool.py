@@ -74,11 +74,16 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         # the scanner's parse of the hit lines and its look backs made here, for a
                         # block dense in hits when there are workers to spare (prepare.DENSE_HITS_EVERY)
                         dense = k >= prepare.PARSE_MIN_WORKERS and len(h) * prepare.DENSE_HITS_EVERY >= nl
+                        timed = prepare.timed_lines(block, nl) if dense else None
+                        # (the lines a look back for a time reads are parsed here too: a log of handled
+                        # tracebacks read every timed line back once, the scanner parsing each)
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, starts),
                                     prepare.rule_searches(block, h, rules, guard),
-                                    prepare.parse_hits(block, starts, file_rank) if dense else {},
-                                    prepare.timed_lines(block, nl) if dense else None)))
+                                    prepare.parse_hits(block, sorted(set(starts).union(
+                                        timed or (), prepare.followed_lines(block, starts))),
+                                                       file_rank) if dense else {},
+                                    timed)))
                     g += 1
             finally:
                 os.close(fd)

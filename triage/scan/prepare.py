@@ -146,6 +146,30 @@ def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
     return out
 
 
+TB_FOLLOWED = 12            # lines after a traceback's first line a worker parses too (see followed_lines)
+
+
+def followed_lines(buf: bytes, starts: Sequence[int], n: int = TB_FOLLOWED) -> List[int]:
+    """The starts of the N lines after each hit line at STARTS that opens a traceback: the scanner
+    feeds every line while a traceback is open (Blocks.following: the other ranks' lines between its
+    own), and parses each, in a log of handled tracebacks a line in ten (issue 44)."""
+    out: List[int] = []
+    find, size = buf.find, len(buf)
+    for s in starts:
+        e = find(b"\n", s)
+        if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
+            continue
+        for _ in range(n):
+            s = e + 1
+            e = find(b"\n", s)
+            if s >= size:
+                break
+            out.append(s)
+            if e < 0:
+                break
+    return out
+
+
 def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> Dict[int, Parsed]:
     """The parse of the hit lines at STARTS (sources.make_line's prefix, rank and time), made by a pool
     worker ahead of the scanner (issue 44: the scanner's own parse of each hit was most of its work on a

@@ -71,9 +71,10 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             block += b"\n"
                         h, r, nl = prepare.prepare_block(block, 0, aset, batchers, ahead=True)
                         starts = sorted(h)
-                        # the scanner's parse of the hit lines and its look backs made here, for a
-                        # block dense in hits when there are workers to spare (prepare.DENSE_HITS_EVERY)
-                        dense = k >= prepare.PARSE_MIN_WORKERS and len(h) * prepare.DENSE_HITS_EVERY >= nl
+                        # the scanner's parse of the hit lines made here when there are workers to spare,
+                        # and its look backs for a block dense in hits (prepare.DENSE_HITS_EVERY)
+                        spare = k >= prepare.PARSE_MIN_WORKERS
+                        dense = spare and len(h) * prepare.DENSE_HITS_EVERY >= nl
                         timed = prepare.timed_lines(block, nl) if dense else None
                         # (the lines a look back for a time reads are parsed here too: a log of handled
                         # tracebacks read every timed line back once, the scanner parsing each)
@@ -82,7 +83,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                                     prepare.rule_searches(block, h, rules, guard),
                                     prepare.parse_hits(block, sorted(set(starts).union(
                                         timed or (), prepare.followed_lines(block, starts))),
-                                                       file_rank) if dense else {},
+                                                       file_rank) if spare else {},
                                     timed)))
                     g += 1
             finally:

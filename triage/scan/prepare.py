@@ -146,6 +146,7 @@ def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
     return out
 
 
+RANK_BACK = 2              # lines before a hit of no rank a worker parses too (BlockView.line_at reads them)
 TB_FOLLOWED = 12            # lines after a traceback's first line a worker parses too (see followed_lines)
 
 
@@ -179,16 +180,29 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> D
     none: BlockView.year)."""
     out: Dict[int, Parsed] = {}
     n = len(buf)
+    seen: Dict[bytes, Parsed] = {}       # a block repeats its lines (warnings on every rank, every step)
     for s in starts:
-        nl = buf.find(b"\n", s)
-        norm = normalise(decode_line(buf[s:min(nl if nl >= 0 else n, s + MAX_RAW)]))
-        text, rank = split_prefix(norm)
-        if rank is None:
-            rank = file_rank
-        if rank is None:
-            rank = inner_rank(text)
-        ts, dep = parse_ts_ahead(norm)
-        out[s] = (len(norm) - len(text), rank, ts, dep)
+        for _ in range(RANK_BACK + 1):
+            if s in out:
+                break
+            nl = buf.find(b"\n", s)
+            data = buf[s:min(nl if nl >= 0 else n, s + MAX_RAW)]
+            p = seen.get(data)
+            if p is None:
+                norm = normalise(decode_line(data))
+                text, rank = split_prefix(norm)
+                if rank is None:
+                    rank = file_rank
+                if rank is None:
+                    rank = inner_rank(text)
+                ts, dep = parse_ts_ahead(norm)
+                p = (len(norm) - len(text), rank, ts, dep)
+                if len(data) <= 512 and len(seen) < 4096:
+                    seen[data] = p
+            out[s] = p
+            if p[1] is not None or s == 0:
+                break
+            s = buf.rfind(b"\n", 0, s - 1) + 1     # a line of no rank: the scanner reads the one before
     return out
 
 

@@ -50,7 +50,7 @@ class _InputScan:
         self.searched: Dict[int, Searched] = prepared[4] if len(prepared) > 4 else {}
         # id(tag set of the hits) -> what _woken makes of it with no observer following (the sets live as
         # long as HITS, this block: their ids stay theirs)
-        self.woken_of: Dict[int, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]]]] = {}
+        self.woken_of: Dict[int, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]], List[Observer]]] = {}
         # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         self.view.timed = prepared[6] if len(prepared) > 6 else None
@@ -174,11 +174,13 @@ class _InputScan:
         """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
         if following or tags is None:
             woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
+            fed = [o for o in self.obs if id(o) in woken]
         else:       # lines with equal tags share one set (anchors._put; a worker's pickle keeps that):
             w = self.woken_of.get(id(tags))     # what it wakes, worked out once a set a block
             if w is None:
-                w = self.woken_of[id(tags)] = _woken(tags, following, self.obs, self.rules_obs)
-            woken, rule_ids, anchored = w
+                woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
+                w = self.woken_of[id(tags)] = (woken, rule_ids, anchored, [o for o in self.obs if id(o) in woken])
+            woken, rule_ids, anchored, fed = w
         if not woken:
             return
         start = span[0]
@@ -189,7 +191,7 @@ class _InputScan:
         inp, view, lineno = self.inp, self.view, self.lineno
         view.cur_off, view.cur_lineno = start, lineno
         ln = view.line_at(start, lineno)
-        _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, self.obs, woken, view, rule_ids,
+        _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, fed, view, rule_ids,
                        self.searched.get(start), anchored)
         att = inp.attempt(ln)
         if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
@@ -240,18 +242,17 @@ def _woken(tags: Optional[Set[int]], following: List[Observer], obs: List[Observ
 
 
 def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: InputState, core: Core,
-                   obs: List[Observer], woken: Set[int], view: "BlockView", rule_ids: Set[int],
+                   fed: List[Observer], view: "BlockView", rule_ids: Set[int],
                    searched: Optional[Searched] = None, anchored: Optional[Dict[int, Set[int]]] = None) -> None:
-    """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers
-    (SEARCHED: the rule searches a pool worker made for the line)."""
+    """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers FED, in
+    their order (SEARCHED: the rule searches a pool worker made for the line)."""
     for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
         st = core.stream(seg_line.source, seg_line.rank)
         if seg_line.ts is not None:
             st.last_ts = seg_line.ts
         ev = Event(seq, st, inp, view, rule_ids, searched, anchored)
-        for o in obs:
-            if id(o) in woken:
-                o.feed(seg_line, ev)
+        for o in fed:
+            o.feed(seg_line, ev)
         view.done(seg_line, st)
 
 

@@ -80,7 +80,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         # tracebacks read every timed line back once, the scanner parsing each)
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, starts),
-                                    prepare.rule_searches(block, h, rules, guard),
+                                    prepare.rule_searches(block, h, rules, guard, dense),
                                     prepare.parse_hits(block, sorted(set(starts).union(
                                         timed or (), prepare.followed_lines(block, starts))),
                                                        file_rank) if spare else {},

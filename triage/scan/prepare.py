@@ -236,7 +236,7 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
 
 
 def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]],
-                  guard: Optional["WorkerBudget"] = None) -> Dict[int, "Searched"]:
+                  guard: Optional["WorkerBudget"] = None, every: bool = False) -> Dict[int, "Searched"]:
     """The catalog's rule searches of the block's hit lines, made by a pool worker ahead of the
     scanner, for the rules whose anchors hit a line and whose literals it holds, of the lines whose
     searches took SHIP_SECONDS or more (or timed out; the scanner redoes the others): {line start:
@@ -247,7 +247,9 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
     searches itself a line whose text hashes otherwise (its hash is the forked worker's) or that
     is not here.  A rule this worker's own searches find slow (rules.py's thresholds) is no longer
     searched here: by then the scanner, charging every worker's searches in order, has switched
-    it off (GUARD: the worker's tally, kept from block to block)."""
+    it off (GUARD: the worker's tally, kept from block to block).  EVERY: every search is sent (a block
+    dense in hits when there are workers to spare: the scanner's own searches were most of its work on a
+    line, issue 44)."""
     guard = guard if guard is not None else WorkerBudget(rules)
     out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
@@ -259,7 +261,7 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
         text = scanned_text(buf[start:min(end, start + MAX_RAW)])
         if not rules_.SOURCE_ECHO.match(text):     # a source-code echo line: the scanner searches nothing
             done, seconds = guard.search(text, ids)
-            if seconds >= SHIP_SECONDS or done[2]:
+            if every or seconds >= SHIP_SECONDS or done[2]:
                 out[start] = done
     return out
 

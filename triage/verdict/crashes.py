@@ -39,7 +39,9 @@ _ENGINE_DEATH = lazy(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\S+ 
                      r"^EngineCore (?:encountered a fatal error|failed to start)\.|^WorkerProc failed to start\.|"
                      r"(?:^|\] )(?:Scheduler|DetokenizerManager|DataParallelController|TokenizerManager|"
                      r"MultiDetokenizerRouter) hit an exception: ")
-_SLURM_END = lazy(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED AT \S+ DUE (?:TO|to) .+?|FAILED \(.*?\)) \*\*\*")
+# (a bare "CANCELLED AT %s ***": scancel, SIGTERM/SIGKILL or a task's failure, Slurm 17.02 .. 24.11; "DUE to
+# SIGNAL %s" / "DUE TO TASK FAILURE" from 25.05: tests/fixtures/wordings/slurm.tsv)
+_SLURM_END = lazy(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED AT \S+(?: DUE (?:TO|to) .+?)?|FAILED \(.*?\)) \*\*\*")
 _CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
 
 

@@ -1,8 +1,20 @@
-"""The shapes pastes come in (issue 40): a paste hard-wrapped at a fixed width (a terminal or a web
-page cut every long line at, say, 116 columns, mid-word) has its wrapped lines joined back before
-anything is matched."""
+"""The shapes pastes come in (issue 40): what a paste carries around a log's lines is taken off before
+anything is matched, each only where the whole paste has it, on inputs of at most PASTE_MAX bytes:
+
+- the dressing a bug report gives a log (`undress`): a markdown quote (`> `, `>`, nested), a
+  line-number gutter (`  123 | `, `cat -n`'s number and tab; numbers that go up line by line), a
+  uniform indentation (a paste inside a markdown list: 2+ spaces or a tab on every line), HTML
+  entities (`&lt;` `&gt;` `&amp;` `&quot;` `&#39;` of a scraped issue page, where no raw `<` or `"`
+  is left), ANSI colour codes, trailing whitespace; inside the code fences (```` ``` ````, `~~~`)
+  or `<details>` wrapper when there is one, whose lines stay as they are;
+- a paste hard-wrapped at a fixed width (a terminal or a web page cut every long line at, say, 116
+  columns, mid-word) has its wrapped lines joined back (`unwrap`).
+
+Each detector first looks at a few bytes or lines, so a log that is no such paste costs (almost)
+nothing; no line is dropped by undressing, so line numbers are the paste's."""
 from __future__ import annotations
 
+import html
 from collections import Counter
 from typing import List, Optional, Tuple
 
@@ -75,3 +87,158 @@ def unwrap(data: bytes) -> Optional[Tuple[bytes, int, int]]:
 def wrapped_note(label: str, width: int, joined: int) -> str:
     return (f"{label} is a paste hard-wrapped at {width} columns: {joined:,} wrapped line(s) joined before "
             "matching (line numbers count the joined lines)")
+
+
+# --- the dressing a bug report gives a log ---------------------------------------------------------------------
+_WRAPPER = lazy_re(r"[ \t>]*(?:(?:`{3,}|~{3,})[\w+.#-]*|</?details(?: [^>]*)?>(?:\s*<summary>.*</summary>)?|"
+                   r"<summary>.*</summary>)\s*")
+_QUOTE = lazy_re(r"> ?")
+_GUTTER = lazy_re(r"[ \t]*(\d{1,7})(?:\t| ?[|\u2502](?: |$)|$)")
+_ENTITY = lazy_re(r"&(?:lt|gt|amp|quot|apos|#39|#x27|#34|#60|#62);")
+_ANY_ENTITY = lazy_re(r"&(?:[a-z]{2,8}|#\d{1,6}|#x[0-9a-fA-F]{1,6});")
+_ANSI_B = lazy_re(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
+MIN_DRESSED = 3           # lines: a dressing fewer lines carry is no paste's
+MAX_PEELS = 6             # dressings taken off in turn (a quote around an indented list's gutter ...)
+
+
+def _region(lines: List[str]) -> Tuple[int, int, List[int]]:
+    """The lines a paste's dressing covers: between the first and the last code fence / <details>
+    wrapper line when there are two (the prose around them is the report's, not the log's), else all;
+    and the wrapper lines themselves (left out of every "all lines have it" test)."""
+    wrappers = [i for i, s in enumerate(lines) if s and s.lstrip(" \t>")[:1] in "`~<" and _WRAPPER.fullmatch(s)]
+    if len(wrappers) >= 2:
+        return wrappers[0], wrappers[-1] + 1, wrappers
+    return 0, len(lines), wrappers
+
+
+def _common_space(lines: List[str]) -> str:
+    lead = None
+    for s in lines:
+        w = s[:len(s) - len(s.lstrip(" \t"))]
+        lead = w if lead is None else lead[:next((i for i, (a, b) in enumerate(zip(lead, w)) if a != b),
+                                                min(len(lead), len(w)))]
+        if not lead:
+            return ""
+    return lead or ""
+
+
+def _peel(body: List[str]) -> Optional[Tuple[str, List[str]]]:
+    """One dressing every line of BODY (its non-empty lines, wrappers left out) has, taken off:
+    (its name, the lines without it); None when there is none."""
+    seen = [s for s in body if s.strip() and not _WRAPPER.fullmatch(s)]
+    if len(seen) < MIN_DRESSED:
+        return None
+    first = seen[0][:1]
+    if first == ">" and all(s[:1] == ">" for s in seen):
+        return "markdown quote", [_QUOTE.sub("", s, count=1) if s[:1] == ">" else s for s in body]
+    if first in " \t" or first.isdigit():
+        if _GUTTER.match(seen[0]):
+            nums = []
+            for s in seen:
+                m = _GUTTER.match(s)
+                if m is None:
+                    break
+                nums.append(int(m.group(1)))
+            else:
+                if all(b > a for a, b in zip(nums, nums[1:])) and nums[-1] - nums[0] < 2 * len(body) + 2:
+                    return "line-number gutter", [s[_GUTTER.match(s).end():] if _GUTTER.match(s) else s  # type: ignore[union-attr]
+                                                  for s in body]
+        lead = _common_space(seen) if first in " \t" else ""
+        if "\t" in lead or len(lead) >= 2:
+            return "indentation", [s[len(lead):] if s.startswith(lead) else s.lstrip(" \t") for s in body]
+    return None
+
+
+def _unescaped(text: str) -> Optional[str]:
+    """TEXT with the HTML entities of a scraped page decoded, when it is one: entities, and no raw
+    `<` or `"` outside the wrapper lines (a log with both is a log that prints an entity)."""
+    if not _ENTITY.search(text):
+        return None
+    for s in text.split("\n"):
+        if ("<" in s or '"' in s) and not _WRAPPER.fullmatch(s):
+            return None
+    return _ANY_ENTITY.sub(lambda m: html.unescape(m.group(0)), text)
+
+
+def _decoded(data: bytes, done: List[str]) -> Tuple[bytes, Optional[str]]:
+    """DATA without ANSI colour codes, and its text when it holds a scraped page's HTML entities
+    (decoded); the names of what was taken off added to DONE."""
+    if b"\x1b[" in data:
+        data = _ANSI_B.sub(b"", data)
+        done.append("ANSI colour codes")
+    if b"&" in data and any(e in data for e in (b"&lt;", b"&gt;", b"&quot;", b"&#", b"&amp;")):
+        u = _unescaped(data.decode("utf-8", "replace"))
+        if u is not None:
+            done.append("HTML entities")
+            return data, u
+    return data, None
+
+
+def _maybe_dressed(data: bytes) -> bool:
+    """A cheap look at the first bytes: a quote, a gutter or an indentation on the first line, a code
+    fence or a <details> wrapper, trailing blanks."""
+    head = data[:4096].lstrip(b"\r\n")
+    return (head[:1] in (b">", b" ", b"\t") or head[:1].isdigit() or b"```" in head or b"~~~" in head
+            or b"<details" in head or b" \n" in head or b"\t\n" in head or b" \r\n" in head)
+
+
+def _peeled(lines: List[str], done: List[str]) -> List[str]:
+    """LINES with trailing whitespace (where most lines have it) and the dressings of the paste's
+    region (_region) taken off, their names added to DONE."""
+    ends = [s for s in lines if s.strip()]
+    if ends and sum(1 for s in ends if s[-1] in " \t") * 2 >= len(ends):
+        lines = [s.rstrip(" \t") for s in lines]        # (a terminal's copy pads its lines)
+        done.append("trailing whitespace")
+    lo, hi, _ = _region(lines)
+    body = lines[lo:hi]
+    for _ in range(MAX_PEELS):
+        p = _peel(body)
+        if p is None:
+            break
+        if p[0] not in done:
+            done.append(p[0])
+        body = p[1]
+    return lines[:lo] + body + lines[hi:]
+
+
+def undress(data: bytes) -> Optional[Tuple[bytes, List[str]]]:
+    """DATA (a whole input) with what a paste carries around its lines taken off (the module doc),
+    and the names of the dressings taken off; None when it has none.  Line for line: no line is
+    added or dropped, a wrapper line stays as it is."""
+    if len(data) > PASTE_MAX or b"\n" not in data:
+        return None
+    done: List[str] = []
+    data, text = _decoded(data, done)
+    if not done and not _maybe_dressed(data):
+        return None
+    if text is None:
+        text = data.decode("utf-8", "replace")
+    crlf = "\r\n" in text
+    lines = _peeled(text.replace("\r\n", "\n").split("\n") if crlf else text.split("\n"), done)
+    if not done:
+        return None
+    out = "\n".join(lines)
+    return (out.replace("\n", "\r\n") if crlf else out).encode("utf-8"), done
+
+
+def undressed_note(label: str, done: List[str]) -> Optional[str]:
+    """The note a report carries when a paste was read undressed (a colour code or padding alone, which
+    every line's reading drops anyway, goes unsaid)."""
+    said = [d for d in done if d not in ("ANSI colour codes", "trailing whitespace")]
+    if not said:
+        return None
+    return (f"{label} is a pasted log: its {', '.join(said)} taken off each line before matching "
+            "(line numbers are the paste's)")
+
+
+def reshape(data: bytes) -> Optional[Tuple[bytes, List[str], Optional[Tuple[int, int]]]]:
+    """A small input's bytes as they are matched: undressed (undress), then hard-wrapped lines
+    joined (unwrap); with the dressings taken off and the wrap's (width, lines joined); None: as
+    it is."""
+    d = undress(data)
+    if d is not None:
+        data = d[0]
+    u = unwrap(data)
+    if d is None and u is None:
+        return None
+    return (u[0] if u else data), (d[1] if d else []), ((u[1], u[2]) if u else None)

@@ -7,7 +7,7 @@ import stat
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..inputs.dcgm import flatten as dcgm_flatten
-from ..inputs.paste import PASTE_MAX, unwrap
+from ..inputs.paste import PASTE_MAX, reshape
 from ..inputs.sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
 
 
@@ -199,7 +199,7 @@ def _joined(fd: int) -> bool:
     if size > PASTE_MAX:
         return False
     data = os.pread(fd, size, 0)
-    return dcgm_flatten(data) is not None or unwrap(data) is not None
+    return dcgm_flatten(data) is not None or reshape(data) is not None
 
 
 def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[Tuple[str, List[Span]]]:

@@ -1,0 +1,134 @@
+"""A metamorphic grid (issue 40, the shapes pastes come in): every real log of the corpus, reshaped as
+users and log collectors reshape a log on its way into a bug report (tests/pastegrid.py: one row per
+shape), must get the verdict of the log it was made from -- the same outcome, primary pitfall, and
+first failing rank where the original names one -- and a failed job is never called healthy.
+
+The grid runs in process (click's CliRunner).  By default each shape sees every failure class (every
+(outcome, primary) pair of the corpus) at least once, and each log is seen by some shapes, rotating;
+TRIAGE_PASTE_GRID=full runs every log through every shape."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from functools import lru_cache
+from typing import Dict, List, Optional, Tuple
+
+import pytest
+from click.testing import CliRunner
+
+from triage.cli import cli
+from triage.inputs.ranks import RankReader
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus import cases  # noqa: E402
+from pastegrid import SHAPES, Facts, Shape  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REAL = os.path.join(HERE, "fixtures", "logs", "real")
+LOGS = [c for c in cases() if c.startswith(REAL + os.sep) and os.path.isfile(c) and not c.endswith(".gz")]
+FULL = os.environ.get("TRIAGE_PASTE_GRID") == "full"
+STRIDE = 5                  # by default a log is seen by every STRIDE-th shape (and by each class's turn)
+
+Verdict = Tuple[str, Optional[str], Optional[int]]
+
+
+def _read(f: str) -> str:
+    with open(f, encoding="utf-8", errors="replace", newline="") as fh:
+        return fh.read()
+
+
+def _report(path: str) -> dict:
+    r = CliRunner().invoke(cli, ["analyze", str(path), "--format", "json"], env={"TRIAGE_DB": None})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return json.loads(r.stdout)
+
+
+def _verdict(d: dict) -> Verdict:
+    p = d.get("primary")
+    return d["outcome"], p.get("pitfall") if isinstance(p, dict) else p, d.get("first_failing_rank")
+
+
+@lru_cache(maxsize=None)
+def _original(f: str) -> Tuple[Verdict, Facts]:
+    d = _report(f)
+    v = _verdict(d)
+    ff = d.get("first_failure")
+    lines = set()
+    if ff and ff.get("line"):
+        lines.add(int(ff["line"]))
+    lines.update(int(x["line"]) for x in d["findings"] if x["pitfall"] == v[1] and x.get("line"))
+    prefix = rank = None
+    if ff and ff.get("line") and v[2] is not None:
+        raw = _read(f).split("\n")[int(ff["line"]) - 1].rstrip("\r")
+        text, rank = RankReader().split_prefix(raw)
+        if rank is not None and raw.endswith(text):
+            prefix = raw[:len(raw) - len(text)]
+    return v, Facts(v[0], v[1], v[2], tuple(sorted(lines)), prefix, rank if prefix else None, d.get("launcher_root_rank"))
+
+
+def _class(f: str) -> Tuple[str, Optional[str]]:
+    v = _original(f)[0]
+    return v[0], v[1]
+
+
+def _logs_for(t: int) -> List[str]:
+    """The logs shape number T runs on: all (full grid), else each class's turn and every STRIDE-th."""
+    if FULL:
+        return LOGS
+    by_class: Dict[Tuple[str, Optional[str]], List[str]] = {}
+    for f in LOGS:
+        by_class.setdefault(_class(f), []).append(f)
+    pick = {fs[t % len(fs)] for fs in by_class.values()}
+    pick.update(f for i, f in enumerate(LOGS) if (i + t) % STRIDE == 0)
+    return sorted(pick)
+
+
+def differ(shape: Shape, logs: List[str], tmp) -> Tuple[List[tuple], int]:
+    """The (log, original verdict, reshaped verdict) that differ, and how many logs the shape kept."""
+    out = []
+    ran = 0
+    for f in logs:
+        want, facts = _original(f)
+        text = _read(f)
+        if shape.why_not(text, facts):
+            continue
+        ran += 1
+        p = tmp / ("paste" + os.path.splitext(f)[1])
+        p.write_bytes(shape.fn(text, facts).encode("utf-8"))
+        got = _verdict(_report(str(p)))
+        rank = want[2] is not None and not shape.why_no_rank(text, facts)
+        same = got[:2] == want[:2] and (not rank or got[2] == want[2])
+        if not same or (want[0] != "healthy" and got[0] == "healthy"):
+            out.append((os.path.relpath(f, REAL), want, got))
+    return out, ran
+
+
+def test_the_grid_is_data_and_covers_the_corpus():
+    names = [s.name for s in SHAPES]
+    assert len(names) == len(set(names)) and len(names) >= 20
+    assert len(LOGS) >= 140
+    classes = {_class(f) for f in LOGS}
+    assert ("healthy", None) in classes and ("unexplained-failure", None) in classes and len(classes) >= 25
+    for t in range(len(SHAPES)):     # each shape sees every failure class
+        assert {_class(f) for f in _logs_for(t)} == classes
+
+
+@pytest.mark.parametrize("t", range(len(SHAPES)), ids=[s.name for s in SHAPES])
+def test_a_reshaped_paste_gets_the_verdict_of_its_log(t, tmp_path):
+    shape = SHAPES[t]
+    bad, ran = differ(shape, _logs_for(t), tmp_path)
+    assert ran >= 5, f"{shape.name} kept only {ran} log(s)"
+    assert not bad, f"{shape.name}: {len(bad)} differ: {bad}"
+
+
+def test_a_head_cut_that_drops_the_error_line_is_said_so():
+    """The exclusions are computed: a cut that keeps every evidence line is run, one that drops one is not."""
+    cut = next(s for s in SHAPES if s.name == "head-cut-60")
+    f = os.path.join(REAL, "gpu", "illegal_memory_access.log")
+    _, facts = _original(f)
+    text = _read(f)
+    assert facts.evidence and cut.why_not(text, facts) is None
+    early = Facts(facts.outcome, facts.primary, facts.first_failing_rank, (1,), None, None)
+    assert "are in the" in (cut.why_not(text, early) or "")

@@ -42,6 +42,7 @@ def _report(path: str) -> dict:
     r = CliRunner().invoke(cli, ["analyze", str(path), "--format", "json"], env={"TRIAGE_DB": None})
     if r.exception is not None and not isinstance(r.exception, SystemExit):
         raise r.exception
+    assert r.stdout.startswith("{"), (path, r.exit_code, r.output[-2000:])
     return json.loads(r.stdout)
 
 

@@ -5,10 +5,11 @@ anything is matched, each only where the whole paste has it, on inputs of at mos
   line-number gutter (`  123 | `, `cat -n`'s number and tab; numbers that go up line by line), a
   uniform indentation (a paste inside a markdown list: 2+ spaces or a tab on every line), HTML
   entities (`&lt;` `&gt;` `&amp;` `&quot;` `&#39;` of a scraped issue page, where no raw `<` or `"`
-  is left), ANSI colour codes, trailing whitespace; inside the code fences (```` ``` ````, `~~~`)
-  or `<details>` wrapper when there is one, whose lines stay as they are;
+  is left), trailing whitespace (where most lines have it); inside the code fences
+  (```` ``` ````, `~~~`) or `<details>` wrapper when there is one, whose lines stay as they are;
 - a paste hard-wrapped at a fixed width (a terminal or a web page cut every long line at, say, 116
-  columns, mid-word) has its wrapped lines joined back (`unwrap`).
+  columns, mid-word, its widths counted without ANSI colour codes) has its wrapped lines joined
+  back (`unwrap`).
 
 Each detector first looks at a few bytes or lines, so a log that is no such paste costs (almost)
 nothing; no line is dropped by undressing, so line numbers are the paste's."""
@@ -19,6 +20,7 @@ from collections import Counter
 from typing import List, Optional, Tuple
 
 from ..lazyre import lazy_re
+from .text import ANSI
 
 PASTE_MAX = 4 << 20       # bytes: only an input this small (read whole in one block) is looked at
 MIN_WIDTH = 60            # columns: a narrower "width" is a log's own short lines
@@ -67,6 +69,8 @@ def unwrap(data: bytes) -> Optional[Tuple[bytes, int, int]]:
     if len(data) > PASTE_MAX or b"\n" not in data:
         return None
     text = data.decode("utf-8", "replace")
+    if "\x1b[" in text:             # a terminal wraps what it shows: widths without colour codes
+        text = ANSI.sub("", text)
     lines = text.replace("\r\n", "\n").split("\n")
     width = _width(lines)
     if width is None:
@@ -94,9 +98,9 @@ _WRAPPER = lazy_re(r"[ \t>]*(?:(?:`{3,}|~{3,})[\w+.#-]*|</?details(?: [^>]*)?>(?
                    r"<summary>.*</summary>)\s*")
 _QUOTE = lazy_re(r"> ?")
 _GUTTER = lazy_re(r"[ \t]*(\d{1,7})(?:\t| ?[|\u2502](?: |$)|$)")
-_ENTITY = lazy_re(r"&(?:lt|gt|amp|quot|apos|#39|#x27|#34|#60|#62);")
+_GUTTER_B = lazy_re(rb"[ \t]*\d{1,7}(?:\t| ?(?:\||\xe2\x94\x82)(?: |$)|$)")
+_ENTITY_B = lazy_re(rb"&(?:lt|gt|amp|quot|apos|#39|#x27|#34|#60|#62);")
 _ANY_ENTITY = lazy_re(r"&(?:[a-z]{2,8}|#\d{1,6}|#x[0-9a-fA-F]{1,6});")
-_ANSI_B = lazy_re(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
 MIN_DRESSED = 3           # lines: a dressing fewer lines carry is no paste's
 MAX_PEELS = 6             # dressings taken off in turn (a quote around an indented list's gutter ...)
 
@@ -149,25 +153,25 @@ def _peel(body: List[str]) -> Optional[Tuple[str, List[str]]]:
     return None
 
 
-def _unescaped(text: str) -> Optional[str]:
-    """TEXT with the HTML entities of a scraped page decoded, when it is one: entities, and no raw
-    `<` or `"` outside the wrapper lines (a log with both is a log that prints an entity)."""
-    if not _ENTITY.search(text):
+def _unescaped(data: bytes) -> Optional[str]:
+    """DATA's text with the HTML entities of a scraped page decoded, when it is one: entities, and no
+    raw `<` or `"` outside the wrapper lines (a log with both is a log that prints an entity)."""
+    if not _ENTITY_B.search(data):
         return None
-    for s in text.split("\n"):
-        if ("<" in s or '"' in s) and not _WRAPPER.fullmatch(s):
+    if b'"' in data or b"<" in data:
+        if b"<details" not in data and b"<summary" not in data:
             return None
-    return _ANY_ENTITY.sub(lambda m: html.unescape(m.group(0)), text)
+        for s in data.split(b"\n"):
+            if (b"<" in s or b'"' in s) and not _WRAPPER.fullmatch(s.decode("utf-8", "replace")):
+                return None
+    return _ANY_ENTITY.sub(lambda m: html.unescape(m.group(0)), data.decode("utf-8", "replace"))
 
 
 def _decoded(data: bytes, done: List[str]) -> Tuple[bytes, Optional[str]]:
-    """DATA without ANSI colour codes, and its text when it holds a scraped page's HTML entities
-    (decoded); the names of what was taken off added to DONE."""
-    if b"\x1b[" in data:
-        data = _ANSI_B.sub(b"", data)
-        done.append("ANSI colour codes")
-    if b"&" in data and any(e in data for e in (b"&lt;", b"&gt;", b"&quot;", b"&#", b"&amp;")):
-        u = _unescaped(data.decode("utf-8", "replace"))
+    """DATA, and its text when it holds a scraped page's HTML entities (decoded; "HTML entities"
+    added to DONE)."""
+    if b"&" in data:
+        u = _unescaped(data)
         if u is not None:
             done.append("HTML entities")
             return data, u
@@ -175,11 +179,19 @@ def _decoded(data: bytes, done: List[str]) -> Tuple[bytes, Optional[str]]:
 
 
 def _maybe_dressed(data: bytes) -> bool:
-    """A cheap look at the first bytes: a quote, a gutter or an indentation on the first line, a code
-    fence or a <details> wrapper, trailing blanks."""
-    head = data[:4096].lstrip(b"\r\n")
-    return (head[:1] in (b">", b" ", b"\t") or head[:1].isdigit() or b"```" in head or b"~~~" in head
-            or b"<details" in head or b" \n" in head or b"\t\n" in head or b" \r\n" in head)
+    """A cheap look at the first lines: a code fence or a <details> wrapper among them, or all of
+    them quoted, numbered, indented alike, or most of them padded with blanks."""
+    head = data[:4096]
+    if b"```" in head or b"~~~" in head or b"<details" in head:
+        return True
+    lines = [s.rstrip(b"\r") for s in head.split(b"\n")[:-1] if s.strip()][:32]
+    if len(lines) < MIN_DRESSED:
+        return False
+    if all(s[:1] == b">" for s in lines) or all(_GUTTER_B.match(s) for s in lines):
+        return True
+    if all(s[:2] in (b"  ", b" \t") or s[:1] == b"\t" for s in lines):
+        return True
+    return sum(1 for s in lines if s[-1:] in (b" ", b"\t")) * 2 >= len(lines)
 
 
 def _peeled(lines: List[str], done: List[str]) -> List[str]:
@@ -222,9 +234,8 @@ def undress(data: bytes) -> Optional[Tuple[bytes, List[str]]]:
 
 
 def undressed_note(label: str, done: List[str]) -> Optional[str]:
-    """The note a report carries when a paste was read undressed (a colour code or padding alone, which
-    every line's reading drops anyway, goes unsaid)."""
-    said = [d for d in done if d not in ("ANSI colour codes", "trailing whitespace")]
+    """The note a report carries when a paste was read undressed (padding alone goes unsaid)."""
+    said = [d for d in done if d != "trailing whitespace"]
     if not said:
         return None
     return (f"{label} is a pasted log: its {', '.join(said)} taken off each line before matching "

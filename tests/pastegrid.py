@@ -41,6 +41,9 @@ class Shape:
     rank_lost: Optional[Why] = None    # the reason the reshaped log cannot name the first failing rank
 
     def why_not(self, text: str, facts: Facts) -> Optional[str]:
+        from triage.inputs.paste import undress
+        if undress(text.encode("utf-8")) is not None:     # (test_paste_grid's dressed pastes: their own test)
+            return "the log already is a dressed paste: a shape goes around a log as a job wrote it"
         return self.excluded(text, facts) if self.excluded else None
 
     def why_no_rank(self, text: str, facts: Facts) -> Optional[str]:

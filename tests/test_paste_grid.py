@@ -133,3 +133,58 @@ def test_a_head_cut_that_drops_the_error_line_is_said_so():
     assert facts.evidence and cut.why_not(text, facts) is None
     early = Facts(facts.outcome, facts.primary, facts.first_failing_rank, (1,), None, None)
     assert "are in the" in (cut.why_not(text, early) or "")
+
+
+# real logs of the corpus dressed by real tools (tests/fixtures/logs/real/pastes/gen_pastes.sh): the log
+# each was made from, the dressing the note must name, and the lines the dressing puts before the log
+DRESSED = {
+    "two_ranks_mcore_assert_cat_n.log": ("torchrun-cpu/two_ranks_mcore_assert.log", "line-number gutter", 0),
+    "nccl_two_procs_one_gpu_quoted_details.log": ("gpu/nccl_two_procs_one_gpu.log", "markdown quote", 3),
+    "uncaught_torch_error_list_item.log": ("cpu-outcome/uncaught_torch_error.log", "indentation", 3),
+    "scope_unknown_name_html_escaped.log": ("mcore-0.19.2/scope_unknown_name.log", "HTML entities", 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRESSED))
+def test_a_dressed_paste_gets_its_logs_verdict_and_says_what_was_taken_off(name):
+    src, dressing, shift = DRESSED[name]
+    d = _report(os.path.join(REAL, "pastes", name))
+    want = _report(os.path.join(REAL, src))
+    assert _verdict(d) == _verdict(want)
+    assert [(f["pitfall"], f["rank"], f["line"] - shift) for f in d["findings"]] == \
+        [(f["pitfall"], f["rank"], f["line"]) for f in want["findings"]]       # line numbers are the paste's
+    assert any("is a pasted log" in n and dressing in n for n in d.get("notes", [])), d.get("notes")
+    assert not any("is a pasted log" in n for n in want.get("notes", []))
+
+
+def test_no_log_of_the_corpus_is_undressed():
+    """Each dressing is taken off only where the whole paste has it: no log of the corpus (healthy or
+    not, pastes of other shapes included) is read undressed but the dressed pastes."""
+    from triage.inputs.paste import undress
+    undressed = []
+    for c in cases():
+        for f in ([c] if os.path.isfile(c) else [os.path.join(r, x) for r, _, fs in os.walk(c) for x in fs]):
+            if f.endswith(".gz") or os.path.basename(f) in DRESSED:
+                continue
+            with open(f, "rb") as fh:
+                if undress(fh.read()) is not None:
+                    undressed.append(os.path.relpath(f, HERE))
+    assert not undressed, undressed
+
+
+def test_what_only_looks_like_a_dressing_is_left_alone():
+    """Counter-examples, each a real log's own shape: a traceback's indented frames, srun's task ids
+    (`0: `), numbers that do not count lines, a log that prints an entity, one padded line."""
+    from triage.inputs.paste import undress
+    tb = _read(os.path.join(REAL, "cpu-outcome", "uncaught_torch_error.log"))
+    frames = "\n".join(x for x in tb.split("\n") if x.startswith("  ")) + "\n"
+    assert frames.count("\n") >= 3 and undress(frames.encode()) is not None     # all frames: an indented paste
+    assert undress((tb.split("\n")[0] + "\n" + frames).encode()) is None       # a record at column 0: a log
+    srun = "".join(f"{r}: [rank{r}] step {i} ok\n" for i in range(5) for r in range(4))
+    assert undress(srun.encode()) is None
+    stamps = "".join(f"{n} | x\n" for n in (3, 3, 1, 7))
+    assert undress(stamps.encode()) is None
+    entity = 'echo "a &amp;&amp; b"\nKeyError: \'x\'\nline &lt;3\n'
+    assert undress(entity.encode()) is None
+    padded = "a\nb \nc\nd\n"
+    assert undress(padded.encode()) is None

@@ -193,8 +193,9 @@ Span = Tuple[int, int, bool]        # a block: start, end, and whether a newline
 
 
 def _joined(fd: int) -> bool:
-    """The small file FD is read reshaped (sources._reshaped): a hard-wrapped paste, whose lines the
-    reader joins (paste.py), or DCGM's tables, each result said as a line (dcgm.py)."""
+    """The small file FD is read reshaped (sources._reshaped): a paste, whose dressing the reader takes
+    off and whose hard-wrapped lines it joins (paste.py), or DCGM's tables, each result said as a line
+    (dcgm.py)."""
     size = os.fstat(fd).st_size
     if size > PASTE_MAX:
         return False

@@ -20,13 +20,13 @@ from collections import Counter
 from typing import List, Optional, Tuple
 
 from ..lazyre import lazy_re
-from .text import ANSI
 
 PASTE_MAX = 4 << 20       # bytes: only an input this small (read whole in one block) is looked at
 MIN_WIDTH = 60            # columns: a narrower "width" is a log's own short lines
 MIN_WRAPPED = 3           # lines cut at exactly the width
 # the start of a log record: a launcher / logger prefix (srun's task id), a date, a glog header, a level,
 # a traceback, an exception line
+_CSI_TAIL = lazy_re(r"[0-9;?]*[ -/]*[@-~]")    # an ANSI CSI sequence after its `ESC [` (text.ANSI's first form)
 _TABLE = "|+=-*#"          # a table's or a box's first character (its rows all start with it)
 _NEW_RECORD = lazy_re(r"\d{1,6}: |\[[^\]\s][^\]]{0,80}\]|\d{4}-\d\d-\d\d[ T]|[IWEF]\d{4} \d\d:|"
                       r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\b|[a-z][\w.-]*: (?:error|info|warning)\b|"
@@ -63,6 +63,17 @@ def _goes_on(line: str, nxt: str) -> bool:
     return not _NEW_RECORD.match(nxt.lstrip())
 
 
+def _without_csi(text: str) -> str:
+    """TEXT without its ANSI CSI sequences (colour codes): cut at each `ESC [` (a split in C: a
+    regex search through megabytes for the few codes of a coloured log costs more)."""
+    parts = text.split("\x1b[")
+    out = [parts[0]]
+    for p in parts[1:]:
+        m = _CSI_TAIL.match(p)
+        out.append(p[m.end():] if m else "\x1b[" + p)
+    return "".join(out)
+
+
 def unwrap(data: bytes) -> Optional[Tuple[bytes, int, int]]:
     """DATA (a whole input) with its hard-wrapped lines joined, the width and the lines joined; None
     when it does not look hard-wrapped."""
@@ -70,7 +81,7 @@ def unwrap(data: bytes) -> Optional[Tuple[bytes, int, int]]:
         return None
     text = data.decode("utf-8", "replace")
     if "\x1b[" in text:             # a terminal wraps what it shows: widths without colour codes
-        text = ANSI.sub("", text)
+        text = _without_csi(text)
     lines = text.replace("\r\n", "\n").split("\n")
     width = _width(lines)
     if width is None:

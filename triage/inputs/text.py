@@ -5,10 +5,10 @@ from __future__ import annotations
 from ..caps import CLIP_MARK, MAX_LINE
 from ..lazyre import lazy_re
 
-__all__ = ["ANSI", "CLIP_MARK", "MAX_LINE", "clip_keeping_error", "normalise"]
+__all__ = ["CLIP_MARK", "MAX_LINE", "clip_keeping_error", "normalise"]
 
 # anchored or linear: the stdlib `re` (pattern-catalog regexes always run with rx's timeout)
-ANSI = lazy_re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_ANSI = lazy_re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CTRL = lazy_re(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # a word of a failure, looked for past the part of an over-long line that is kept anyway (issue 40:
 # an error at character 200,000 of a line was cut off unseen)
@@ -31,7 +31,7 @@ def clip_keeping_error(text: str, cap: int) -> str:
 def normalise(text: str) -> str:
     """Strip ANSI codes, keep the last carriage-return segment, drop control chars, clip."""
     if "\x1b" in text:
-        text = ANSI.sub("", text)
+        text = _ANSI.sub("", text)
     if "\r" in text:
         parts = [p for p in text.split("\r") if p.strip()]
         text = parts[-1] if parts else ""

@@ -12,7 +12,9 @@ written here from what the tools print (GitHub's markdown, html.escape, `cat -n`
 format, rich/colorlog's SGR colour codes, a collector's RFC 3339 stamp)."""
 from __future__ import annotations
 
+import calendar
 import re
+import time
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -27,6 +29,7 @@ class Facts:
     prefix: Optional[str]          # the launcher prefix on the first failure's line ("[rank1]: "), if any
     rank: Optional[int]            # the rank that prefix names
     launcher_root_rank: Optional[int] = None   # the rank the launcher's own report names as the root cause
+    one_of_several: bool = False   # the log is one file of a directory of per-rank logs
 
 
 Fn = Callable[[str, Facts], str]
@@ -202,14 +205,52 @@ def _elide(mark: str) -> Fn:
 
 
 # --- collector headers --------------------------------------------------------------------------------------------------
-def _iso(i: int) -> str:
-    ms = i * 7
-    return f"2026-12-03T08:{33 + ms // 60000 % 20:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}Z "
+_OWN_TIME = re.compile(r"(20\d\d)-(\d\d)-(\d\d)[ T_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?|"
+                       r"\b[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{1,6})")
 
 
-def _journald(i: int) -> str:
-    s = i // 50
-    return f"Dec 03 08:{33 + s // 60 % 20:02d}:{s % 60:02d} gpu-node-07 python[1234]: "
+def _own_time(line: str) -> Optional[float]:
+    """The time a line says it was written (an ISO date and time, a glog header), in seconds."""
+    m = _OWN_TIME.search(line)
+    if m is None:
+        return None
+    g = m.groups()
+    y, mo, d, h, mi, sec, frac = (g[:7] if g[0] else ("2026",) + g[7:13])
+    t = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(sec), 0, 0, 0))
+    return t + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+def _stamped(fmt: Callable[[float], str]) -> Fn:
+    """A collector's time before each line: when it read the line, so the line's own time where it says
+    one (collectors of several ranks agree on the order), else a millisecond after the line before."""
+    def fn(text: str, _facts: Facts) -> str:
+        lines = _lines(text)
+        t = next((x for x in map(_own_time, lines) if x is not None), 1796200000.0)
+        out = []
+        for ln in lines:
+            own = _own_time(ln)
+            t = max(t + 0.001, own) if own is not None else t + 0.001
+            out.append(fmt(t) + ln + "\n")
+        return "".join(out)
+    return fn
+
+
+def _guessed_times(text: str, f: Facts) -> Optional[str]:
+    """A collector's stamps on one of several per-rank files order its lines against the other files':
+    lines before the file's first own time would get a time nobody knows (before it, by how much?)."""
+    if f.one_of_several:
+        lines = [x for x in _lines(text) if x.strip()]
+        if lines and _own_time(lines[0]) is None:
+            return "one of several files whose first line says no time: a collector's stamp would be guessed"
+    return _already_wrapped(text, f)
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z "
+
+
+def _journald(t: float) -> str:
+    return time.strftime("%b %d %H:%M:%S", time.gmtime(t)) + " gpu-node-07 python[1234]: "
 
 
 # --- a second, healthy rank's lines interleaved ---------------------------------------------------------------------------
@@ -235,6 +276,11 @@ def _interleave(text: str, f: Facts) -> str:
         if i < len(other):
             out.append(other[i])
     return "".join(x + "\n" for x in out)
+
+
+def _one_rank_per_file(text: str, f: Facts) -> Optional[str]:
+    """A per-rank file holds one rank's lines: no second rank is interleaved into it."""
+    return "a per-rank file holds one rank's lines" if f.one_of_several else _already_wrapped(text, f)
 
 
 def _already_wrapped(text: str, _f: Facts) -> Optional[str]:
@@ -266,8 +312,8 @@ SHAPES: Tuple[Shape, ...] = (
     Shape("elide-omitted", _elide("[... 300 lines omitted ...]"), _positional()),
     Shape("gutter-bar", _each(lambda i, ln: f"{i + 1:>5} | " + ln)),
     Shape("gutter-cat-n", _each(lambda i, ln: f"{i + 1:>6}\t" + ln)),
-    Shape("iso-timestamp", _each(lambda i, ln: _iso(i) + ln), _already_wrapped),
-    Shape("journald", _each(lambda i, ln: _journald(i) + ln), _already_wrapped),
+    Shape("iso-timestamp", _stamped(_iso), _guessed_times),
+    Shape("journald", _stamped(_journald), _guessed_times),
     Shape("trailing-space", _each(lambda i, ln: ln + ("  " if i % 2 else " \t"))),
-    Shape("interleaved-rank", _interleave, _already_wrapped),
+    Shape("interleaved-rank", _interleave, _one_rank_per_file),
 )

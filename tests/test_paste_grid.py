@@ -3,7 +3,8 @@ users and log collectors reshape a log on its way into a bug report (tests/paste
 shape), must get the verdict of the log it was made from -- the same outcome, primary pitfall, and
 first failing rank where the original names one -- and a failed job is never called healthy.
 
-The grid runs in process (click's CliRunner).  By default each shape sees every failure class (every
+A directory of per-rank logs is one case, each of its files reshaped alike. The grid runs in process
+(click's CliRunner).  By default each shape sees every failure class (every
 (outcome, primary) pair of the corpus) at least once, and each log is seen by some shapes, rotating;
 TRIAGE_PASTE_GRID=full runs every log through every shape."""
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pastegrid import SHAPES, Facts, Shape  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REAL = os.path.join(HERE, "fixtures", "logs", "real")
-LOGS = [c for c in cases() if c.startswith(REAL + os.sep) and os.path.isfile(c) and not c.endswith(".gz")]
+# every real case: a log, or a directory of per-rank logs (each of its files reshaped alike)
+LOGS = [c for c in cases() if c.startswith(REAL + os.sep) and not c.endswith(".gz")]
 FULL = os.environ.get("TRIAGE_PASTE_GRID") == "full"
 STRIDE = 5                  # by default a log is seen by every STRIDE-th shape (and by each class's turn)
 
@@ -51,22 +53,37 @@ def _verdict(d: dict) -> Verdict:
     return d["outcome"], p.get("pitfall") if isinstance(p, dict) else p, d.get("first_failing_rank")
 
 
+def _members(case: str) -> List[str]:
+    """The files of a case, relative to it ("" for a case that is one file)."""
+    if os.path.isfile(case):
+        return [""]
+    return sorted(os.path.relpath(os.path.join(r, x), case) for r, _, fs in os.walk(case) for x in fs)
+
+
 @lru_cache(maxsize=None)
-def _original(f: str) -> Tuple[Verdict, Facts]:
-    d = _report(f)
+def _original(case: str) -> Tuple[Verdict, Dict[str, Facts]]:
+    """The case's verdict, and per file of it the facts its report gives (the evidence lines in it)."""
+    d = _report(case)
     v = _verdict(d)
     ff = d.get("first_failure")
-    lines = set()
-    if ff and ff.get("line"):
-        lines.add(int(ff["line"]))
-    lines.update(int(x["line"]) for x in d["findings"] if x["pitfall"] == v[1] and x.get("line"))
-    prefix = rank = None
-    if ff and ff.get("line") and v[2] is not None:
-        raw = _read(f).split("\n")[int(ff["line"]) - 1].rstrip("\r")
-        text, rank = RankReader().split_prefix(raw)
-        if rank is not None and raw.endswith(text):
-            prefix = raw[:len(raw) - len(text)]
-    return v, Facts(v[0], v[1], v[2], tuple(sorted(lines)), prefix, rank if prefix else None, d.get("launcher_root_rank"))
+    facts = {}
+    for m in _members(case):
+        f = os.path.join(case, m) if m else case
+
+        def here(x: dict) -> bool:
+            return bool(x.get("line")) and (not m or str(x.get("source", "")).endswith(os.sep + m))
+        lines = {int(x["line"]) for x in d["findings"] if x["pitfall"] == v[1] and here(x)}
+        prefix = rank = None
+        if ff and here(ff):
+            lines.add(int(ff["line"]))
+            if v[2] is not None:
+                raw = _read(f).split("\n")[int(ff["line"]) - 1].rstrip("\r")
+                text, rank = RankReader().split_prefix(raw)
+                if rank is not None and raw.endswith(text):
+                    prefix = raw[:len(raw) - len(text)]
+        facts[m] = Facts(v[0], v[1], v[2], tuple(sorted(lines)), prefix, rank if prefix else None,
+                         d.get("launcher_root_rank"), bool(m))
+    return v, facts
 
 
 def _class(f: str) -> Tuple[str, Optional[str]]:
@@ -87,22 +104,31 @@ def _logs_for(t: int) -> List[str]:
 
 
 def differ(shape: Shape, logs: List[str], tmp) -> Tuple[List[tuple], int]:
-    """The (log, original verdict, reshaped verdict) that differ, and how many logs the shape kept."""
+    """The (log, original verdict, reshaped verdict) that differ, and how many logs the shape kept (a
+    directory's file the shape cannot keep the evidence of is left as it is; none kept: not run)."""
     out = []
     ran = 0
-    for f in logs:
-        want, facts = _original(f)
-        text = _read(f)
-        if shape.why_not(text, facts):
+    for n, case in enumerate(logs):
+        want, facts = _original(case)
+        dest = tmp / f"case{n}{os.path.splitext(case)[1]}"
+        kept, rank = 0, want[2] is not None
+        for m in _members(case):
+            text = _read(os.path.join(case, m) if m else case)
+            p = dest / m if m else dest
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if shape.why_not(text, facts[m]):
+                p.write_bytes(text.encode("utf-8"))
+                continue
+            kept += 1
+            rank = rank and not shape.why_no_rank(text, facts[m])
+            p.write_bytes(shape.fn(text, facts[m]).encode("utf-8"))
+        if not kept:
             continue
         ran += 1
-        p = tmp / ("paste" + os.path.splitext(f)[1])
-        p.write_bytes(shape.fn(text, facts).encode("utf-8"))
-        got = _verdict(_report(str(p)))
-        rank = want[2] is not None and not shape.why_no_rank(text, facts)
+        got = _verdict(_report(str(dest)))
         same = got[:2] == want[:2] and (not rank or got[2] == want[2])
         if not same or (want[0] != "healthy" and got[0] == "healthy"):
-            out.append((os.path.relpath(f, REAL), want, got))
+            out.append((os.path.relpath(case, REAL), want, got))
     return out, ran
 
 
@@ -128,7 +154,7 @@ def test_a_head_cut_that_drops_the_error_line_is_said_so():
     """The exclusions are computed: a cut that keeps every evidence line is run, one that drops one is not."""
     cut = next(s for s in SHAPES if s.name == "head-cut-60")
     f = os.path.join(REAL, "gpu", "illegal_memory_access.log")
-    _, facts = _original(f)
+    facts = _original(f)[1][""]
     text = _read(f)
     assert facts.evidence and cut.why_not(text, facts) is None
     early = Facts(facts.outcome, facts.primary, facts.first_failing_rank, (1,), None, None)

@@ -200,7 +200,8 @@ def test_no_log_of_the_corpus_is_undressed():
 
 def test_what_only_looks_like_a_dressing_is_left_alone():
     """Counter-examples, each a real log's own shape: a traceback's indented frames, srun's task ids
-    (`0: `), numbers that do not count lines, a log that prints an entity, one padded line."""
+    (`0: `), numbers that do not count lines, a table of ids, a log that prints an entity, one padded
+    line."""
     from triage.inputs.paste import undress
     tb = _read(os.path.join(REAL, "cpu-outcome", "uncaught_torch_error.log"))
     frames = "\n".join(x for x in tb.split("\n") if x.startswith("  ")) + "\n"
@@ -210,6 +211,9 @@ def test_what_only_looks_like_a_dressing_is_left_alone():
     assert undress(srun.encode()) is None
     stamps = "".join(f"{n} | x\n" for n in (3, 3, 1, 7))
     assert undress(stamps.encode()) is None
+    table = "".join(f"{n}\t{0.5 / n:.3f}\n" for n in range(1, 9))             # a TSV whose first column is an id
+    assert undress(table.encode()) is None
+    assert undress("".join(f"{n:>6}\t{0.5 / n:.3f}\n" for n in range(1, 9)).encode())[1] == ["line-number gutter"]
     entity = 'echo "a &amp;&amp; b"\nKeyError: \'x\'\nline &lt;3\n'
     assert undress(entity.encode()) is None
     padded = "a\nb \nc\nd\n"

@@ -108,7 +108,7 @@ def wrapped_note(label: str, width: int, joined: int) -> str:
 _WRAPPER = lazy_re(r"[ \t>]*(?:(?:`{3,}|~{3,})[\w+.#-]*|</?details(?: [^>]*)?>(?:\s*<summary>.*</summary>)?|"
                    r"<summary>.*</summary>)\s*")
 _QUOTE = lazy_re(r"> ?")
-_GUTTER = lazy_re(r"[ \t]*(\d{1,7})(?:\t| ?[|\u2502](?: |$)|$)")
+_GUTTER = lazy_re(r"[ \t]*(\d{1,7})(\t| ?[|\u2502](?: |$)|$)")
 _GUTTER_B = lazy_re(rb"[ \t]*\d{1,7}(?:\t| ?(?:\||\xe2\x94\x82)(?: |$)|$)")
 _ENTITY_B = lazy_re(rb"&(?:lt|gt|amp|quot|apos|#39|#x27|#34|#60|#62);")
 _ANY_ENTITY = lazy_re(r"&(?:[a-z]{2,8}|#\d{1,6}|#x[0-9a-fA-F]{1,6});")
@@ -137,6 +137,25 @@ def _common_space(lines: List[str]) -> str:
     return lead or ""
 
 
+def _gutter(seen: List[str], body: List[str]) -> Optional[List[str]]:
+    """BODY without its line-number gutter, when every line of SEEN has one numbering the lines one
+    after the other (an editor's `  123 | `, `cat -n`'s number right-aligned in 6 columns and a tab:
+    a table whose first column is an id and a tab is no gutter); else None."""
+    cuts = []
+    for s in seen:
+        m = _GUTTER.match(s)
+        if m is None or (m.group(2) == "\t" and m.end(1) < 6):
+            return None
+        cuts.append(int(m.group(1)))
+    if any(b != a + 1 for a, b in zip(cuts, cuts[1:])):
+        return None
+    out = []
+    for s in body:
+        m = _GUTTER.match(s)
+        out.append(s[m.end():] if m else s)
+    return out
+
+
 def _peel(body: List[str]) -> Optional[Tuple[str, List[str]]]:
     """One dressing every line of BODY (its non-empty lines, wrappers left out) has, taken off:
     (its name, the lines without it); None when there is none."""
@@ -147,17 +166,9 @@ def _peel(body: List[str]) -> Optional[Tuple[str, List[str]]]:
     if first == ">" and all(s[:1] == ">" for s in seen):
         return "markdown quote", [_QUOTE.sub("", s, count=1) if s[:1] == ">" else s for s in body]
     if first in " \t" or first.isdigit():
-        if _GUTTER.match(seen[0]):
-            nums = []
-            for s in seen:
-                m = _GUTTER.match(s)
-                if m is None:
-                    break
-                nums.append(int(m.group(1)))
-            else:
-                if all(b > a for a, b in zip(nums, nums[1:])) and nums[-1] - nums[0] < 2 * len(body) + 2:
-                    return "line-number gutter", [s[_GUTTER.match(s).end():] if _GUTTER.match(s) else s  # type: ignore[union-attr]
-                                                  for s in body]
+        g = _gutter(seen, body)
+        if g is not None:
+            return "line-number gutter", g
         lead = _common_space(seen) if first in " \t" else ""
         if "\t" in lead or len(lead) >= 2:
             return "indentation", [s[len(lead):] if s.startswith(lead) else s.lstrip(" \t") for s in body]

@@ -23,6 +23,7 @@ FIXTURES = {
     "cri": "logs/synthetic/launchers/cri_prefix.log",                  # SYNTHETIC (a real torchrun log, CRI's log file format)
     "docker-timestamps": "logs/synthetic/launchers/docker_timestamps.log",   # SYNTHETIC (a real torchrun log, docker logs -t)
     "ray": "logs/synthetic/launchers/ray_prefix.log",                  # SYNTHETIC (a real torchrun log, Ray's worker prefix)
+    "journald": "logs/synthetic/launchers/journald_prefix.log",        # SYNTHETIC (a real torchrun log, journalctl's header)
     "torchrun": "logs/real/gpu-multirank/nccl_rank_error_vs_timeouts.log",
     "openmpi": "logs/synthetic/multirank/openmpi_healthy.log",
     "nemo": "launchers/nemo_prefix.log",                # SYNTHETIC

@@ -38,7 +38,7 @@ from . import remote
 from .dcgm import flatten as dcgm_flatten
 from .frdump import looks_like_dump
 from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
-from .paste import PASTE_MAX, unwrap, wrapped_note
+from .paste import PASTE_MAX, reshape, undressed_note, wrapped_note
 from .ranks import inner_rank, split_prefix
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
 from .text import MAX_LINE, clip_keeping_error, normalise
@@ -1149,18 +1149,23 @@ def _unwrapped(chunks: Iterator[bytes], label: str, notes: Optional[List[str]]) 
 
 def _reshaped(data: bytes, label: str, notes: Optional[List[str]]) -> Optional[bytes]:
     """A small input's bytes as they are matched: DCGM's tables said as lines (dcgm.py), else a
-    hard-wrapped paste's lines joined (paste.py); None: as it is."""
+    paste's dressing (a markdown quote, a gutter, ...) taken off and its hard-wrapped lines joined
+    (paste.py); None: as it is."""
     d = dcgm_flatten(data)
     if d is not None:
         if notes is not None:
             notes.append(f"{label} holds {d[1]} DCGM table(s) (dcgmi health / diag): each result read as one line "
                          "(line numbers count those lines)")
         return d[0]
-    u = unwrap(data)
+    u = reshape(data)            # a paste's dressing taken off, its hard-wrapped lines joined (paste.py)
     if u is None:
         return None
     if notes is not None:
-        notes.append(wrapped_note(label, u[1], u[2]))
+        said = undressed_note(label, u[1])
+        if said:
+            notes.append(said)
+        if u[2] is not None:
+            notes.append(wrapped_note(label, *u[2]))
     return u[0]
 
 

@@ -7,7 +7,7 @@ import stat
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..inputs.dcgm import flatten as dcgm_flatten
-from ..inputs.paste import PASTE_MAX, unwrap
+from ..inputs.paste import PASTE_MAX, reshape
 from ..inputs.sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
 
 
@@ -193,13 +193,14 @@ Span = Tuple[int, int, bool]        # a block: start, end, and whether a newline
 
 
 def _joined(fd: int) -> bool:
-    """The small file FD is read reshaped (sources._reshaped): a hard-wrapped paste, whose lines the
-    reader joins (paste.py), or DCGM's tables, each result said as a line (dcgm.py)."""
+    """The small file FD is read reshaped (sources._reshaped): a paste, whose dressing the reader takes
+    off and whose hard-wrapped lines it joins (paste.py), or DCGM's tables, each result said as a line
+    (dcgm.py)."""
     size = os.fstat(fd).st_size
     if size > PASTE_MAX:
         return False
     data = os.pread(fd, size, 0)
-    return dcgm_flatten(data) is not None or unwrap(data) is not None
+    return dcgm_flatten(data) is not None or reshape(data) is not None
 
 
 def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[Tuple[str, List[Span]]]:

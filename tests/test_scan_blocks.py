@@ -303,12 +303,12 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
     assert gz and gz[0] not in plain                    # the scanner decompresses, not the workers
     assert plain == [p for p in paths if p in plain] and len(plain) >= len(paths) * 3 // 4
     # a line longer than a 512-byte chunk (a NUL hole is one): the reader clips it, so the scanner cuts
-    # that input itself; so it does a hard-wrapped paste, whose lines its reader joins (paste.py), and
+    # that input itself; so it does a hard-wrapped or dressed paste, which its reader reshapes (paste.py), and
     # DCGM's tables, each result said as a line (dcgm.py)
     from triage.inputs.dcgm import flatten
-    from triage.inputs.paste import unwrap
+    from triage.inputs.paste import reshape
     others = [p for p in paths if p not in plain]
-    assert all(any(len(x) > 512 for x in open(p, "rb")) or unwrap(open(p, "rb").read())
+    assert all(any(len(x) > 512 for x in open(p, "rb")) or reshape(open(p, "rb").read())
                or flatten(open(p, "rb").read()) for p in others)
     calls = []
     real_prepare = engine.prepare_block

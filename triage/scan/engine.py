@@ -40,7 +40,6 @@ from ..inputs.sources import (
     Line,
     describe_input,
     expand_paths,
-    iter_blocks,
     iter_blocks_with_tail,
 )
 from ..match.anchors import Anchor, AnchorSet
@@ -357,8 +356,8 @@ def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]
         off = 0
         if not scanned[0]:
             continue
-        try:
-            blocks = iter_blocks(path, max_bytes=scanned[0])
+        try:       # (as the scan read them: a paste's dressing taken off, its wrapped lines joined)
+            blocks = (buf for buf, _ in iter_blocks_with_tail(path, max_bytes=scanned[0], paste=True))
         except InputError:
             continue
         for block in _safe(blocks):

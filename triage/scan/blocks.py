@@ -32,8 +32,11 @@ TB_IDLE = 5000             # physical lines a traceback is followed without a li
 
 class Blocks(Observer):
     """Error blocks (a traceback up to its exception line, an error line and its continuation)."""
-    anchors = [lit(_TB_START), rxa(r"(?:Error|Exception|Interrupt|Exit|Failure)(?::|[ \t\r]*$)"),
-               rxa(r"(?:ERROR|FATAL|Error|error)(?:[\]: \t\r\x0b\x0c]|$)"),
+    # (`Error::` is C++'s scope, no message: c10's `frame #0: c10::Error::Error(...)` lines woke the
+    # observer for nothing, a line in ten of a production log, issue 44; a line whose text starts with
+    # it is still read when another anchor wakes it)
+    anchors = [lit(_TB_START), rxa(r"(?:Error|Exception|Interrupt|Exit|Failure)(?::[^:\n]|:?[ \t\r]*$)"),
+               rxa(r"(?:ERROR|FATAL|Error|error)(?:[\] \t\r\x0b\x0c]|:[^:\n]|:?$)"),
                rxa(r"E\d{4} \d\d:\d\d:\d\d"), lit("NCCL WARN")]
 
     def __init__(self, core: Core):

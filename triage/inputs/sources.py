@@ -137,18 +137,11 @@ def timegm(y: int, mo: int, d: int, h: int = 0, mi: int = 0, sec: int = 0) -> in
     return ((days * 24 + h) * 60 + mi) * 60 + sec
 
 
-PROBE_YEAR = 2024
-
-
 def parse_ts_ahead(text: str) -> Tuple[Optional[float], bool]:
     """parse_ts(TEXT) in no known year, for a pool worker ahead of the scanner, and whether the time
-    depends on the year (a year-less header: ts_in_year parses it again in the year the scanner knows
-    by then).  A year-less header gives another time in 2024, a leap year, than in the default year;
-    a 29 February is a time in one of them only."""
-    ts = parse_ts(text)
-    probe = text[:200]
-    dep = (ts is not None or "0229 " in probe or "02-29 " in probe) and parse_ts(text, PROBE_YEAR) != ts
-    return ts, dep
+    depends on the year (a year-less header was read: the scanner parses it again in the year it knows
+    by then, reparse_in; a 29 February is a time in a leap year only)."""
+    return _parse_ts(text, None)
 
 
 def reparse_in(year: Optional[int], dep: bool) -> bool:
@@ -157,9 +150,16 @@ def reparse_in(year: Optional[int], dep: bool) -> bool:
 
 
 def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
+    return _parse_ts(text, year_hint)[0]
+
+
+def _parse_ts(text: str, year_hint: Optional[int]) -> Tuple[Optional[float], bool]:
+    """The time of TEXT's first 200 characters, and whether a year-less header was read on the way (the
+    time then depends on the year: another year gives another time, or a 29 February none)."""
     probe = text[:200]
     if ":" not in probe:
-        return None
+        return None, False
+    dep = False
     for rx_, kind in _TS:
         m = rx_.search(probe)
         if not m:
@@ -170,13 +170,14 @@ def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
         else:
             y, sec_i, frac = (year_hint or _DEFAULT_YEAR), 5, m.group(6)
             minute = probe[m.start(1):m.end(4)]
+            dep = True
         key = (kind, y, minute)
         t = _MINUTES.get(key, m)
         s = int(m.group(sec_i))
         if t is None or s >= 61:
             continue
-        return t + min(s, 59) + (float("0." + frac) if frac else 0.0)
-    return None
+        return t + min(s, 59) + (float("0." + frac) if frac else 0.0), dep
+    return None, dep
 
 
 def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:

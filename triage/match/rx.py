@@ -165,6 +165,30 @@ class ValidatedCache:
 VALIDATED = ValidatedCache()
 
 
+class GroupsMemo:
+    """A regex's search of a line's text, its groups remembered for short texts (as TextMemo: a log
+    repeats its lines on every rank, and each `regex` search with a timeout makes two clock system
+    calls, where a busy machine takes the CPU away, issue 44): the match's groups, or None."""
+    MAX = 4096
+    MAX_TEXT = 512
+    __slots__ = ("rx", "memo")
+
+    def __init__(self, rx: "LazyRx"):
+        self.rx = rx
+        self.memo: Dict[str, Optional[Tuple[Optional[str], ...]]] = {}
+
+    def __call__(self, text: str) -> Optional[Tuple[Optional[str], ...]]:
+        if text in self.memo:
+            return self.memo[text]
+        m = self.rx.search(text, timeout=TIMEOUT)
+        r = m.groups() if m is not None else None
+        if len(text) <= self.MAX_TEXT:
+            if len(self.memo) >= self.MAX:
+                self.memo.clear()
+            self.memo[text] = r
+        return r
+
+
 class TextMemo:
     """A pure predicate on a line's text, remembered for short texts: a log repeats its lines (a
     million `ERROR: retrying`), and a `regex` search with a timeout costs microseconds where a

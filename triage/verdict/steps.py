@@ -23,7 +23,7 @@ from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor
-from ..match.rx import TIMEOUT, lazy
+from ..match.rx import TIMEOUT, GroupsMemo, lazy
 from ..record import record
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
@@ -145,6 +145,7 @@ _CAPTURE = lazy(
 _BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")  # noqa: E501 - a regex reads best on one line
 _TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
 _GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
+_capture, _built, _time_spent, _graphable = (GroupsMemo(x) for x in (_CAPTURE, _BUILT, _TIME_SPENT, _GRAPHABLE))
 
 
 @record
@@ -351,22 +352,22 @@ class StepLog:
         # (each regex only on a line holding a literal every match of it holds: a dense log of capture
         # progress lines ran four regex searches a line, issue 44)
         if "create cuda graphs" in t or "Start CUDA Graphs capture" in t or "Capturing CUDA graph" in t or (
-                "CUDA graph" in t and _CAPTURE.search(t, timeout=TIMEOUT)):     # (_CAPTURE's plain-text branches
-            self._mark_capture(line)                                            # first: a capture progress line each)
-        m = _BUILT.search(t, timeout=TIMEOUT) if "> built " in t else None
-        if m:
+                "CUDA graph" in t and _capture(t) is not None):     # (_CAPTURE's plain-text branches first:
+            self._mark_capture(line)                                # a capture progress line each)
+        g = _built(t) if "> built " in t else None         # (each line of a rank alike: searched once)
+        if g:
             self._mark_capture(line)
-            self.graphs_built = int(m.group(1))
-            self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
-            if m.group(3):
-                self.graph_memory = f"allocated {m.group(3).strip()}, reserved {m.group(4).strip()}"
-        m = _TIME_SPENT.search(t, timeout=TIMEOUT) if "Time spent in CUDA Graphs capture" in t else None
-        if m:
+            self.graphs_built = int(g[0] or 0)
+            self.capture_seconds = max(self.capture_seconds or 0.0, _num(g[1]) or 0.0)
+            if g[2]:
+                self.graph_memory = f"allocated {g[2].strip()}, reserved {(g[3] or '').strip()}"
+        g = _time_spent(t) if "Time spent in CUDA Graphs capture" in t else None
+        if g:
             self._mark_capture(line)
-            self.capture_seconds = max(self.capture_seconds or 0.0, _num(m.group(2)) or 0.0)
-        m = _GRAPHABLE.search(t, timeout=TIMEOUT) if " graphable layers" in t else None
-        if m:
-            self.graphable_layers = int(m.group(2))
+            self.capture_seconds = max(self.capture_seconds or 0.0, _num(g[1]) or 0.0)
+        g = _graphable(t) if " graphable layers" in t else None
+        if g:
+            self.graphable_layers = int(g[1] or 0)
 
     def _capture_record(self, buf: bytes, ls: int, rec: tuple, source: str, year: Optional[int],
                         line_at: Optional[Callable[[int], Line]]) -> None:

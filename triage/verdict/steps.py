@@ -199,8 +199,10 @@ class StepLog:
         what `_MEGATRON` finds in the normalised text; every other line goes through `feed`.
         The scanner hands the records back in line order with `feed_record`.  A record is
         (iteration, ms, TFLOP/s, line length, loss), or (None, line length) for a capture line;
-        AHEAD (a pool worker's): with the line's time after it (sources.parse_ts_ahead), which
-        the scanner then parses no more."""
+        AHEAD (a pool worker's): a capture line's record with the line's time after it
+        (sources.parse_ts_ahead), which the scanner then parses no more, and so are the step
+        lines' of a block with a capture line (a step's time matters only around a capture:
+        _needs_ts; the others are parsed by the scanner when it needs them)."""
         out: Dict[int, tuple] = {}
         find, search = buf.find, _MEGATRON_B.search
         ascii_block = buf.isascii()
@@ -221,7 +223,11 @@ class StepLog:
                 if ms is None or (g3 and tf is None):
                     continue          # "1.2.3" is no number: not a step line
                 rec = (int(m.group(1)), ms, tf)
-            out[ls] = rec + (le - ls, _loss_b(buf, ls, le)) + (_ts_ahead(buf, ls, le) if ahead else ())
+            out[ls] = rec + (le - ls, _loss_b(buf, ls, le))
+        if ahead and any(r[0] is None for r in out.values()):
+            for ls, r in out.items():
+                if r[0] is not None:
+                    out[ls] = r + _ts_ahead(buf, ls, ls + r[3])
         return out
 
     def feed_record(self, rec: tuple, buf: bytes, ls: int, source: str, lineno: Callable[[], int],

@@ -7,6 +7,7 @@ pair holds the same data.
     triage/verdict/masks.yaml          what a fingerprint masks (hosts, paths, numbers, times)
     triage/inputs/launchers.yaml       each launcher's and collector's line prefix (and the rank it names)
     triage/verdict/collectives.yaml    what timeout and watchdog lines say of the stuck collective (issue 43)
+    triage/config/defaults.yaml        each release's defaults of the settings a partial config leaves out
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sys
 from typing import Any, List
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TABLES = ("scan/failure_forms", "verdict/masks", "inputs/launchers", "verdict/collectives")
+TABLES = ("scan/failure_forms", "verdict/masks", "inputs/launchers", "verdict/collectives", "config/defaults")
 
 
 def json_path(name: str) -> str:

@@ -368,16 +368,24 @@ def test_lines_a_worker_did_not_search_are_searched_by_the_scanner(monkeypatch):
     monkeypatch.setattr(prepare, "SHIP_SECONDS", 0.0)
     real = prepare.rule_searches
 
-    def half_wrong(buf, hits, rules, guard):   # the first line of a block dropped, the others' text altered
-        out = real(buf, hits, rules, guard)        # (and each rule said to match where it did not, and back)
+    def half_wrong(buf, hits, rules, *args):   # the first line of a block dropped, the others' text altered
+        out = real(buf, hits, rules, *args)        # (and each rule said to match where it did not, and back)
         every = tuple(range(len(rules)))
         return {k: (hash("another text"), tuple(i for i in every if i not in v[1]), v[2], v[3])
                 for j, (k, v) in enumerate(sorted(out.items())) if j}
     monkeypatch.setattr(prepare, "rule_searches", half_wrong)
+    from triage.scan import engine
+    prepared_here = []
+    real_prepare = engine.prepare_block
+    monkeypatch.setattr(engine, "prepare_block", lambda *a, **k: prepared_here.append(1) or real_prepare(*a, **k))
     calls = _parent_searches(monkeypatch)
     split = _block_scan(path, 4096)
     assert calls                                            # the scanner searched them itself
     assert split == serial
+    # the workers made their blocks (a stand-in the pool cannot call would break it: the scanner would
+    # prepare every block, and this test would hold whatever the scanner does with a worker's searches)
+    blocks = sum(1 for _ in iter_blocks_with_tail(path, 4096, paste=True))
+    assert len(prepared_here) < blocks, (len(prepared_here), blocks)
 
 
 def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
@@ -523,7 +531,7 @@ def test_random_logs_and_split_points_among_workers_are_the_line_scan(monkeypatc
         if not p.endswith((".gz", ".zst", ".xz", ".bz2")):
             with open(p, encoding="utf-8", errors="replace") as f:
                 pool_lines += f.read().splitlines()[:200]
-    _with_workers(monkeypatch, 3)
+    _with_workers(monkeypatch, 5)           # 4 workers: their parse of the hit lines and look backs too
 
     @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(hs.lists(hs.sampled_from(pool_lines), min_size=1, max_size=400), hs.integers(64, 9000))
@@ -768,13 +776,14 @@ def _capture_dense_log(path, ranks=4, steps=160, stamped=False):
     return sum("create cuda graphs" in x for x in out)
 
 
-@pytest.mark.parametrize("jobs", [0, 3])
+@pytest.mark.parametrize("jobs", [0, 5])
 @pytest.mark.parametrize("stamped", [False, True])
 def test_capture_progress_lines_go_to_the_step_log_as_records(monkeypatch, tmp_path, jobs, stamped):
     """Issue 44: megatron-core's capture progress lines are parsed ahead of the scanner (StepLog.scan_lines,
-    in the pool workers when there are some, their time with them) and taken as records: StepLog.feed
-    sees at most the first one (capture_line wants it whole), and the step log (capture steps, capture
-    times, the first capture line, evidence) is the line scan's at every block size."""
+    in the pool workers when there are some) and taken as records: StepLog.feed sees at most the first
+    one (capture_line wants it whole) and those with a time of their own (they tell the scan its year and
+    their stream's time), and the step log (capture steps, capture times, the first capture line,
+    evidence) is the line scan's at every block size."""
     from triage.verdict import steps
     p = tmp_path / "capture_dense.log"
     n = _capture_dense_log(p, stamped=stamped)
@@ -787,7 +796,42 @@ def test_capture_progress_lines_go_to_the_step_log_as_records(monkeypatch, tmp_p
     assert sum("create cuda graphs" in x for x in fed) == n        # the line scan feeds every one
     assert line["steps"][2] and line["steps"][6] is not None
     assert bool(line["steps"][7]) == stamped
+    timed = sum(1 for x in p.read_text().splitlines() if "create cuda graphs" in x and "T23:" in x)
+    assert bool(timed) == stamped
     for bs in (1 << 23, 4096, 777):
         fed.clear()
         assert block_scan([str(p)], bs) == line, bs
-        assert sum("create cuda graphs" in x for x in fed) <= 1, (bs, len(fed))
+        assert sum("create cuda graphs" in x for x in fed) <= 1 + timed, (bs, len(fed))
+
+
+# found by review (issue 44): a dated line fed to another observer between a batch record and its flush,
+# a dated capture line, and a level or exception name followed by `::`
+YEAR_AND_SCOPE_LOGS = {
+    "year-between-records": [
+        "[rank0]:I0228 23:00:01.000000 123 cuda_graphs.py:1] 1/96. create cuda graphs | mem: alloc 20.0 gb",
+        "[rank0]:I0228 23:00:02.000000 123 cuda_graphs.py:1] 2/96. create cuda graphs | mem: alloc 20.0 gb",
+        "[rank1]: [2024-03-01 00:00:03] RuntimeError: boom"],
+    "dated-capture-line": [
+        "[rank0]:I0228 23:00:01.000000 123 cuda_graphs.py:1] 1/96. create cuda graphs | mem: alloc 20.0 gb",
+        "[rank0]: [2024-02-28 23:00:02] 2/96. create cuda graphs | mem: alloc 20.0 gb",
+        "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom",
+        "[rank0]: [2024-02-28 23:00:05] iteration        1/ 5000000 | consumed samples: 1024 | elapsed time per "
+        "iteration (ms): 5000.4 | throughput per GPU (TFLOP/s/GPU): 471.0 | lm loss: 4.6E+00 |"],
+    "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
+                    "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
+                    "[rank0]: done"],
+}
+
+
+@pytest.mark.parametrize("jobs", [0, 5])
+@pytest.mark.parametrize("name", sorted(YEAR_AND_SCOPE_LOGS))
+def test_years_and_scopes_are_read_as_the_line_scan_reads_them(monkeypatch, tmp_path, name, jobs):
+    p = tmp_path / f"{name}.log"
+    p.write_text("\n".join(YEAR_AND_SCOPE_LOGS[name]) + "\n", encoding="utf-8")
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    line = line_scan([str(p)])
+    if name == "error-scope":
+        assert len(line["blocks"]) == 2       # (the `fatal error::` block takes the two lines after it)
+    for bs in (1 << 23, 200, 120):
+        assert block_scan([str(p)], bs) == line, bs

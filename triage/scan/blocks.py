@@ -37,7 +37,10 @@ class Blocks(Observer):
     # it is still read when another anchor wakes it)
     anchors = [lit(_TB_START), rxa(r"(?:Error|Exception|Interrupt|Exit|Failure)(?::[^:\n]|:?[ \t\r]*$)"),
                rxa(r"(?:ERROR|FATAL|Error|error)(?:[\] \t\r\x0b\x0c]|:[^:\n]|:?$)"),
-               rxa(r"E\d{4} \d\d:\d\d:\d\d"), lit("NCCL WARN")]
+               rxa(r"E\d{4} \d\d:\d\d:\d\d"), lit("NCCL WARN"),
+               # (... but a level or an exception name itself followed by `::` is: `ERROR:: ...`,
+               # `RuntimeError::what(): ...`; not c10's `c10::Error::`, a scope after a scope)
+               rxa(r"(?:^|[\s\]])(?:ERROR|FATAL|Error|error)::|(?:^|[\s\]:])[A-Z][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)::")]
 
     def __init__(self, core: Core):
         self.core = core

@@ -63,6 +63,9 @@ class BlockView(View):
         self.pre: Dict[int, Parsed] = {}
         self.pre_lo = 0
         self.timed: Optional[Set[int]] = None      # ... and the lines of it that may carry a time
+        # the block driver's: feeds the batch records before buffer offset N (a dated line is about to
+        # tell the lines after it another year: the records before it are in the year before)
+        self.before_year: Optional[Callable[[int], None]] = None
 
     def reset(self, buf: bytes, lo: int = 0) -> None:
         """The next buffer: BUF[:LO] is the end of the previous one (its tail, for looking back).
@@ -245,6 +248,8 @@ class BlockView(View):
         if ts is not None and not (self._year_span[0] <= ts < self._year_span[1]) and "-" in line.raw[:40]:
             y = time.gmtime(ts).tm_year     # a dated line tells glog lines (no year) their year
             if 1 <= y <= 9999:              # (9999-12-31 23:59 with a zone west of UTC is 10000 there)
+                if y != self.year and self.before_year is not None:
+                    self.before_year(self.cur_off)
                 self.year = y
                 self._year_span = (timegm(y, 1, 1), timegm(y, 12, 31) + 86400)
 

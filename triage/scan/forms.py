@@ -13,7 +13,7 @@ from .. import tables
 from ..errors import TriageError
 from ..inputs.sources import Line
 from ..match.literals import derive_literals
-from ..match.rx import TIMEOUT, LazyRx, lazy
+from ..match.rx import LazyRx, lazy, search
 from ..record import record
 from .observer import Observer, core_observer, lit, rxa
 from .results import LauncherExit
@@ -147,11 +147,11 @@ class FailureForms(Observer):
         assert f.regex is not None
         if f.prefilter is not None and f.prefilter.search(text) is None:
             return False                # (issue 44: c10's `frame #0: c10::Error::Error(` lines wake the
-        if not f.regex.search(text, timeout=TIMEOUT):     # error-last-line form's anchor; 0.9 us, not 7)
-            return False
+        if not search(f.regex, text, self.core.timeouts):   # error-last-line form's anchor; 0.9 us, not 7;
+            return False                                     # a search cut off by the timeout: no match)
         if f.negative is not None:
             lits = self.neg_lits[id(f)]
-            if (not lits or any(x in text for x in lits)) and f.negative.search(text, timeout=TIMEOUT):
+            if (not lits or any(x in text for x in lits)) and search(f.negative, text, self.core.timeouts):
                 return False
         return True
 

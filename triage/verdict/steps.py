@@ -65,6 +65,7 @@ _TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
 
 # a capture line that feed() would only mark (_feed_graph: a capture literal, none of the lines it reads
 # more of), on the bytes of a plain line
+_HMS_B = re.compile(rb"\d\d:\d\d:\d\d")        # (what every time parse_ts reads holds)
 _CAPTURE_LITS = (b"create cuda graphs", b"Start CUDA Graphs capture", b"Capturing CUDA graph")
 _NOT_ONLY_CAPTURE = (b"NCCL", b"> built ", b"Time spent in CUDA Graphs capture", b" graphable layers",
                      b"elapsed time per iteration", b"train_step_timing")
@@ -84,9 +85,12 @@ def _rec_ts(rec: tuple, i: int, buf: bytes, ls: int, length: int, year: Optional
 
 
 def _capture_only(buf: bytes, ls: int, le: int) -> bool:
+    """A capture line feed() would only mark, with no time of its own (megatron-core's progress lines
+    have none): a timed one goes through feed(), which tells the scan its year and its stream's time."""
     find = buf.find
     return (any(find(x, ls, le) >= 0 for x in _CAPTURE_LITS)
-            and not any(find(x, ls, le) >= 0 for x in _NOT_ONLY_CAPTURE))
+            and not any(find(x, ls, le) >= 0 for x in _NOT_ONLY_CAPTURE)
+            and _HMS_B.search(buf, ls, min(le, ls + 200)) is None)
 
 
 def _num(s) -> Optional[float]:
@@ -199,10 +203,10 @@ class StepLog:
         what `_MEGATRON` finds in the normalised text; every other line goes through `feed`.
         The scanner hands the records back in line order with `feed_record`.  A record is
         (iteration, ms, TFLOP/s, line length, loss), or (None, line length) for a capture line;
-        AHEAD (a pool worker's): a capture line's record with the line's time after it
-        (sources.parse_ts_ahead), which the scanner then parses no more, and so are the step
-        lines' of a block with a capture line (a step's time matters only around a capture:
-        _needs_ts; the others are parsed by the scanner when it needs them)."""
+        AHEAD (a pool worker's): the step records of a block with a capture line have the line's
+        time after them (sources.parse_ts_ahead), which the scanner then parses no more (a step's
+        time matters only around a capture: _needs_ts; the others are parsed by the scanner when it
+        needs them)."""
         out: Dict[int, tuple] = {}
         find, search = buf.find, _MEGATRON_B.search
         ascii_block = buf.isascii()
@@ -216,7 +220,7 @@ class StepLog:
                 m = search(buf, ls, le)
                 if m is None:
                     if _capture_only(buf, ls, le):      # a capture line: its record says only its length
-                        out[ls] = (None, le - ls) + (_ts_ahead(buf, ls, le) if ahead else ())
+                        out[ls] = (None, le - ls)
                     continue
                 g3 = m.group(3)
                 ms, tf = _num(m.group(2)), _num(g3) if g3 else None
@@ -257,7 +261,7 @@ class StepLog:
         for at, rec in items:
             it = rec[0]
             if it is None:                      # a capture line (scan_lines, _capture_only)
-                self._capture_record(buf, at, rec, source, year, line_at)
+                self._capture_record(at, source, line_at)
                 window = self._ev_window
                 every = True                    # (a capture now waits for its step)
                 continue
@@ -375,19 +379,13 @@ class StepLog:
         if g:
             self.graphable_layers = int(g[1] or 0)
 
-    def _capture_record(self, buf: bytes, ls: int, rec: tuple, source: str, year: Optional[int],
-                        line_at: Optional[Callable[[int], Line]]) -> None:
-        """The capture line at buf[ls:] (a plain line: its text is its bytes after the launcher prefix;
-        REC its record): as feed() would mark it."""
-        length = rec[1]
+    def _capture_record(self, ls: int, source: str, line_at: Optional[Callable[[int], Line]]) -> None:
+        """The capture line at buffer offset LS (a plain line with no time: _capture_only): as feed()
+        would mark it."""
         if self.capture_line is None and line_at is not None:
             self._mark_capture(line_at(ls))
             return
-        self._capture_pending[source] = True
-        ts = _rec_ts(rec, 2, buf, ls, length, year)
-        if ts is not None:
-            self._capture_ts.append(ts)
-            self._cts_open.append(ts)
+        self._capture_pending[source] = True        # (a claimed capture line has no time: _capture_only)
 
     def _mark_capture(self, line: Line) -> None:
         if self.capture_line is None:      # issue 43: a hang after it may be inside a replayed graph

@@ -62,7 +62,10 @@ class _InputScan:
         # to it in line order, interleaved with the lines it gets through feed()
         batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view)
                    for (o, _), recs in zip(self.batchers, recs_all) if o.batch]
-        self.view.before_year = lambda upto: [b.flush(buf, upto) for b in batches]     # (BlockView.done)
+        def flush_before(upto: int) -> None:       # (BlockView.done: a dated line changes the year)
+            for b in batches:
+                b.flush(buf, upto)
+        self.view.before_year = flush_before
         # records of lines an observer may follow (Feeder.records), by observer
         followed = {id(o): recs for (o, _), recs in zip(self.batchers, recs_all) if not o.batch and recs}
         starts = sorted(hits)

@@ -127,7 +127,7 @@ class Blocks(Observer):
             b.intro = prev[-1].text[:300] if prev else ""
             # a logger's header the launcher table stripped (vLLM prints every line of a record under it)
             head = _header(line)
-            b.logged = bool(head) and bool(LOG_RECORD.search(head[-120:], timeout=TIMEOUT))
+            b.logged = bool(head) and _logged(head[-120:])
         else:
             b = st.block
         st.in_tb = True
@@ -202,5 +202,6 @@ def _starts_traceback(text: str) -> bool:
     return text.startswith(_TB_START) or text.strip() == _TB_START or text.rstrip().endswith(_TB_AFTER)
 
 
+_logged = TextMemo(lambda head: LOG_RECORD.search(head, timeout=TIMEOUT))    # (a rank's prefix repeats)
 _opens_block = TextMemo(lambda text: _maybe_error(text) and bool(EXC_LINE.match(text) or _error_line(text)))
 

@@ -1,8 +1,9 @@
 """The block driver's View: context around a hit read back from the block (instead of ring buffers)."""
 from __future__ import annotations
 
+import bisect
 import time
-from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple
+from typing import Callable, Dict, Hashable, Iterator, List, Optional, Set, Tuple
 
 from ..inputs.sources import (
     _DOTTED_EXC,
@@ -63,6 +64,8 @@ class BlockView(View):
         self.pre: Dict[int, Parsed] = {}
         self.pre_lo = 0
         self.timed: Optional[Set[int]] = None      # ... and the lines of it that may carry a time
+        self._timed_of: Optional[Set[int]] = None  # (_timed_sorted: the set sorted, and its list)
+        self._timed_list: List[int] = []
         # the block driver's: feeds the batch records before buffer offset N (a dated line is about to
         # tell the lines after it another year: the records before it are in the year before)
         self.before_year: Optional[Callable[[int], None]] = None
@@ -158,27 +161,72 @@ class BlockView(View):
         if line.source == self.inp.label:
             yield from self._back(0, WALK_BACK)
 
-    def _back(self, stop: int, limit: int, timed: bool = False):
+    def _back(self, stop: int, limit: int):
         """The lines before the current one, newest first, as resolved Lines: at most LIMIT of
-        them, none numbered below STOP (a look back that an earlier one already covered).  TIMED:
-        only those that may carry a time (a line whose bytes cannot is passed over unparsed: a look
-        back for a time read every line of a log of handled tracebacks, issue 44)."""
+        them, none numbered below STOP (a look back that an earlier one already covered)."""
         off, n = self.cur_off, self.cur_lineno
-        buf, cache = self.buf, self.cache
+        buf = self.buf
         for _ in range(limit):
             if off <= 0 or n - 1 < stop:
                 return
             end = off - 1
             off = buf.rfind(b"\n", 0, end) + 1
             n -= 1
-            if timed and off not in cache:
-                ts_set = self.timed
-                if ts_set is not None and off >= self.pre_lo:      # a worker's (prepare.timed_lines: it
-                    if off - self.pre_lo not in ts_set:           # read the whole line, however long)
-                        continue
-                elif end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
-                    continue
             yield self.line_at(off, n)
+
+    def _times_back(self, stop: int, limit: int) -> Iterator[Tuple[Optional[int], Optional[float]]]:
+        """(rank, time) of the lines before the current one, newest first, as _back finds them (at most
+        LIMIT lines back, none numbered below STOP), of those that may carry a time: a line whose bytes
+        cannot is passed over unparsed (a look back for a time read every line of a log of handled
+        tracebacks, issue 44); in a block a worker read, only its timed lines are visited, by offset
+        (prepare.timed_lines), and a line it parsed with a rank of its own is read from that parse."""
+        off, n = self.cur_off, self.cur_lineno
+        floor = max(stop, n - limit)          # the lowest line number looked at
+        buf, pre_lo = self.buf, self.pre_lo
+        timed = self._timed_sorted()
+        if timed is not None and off > pre_lo:
+            i = bisect.bisect_left(timed, off - pre_lo)
+            while i > 0:
+                i -= 1
+                t = timed[i] + pre_lo
+                n_t = n - buf.count(b"\n", t, off)
+                if n_t < floor:
+                    return
+                off, n = t, n_t
+                yield self._rank_ts(t, n_t)
+            n -= buf.count(b"\n", pre_lo, off)          # (the lines down to the block's first: none timed)
+            off = pre_lo
+        cache = self.cache
+        while True:                                      # the buffer's tail of the block before
+            if off <= 0 or n - 1 < floor:
+                return
+            end = off - 1
+            off = buf.rfind(b"\n", 0, end) + 1
+            n -= 1
+            ln = cache.get(off)
+            if ln is None:
+                if end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
+                    continue
+                ln = self.line_at(off, n)
+            yield ln.rank, ln.ts
+
+    def _timed_sorted(self) -> Optional[List[int]]:
+        """The worker's timed lines of the current block (BlockView.timed), sorted once a block."""
+        if self.timed is None:
+            return None
+        if self._timed_of is not self.timed:
+            self._timed_of, self._timed_list = self.timed, sorted(self.timed)
+        return self._timed_list
+
+    def _rank_ts(self, off: int, n: int) -> Tuple[Optional[int], Optional[float]]:
+        """(rank, time) of the line at OFF (number N): a worker's parse when it names the rank."""
+        ln = self.cache.get(off)
+        if ln is None:
+            p = self.pre.get(off - self.pre_lo)
+            if p is not None and p[1] is not None and not reparse_in(self.year, p[3]):
+                return p[1], p[2]
+            ln = self.line_at(off, n)
+        return ln.rank, ln.ts
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
         """The time of the stream's newest timestamped line before LINE: the lines since the last look
@@ -191,10 +239,10 @@ class BlockView(View):
         if line.source == self.inp.label:
             seen: Set[Optional[int]] = set()
             stop = self._ts_from
-            for prev in self._back(stop, WALK_BACK, timed=True):
-                if prev.ts is not None and prev.rank not in seen:
-                    seen.add(prev.rank)
-                    self._ts_rank[prev.rank] = prev.ts
+            for rank, ts_ in self._times_back(stop, WALK_BACK):
+                if ts_ is not None and rank not in seen:
+                    seen.add(rank)
+                    self._ts_rank[rank] = ts_
             self._ts_from = max(stop, self.cur_lineno)
             ts = self._ts_rank.get(line.rank)
             if ts is not None:

@@ -139,11 +139,11 @@ def test_a_job_date_is_its_logs_own_not_the_copys_mtime(tmp_path):
     j = json.loads(run("analyze", log, "--format", "json").output)["job"]
     assert j["log_start"] == "2026-11-02T10:01:00Z" and j["log_end"] == "2026-11-02T10:06:12Z"
     v = json.loads(run("fleet", "run", log, "--no-store", "--format", "json", "-q", "-j", "1").output)
-    g = v["unexplained"][0]
-    assert g["jobs"] == ["424242"] and g["first_seen"] == g["last_seen"] == "2026-11-02T10:06:12Z"
+    g = v["groups"][0]          # host-oom (Slurm's oom_kill event) since issue 40; unexplained before
+    assert g["primary"] == "host-oom" and g["jobs"] == ["424242"] and g["first_seen"] == g["last_seen"] == "2026-11-02T10:06:12Z"
     # the stored record: its job_time, and the fleet report's per-day chart, are the log's day
     db = str(tmp_path / "t.db")
-    assert run("analyze", log, "--db", db, "--format", "json").exit_code == 3
+    assert run("analyze", log, "--db", db, "--format", "json").exit_code == 1
     rep = json.loads(run("fleet", "report", "--since", "all", "--db", db, "--format", "json").output)
     assert rep["daily"]["days"] == ["2026-11-02"]
     from triage.fleet.store import Store

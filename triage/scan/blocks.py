@@ -39,8 +39,10 @@ class Blocks(Observer):
                rxa(r"(?:ERROR|FATAL|Error|error)(?:[\] \t\r\x0b\x0c]|:[^:\n]|:?$)"),
                rxa(r"E\d{4} \d\d:\d\d:\d\d"), lit("NCCL WARN"),
                # (... but a level or an exception name itself followed by `::` is: `ERROR:: ...`,
-               # `RuntimeError::what(): ...`; not c10's `c10::Error::`, a scope after a scope)
-               rxa(r"(?:^|[\s\]])(?:ERROR|FATAL|Error|error)::|(?:^|[\s\]:])[A-Z][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)::")]
+               # `RuntimeError::what(): ...`; not c10's `c10::Error::`, a scope after a scope; no \s: an anchor
+               # never crosses a newline)
+               rxa(r"(?:^|[ \t\]])(?:ERROR|FATAL|Error|error)::"
+                   r"|(?:^|[ \t\]:])[A-Z][\w.]*(?:Error|Exception|Interrupt|Exit|Failure)::")]
 
     def __init__(self, core: Core):
         self.core = core

@@ -817,6 +817,9 @@ YEAR_AND_SCOPE_LOGS = {
         "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom",
         "[rank0]: [2024-02-28 23:00:05] iteration        1/ 5000000 | consumed samples: 1024 | elapsed time per "
         "iteration (ms): 5000.4 | throughput per GPU (TFLOP/s/GPU): 471.0 | lm loss: 4.6E+00 |"],
+    # a dated line no observer wants, then a year-less glog error: 29 February is a time in 2024 only
+    "unfed-dated-line": ["[rank0]: [2024-02-28 23:00:02] hello world",
+                         "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

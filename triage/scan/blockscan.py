@@ -40,6 +40,7 @@ class _InputScan:
         self.nbytes = 0           # stream offset of the current block
         self.seg_start = 0        # buffer offset where the current attempt's lines start in this block
         self.seg_attempt = inp.current()
+        self.dated: Optional[Tuple[int, float, str]] = None
 
     def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
@@ -54,6 +55,8 @@ class _InputScan:
         # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         self.view.timed = prepared[6] if len(prepared) > 6 else None
+        # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
+        self.dated = self.view.first_dated(lo) if self.view.buf is buf else None
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -109,6 +112,8 @@ class _InputScan:
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
         """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""
         n = len(buf)
+        if self.dated is not None:
+            self._dated_passed()
         for b in batches:
             b.flush(buf, n)
         for o in self.obs:
@@ -117,6 +122,12 @@ class _InputScan:
             self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
                 ranks_in(buf, self.seg_start, n, self.file_rank))
         self.nbytes += n - lo
+
+    def _dated_passed(self) -> None:
+        """The scan has passed the block's first dated line: its year is the scan's from there on."""
+        at, ts, raw = cast(Tuple[int, float, str], self.dated)
+        self.dated = None
+        self.view.learn_year(ts, raw, at)
 
     def _repeats(self, buf: bytes, lo: int, start: int, end: int, tags: Optional[Set[int]],
                  following: List[Observer], batches: List["_Batch"]) -> int:
@@ -176,6 +187,8 @@ class _InputScan:
     def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
               following: List[Observer], batches: List["_Batch"]) -> None:
         """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
+        if self.dated is not None and self.dated[0] < span[0]:
+            self._dated_passed()
         if following or tags is None:
             woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
             fed = [o for o in self.obs if id(o) in woken]

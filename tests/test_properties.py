@@ -56,6 +56,7 @@ def test_a_line_never_crashes_normalisation(text):
 @example(log="\r\r", block_size=64, encoding="utf-8")                  # lone CRs: line breaks to both readers
 @example(log="\r\r" + "x" * 100 + "\nAssertionError: cuda_graph_scope must not contain both moe and moe_router.",
          block_size=64, encoding="utf-16")     # CRs in the first block, a LF later: not lone, whatever the block
+@example(log="[rank0]:\n3: \n3: \n", block_size=64, encoding="utf-16")    # a paste's dressing: UTF-8 only, both
 def test_block_scanner_equals_line_scanner_on_any_log(log, block_size, encoding):
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "rank_0.log")

@@ -1234,7 +1234,8 @@ def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress: Opt
     fb, enc = _open_binary(path, sink)
     try:
         chunks = _chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed, sink)
-        yield from _whole_line_blocks(_unwrapped(chunks, label, notes) if paste else chunks, tail)
+        # (a paste is UTF-8: the line reader reshapes only such an input, so does this one)
+        yield from _whole_line_blocks(_unwrapped(chunks, label, notes) if paste and enc == "utf-8" else chunks, tail)
     finally:
         if path != "-":
             fb.close()

@@ -81,7 +81,10 @@ def test_the_kernels_own_oom_kill_lines_are_host_oom():
 def test_slurms_oom_kill_event_is_host_oom():
     code, d = analyze(os.path.join(HERE, "fixtures", "logs", "synthetic", "outcome", "srun_task_oom.log"))
     assert (code, d["primary"]) == (1, "host-oom")
-    assert primary(d)["evidence"][0].startswith("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0.")
+    ev = primary(d)["evidence"]
+    # srun's report names the task (the launcher table's srun-task row): the job's first failing rank
+    assert ev[0] == "srun: error: node-2: task 6: Out Of Memory" and d["first_failing_rank"] == 6
+    assert any(x.startswith("slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0.") for x in ev)
 
 
 # --- the right rank in a job (SYNTHETIC layouts of real lines) --------------------------------------

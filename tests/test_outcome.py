@@ -90,8 +90,8 @@ CASES = [
     ("real/gpu/mcore_local_replay.log", "unexplained-failure", 0, "uncaught-exception", "RuntimeError: expected scalar type BFloat16 but found Float"),  # the exception line of a 40+ line traceback
     ("synthetic/unrelated_dataset_error.log", "unexplained-failure", 0, "uncaught-exception",
      "FileNotFoundError: [Errno 2] No such file or directory"),
-    # Slurm's oom_kill event and srun's "Out Of Memory": host-oom since issue 40 (the pitfall's own lines name no rank)
-    ("synthetic/outcome/srun_task_oom.log", "pitfall", None, None, None),
+    # Slurm's oom_kill event and srun's "Out Of Memory": host-oom since issue 40, on task 6 (srun's report names it)
+    ("synthetic/outcome/srun_task_oom.log", "pitfall", 6, None, None),
     ("synthetic/outcome/srun_task_exit_code.log", "unexplained-failure", 3, "srun",
      "srun: error: gpu-node-017: task 3: Exited with exit code 2"),
     ("synthetic/outcome/slurm_time_limit.log", "unexplained-failure", None, "slurm",

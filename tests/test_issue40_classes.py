@@ -171,3 +171,19 @@ def test_healthy_lines_that_mention_the_words_stay_healthy():
     assert lines_of(text)
     code, d = analyze(text=text)
     assert (code, d["outcome"]) == (0, "healthy")
+
+
+# --- a process's own report before its launcher's (failure_forms.yaml `own`) -----------------------------
+
+def test_a_script_torchrun_could_not_start_is_the_error_not_torchruns_exit_line():
+    """Real (torch 2.11's torchrun on a script that is not there): the error is the interpreter's own
+    `can't open file` line, not torchrun's `failed (exitcode: 2)` (so such jobs group apart from a rank
+    that exited 3 with no message, which has torchrun's line only); the rank is still the one torchrun
+    names."""
+    code, d = analyze(os.path.join(REAL, "torchrun_script_missing.log"))
+    assert (code, d["outcome"], d["first_failing_rank"]) == (3, "unexplained-failure", 0)
+    ff = d["first_failure"]
+    assert ff["message"].endswith("can't open file '/workspace/pretrain_gpt.py': [Errno 2] No such file or directory")
+    code2, d2 = analyze(os.path.join(REAL, "torchrun_rank_exit3_silent.log"))
+    assert (code2, d2["first_failing_rank"]) == (3, 1) and "failed (exitcode: 3)" in d2["first_failure"]["message"]
+    assert d["signature"] != d2["signature"]

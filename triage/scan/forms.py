@@ -22,7 +22,7 @@ from .state import Core, Event
 PENDING_MAX = 256           # lines of a `tail` form waiting to be tried (FailureForms._defer)
 FORMS = "scan/failure_forms"     # the table (triage/tables.py): triage/scan/failure_forms.yaml as written
 _FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin", "not",
-           "prefilter"}
+           "prefilter", "own"}
 
 
 @record(frozen=True)
@@ -41,6 +41,7 @@ class FailureForm:
     builtin: str = ""
     negative: Optional[LazyRx] = None   # `not`: a line that also matches this is no failure
     prefilter: Optional["re.Pattern[str]"] = None  # a cheap stdlib regex every match of `regex` holds
+    own: bool = False               # the failing process's own report (looked to before a launcher's exit line)
 
 
 def _form(d: object, i: int) -> FailureForm:
@@ -62,7 +63,7 @@ def _form(d: object, i: int) -> FailureForm:
                        anchor=d.get("anchor") or d.get("anchor_rx") or "", anchor_is_rx=bool(d.get("anchor_rx")),
                        raw=bool(d.get("raw")), tail=tail, builtin=str(d.get("builtin") or ""),
                        negative=lazy(d["not"]) if d.get("not") else None,
-                       prefilter=re.compile(d["prefilter"]) if d.get("prefilter") else None)
+                       prefilter=re.compile(d["prefilter"]) if d.get("prefilter") else None, own=bool(d.get("own")))
 
 
 @functools.lru_cache(maxsize=None)

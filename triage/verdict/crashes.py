@@ -13,6 +13,7 @@ from .types import Case, Crash
 from .unexplained import _TB_HEAD, _block_order, block_message, exception_line
 
 FORM_WEIGHT = 3        # a failure form's crash (verdict/analyse.py): the last evidence looked to
+OWN_FORM_WEIGHT = 2    # ... but an `own` form's (failure_forms.yaml): a process's own report, before the launcher's
 TAIL_LINES = 40        # a traceback this close to the end of its input ended the process (uncaught)
 LOGGED_TAIL = 5        # ... or this close, when a log record ("ERROR ...: msg") introduces it (logging.exception)
 

@@ -187,3 +187,14 @@ def test_a_script_torchrun_could_not_start_is_the_error_not_torchruns_exit_line(
     code2, d2 = analyze(os.path.join(REAL, "torchrun_rank_exit3_silent.log"))
     assert (code2, d2["first_failing_rank"]) == (3, 1) and "failed (exitcode: 3)" in d2["first_failure"]["message"]
     assert d["signature"] != d2["signature"]
+
+
+def test_a_command_that_could_not_start_says_stop_not_retry():
+    """A failure form's `action` (failure_forms.yaml): a script that is not there fails the same way on a
+    retry, so the unexplained failure's action is stop, not the one retry an unknown error gets."""
+    code, d = analyze(os.path.join(REAL, "torchrun_script_missing.log"))
+    assert d["action"]["do"] == "stop" and "first failure's line" in d["action"]["why"], d["action"]
+    code, d = analyze(text="starting\nbash: line 1: torchrun: command not found\n")
+    assert (code, d["outcome"], d["action"]["do"]) == (3, "unexplained-failure", "stop")
+    code2, d2 = analyze(os.path.join(REAL, "torchrun_rank_exit3_silent.log"))
+    assert d2["action"]["do"] == "retry"             # a silent exit says nothing of a retry: one

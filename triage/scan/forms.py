@@ -22,7 +22,8 @@ from .state import Core, Event
 PENDING_MAX = 256           # lines of a `tail` form waiting to be tried (FailureForms._defer)
 FORMS = "scan/failure_forms"     # the table (triage/tables.py): triage/scan/failure_forms.yaml as written
 _FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin", "not",
-           "prefilter", "own"}
+           "prefilter", "own", "action"}
+ACTIONS = ("stop", "retry", "drain-node", "change-config")     # a form's `action` (verdict/action.py's)
 
 
 @record(frozen=True)
@@ -42,6 +43,7 @@ class FailureForm:
     negative: Optional[LazyRx] = None   # `not`: a line that also matches this is no failure
     prefilter: Optional["re.Pattern[str]"] = None  # a cheap stdlib regex every match of `regex` holds
     own: bool = False               # the failing process's own report (looked to before a launcher's exit line)
+    action: str = ""                # what to do when its line is an unexplained failure's first (ACTIONS)
 
 
 def _form(d: object, i: int) -> FailureForm:
@@ -55,6 +57,8 @@ def _form(d: object, i: int) -> FailureForm:
         raise TriageError(f"{where}: a form has a 'regex' or is 'builtin', one of them")
     if d.get("regex") and bool(d.get("anchor")) == bool(d.get("anchor_rx")):
         raise TriageError(f"{where}: a regex form has an 'anchor' (literal) or an 'anchor_rx', one of them")
+    if d.get("action", "") not in ("",) + ACTIONS:
+        raise TriageError(f"{where}: 'action' is one of {', '.join(ACTIONS)}")
     tail = d.get("tail", 0)
     if not isinstance(tail, int) or tail < 0:
         raise TriageError(f"{where}: 'tail' is a number of lines")
@@ -63,7 +67,8 @@ def _form(d: object, i: int) -> FailureForm:
                        anchor=d.get("anchor") or d.get("anchor_rx") or "", anchor_is_rx=bool(d.get("anchor_rx")),
                        raw=bool(d.get("raw")), tail=tail, builtin=str(d.get("builtin") or ""),
                        negative=lazy(d["not"]) if d.get("not") else None,
-                       prefilter=re.compile(d["prefilter"]) if d.get("prefilter") else None, own=bool(d.get("own")))
+                       prefilter=re.compile(d["prefilter"]) if d.get("prefilter") else None, own=bool(d.get("own")),
+                       action=str(d.get("action") or ""))
 
 
 @functools.lru_cache(maxsize=None)

@@ -40,10 +40,12 @@ def no_progress(signature: Optional[str], reached: Optional[int], prior: Optiona
 
 def decide_action(outcome: str, primary: Optional[Finding], attempts: Sequence[AttemptVerdict] = (),
                   progressed: bool = False, signature: Optional[str] = None, reached: Optional[int] = None,
-                  prior: Optional[PriorAttempt] = None) -> Tuple[str, str, Optional[str]]:
+                  prior: Optional[PriorAttempt] = None, failure_action: str = "") -> Tuple[str, str, Optional[str]]:
     """(action, why, host) of a verdict.  PROGRESSED: the last attempt got past the iterations the one
     before reached (then the same root cause again is not yet a reason to stop).  PRIOR: the attempt
-    before, from its own files; SIGNATURE and REACHED: this verdict's signature and highest iteration."""
+    before, from its own files; SIGNATURE and REACHED: this verdict's signature and highest iteration.
+    FAILURE_ACTION: what the failure form of an unexplained failure's first line says (failure_forms.yaml
+    `action`: a script or a command that is not there fails the same way on a retry)."""
     if outcome == HEALTHY:
         return NONE, "the job did not fail", None
     if no_progress(signature, reached, prior):
@@ -56,6 +58,9 @@ def decide_action(outcome: str, primary: Optional[Finding], attempts: Sequence[A
             and not progressed):
         return STOP, (f"the same root cause ({attempts[-1].primary}) in attempts {attempts[-2].attempt} and "
                       f"{attempts[-1].attempt}, with no iteration past the attempt before: a retry fails again"), None
+    if outcome == UNEXPLAINED and failure_action:
+        why = "no known pattern, but the first failure's line says so: " + _WHY.get(failure_action, "")
+        return failure_action, why, None
     if outcome == UNEXPLAINED or primary is None or not primary.action:
         return RETRY, "no known root cause: one retry (the same failure again means stop and look)", None
     host = None

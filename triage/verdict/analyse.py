@@ -3,16 +3,14 @@ crashes, peers, the Flight Recorder, the timeline -- and the matched lines the s
 (counted in their findings)."""
 from __future__ import annotations
 
-import functools
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..scan.blocks import EXC_LINE
-from ..scan.forms import failure_forms
 from ..scan.jobfacts import LogFacts
 from ..scan.results import ErrorBlock, LauncherExit, Match, ScanResult
 from .analysis import Analysis
 from .collectives import observe
-from .crashes import FORM_WEIGHT, OWN_FORM_WEIGHT, _input_ends, crash_of
+from .crashes import FORM_WEIGHT, OWN_FORM_WEIGHT, _input_ends, crash_of, own_forms
 from .engine import fit_advice, log_engine
 from .fingerprint import fingerprint
 from .grouping import _group
@@ -104,12 +102,6 @@ def _error_extent(b: ErrorBlock) -> int:
     return n
 
 
-@functools.lru_cache(maxsize=1)
-def own_forms() -> frozenset:
-    """The ids of the failure forms that are a process's own report of its end (failure_forms.yaml `own`)."""
-    return frozenset(f.id for f in failure_forms() if f.own)
-
-
 def _exit_crashes(exits: List[LauncherExit], g: int, ends: Dict[str, Optional[int]],
                   blocks: List[ErrorBlock]) -> List[Crash]:
     """The crashes of attempt G that the launcher or the shell reports, and the failure forms' hits (one
@@ -127,7 +119,7 @@ def _exit_crashes(exits: List[LauncherExit], g: int, ends: Dict[str, Optional[in
                          (x.order_ts if x.order_ts is not None else float("inf"), x.seq),
                          # a form is the last evidence looked to, but a process's own report of its end
                          # (an `own` form: the interpreter that found no script) comes before the launcher's
-                         (OWN_FORM_WEIGHT if x.form in own_forms() else FORM_WEIGHT) if x.form else 1))
+                         (OWN_FORM_WEIGHT if x.form in own_forms() else FORM_WEIGHT) if x.form else 1, x.form))
     return out
 
 

@@ -4,16 +4,34 @@ task that exited non-zero or died of a signal, slurmstepd's cancel line, a C++ e
 where its input ends; and the crash that came first."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple, Union
+import functools
+from typing import Dict, FrozenSet, Optional, Tuple, Union
 
 from ..match.rx import lazy, search
 from ..scan.blocks import EXC_LINE
+from ..scan.forms import FailureForm, failure_forms
 from ..scan.results import ErrorBlock, ScanResult
 from .types import Case, Crash
 from .unexplained import _TB_HEAD, _block_order, block_message, exception_line
 
 FORM_WEIGHT = 3        # a failure form's crash (verdict/analyse.py): the last evidence looked to
 OWN_FORM_WEIGHT = 2    # ... but an `own` form's (failure_forms.yaml): a process's own report, before the launcher's
+
+
+@functools.lru_cache(maxsize=1)
+def _forms() -> Dict[str, FailureForm]:
+    return {f.id: f for f in failure_forms()}
+
+
+def own_forms() -> FrozenSet[str]:
+    """The ids of the failure forms that are a process's own report of its end (failure_forms.yaml `own`)."""
+    return frozenset(i for i, f in _forms().items() if f.own)
+
+
+def form_action(form: str) -> str:
+    """What failure form FORM says to do when its line is an unexplained failure's first ("": nothing)."""
+    f = _forms().get(form)
+    return f.action if f is not None else ""
 TAIL_LINES = 40        # a traceback this close to the end of its input ended the process (uncaught)
 LOGGED_TAIL = 5        # ... or this close, when a log record ("ERROR ...: msg") introduces it (logging.exception)
 

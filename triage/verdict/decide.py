@@ -19,7 +19,7 @@ from ..redact import redact
 from ..scan.results import ErrorBlock
 from .action import PriorAttempt, decide_action
 from .collectives import culprit, with_dumps
-from .crashes import first_crash
+from .crashes import first_crash, form_action
 from .frtrace import first_disagreement
 from .groupkey import unexplained_signatures
 from .hangs import _hang_suspects
@@ -42,6 +42,7 @@ class _Draft:
     summary: str = ""
     hang: bool = False
     suspects: List[HangSuspect] = field(default_factory=list)
+    failure_form: str = ""        # the failure form of the first crash's line (failure_forms.yaml), "" for none
 
 
 def _by_order(f: Finding) -> str:
@@ -89,6 +90,7 @@ def _no_known_primary(d: _Draft, case: Case) -> None:
                                else "the launcher (torchrun) names it")
         d.first_failure = FirstFailure(crash.rank, crash.source, crash.line, crash.message, lines=list(crash.lines),
                                        kind=crash.kind)
+        d.failure_form = crash.form
         who = f"rank {d.first_rank} failed first" if d.first_rank is not None else "the job failed"
         by = " (the launcher, torchrun, names it)" if lr is not None and d.first_rank == lr else ""
         d.summary = (f"{who}{by} with an error no pattern explains ({crash.message[:200]})"
@@ -156,7 +158,8 @@ def _verdict(d: _Draft, outcome: str, findings: Tuple[Finding, ...], case: Case)
                    hang_suspects=tuple(d.suspects), flight_recorder=case.flight_recorder,
                    hang_detail=_hang_detail(case, d) if outcome != HEALTHY else None,
                    cascade=tuple(f.fingerprint for f in findings if f.role == "cascade"),
-                   message_signature=message_signature)
+                   message_signature=message_signature,
+                   failure_action=form_action(d.failure_form) if outcome == UNEXPLAINED else "")
 
 
 def _logged_ranks(d: _Draft) -> List[int]:
@@ -207,5 +210,6 @@ def decide(case: Case, analysers: Sequence[Finding] = (), earlier: Sequence[Case
 def _with_action(v: Verdict, progressed: bool = False, reached: Optional[int] = None,
                  prior: Optional[PriorAttempt] = None) -> Verdict:
     """V with its action (action.py): decided here, with the rest of the verdict."""
-    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed, v.signature, reached, prior)
+    action, why, host = decide_action(v.outcome, v.primary, v.attempts, progressed, v.signature, reached, prior,
+                                      v.failure_action)
     return replace(v, action=action, action_why=why, action_host=host)

@@ -138,8 +138,10 @@ class Crash:
     message: str
     lines: List[str]
     order: Tuple[float, int]
-    weight: int = 0               # 0 a process's own error, 1 a launcher's report, 2 a scheduler's cancel,
-    #                               3 a failure form's line (crashes.FORM_WEIGHT): the lower, the more it is looked to
+    weight: int = 0               # 0 a process's own error, 1 a launcher's report, 2 a scheduler's cancel or an
+    #                               `own` form's line, 3 another failure form's line (crashes.FORM_WEIGHT): the
+    #                               lower, the more it is looked to
+    form: str = ""                # the failure form whose line it is (failure_forms.yaml), "" for none
 
 
 @record
@@ -215,6 +217,8 @@ class Verdict:
     action: str = "none"
     action_why: str = ""
     action_host: Optional[str] = None
+    # the action the failure form of an unexplained failure's first line says (failure_forms.yaml), "" for none
+    failure_action: str = ""
 
     @property
     def failed(self) -> bool:

@@ -29,7 +29,9 @@ class _InputScan:
         self.obs = obs
         self.rules_obs = obs[rules_idx]
         self.view = view
-        self.followers = [o for o in obs if type(o).following is not Observer.following]
+        # (a Feeder with nothing to follow -- the step log -- is asked nothing: a call a line saved)
+        self.followers = [o for o in obs if type(o).following is not Observer.following
+                          and not (isinstance(o, Feeder) and o.never_follows)]
         self.blocks_obs = next((o for o in obs if isinstance(o, Blocks)), None)
         self.skippable = {id(o) for o in obs if o.skippable}    # observers a run of copies needs not feed
         self.batchers = _batchers(obs)

@@ -78,6 +78,11 @@ class Feeder(Observer):
     def feed(self, line: Line, ev: Event) -> None:
         self.obj.feed(line)
 
+    @property
+    def never_follows(self) -> bool:
+        """No `following` was given: the observer never follows a block (following() is always False)."""
+        return self._following is None
+
     def following(self, inp: InputState, lineno: int) -> bool:
         if self._following is None or not self._following():
             self._since.pop(inp.inp.label, None)

@@ -118,6 +118,7 @@ class _InputScan:
             self._dated_passed()
         for b in batches:
             b.flush(buf, n)
+        self.view.before_year = None         # (its closure holds the block: not past the block's end)
         for o in self.obs:
             o.block_done()
         if self.eager_ranks:

@@ -387,11 +387,17 @@ NEW_JOB = (" [2026-12-03 10:00:00] iteration        1/     100 | consumed sample
            "GPU 0 has a total capacity of 79.11 GiB of which 1.00 GiB is free.\n")
 
 
-def test_inputs_of_several_jobs_are_warned_with_the_fleet_command(tmp_path):
-    d = tmp_path / "logs"
+def _folder(tmp_path, name, **files):
+    """tmp_path/NAME holding FILES ({file name: text})."""
+    d = tmp_path / name
     d.mkdir()
-    (d / "old.log").write_text(OLD_JOB)
-    (d / "new.log").write_text(NEW_JOB)
+    for f, text in files.items():
+        (d / f).write_text(text)
+    return d
+
+
+def test_inputs_of_several_jobs_are_warned_with_the_fleet_command(tmp_path):
+    d = _folder(tmp_path, "logs", **{"old.log": OLD_JOB, "new.log": NEW_JOB})
     r = triage("analyze", "logs", cwd=str(tmp_path))
     warn = [ln for ln in r.stderr.splitlines() if ln.startswith("triage: warning: ")]
     assert len(warn) == 1 and "several jobs" in warn[0] and "470 days apart" in warn[0]
@@ -407,9 +413,7 @@ def test_inputs_of_several_jobs_are_warned_with_the_fleet_command(tmp_path):
 
 
 def test_triage_reports_are_never_read_as_logs(tmp_path):
-    d = tmp_path / "out"
-    d.mkdir()
-    (d / "job.log").write_text(NEW_JOB)
+    d = _folder(tmp_path, "out", **{"job.log": NEW_JOB})
     (tmp_path / "ima.log").write_text(IMA)
     for fmt, name in [("text", "noext"), ("json", "r.json.log"), ("markdown", "r.md.txt"), ("junit", "r.xml.log"),
                       ("jira", "r.jira.txt"), ("html", "r.html.log")]:
@@ -430,9 +434,7 @@ def test_triage_reports_are_never_read_as_logs(tmp_path):
 
 
 def test_fleet_skips_triage_reports_in_jobs_in(tmp_path):
-    d = tmp_path / "jobs"
-    d.mkdir()
-    (d / "slurm-1.out").write_text(IMA)
+    d = _folder(tmp_path, "jobs", **{"slurm-1.out": IMA})
     (tmp_path / "ima.log").write_text(IMA)
     (d / "report").write_text(triage("analyze", "ima.log", cwd=str(tmp_path)).stdout)
     (d / "report.json.log").write_text(triage("analyze", "ima.log", "--format", "json", cwd=str(tmp_path)).stdout)

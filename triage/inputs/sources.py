@@ -739,15 +739,22 @@ def scanned_text(data: bytes) -> str:
     return split_prefix(normalise(decode_line(data)))[0]
 
 
-def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,
-              year_hint: Optional[int] = None, attempt: Optional[int] = None) -> Line:
-    """Normalise one physical line and tag it with its rank and time."""
-    norm = normalise(raw)
+def text_and_rank(norm: str, file_rank: Optional[int]) -> Tuple[str, Optional[int]]:
+    """A normalised line's text (its launcher prefix split off) and rank: the prefix's, else the file's,
+    else the one its message names."""
     text, rank = split_prefix(norm)
     if rank is None:
         rank = file_rank
     if rank is None:
         rank = inner_rank(text)
+    return text, rank
+
+
+def make_line(raw: str, source: str, lineno: int, file_rank: Optional[int] = None,
+              year_hint: Optional[int] = None, attempt: Optional[int] = None) -> Line:
+    """Normalise one physical line and tag it with its rank and time."""
+    norm = normalise(raw)
+    text, rank = text_and_rank(norm, file_rank)
     return Line(text=text, source=source, lineno=lineno, rank=rank, ts=parse_ts(norm, year_hint), raw=norm,
                 attempt=attempt)
 

@@ -20,7 +20,7 @@ from ..inputs.sources import (
     timegm,
 )
 from ..match.rx import TextMemo
-from .prepare import _TIMELIKE, PLAIN_MAX, Parsed
+from .prepare import _TIMELIKE, PARSED_KEEP, PARSED_TEXT, PLAIN_MAX, Parsed
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 # sources._TS's "iso" on bytes, from its first "-" (a literal first: ~3 ms an 8 MiB block without a date,
@@ -34,8 +34,6 @@ CACHE_KEEP = 2 * WALK_BACK + 64
 
 
 
-PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a log repeats its lines) ...
-PARSED_TEXT = 512          # ... of at most this many bytes
 # continues(text, prev) is this test of TEXT, or PREV is NCCL's "Last error:" line
 _continues = TextMemo(lambda text: continues(text, ""))
 _dotted_exc = TextMemo(lambda text: bool(_DOTTED_EXC.match(text)))

@@ -6,7 +6,6 @@ import functools
 import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, cast
 
-from ..inputs.ranks import inner_rank, split_prefix
 from ..inputs.sources import (
     MAX_LINE,
     MAX_RAW,
@@ -14,6 +13,7 @@ from ..inputs.sources import (
     normalise,
     parse_ts_ahead,
     scanned_text,
+    text_and_rank,
 )
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
@@ -104,10 +104,13 @@ PARSE_MIN_WORKERS = 3      # workers parse the hit lines only when there are thi
 #                            one or two, a worker is as busy as the scanner and the parse only moves work)
 
 
+PARSED_KEEP = 4096         # distinct short lines whose parse is remembered (a log repeats its lines) ...
+PARSED_TEXT = 512          # ... of at most this many bytes (BlockView._parse, parse_hits)
 # a line that may carry a time (sources.parse_ts reads the first 200 characters of the normalised line):
 # hh:mm:ss in its first bytes, or a byte normalising may drop or change (not printable ASCII) ...
 _TIMELIKE = re.compile(rb"\d\d:\d\d:\d\d|[^\x20-\x7e]")
-PLAIN_MAX = 256            # ... or longer than this (BlockView._back passes over the others unparsed)
+PLAIN_MAX = 256            # ... or longer than this (BlockView._times_back, in a block no worker read, passes
+#                            over the others unparsed)
 # a worker parses the hit lines and looks for the lines that may carry a time (parse_hits, timed_lines)
 # only in a block of this many lines a hit or fewer: the scanner's own work on a few hits (most of them
 # repeated lines it parsed before) costs it less than that costs the worker (8 MiB of the bench's log,
@@ -122,9 +125,9 @@ _PLAIN_B = bytes(range(0x20, 0x7f)) + b"\n"
 
 
 def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
-    """The starts of the lines of BUF (a worker's block of LINES lines) that hold what _TIMELIKE finds,
-    for the scanner's look back (BlockView._back: it parses those and the long ones); None when that
-    is most of them (of no use to the scanner)."""
+    """The starts of the lines of BUF (a worker's block of LINES lines) that hold what _TIMELIKE finds
+    anywhere in them, for the scanner's look back for a time (BlockView._times_back visits only those);
+    None when that is most of them (of no use to the scanner)."""
     out: Set[int] = set()
     rfind, find = buf.rfind, buf.find
     for rx, check in ((_COLON_DD, True), (_ODD_B, False)):
@@ -190,14 +193,10 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> D
             p = seen.get(data)
             if p is None:
                 norm = normalise(decode_line(data))
-                text, rank = split_prefix(norm)
-                if rank is None:
-                    rank = file_rank
-                if rank is None:
-                    rank = inner_rank(text)
+                text, rank = text_and_rank(norm, file_rank)
                 ts, dep = parse_ts_ahead(norm)
                 p = (len(norm) - len(text), rank, ts, dep)
-                if len(data) <= 512 and len(seen) < 4096:
+                if len(data) <= PARSED_TEXT and len(seen) < PARSED_KEEP:
                     seen[data] = p
             out[s] = p
             if p[1] is not None or s == 0:

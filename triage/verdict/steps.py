@@ -75,12 +75,11 @@ def _ts_ahead(buf: bytes, ls: int, le: int) -> Tuple[Optional[float], bool]:
     return parse_ts_ahead(buf[ls:min(le, ls + 200)].decode("ascii"))
 
 
-def _rec_ts(rec: tuple, i: int, buf: bytes, ls: int, length: int, year: Optional[int]) -> Optional[float]:
-    """The time of the plain line at buf[ls:ls + length] in YEAR: a worker's parse (REC[i:i + 2], see
+def _rec_ts(rec: tuple, buf: bytes, ls: int, length: int, year: Optional[int]) -> Optional[float]:
+    """The time of the step line at buf[ls:ls + length] in YEAR: a worker's parse (REC[5:7], see
     scan_lines' AHEAD) when the record has one, else parsed here."""
-    if len(rec) > i:
-        if not reparse_in(year, rec[i + 1]):
-            return rec[i]
+    if len(rec) > 5 and not reparse_in(year, rec[6]):
+        return rec[5]
     return parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
 
 
@@ -240,7 +239,7 @@ class StepLog:
         it, ms, tflops, length, loss = rec[:5]
         ts = None
         if self._needs_ts(it, source):
-            ts = _rec_ts(rec, 5, buf, ls, length, year)
+            ts = _rec_ts(rec, buf, ls, length, year)
         self._add_step(it, ms, source, lineno, ts, (buf, ls, ls + length), tflops)
         if loss is not None and it in self.times:
             self.losses[it] = loss
@@ -262,7 +261,6 @@ class StepLog:
             it = rec[0]
             if it is None:                      # a capture line (scan_lines, _capture_only)
                 self._capture_record(at, source, line_at)
-                window = self._ev_window
                 every = True                    # (a capture now waits for its step)
                 continue
             if every or it in capset or it in ev or it in window:

@@ -471,12 +471,10 @@ def test_readme_is_setup_quick_start_and_links():
 
 
 def test_inputs_naming_two_slurm_jobs_are_warned(tmp_path):
-    d = tmp_path / "logs"
-    d.mkdir()
     # an environment dump's SLURM_JOB_ID and slurmstepd's cancel line (Slurm's wording), two different jobs
-    (d / "a.log").write_text("SLURM_JOB_ID=4242\n" + IMA)
-    (d / "b.log").write_text("slurmstepd: error: *** JOB 5151 ON node-3 CANCELLED AT 2026-12-03T10:00:00 DUE TO "
-                             "TIME LIMIT ***\n")
+    d = _folder(tmp_path, "logs", **{"a.log": "SLURM_JOB_ID=4242\n" + IMA,
+                                     "b.log": "slurmstepd: error: *** JOB 5151 ON node-3 CANCELLED AT "
+                                              "2026-12-03T10:00:00 DUE TO TIME LIMIT ***\n"})
     r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
     sj = json.loads(r.stdout)["job"]["several_jobs"]
     assert sj["job_ids"] == ["4242", "5151"] and "2 Slurm job ids (4242, 5151)" in r.stderr
@@ -489,11 +487,10 @@ def test_inputs_starting_different_scripts_are_warned(tmp_path):
     """Restarts of different commands: each input's first echoed launch line (bash -x's `+ torchrun ...`,
     the shape Megatron-LM's and Bridge's launch scripts print) starts another script: two jobs.  Ranks
     of one job that each echo the same command are one job."""
-    d = tmp_path / "logs"
-    d.mkdir()
-    (d / "a.log").write_text("+ torchrun --nproc-per-node 8 pretrain_gpt.py --cuda-graph-impl local\n" + IMA)
-    (d / "b.log").write_text("+ torchrun --nproc-per-node 8 /workspace/Megatron-Bridge/scripts/run_recipe.py "
-                             "--recipe llama3_8b model.cuda_graph_impl=transformer_engine\n[rank0]: hello\n")
+    d = _folder(tmp_path, "logs", **{
+        "a.log": "+ torchrun --nproc-per-node 8 pretrain_gpt.py --cuda-graph-impl local\n" + IMA,
+        "b.log": "+ torchrun --nproc-per-node 8 /workspace/Megatron-Bridge/scripts/run_recipe.py "
+                 "--recipe llama3_8b model.cuda_graph_impl=transformer_engine\n[rank0]: hello\n"})
     r = triage("analyze", "logs", "--format", "json", cwd=str(tmp_path))
     sj = json.loads(r.stdout)["job"]["several_jobs"]
     assert sj["scripts"] == ["pretrain_gpt.py", "run_recipe.py"]

@@ -204,3 +204,72 @@ def test_the_module_names_are_the_shipped_reader():
     from triage.inputs import sources
     assert sources.split_prefix == ranks.split_prefix == RANKS.split_prefix
     assert sources.inner_rank == RANKS.inner_rank
+
+
+# --- issue 44: the rows as one alternation, their first characters read off the stdlib's parse ---------------
+
+def _engine_first_chars(rx):
+    """What ranks._first_chars read before issue 44: a partial match of each ASCII character (the `regex` engine)."""
+    from triage.match.rx import ASCII, V0, regex
+    compiled = regex.compile(rx, ASCII | V0)
+    return frozenset(c for c in map(chr, range(128)) if compiled.match(c, partial=True))
+
+
+@pytest.mark.parametrize("rx", [x.prefix for x in LAUNCHERS] + [
+    r"(?i)node-\d+ ", r"[^\[\]a-z]+:", r"\w+\|", r"\s*\[x\]", r"(?:ab|cd)?ef", r"(?=\d)\d{2}:", r"x*", r"(?:\[)?",
+    r"[\d.]{0,3}@", r"(?>ab)c", r"(?P<rank>\d+)\S", r"[A-Fa-f0-9_-]{2}", r"(?i:[a-c])x", r"\W\D", r".x"])
+def test_first_characters_are_the_engines(rx):
+    """The characters a prefix can start with, read off Python's own regex parser, are the ones a partial match
+    of each character finds (every shipped row, and constructs a user's row may hold); a row that can match
+    nothing at all (x*) may start with anything."""
+    assert ranks._first_chars(rx) == _engine_first_chars(rx)
+
+
+def test_first_characters_of_a_construct_the_reader_does_not_know_ask_the_engine():
+    """A back reference (no first character of its own to read) is left to the engine's partial matches."""
+    assert ranks._first_chars(r"(a)\1") == _engine_first_chars(r"(a)\1") == frozenset("a")
+
+
+def _lines_under_test():
+    out = []
+    for root, _, files in os.walk(os.path.join(FIX, "logs")):
+        for f in sorted(files)[:60]:
+            with open(os.path.join(root, f), "rb") as fh:
+                out += [normalise(x.decode("utf-8", "replace")) for x in fh.read(200_000).split(b"\n")[:400]]
+    return out
+
+
+def test_one_alternation_tags_every_line_as_each_row_in_turn():
+    """split_prefix with every row in one regex strips and ranks each line of the fixture logs exactly as the
+    rows tried one by one (_split_each, what it did before issue 44), nested prefixes and quotes included."""
+    lines = _lines_under_test()
+    prefixed = [x for x in lines if x[:1] in RANKS.starts]
+    assert len(lines) > 10_000 and len(prefixed) > 2_000
+    cases = lines + [a[:n] + b for a, b, n in zip(prefixed, reversed(lines), range(3, 10_000))]
+    for line in cases + ["> " + x for x in cases[:5000]]:
+        text = ranks._QUOTE.sub("", line, count=1) if line[:1] == ">" else line
+        each = RANKS._split_each(text) if text[:1] in RANKS.starts else (text, None)
+        assert RANKS.split_prefix(line) == each, repr(line)
+
+
+@given(st.lists(st.sampled_from([x.example for x in LAUNCHERS] + ["x", " ", "[", "3: ", "(a)"]), min_size=1,
+                max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_one_alternation_on_any_pile_of_prefixes(parts):
+    """Any run of the rows' own examples (each a real prefix and message), glued: the same as each row in turn."""
+    pieces = [p[:len(p) - len(RANKS._split_each(p)[0])] or p for p in parts]
+    line = "".join(pieces) + "tail"
+    each = RANKS._split_each(line) if line[:1] in RANKS.starts else (line, None)
+    assert RANKS.split_prefix(line) == each
+
+
+def test_rows_that_cannot_be_one_regex_are_tried_in_turn():
+    """SYNTHETIC rows (no such tools) that each name a group `tag`: one alternation cannot hold the name twice,
+    so the reader tries each row in turn, and reads their lines and the shipped rows' as before."""
+    rows = (Launcher("synthetic-a", "<a:3> x", r"<(?P<tag>a):(?P<rank>\d+)> ", "<a:", sep=""),
+            Launcher("synthetic-b", "<b:3> x", r"<(?P<tag>b):(?P<rank>\d+)> ", "<b:", sep=""))
+    reader = RankReader(rows + LAUNCHERS, INNER_RANKS)
+    assert reader.prefix_any is None
+    assert reader.split_prefix("<b:7> [rank2]: RuntimeError: x") == ("RuntimeError: x", 7)
+    assert reader.split_prefix("> [rank2]: x") == ("x", 2)
+    assert RANKS.prefix_any is not None

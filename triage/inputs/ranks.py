@@ -16,7 +16,7 @@ on every line; tests/test_launchers.py checks each row's example and random vari
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..lazyre import lazy_re
 from ..match.rx import ASCII, V0
@@ -43,10 +43,139 @@ def _numbered(prefix: str) -> str:
 
 
 def _first_chars(rx: str) -> FrozenSet[str]:
-    """The ASCII characters a line matching RX at its start can begin with (a partial match of one
-    character says so): lines starting with anything else skip the prefix regexes."""
-    compiled = _regex.compile(rx, ASCII | V0)
-    return frozenset(c for c in map(chr, range(128)) if compiled.match(c, partial=True))
+    """The ASCII characters a line matching RX at its start can begin with: read off the parse tree of
+    the stdlib's own parser (_first_of), else (a construct it does not know) asked of the `regex`
+    engine, a partial match of each character.  Lines starting with anything else skip the prefix
+    regexes (issue 44: the `regex` engine's compile of the 17 launcher rows took ~11 ms of every big
+    input's start, before the workers were forked)."""
+    try:
+        chars, nullable = _first_of(_sre_parse(rx, re.ASCII))
+        return _ALL if nullable else frozenset(chars)     # (one that matches nothing matches before any)
+    except _Unknown:
+        compiled = _regex.compile(rx, ASCII | V0)
+        return frozenset(c for c in map(chr, range(128)) if compiled.match(c, partial=True))
+
+
+class _Unknown(Exception):
+    """A regex construct _first_of does not read: the caller asks the engine instead."""
+
+
+_ALL = frozenset(map(chr, range(128)))
+_CLASSES = {"CATEGORY_DIGIT": frozenset("0123456789"), "CATEGORY_SPACE": frozenset(" \t\n\r\f\v"),
+            "CATEGORY_WORD": frozenset("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
+_CLASSES.update({k.replace("CATEGORY_", "CATEGORY_NOT_"): _ALL - v for k, v in list(_CLASSES.items())})
+
+
+def _sre_parse(rx: str, flags: int):
+    try:
+        from re import _parser as parser  # (Python >= 3.11)
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_parse as parser  # type: ignore[no-redef]
+    try:
+        return parser.parse(rx, flags)
+    except Exception:  # noqa: BLE001 - whatever the private parser says: the engine is asked
+        raise _Unknown() from None
+
+
+def _first_of(items) -> Tuple[Set[str], bool]:
+    """(the ASCII characters a match of the parsed sequence ITEMS can start with, whether it can match
+    the empty string); an over-estimate where a lookaround restricts it; _Unknown for anything else."""
+    out: Set[str] = set()
+    flags = getattr(getattr(items, "state", None), "flags", 0)
+    folded = bool(flags & re.IGNORECASE)
+    nullable = True
+    for op, av in items:
+        step = _FIRST.get(str(op))
+        if step is None:
+            raise _Unknown(str(op))
+        chars, nullable = step(av, flags)
+        if str(op) == "SUBPATTERN" and av[1] & re.IGNORECASE:
+            folded = True
+        out |= chars
+        if not nullable:
+            break
+    return (_folded(out) if folded else out), nullable
+
+
+def _first_sub(av, flags: int) -> Tuple[Set[str], bool]:
+    if (av[1] | av[2]) & re.DOTALL:
+        raise _Unknown("a local DOTALL")
+    return _first_of(av[-1])
+
+
+def _first_branch(av, flags: int) -> Tuple[Set[str], bool]:
+    chars: Set[str] = set()
+    nullable = False
+    for alt in av[1]:
+        c, n = _first_of(alt)
+        chars |= c
+        nullable = nullable or n
+    return chars, nullable
+
+
+def _first_repeat(av, flags: int) -> Tuple[Set[str], bool]:
+    chars, nullable = _first_of(av[2])
+    return chars, nullable or av[0] == 0
+
+
+# what each element of a parsed regex (by its opcode's name) may start with, and whether it can match nothing
+_FIRST = {
+    "LITERAL": lambda av, flags: ({chr(av)} if av < 128 else set(), False),
+    "NOT_LITERAL": lambda av, flags: (set(_ALL - {chr(av)}), False),
+    # (a newline only under DOTALL; a subpattern's own DOTALL: _Unknown)
+    "ANY": lambda av, flags: (set(_ALL) if flags & re.DOTALL else set(_ALL - {"\n"}), False),
+    "IN": lambda av, flags: (_in_class(av), False),
+    "SUBPATTERN": _first_sub,
+    "ATOMIC_GROUP": lambda av, flags: _first_of(av),
+    "BRANCH": _first_branch,
+    "MAX_REPEAT": _first_repeat, "MIN_REPEAT": _first_repeat, "POSSESSIVE_REPEAT": _first_repeat,
+    "AT": lambda av, flags: (set(), True), "ASSERT": lambda av, flags: (set(), True),
+    "ASSERT_NOT": lambda av, flags: (set(), True),
+}
+
+
+def _in_class(av) -> Set[str]:
+    """The ASCII characters of a parsed character class."""
+    chars: Set[str] = set()
+    negate = False
+    for op, a in av:
+        name = str(op)
+        if name == "NEGATE":
+            negate = True
+        elif name == "LITERAL":
+            if a < 128:
+                chars.add(chr(a))
+        elif name == "RANGE":
+            chars.update(map(chr, range(a[0], min(a[1], 127) + 1)))
+        elif name == "CATEGORY" and str(a) in _CLASSES:
+            chars |= _CLASSES[str(a)]
+        else:
+            raise _Unknown(name)
+    return set(_ALL - chars) if negate else chars
+
+
+def _folded(chars: Set[str]) -> Set[str]:
+    return chars | {c.swapcase() for c in chars}
+
+
+def _any_prefix(launchers: Sequence[Launcher]) -> Tuple[
+        "Optional[re.Pattern[str]]", Dict[str, Tuple[Optional[str], bool]]]:
+    """Every row's `prefix sep` as one alternation, in the rows' order (the first row that matches at the
+    start wins, as when each is tried in turn: issue 44, a line of a nested prefix tried the 17 rows one
+    by one twice), each row its own named group (Match.lastgroup: a row's group closes after those inside
+    it), and per row's group the name of its rank group and whether it stops the prefixes.  (None, {})
+    when the rows cannot be one regex (a user's row with an inline flag, say): split_prefix then tries
+    each in turn."""
+    alts, of = [], {}
+    for i, x in enumerate(launchers):
+        rank_at = f"_r{i}" if x.has_rank else None
+        body = (x.prefix + x.sep).replace(RANK_GROUP, f"(?P<{rank_at}>") if rank_at else x.prefix + x.sep
+        alts.append(f"(?P<_L{i}>{body})")
+        of[f"_L{i}"] = (rank_at, x.keeps_time)
+    try:
+        return re.compile("(?:" + "|".join(alts) + ")", re.ASCII), of
+    except (re.error, OverflowError, RecursionError):
+        return None, {}
 
 
 def _common_probe(probes: Sequence[str]) -> str:
@@ -86,7 +215,9 @@ class RankReader:
     inner_b: "re.Pattern[bytes]"
     inner_probes_b: List[bytes]
     ranked_start_b: "re.Pattern[bytes]"
-    _STR = frozenset(("prefixes", "starts", "inner_rx", "inner_probe"))
+    prefix_any: "Optional[re.Pattern[str]]"
+    prefix_of: Dict[str, Tuple[Optional[str], bool]]
+    _STR = frozenset(("prefixes", "prefix_any", "prefix_of", "starts", "inner_rx", "inner_probe"))
     _BYTES = frozenset(("kinds", "quoted_b", "unprefixed_b", "outer_probes_b", "outer_kinds", "outer_quoted_b",
                         "outer_unprefixed_b", "inner_b", "inner_probes_b", "ranked_start_b"))
 
@@ -107,6 +238,7 @@ class RankReader:
     def _build_str(self) -> None:
         self.prefixes = [
             (re.compile("^" + x.prefix + x.sep, re.ASCII), x.has_rank, x.keeps_time) for x in self.launchers]
+        self.prefix_any, self.prefix_of = _any_prefix(self.launchers)
         self.starts = frozenset().union(*(_first_chars(x.prefix) for x in self.launchers))
         self.inner_rx = re.compile("|".join(r.rx for r in self.inner), re.ASCII)
         self.inner_probe = _common_probe([r.probe for r in self.inner])
@@ -152,6 +284,27 @@ class RankReader:
             text = _QUOTE.sub("", text, count=1)
         if text[:1] not in self.starts:
             return text, None
+        any_ = self.prefix_any
+        if any_ is None:                  # (rows that cannot be one alternation: each in turn)
+            return self._split_each(text)
+        of = self.prefix_of
+        for _ in range(MAX_NESTED):
+            m = any_.match(text)
+            if m is None:
+                break
+            rank_at, stops = of[m.lastgroup or ""]      # (the row's own group closes last: lastgroup is it)
+            if rank is None and rank_at is not None:
+                rank = int(m.group(rank_at))
+            text = text[m.end():]
+            if stops:                     # a logger's header (NeMo): the message starts here
+                return text, rank
+            if text and text[:1] not in self.starts:
+                break
+        return text, rank
+
+    def _split_each(self, text: str) -> Tuple[str, Optional[int]]:
+        """split_prefix with each row's regex in turn (the rows' order), a quote already taken off."""
+        rank = None
         for _ in range(MAX_NESTED):
             for rx_, has_rank, stops in self.prefixes:
                 m = rx_.match(text)

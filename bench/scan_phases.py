@@ -82,7 +82,8 @@ def main() -> None:
     ap.add_argument("--format", default="json")
     ap.add_argument("-j", "--jobs", default=None)
     a = ap.parse_args()
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # (a PYTHONPATH given first: another tree's triage measured with this script, as bench/device_session.sh does)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (os.environ.get("PYTHONPATH", ""), ROOT) if p))
     if a.jobs:
         env["TRIAGE_JOBS"] = str(a.jobs)
     args = ["analyze", a.log, "--format", a.format, "-o", os.devnull, "--force"]

@@ -29,20 +29,37 @@ def _gone(pid):
     return False
 
 
+def _group_gone(pgid):
+    """No process of the workers' group is left (exited and collected: a zombie still counts)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+class Started(list):
+    """The process groups of the workers the scans start (their first worker's pid), and how many each has."""
+    workers = 0
+
+    def all_gone(self):
+        return all(_gone(pid) and _group_gone(pid) for pid in self)
+
+
 @pytest.fixture
 def started(monkeypatch):
-    """The pids of the workers the scans start."""
     monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("TRIAGE_JOBS", "3")                 # two workers
-    pids = []
-    real = pool._start
+    out = Started()
+    real = pool._start_tree
 
-    def start(*a):
-        pid, conn = real(*a)
-        pids.append(pid)
-        return pid, conn
-    monkeypatch.setattr(pool, "_start", start)
-    return pids
+    def start(target, args, k):
+        pid, conns = real(target, args, k)
+        out.append(pid)
+        out.workers += len(conns)
+        return pid, conns
+    monkeypatch.setattr(pool, "_start_tree", start)
+    return out
 
 
 def _scan(block_size=256):
@@ -86,16 +103,16 @@ def test_a_worker_that_ignores_sigterm_is_killed_and_collected():
 def test_ctrl_c_while_the_workers_start_stops_those_started(started, monkeypatch):
     """A Ctrl-C arriving while the workers are forked is held until they all are, then raised: the
     workers started are stopped and collected (no zombie, no orphan scanning on)."""
-    real = pool._start
+    real = pool._start_tree
 
     def start(*a):
         out = real(*a)
-        if len(started) == 1:               # (the fixture's wrapper recorded this one already)
+        if len(started) == 1:               # (the fixture's wrapper recorded the group already)
             # to this thread (the scanner's, which holds it): a process-wide kill may be taken by
             # another thread of a multi-threaded process (pytest-xdist's) and raised at once
             signal.pthread_kill(threading.get_ident(), signal.SIGINT)
         return out
-    monkeypatch.setattr(pool, "_start", start)
+    monkeypatch.setattr(pool, "_start_tree", start)
     # Ctrl-C must raise here: a pytest started in the background of a non-interactive shell (`nohup`,
     # `cmd &`) inherits SIGINT ignored, and Python then leaves it ignored (this test failed so)
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -104,7 +121,7 @@ def test_ctrl_c_while_the_workers_start_stops_those_started(started, monkeypatch
             _scan()
     finally:
         signal.signal(signal.SIGINT, before)
-    assert len(started) == 2 and all(_gone(pid) for pid in started)
+    assert started.workers == 2 and started.all_gone()
 
 
 @pytest.mark.parametrize("sent", [(100).to_bytes(8, "little") + b"only part", b"\x01\x02\x03",
@@ -123,8 +140,8 @@ def test_a_message_cut_short_or_announced_past_any_size_is_eof(sent):
 
 def test_every_worker_is_collected_after_a_scan(started):
     r = _scan()
-    assert r.matches and len(started) == 2
-    assert all(_gone(pid) for pid in started)
+    assert r.matches and started.workers == 2
+    assert started.all_gone()
 
 
 def test_an_interrupted_scan_stops_and_collects_its_workers(started, monkeypatch):
@@ -142,7 +159,7 @@ def test_an_interrupted_scan_stops_and_collects_its_workers(started, monkeypatch
     monkeypatch.setattr(blockscan._InputScan, "block", block)
     with pytest.raises(KeyboardInterrupt):
         _scan(block_size=256)
-    assert len(started) == 2 and all(_gone(pid) for pid in started)
+    assert started.workers == 2 and started.all_gone()
 
 
 def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monkeypatch):
@@ -176,7 +193,7 @@ def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monk
     serial = Engine(load_all()).scan_paths([LOG], block_size=256)
     assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
         [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
-    assert all(_gone(pid) for pid in started)
+    assert started.all_gone()
 
 
 def test_workers_flush_no_copy_of_the_scanners_output_and_import_no_multiprocessing(tmp_path):
@@ -212,11 +229,11 @@ def test_the_workers_are_forked_with_what_every_one_needs_made(tmp_path):
         "from triage.scan import pool\nfrom triage.inputs import ranks\n"
         "pool.POOL_MIN_BYTES = 0\n"
         "os.environ['TRIAGE_JOBS'] = '3'\n"
-        "real, at_fork = pool._start, []\n"
+        "real, at_fork = pool._start_tree, []\n"
         "def start(*a):\n"
         "    at_fork.append(('regex' in sys.modules, {'starts', 'kinds'} <= set(vars(ranks.RANKS))))\n"
         "    return real(*a)\n"
-        "pool._start = start\n"
+        "pool._start_tree = start\n"
         "from triage.scan.engine import Engine\n"
         "from triage.patterns import load_all\n"
         "pats = load_all()\n"
@@ -227,4 +244,65 @@ def test_the_workers_are_forked_with_what_every_one_needs_made(tmp_path):
     for _ in range(2):              # (the first run fills the catalog's cache: its validation imports regex)
         r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT,
                            timeout=120)
-    assert r.stdout.strip() == "(False, False) [(True, True), (True, True)]", r.stdout + r.stderr
+    assert r.stdout.strip() == "(False, False) [(True, True)]", r.stdout + r.stderr
+
+
+def _hello(conn, tag, w, k):
+    conn.send((tag, w, k, os.getpid(), os.getpgid(0)))
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 15])
+def test_the_workers_fork_each_other_each_with_its_own_pipe(k):
+    """The scanner forks the first worker only, the workers fork the rest (issue 44): K workers, each its
+    index on its own pipe, all of one process group led by the first, none left once collected."""
+    pid, conns = pool._start_tree(_hello, ("hi",), k)
+    try:
+        got = [c.recv() for c in conns]
+        for c in conns:
+            with pytest.raises(EOFError):
+                c.recv()
+    finally:
+        for c in conns:
+            c.close()
+        pool._reap_group(pid)
+    assert [g[:3] for g in got] == [("hi", w, k) for w in range(k)]
+    assert got[0][3] == pid and len({g[3] for g in got}) == k and {g[4] for g in got} == {pid}
+    assert _gone(pid) and _group_gone(pid)
+
+
+def test_a_stuck_tree_of_workers_is_stopped_and_collected():
+    """Workers that never leave (blocked, SIGTERM ignored): the group gets SIGTERM, then SIGKILL, and is gone."""
+    import time
+
+    def stubborn(conn, w, k):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        conn.send(w)
+        time.sleep(60)
+    pid, conns = pool._start_tree(stubborn, (), 4)
+    assert sorted(c.recv() for c in conns) == [0, 1, 2, 3]
+    t = time.monotonic()
+    for c in conns:
+        c.close()
+    pool._reap_group(pid, wait_s=0.3)
+    assert time.monotonic() - t < 5 and _group_gone(pid)
+
+
+def test_workers_that_cannot_fork_theirs_leave_those_blocks_to_the_scanner(started, monkeypatch):
+    """No process left to make in a worker (EAGAIN): its subtree's pipes have no writer, the scanner reads
+    their end and prepares those blocks itself; the report is the serial scan's."""
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    monkeypatch.setenv("TRIAGE_JOBS", "5")
+    scanner, real_fork = os.getpid(), os.fork
+
+    def fork():
+        if os.getpid() != scanner:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_fork()
+    monkeypatch.setattr(os, "fork", fork)
+    r = _scan(block_size=256)
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    serial = Engine(load_all()).scan_paths([LOG], block_size=256)
+    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
+        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
+    assert started.workers == 4 and started.all_gone()

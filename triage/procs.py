@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from typing import Any, List, Optional, Tuple
 
 MAX_DEPTH = 64             # cgroup levels read at most (real hierarchies are a handful deep)
@@ -108,3 +109,33 @@ def as_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+
+
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def adopt_orphans() -> bool:
+    """Make this process the one its orphaned descendants are handed to (Linux's child subreaper), so that
+    a worker whose parent worker is gone is collected here, not by an init that may collect late (issue 44:
+    the scan's workers fork each other).  True when this call turned it on (give_up_orphans undoes it);
+    False when it was on already or cannot be (not Linux, no libc): then orphans go to init, as before."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        was = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0) != 0 or was.value:
+            return False
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
+def give_up_orphans() -> None:
+    """Undo adopt_orphans (when it returned True)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass

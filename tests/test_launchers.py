@@ -273,3 +273,12 @@ def test_rows_that_cannot_be_one_regex_are_tried_in_turn():
     assert reader.split_prefix("<b:7> [rank2]: RuntimeError: x") == ("RuntimeError: x", 7)
     assert reader.split_prefix("> [rank2]: x") == ("x", 2)
     assert RANKS.prefix_any is not None
+
+
+def test_every_shipped_row_is_a_regex_for_str_and_bytes():
+    """The shipped rows are read without compiling their prefixes at start-up (issue 44): each passes the check a
+    user's row gets."""
+    from triage import tables
+    from triage.inputs.launchers import _launcher
+    rows = tables.load("inputs/launchers")["launchers"]
+    assert [_launcher(d, f"launchers[{i}]").prefix for i, d in enumerate(rows)] == [x.prefix for x in LAUNCHERS]

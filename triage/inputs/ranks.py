@@ -217,7 +217,7 @@ class RankReader:
     ranked_start_b: "re.Pattern[bytes]"
     prefix_any: "Optional[re.Pattern[str]]"
     prefix_of: Dict[str, Tuple[Optional[str], bool]]
-    _STR = frozenset(("prefixes", "prefix_any", "prefix_of", "starts", "inner_rx", "inner_probe"))
+    _STR = frozenset(("prefix_any", "prefix_of", "starts", "inner_rx", "inner_probe"))
     _BYTES = frozenset(("kinds", "quoted_b", "unprefixed_b", "outer_probes_b", "outer_kinds", "outer_quoted_b",
                         "outer_unprefixed_b", "inner_b", "inner_probes_b", "ranked_start_b"))
 
@@ -227,7 +227,10 @@ class RankReader:
 
     if not TYPE_CHECKING:
         def __getattr__(self, name: str):         # a matcher not built yet: build its side
-            if name in RankReader._STR:
+            if name == "prefixes":              # (each row's own regex: only when they are no one alternation)
+                self.prefixes = [(re.compile("^" + x.prefix + x.sep, re.ASCII), x.has_rank, x.keeps_time)
+                                 for x in self.launchers]
+            elif name in RankReader._STR:
                 self._build_str()
             elif name in RankReader._BYTES:
                 self._build_bytes()
@@ -236,8 +239,6 @@ class RankReader:
             return self.__dict__[name]
 
     def _build_str(self) -> None:
-        self.prefixes = [
-            (re.compile("^" + x.prefix + x.sep, re.ASCII), x.has_rank, x.keeps_time) for x in self.launchers]
         self.prefix_any, self.prefix_of = _any_prefix(self.launchers)
         self.starts = frozenset().union(*(_first_chars(x.prefix) for x in self.launchers))
         self.inner_rx = re.compile("|".join(r.rx for r in self.inner), re.ASCII)

@@ -693,7 +693,8 @@ def test_rank_reader_builds_each_side_on_first_use():
     from triage.inputs.ranks import RankReader
     r = RankReader()
     assert r.split_prefix("[rank3]: boom") == ("boom", 3)
-    assert "prefixes" in vars(r) and "kinds" not in vars(r)
+    assert "prefix_any" in vars(r) and "kinds" not in vars(r)
+    assert "prefixes" not in vars(r)           # (each row's own regex: only when they are no one alternation)
     assert r.ranks_in(b"[rank1]: a\n[rank2]: b\n", 0, 22, None) == {1, 2}
     assert "outer_quoted_b" in vars(r)
     with pytest.raises(AttributeError):

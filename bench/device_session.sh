@@ -1,4 +1,5 @@
 #!/bin/bash
+# (python -P: the working directory, this tree, is not put before PYTHONPATH's tree)
 # One device call for issue 44's figures (run from the repo root on the GPU host, wheels in .whl, the
 # trees to compare under .ab/): the grid A/B (bench/grid.py) against OLD, then the tiny log and the
 # scanner's phases (bench/scan_phases.py) of NEWER trees on three of the grid's logs.  Prints numbers.
@@ -12,11 +13,19 @@ python3 -m venv /tmp/v >/dev/null && /tmp/v/bin/pip install -q --no-index --find
 python -m compileall -q /tmp/v/lib triage "$OLD/triage" "$BEFORE/triage" >/dev/null 2>&1
 nproc; grep -m1 'model name' /proc/cpuinfo
 mkdir -p /tmp/g
-python bench/grid.py --size 256M --big 1G --runs 2 --tree "$OLD" --tree . --rg --budget "$BUDGET" --timeout 110 --tmp /tmp/g
+if [ -n "${QUICK:-}" ]; then        # QUICK=1: no grid, only the three logs the phases below read
+  python bench/gen_grid.py prod /tmp/g/prod-268435456.log --size 256M >/dev/null &
+  python bench/gen_grid.py megatron-dense /tmp/g/megatron-dense-67108864.log --size 256M >/dev/null &
+  python bench/gen_grid.py bench-dense /tmp/g/bench-dense-67108864.log --size 256M >/dev/null &
+  wait; cat /tmp/g/*.log >/dev/null
+else
+  python bench/grid.py --size 256M --big 1G --runs 2 --tree "$OLD" --tree . --rg --budget "$BUDGET" --timeout 110 \
+    --tmp /tmp/g
+fi
 for t in "$BEFORE" .; do
   echo "== tiny log, tree $t, 20 runs (s, sorted)"
   for i in $(seq 20); do
-    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) /usr/bin/time -f "%e" python -m triage analyze \
+    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) /usr/bin/time -f "%e" python -P -m triage analyze \
       examples/sample_job.log --format json 2>&1 >/dev/null | tail -1
   done | sort -n | tr '\n' ' '; echo
 done

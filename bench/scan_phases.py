@@ -88,7 +88,10 @@ def main() -> None:
         env["TRIAGE_JOBS"] = str(a.jobs)
     args = ["analyze", a.log, "--format", a.format, "-o", os.devnull, "--force"]
     for i in range(a.n):
-        r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env, capture_output=True, text=True)
+        # (-P: the working directory is not put before PYTHONPATH, where a tree run from another would win)
+        safe = ["-P"] if sys.version_info >= (3, 11) else []
+        r = subprocess.run([sys.executable, *safe, "-c", CHILD, json.dumps(args)], env=env, capture_output=True,
+                           text=True)
         line = [x for x in r.stderr.splitlines() if x.startswith("PHASES ")]
         if not line:
             print(f"run {i + 1}: no figures (rc {r.returncode}): {r.stderr.strip()[-300:]}")

@@ -34,6 +34,7 @@ class _InputScan:
                           and not (isinstance(o, Feeder) and o.never_follows)]
         self.blocks_obs = next((o for o in obs if isinstance(o, Blocks)), None)
         self.skippable = {id(o) for o in obs if o.skippable}    # observers a run of copies needs not feed
+        self.obs_ids = [(id(o), o) for o in obs]                # (their ids, looked up for each line fed)
         self.batchers = _batchers(obs)
         self.file_rank = inp.inp.file_rank
         self.eager_ranks = inp.inp.path == "-"          # stdin cannot be read twice
@@ -194,12 +195,12 @@ class _InputScan:
             self._dated_passed()
         if following or tags is None:
             woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
-            fed = [o for o in self.obs if id(o) in woken]
+            fed = [o for i, o in self.obs_ids if i in woken]
         else:       # lines with equal tags share one set (anchors._put; a worker's pickle keeps that):
             w = self.woken_of.get(id(tags))     # what it wakes, worked out once a set a block
             if w is None:
                 woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
-                w = self.woken_of[id(tags)] = (woken, rule_ids, anchored, [o for o in self.obs if id(o) in woken])
+                w = self.woken_of[id(tags)] = (woken, rule_ids, anchored, [o for i, o in self.obs_ids if i in woken])
             woken, rule_ids, anchored, fed = w
         if not woken:
             return

@@ -783,8 +783,10 @@ def _numerics(cur: StepLog, base: Optional[StepLog]) -> Optional[str]:
     post = [(i, v) for i, v in seq if i > c]
     if len(pre) < 3 or len(post) < 5 or not all(math.isfinite(v) for v in pre):
         return None
-    bad = [i for i, v in post if not math.isfinite(v)]
-    if bad and bad[0] <= post[0][0] + 1:
+    # (the first non-finite loss, looked for among the first two replayed iterations only: one after them is
+    # no alarm, and a run of 40k steps checked each one, issue 44)
+    bad = [i for i, v in post[:2] if i <= post[0][0] + 1 and not math.isfinite(v)]
+    if bad:
         return (f"triage: the loss went NaN at the first replayed iteration after CUDA graph capture: iteration "
                 f"{bad[0]} (the eager steps before the capture at iteration {c} were finite, last {pre[-1]:.4g})")
     vals = [v for _, v in post]
@@ -814,7 +816,8 @@ def _numerics_verdict(cur: StepLog, base: Optional[StepLog]) -> List[PerfVerdict
     stale = _numerics(cur, base)
     if stale is None:
         return []
-    around = [cur.evidence_of(i) for i in sorted(cur.evidence) if i in cur.capture_iters or i - 1 in cur.capture_iters]
+    caps = set(cur.capture_iters)
+    around = [cur.evidence_of(i) for i in sorted(cur.evidence) if i in caps or i - 1 in caps]
     return [PerfVerdict("graph-stale-input", stale, around)]
 
 

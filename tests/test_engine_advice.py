@@ -97,3 +97,45 @@ def test_a_failure_on_a_nightly_build_says_pin_the_last_good_version(tmp_path):
     assert any("torch changed since the last good run (2.5.1+cu124 -> 2.6.0+cu124)" in n for n in notes), notes
     p.write_text("torch version: 2.6.0.dev20241112+cu124\n[rank0]: iteration 10/100 | loss 2.0\n")
     assert not any("nightly" in n for n in _json(str(p)).get("notes", []))      # a healthy run: nothing to pin
+
+
+def _engines_line_by_line(lines):
+    """engines_in's definition, a line at a time (what it did before issue 44)."""
+    from triage.scan.jobfacts import ENGINE_MARKERS, ENGINE_PROBES
+    out = {}
+    for ln in lines:
+        if not any(p in ln for p in ENGINE_PROBES):
+            continue
+        for name, rx in ENGINE_MARKERS:
+            if rx.search(ln[:4096]):
+                out[name] = out.get(name, 0) + 1
+    return out
+
+
+def test_engines_are_counted_as_line_by_line_on_every_fixture():
+    """One search per marker through the joined lines counts each engine's lines, in the order they are first
+    named, exactly as a line at a time: every fixture log's lines, and lines built to straddle the 4,096
+    characters read of each and the lines' ends."""
+    import os
+    root = os.path.join(os.path.dirname(__file__), "fixtures")
+    n = 0
+    for d, _, files in os.walk(root):
+        for f in sorted(files):
+            with open(os.path.join(d, f), "rb") as fh:
+                lines = fh.read(1 << 20).decode("utf-8", "replace").split("\n")
+            got, want = engines_in(lines), _engines_line_by_line(lines)
+            assert got == want and list(got) == list(want), f
+            n += bool(want)
+    assert n > 50
+    edge = ["x" * 4090 + "vllm/ here", "megatron.core " + "y" * 5000, "vLLM", "tail vllm", "", "-- arguments --",
+            "[2026-12-04 06:10:09 TP3]", "jax.", "prefix megatron", "\\bvllm/"]
+    for k in range(len(edge) + 1):
+        lines = edge[k:] + edge[:k]
+        got, want = engines_in(lines), _engines_line_by_line(lines)
+        assert got == want and list(got) == list(want)
+
+
+def test_each_markers_probes_are_the_probes():
+    from triage.scan.jobfacts import ENGINE_MARKERS, ENGINE_PROBES, ENGINE_PROBES_OF
+    assert [n for n, _ in ENGINE_MARKERS] == list(ENGINE_PROBES_OF)
+    assert sorted(p for ps in ENGINE_PROBES_OF.values() for p in ps) == sorted(ENGINE_PROBES)

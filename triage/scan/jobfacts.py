@@ -12,6 +12,8 @@ a year-less one takes the year of a dated line of the same input, else the scan'
 """
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -73,16 +75,41 @@ ENGINE_PROBES = ("vllm", "vLLM", "EngineCore", "VllmWorker", "Worker_", "sglang"
                  "TensorRT-LLM", "jax", "Xla", "megatron", "Megatron", "arguments")
 
 
+# the literals each marker's alternatives hold (every match of a marker holds one of its own)
+ENGINE_PROBES_OF = {
+    "vllm": ("vllm", "vLLM", "EngineCore", "VllmWorker", "Worker_"),
+    "sglang": ("sglang", "SGLang", " TP", " DP", " PP", " EP", " ATTN_CP", " MOE_DP"),
+    "trtllm": ("tensorrt_llm", "TRT-LLM", "TensorRT-LLM"),
+    "jax": ("jax", "Xla"),
+    "megatron": ("megatron", "Megatron", "arguments"),
+}
+
+
 def engines_in(lines: Iterable[str]) -> Dict[str, int]:
-    """How many of LINES name each engine (ENGINE_MARKERS)."""
-    out: Dict[str, int] = {}
-    for ln in lines:
-        if not any(p in ln for p in ENGINE_PROBES):
+    """How many of LINES name each engine (ENGINE_MARKERS; each line's first 4,096 characters), in the
+    order the engines are first named.  Each marker is searched only in the lines that hold one of its
+    probes, found by C-level finds through the lines joined: a line at a time, every probe tried in Python
+    and every marker on a line holding any probe, was ~5 ms of the 64 KiB at each end of a production log
+    (issue 44)."""
+    clipped = [ln[:4096] for ln in lines]
+    text = "\n".join(clipped)
+    ends: Optional[List[int]] = None              # each line's end + 1 in TEXT (made when a probe is found)
+    found = []
+    for k, (name, rx) in enumerate(ENGINE_MARKERS):
+        at = set()
+        for probe in ENGINE_PROBES_OF[name]:
+            i = text.find(probe)
+            while i >= 0:
+                at.add(i)
+                i = text.find(probe, i + 1)
+        if not at:
             continue
-        for name, rx in ENGINE_MARKERS:
-            if rx.search(ln[:4096]):
-                out[name] = out.get(name, 0) + 1
-    return out
+        if ends is None:
+            ends = list(itertools.accumulate(len(c) + 1 for c in clipped))
+        named = {j for j in {bisect.bisect_right(ends, i) for i in at} if rx.search(clipped[j])}
+        if named:
+            found.append((min(named), k, name, len(named)))
+    return {name: n for _, _, name, n in sorted(found)}
 
 
 @record

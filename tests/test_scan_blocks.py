@@ -820,6 +820,12 @@ YEAR_AND_SCOPE_LOGS = {
     # a dated line no observer wants, then a year-less glog error: 29 February is a time in 2024 only
     "unfed-dated-line": ["[rank0]: [2024-02-28 23:00:02] hello world",
                          "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
+    # (issue 44: a worker looks for each block's first dated line; a year-less time read on the way is left to
+    # the scanner, which knows the year; and past DATED_LOOKS date-like strings the search gives up alike)
+    "glog-before-a-date": ["[rank0]:I0228 23:00:01.000000 123 x.py:1] started at 2024-02-28 23:00:01",
+                           "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
+    "date-likes-before-a-date": ["[rank0]: id x-02-28 23:00:01 ok"] * 40 + [
+        "[rank0]: [2024-02-28 23:00:02] hello world", "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

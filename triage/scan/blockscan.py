@@ -59,7 +59,8 @@ class _InputScan:
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         self.view.timed = prepared[6] if len(prepared) > 6 else None
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
-        self.dated = self.view.first_dated(lo) if self.view.buf is buf else None
+        # (a pool worker's search for it, offsets in the block, prepared[7])
+        self.dated = self.view.first_dated(lo, *prepared[7:8]) if self.view.buf is buf else None
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line

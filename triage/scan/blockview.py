@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import bisect
-import re
 import time
-from typing import Callable, Dict, Hashable, Iterator, List, Optional, Set, Tuple
+from typing import Callable, Dict, Hashable, Iterator, List, Optional, Set, Tuple, Union
 
 from ..inputs.sources import (
     _DOTTED_EXC,
@@ -20,12 +19,11 @@ from ..inputs.sources import (
     timegm,
 )
 from ..match.rx import TextMemo
-from .prepare import _TIMELIKE, PARSED_KEEP, PARSED_TEXT, PLAIN_MAX, Parsed
+from .prepare import _TIMELIKE, DATED_UNKNOWN, PARSED_KEEP, PARSED_TEXT, PLAIN_MAX, Parsed, first_dated_in
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 # sources._TS's "iso" on bytes, from its first "-" (a literal first: ~3 ms an 8 MiB block without a date,
 # where a leading \d{4} took 67 ms); the four digits before it are looked at by hand
-_ISO_DATE_B = re.compile(rb"-\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
 # parsed lines kept behind the current one (a look back reaches WALK_BACK lines, and resolving the rank
 # of the line it reaches up to WALK_BACK more): more are dropped, so that a block of a million short
@@ -308,30 +306,17 @@ class BlockView(View):
                 self.year = y
                 self._year_span = (timegm(y, 1, 1), timegm(y, 12, 31) + 86400)
 
-    def first_dated(self, lo: int) -> Optional[Tuple[int, float, str]]:
-        """The first line of the block buf[lo:] with a dated time (an ISO date in the first 200 characters
-        parse_ts reads): (its offset, its time, its normalised text), or None (looked for in 32 lines
-        with a date at most).  The scanner feeds a line only when an observer wants it, so a dated line
-        no observer wants told the lines after it nothing of their year: a 2025 log's glog lines read
-        as 2026's while its dated lines were 2025's (issue 44's review)."""
-        buf = self.buf
-        pos = lo
-        for _ in range(32):
-            m = _ISO_DATE_B.search(buf, pos)
-            if m is None:
-                return None
-            if m.start() - 4 < pos or not buf[m.start() - 4:m.start()].isdigit():
-                pos = m.start() + 1
-                continue
-            s = buf.rfind(b"\n", 0, m.start()) + 1
-            nl = buf.find(b"\n", m.end())
-            e = len(buf) if nl < 0 else nl
-            pos = e + 1
-            if m.start() - s > 200:
-                continue
-            norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
-            ts = parse_ts(norm, self.year)
-            if ts is not None and "-" in norm[:40]:
-                return s, ts, norm
-        return None
+    def first_dated(self, lo: int, ahead: Union[None, int, Tuple[int, float, str]] = DATED_UNKNOWN) -> Optional[
+            Tuple[int, float, str]]:
+        """The first line of the block buf[lo:] with a dated time (prepare.first_dated_in): (its offset, its
+        time, its normalised text), or None.  The scanner feeds a line only when an observer wants it, so a
+        dated line no observer wants told the lines after it nothing of their year: a 2025 log's glog lines
+        read as 2026's while its dated lines were 2025's (issue 44's review).  AHEAD: a pool worker's
+        first_dated_in of the block (offsets in it), unless DATED_UNKNOWN."""
+        if ahead is None:
+            return None
+        if isinstance(ahead, tuple):
+            return ahead[0] + lo, ahead[1], ahead[2]
+        found = first_dated_in(self.buf, lo, self.year)
+        return found if isinstance(found, tuple) else None
 

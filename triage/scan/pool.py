@@ -87,7 +87,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                                     prepare.parse_hits(block, sorted(set(starts).union(
                                         timed or (), prepare.followed_lines(block, starts))),
                                                        file_rank) if spare else {},
-                                    timed)))
+                                    timed, prepare.first_dated_in(block, 0, None, ahead=True))))
                     g += 1
             finally:
                 os.close(fd)

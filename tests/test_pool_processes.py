@@ -306,3 +306,24 @@ def test_workers_that_cannot_fork_theirs_leave_those_blocks_to_the_scanner(start
     assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
         [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
     assert started.workers == 4 and started.all_gone()
+
+
+def test_workers_without_a_group_of_their_own_are_still_collected(monkeypatch):
+    """setpgid refused (a sandbox that forbids it): the workers stay in the scanner's group, and the first one,
+    the scanner's child, is still stopped and collected."""
+    import time
+
+    def stubborn(conn, w, k):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN) if w else None
+        conn.send(w)
+        time.sleep(60)
+
+    def refused(*a):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(os, "setpgid", refused)
+    pid, conns = pool._start_tree(stubborn, (), 1)
+    assert conns[0].recv() == 0
+    conns[0].close()
+    t = time.monotonic()
+    pool._reap_group(pid, wait_s=0.3)
+    assert time.monotonic() - t < 5 and _gone(pid)

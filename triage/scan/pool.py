@@ -324,27 +324,29 @@ def _reap_group(pid: int, wait_s: float = 5.0) -> None:
         _collected(pid)
         _collect_group(pid)
         if not _group_left(pid):
-            _collected(pid)
+            if not _collected(pid):          # (no group of its own: setpgid refused; the first worker alone)
+                _reap([pid], wait_s)
             break
         if not signalled:
-            signalled = True
-            try:
-                os.killpg(pid, signal.SIGTERM)
-            except OSError:
-                pass
+            signalled = _signal_group(pid, signal.SIGTERM)
         elif time.monotonic() > deadline:
             if killed:
                 break
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            killed, deadline = True, time.monotonic() + wait_s
+            killed, deadline = _signal_group(pid, signal.SIGKILL), time.monotonic() + wait_s
         time.sleep(0.0005)
     if pid in _ADOPTED:
         _ADOPTED.discard(pid)
         if not _ADOPTED:
             procs.give_up_orphans()
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    """Send SIG to the group PGID (gone already: nothing to do); True."""
+    try:
+        os.killpg(pgid, sig)
+    except OSError:
+        pass
+    return True
 
 
 class _Pool:

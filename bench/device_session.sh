@@ -29,7 +29,7 @@ for t in "$BEFORE" .; do
       examples/sample_job.log --format json 2>&1 >/dev/null | tail -1
   done | sort -n | tr '\n' ' '; echo
 done
-for log in $(ls /tmp/g/prod-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* 2>/dev/null | grep -v 1073741824); do
+for log in $(ls /tmp/g/prod-268435456.log /tmp/g/warn-heavy-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* 2>/dev/null); do
   for t in "$BEFORE" .; do
     echo "== $(basename $log), tree $t, -j 16"
     PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) python bench/scan_phases.py "$log" -n 2 -j 16

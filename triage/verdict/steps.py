@@ -774,37 +774,41 @@ def _numerics(cur: StepLog, base: Optional[StepLog]) -> Optional[str]:
     """Wrong, not slower (issue 42): the loss goes NaN at the first replayed iterations, or jumps at the first
     replay and stops improving while the eager steps before capture improved -- a graph that replays a stale
     input (rebound instead of copied into its static buffer).  A jump the training then recovers from is
-    no alarm (a loss that moves by chance)."""
+    no alarm (a loss that moves by chance).  (The replayed iterations are read by their numbers, sorted once:
+    a dense log's 40k steps were copied into three lists, issue 44.)"""
     if not cur.capture_iters or not cur.losses:
         return None
     c = min(cur.capture_iters)
-    seq = sorted(cur.losses.items())
-    pre = [v for i, v in seq if i <= c]
-    post = [(i, v) for i, v in seq if i > c]
+    loss = cur.losses
+    its = sorted(loss)
+    split = bisect.bisect_right(its, c)
+    pre = [loss[i] for i in its[:split]]
+    post = its[split:]                      # the replayed iterations
     if len(pre) < 3 or len(post) < 5 or not all(math.isfinite(v) for v in pre):
         return None
-    # (the first non-finite loss, looked for among the first two replayed iterations only: one after them is
-    # no alarm, and a run of 40k steps checked each one, issue 44)
-    bad = [i for i, v in post[:2] if i <= post[0][0] + 1 and not math.isfinite(v)]
+    # the first non-finite loss, looked for among the first two replayed iterations only (one after them is
+    # no alarm)
+    bad = [i for i in post[:2] if i <= post[0] + 1 and not math.isfinite(loss[i])]
     if bad:
         return (f"triage: the loss went NaN at the first replayed iteration after CUDA graph capture: iteration "
                 f"{bad[0]} (the eager steps before the capture at iteration {c} were finite, last {pre[-1]:.4g})")
-    vals = [v for _, v in post]
-    k = min(5, len(vals) // 2)
-    head, tail = _median(vals[:k]), _median(vals[-k:])
+    k = min(5, len(post) // 2)
+    first = loss[post[0]]
+    head, tail = _median([loss[i] for i in post[:k]]), _median([loss[i] for i in post[-k:]])
     improved_pre = (pre[0] - pre[-1]) / abs(pre[0]) if pre[0] else 0.0
     # the eager steps were still improving right up to the capture (a loss already turning up before it,
     # as an unstable run's does whether graphed or not, is no onset at the capture)
     still_improving = all(b < a for a, b in zip(pre[-3:], pre[-2:]))
-    if not (vals[0] > pre[-1] * (1 + JUMP) and improved_pre > STALL and still_improving
+    if not (first > pre[-1] * (1 + JUMP) and improved_pre > STALL and still_improving
             and tail >= head * (1 - STALL)):
         return None
     msg = (f"triage: the loss jumped at the first replayed iteration after CUDA graph capture and stopped improving: "
-           f"iteration {post[0][0]} loss {vals[0]:.4g} after {pre[-1]:.4g} at the capture iteration {c} (the eager "
-           f"steps before it went {pre[0]:.4g} -> {pre[-1]:.4g}); over {len(vals)} replayed iterations "
+           f"iteration {post[0]} loss {first:.4g} after {pre[-1]:.4g} at the capture iteration {c} (the eager "
+           f"steps before it went {pre[0]:.4g} -> {pre[-1]:.4g}); over {len(post)} replayed iterations "
            f"{head:.4g} -> {tail:.4g}")
     if base is not None and base.losses:
-        both = [(v, base.losses[i]) for i, v in post if i in base.losses and base.losses[i] > 0]
+        bl = base.losses
+        both = [(loss[i], bl[i]) for i in post if i in bl and bl[i] > 0]
         if len(both) >= k:
             good = _median([b for _, b in both[-k:]])
             msg += (f"; the last good run's loss at the same iterations: {good:.4g}"

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, TypeVar, Union, cast, overload
 
+from . import regexwarm
+
 _P = TypeVar("_P")
 
 
@@ -30,6 +32,8 @@ class LazyPattern:
             raise AttributeError(name)
         flags, compile = self._how
         rx = compile(self.pattern, flags)
+        if compile is re.compile or getattr(compile, "__module__", "").startswith("regex."):
+            regexwarm.note("re" if compile is re.compile else "regex", self.pattern, flags)
         d = self.__dict__
         for attr in dir(rx):
             if not attr.startswith("_"):

@@ -11,6 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 from .. import hashing as hashlib
+from .. import regexwarm
 
 if TYPE_CHECKING:
     import regex
@@ -70,6 +71,7 @@ class LazyRx:
     def compiled(self) -> "regex.Pattern[str]":
         if self._rx is None:
             self._rx = regex.compile(self.pattern, self.flags)
+            regexwarm.note("regex", self.pattern, self.flags)      # (a big input's next run compiles it ahead)
         return self._rx
 
     def search(self, string: str, pos: Optional[int] = None, endpos: Optional[int] = None,

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from .. import regexwarm
 from ..inputs.paste import PASTE_MAX
 from ..inputs.ranks import ranks_in
 from ..inputs.sources import (
@@ -211,6 +212,7 @@ class Engine:
         plan, k, bs = _plan(all_paths, block_size, max_bytes)
         live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
         pool = _Pool(plan, aset, batchers, k, live) if k else None
+        warmer = _warm() if pool is not None else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
         try:
@@ -236,10 +238,7 @@ class Engine:
                 nbytes += n_bytes
                 done_bytes += _size(path)
         finally:
-            if pool is not None:
-                pool.close()
-            if digest is not None:
-                digest.close()
+            _close(pool, warmer, digest)
         if failed and len(failed) == len(all_paths):
             raise InputError(f"no input could be read: {failed[0]}")
         res = self.result(core, obs, rules, total_lines, sources, nbytes, aset.engine)
@@ -302,6 +301,22 @@ class Engine:
             core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole and len(last) <= EDGE_BYTES))
         return scan.lineno, scan.nbytes
 
+
+
+def _warm() -> "regexwarm.Warmer":
+    """A scan with workers: the regexes the last such run compiled, compiled while the scanner waits on its
+    workers (regexwarm.py); what this run compiles is saved for the next when it exits."""
+    regexwarm.save_at_exit()
+    return regexwarm.Warmer().start()
+
+
+def _close(pool: Optional["_Pool"], warmer: Optional["regexwarm.Warmer"], digest: Optional["InputsDigest"]) -> None:
+    if pool is not None:
+        pool.close()
+    if warmer is not None:
+        warmer.stop()
+    if digest is not None:
+        digest.close()
 
 
 def _plan(all_paths: List[str], block_size: int, max_bytes: int) -> Tuple[list, int, int]:

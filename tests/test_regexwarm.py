@@ -1,0 +1,96 @@
+"""A big input's run compiles the regexes the last such run compiled in a thread while its scanner waits on
+the workers (issue 44, triage/regexwarm.py): the list is saved at the run's end, read back as any cache file,
+bounded, and a hostile or stale one is ignored entry by entry; the report is the same with it or without."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from triage import cachefiles, regexwarm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+LOG = os.path.join(HERE, "fixtures", "logs", "real", "gpu", "illegal_memory_access.log")
+
+PROBE = (
+    "import json, os, sys\n"
+    "from triage.scan import pool\n"
+    "pool.POOL_MIN_BYTES = 0\n"
+    "os.environ['TRIAGE_JOBS'] = '3'\n"
+    "from triage import regexwarm\n"
+    "from triage.cli import main\n"
+    "sys.argv = ['triage', 'analyze', sys.argv[1], '--format', 'json', '-o', sys.argv[2], '--force']\n"
+    "try:\n"
+    "    main()\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "print(json.dumps({'loaded': len(regexwarm._loaded or []), 'noted': len(regexwarm._noted)}))\n")
+
+
+def _run(tmp_path, out):
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", PROBE, LOG, str(out)], capture_output=True, text=True, env=env,
+                       cwd=str(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _report(path):
+    with open(path, encoding="utf-8") as f:
+        d = json.load(f)
+    d.get("job", {}).pop("analysed_at", None)
+    return d
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+def test_a_pooled_run_saves_what_it_compiled_and_the_next_compiles_it_ahead(tmp_path):
+    first = _run(tmp_path, tmp_path / "a.json")
+    assert first["loaded"] == 0 and first["noted"] > 10
+    saved = json.loads(_read(tmp_path))
+    assert len(saved) >= first["noted"] and all(e[0] in ("re", "regex") for e in saved)
+    second = _run(tmp_path, tmp_path / "b.json")
+    assert second["loaded"] == len(saved)
+    assert _report(tmp_path / "a.json") == _report(tmp_path / "b.json")
+
+
+def _read(tmp_path):
+    old = os.environ.get("TRIAGE_CACHE_DIR")
+    os.environ["TRIAGE_CACHE_DIR"] = str(tmp_path / "cache")
+    try:
+        raw = cachefiles.read_own(regexwarm.NAME, regexwarm.MAX_BYTES)
+    finally:
+        if old is None:
+            del os.environ["TRIAGE_CACHE_DIR"]
+        else:
+            os.environ["TRIAGE_CACHE_DIR"] = old
+    assert raw is not None
+    return raw.decode("utf-8")
+
+
+def test_a_hostile_or_stale_list_is_read_entry_by_entry(tmp_path, monkeypatch):
+    """Entries of another shape, an engine that is none of ours, an over-long source, a source that does not
+    compile (another `regex` version's): skipped; the others compiled."""
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    good = ["regex", r"warm-probe-(\d+) ok", 0, False]
+    entries = [["sh", "rm -rf /", 0, False], ["re", "(", 0, False], ["regex", "x" * (regexwarm.MAX_SOURCE + 1), 0, False],
+               ["re", 5, 0, False], "junk", ["re", "a", 0], ["re", rb"b".decode(), "0", False], good]
+    assert cachefiles.write(regexwarm.NAME, json.dumps(entries).encode())
+    got = regexwarm._read()
+    assert got == [("re", "(", 0, False), tuple(good)]
+    stop = regexwarm.threading.Event()
+    regexwarm._compile_all(got, stop)         # ("(" does not compile: skipped, no exception)
+    assert cachefiles.write(regexwarm.NAME, b"\xff not json")
+    assert regexwarm._read() == []
+
+
+def test_what_is_noted_is_bounded(monkeypatch):
+    monkeypatch.setattr(regexwarm, "_noted", [])
+    monkeypatch.setattr(regexwarm, "_seen", set())
+    regexwarm.note("regex", "y" * (regexwarm.MAX_SOURCE + 1), 0)
+    for i in range(regexwarm.MAX_SOURCES + 10):
+        regexwarm.note("re", f"p{i}", 0)
+        regexwarm.note("re", f"p{i}", 0)
+    regexwarm.note("re", b"bytes\xff", 0)
+    assert len(regexwarm._noted) == regexwarm.MAX_SOURCES and regexwarm._noted[0] == ("re", "p0", 0, False)

@@ -1,0 +1,121 @@
+"""The regexes a big input's scan will compile, compiled ahead while the scanner waits for its workers.
+
+A run compiles its regexes on first use (rx.LazyRx, lazyre.lazy_re): the rules a hit line holds the
+literals of, the config lines' and the error blocks' regexes, then the verdict's and the report's (~40 of
+them, ~0.3 ms each with `regex`, on the scanner's thread: issue 44, the scanner's thread being the critical
+path of a scan with many workers).  Each run notes the sources it compiled (`note`); a run with workers
+saves them in the cache directory at its end (`save`, only when they changed) and, the next time, compiles
+the saved ones in a thread while its scanner waits on the workers' first results (`start`): a compile
+looked up there again costs a dictionary look-up (both engines keep the patterns they compiled).  The
+thread holds the GIL while it compiles, as the scanner would: it only moves the work into the scanner's
+idle time.  A source that does not compile any more is skipped; the list is bounded (MAX_SOURCES,
+MAX_SOURCE chars each) and read back only as cachefiles reads any cache file."""
+from __future__ import annotations
+
+import json
+import threading
+from typing import List, Optional, Tuple, Union
+
+from . import cachefiles
+
+NAME = "regex-warm.json"
+MAX_SOURCES = 256          # sources kept (the first compiled in a run)
+MAX_SOURCE = 4096          # characters of one source kept (a longer one is not warmed)
+MAX_BYTES = 1 << 20        # the file read back at most
+
+# (engine, source, flags, bytes source) of each regex compiled in this process, in order
+_noted: List[Tuple[str, str, int, bool]] = []
+_seen: set = set()
+_loaded: Optional[List[Tuple[str, str, int, bool]]] = None
+
+
+def note(engine: str, pattern: Union[str, bytes], flags: int) -> None:
+    """A regex of ENGINE ("re" or "regex") compiled from PATTERN with FLAGS in this process."""
+    if len(_noted) >= MAX_SOURCES or len(pattern) > MAX_SOURCE:
+        return
+    is_bytes = isinstance(pattern, bytes)
+    try:
+        source = pattern.decode("latin-1") if isinstance(pattern, bytes) else pattern
+        key = (engine, source, int(flags), is_bytes)
+    except (TypeError, ValueError):
+        return
+    if key not in _seen:
+        _seen.add(key)
+        _noted.append(key)
+
+
+def _read() -> List[Tuple[str, str, int, bool]]:
+    raw = cachefiles.read_own(NAME, MAX_BYTES)
+    out: List[Tuple[str, str, int, bool]] = []
+    try:
+        for e in json.loads(raw.decode("utf-8")) if raw else []:
+            if (isinstance(e, list) and len(e) == 4 and e[0] in ("re", "regex") and isinstance(e[1], str)
+                    and isinstance(e[2], int) and isinstance(e[3], bool) and len(e[1]) <= MAX_SOURCE):
+                out.append((e[0], e[1], e[2], e[3]))
+    except (ValueError, UnicodeDecodeError, TypeError):
+        return []
+    return out[:MAX_SOURCES]
+
+
+def _compile_all(items: List[Tuple[str, str, int, bool]], stop: threading.Event) -> None:
+    import re
+
+    import regex  # (the `regex` package: imported by the scan already, before its workers are forked)
+    for engine, source, flags, is_bytes in items:
+        if stop.is_set():
+            return
+        try:
+            if engine == "regex" and is_bytes:
+                regex.compile(source.encode("latin-1"), flags)
+            elif engine == "regex":
+                regex.compile(source, flags)
+            elif is_bytes:
+                re.compile(source.encode("latin-1"), flags)
+            else:
+                re.compile(source, flags)
+        except Exception:  # noqa: BLE001 - a source that no longer compiles (another version): skipped
+            continue
+
+
+class Warmer:
+    """The thread compiling the saved sources (start()); stop() ends it between two compiles."""
+
+    def __init__(self) -> None:
+        self.stop_event = threading.Event()
+        self.thread: Optional[threading.Thread] = None
+
+    def start(self) -> "Warmer":
+        global _loaded
+        if _loaded is None:
+            _loaded = _read()
+        todo = [x for x in _loaded if x not in _seen]
+        if todo:
+            self.thread = threading.Thread(target=_compile_all, args=(todo, self.stop_event),
+                                           name="triage-regex-warm", daemon=True)
+            self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+
+def save_at_exit() -> None:
+    """save() when this process exits (once; a run with workers: its verdict's and report's regexes too)."""
+    global _registered
+    if not _registered:
+        _registered = True
+        import atexit
+        atexit.register(save)
+
+
+_registered = False
+
+
+def save() -> bool:
+    """Write the sources this process compiled, when they are not those read (a run with workers: see
+    the module doc).  False when nothing was written."""
+    if not _noted or (_loaded is not None and set(_noted) <= set(_loaded)):
+        return False
+    merged = list(_noted) + [x for x in (_loaded or []) if x not in _seen]
+    data = json.dumps([list(x) for x in merged[:MAX_SOURCES]], ensure_ascii=False).encode("utf-8")
+    return cachefiles.write(NAME, data)

@@ -18,7 +18,7 @@ PROBE = (
     "import json, os, sys\n"
     "from triage.scan import pool\n"
     "pool.POOL_MIN_BYTES = 0\n"
-    "os.environ['TRIAGE_JOBS'] = '3'\n"
+    "os.environ['TRIAGE_JOBS'] = sys.argv[3]\n"
     "from triage import regexwarm\n"
     "from triage.cli import main\n"
     "sys.argv = ['triage', 'analyze', sys.argv[1], '--format', 'json', '-o', sys.argv[2], '--force']\n"
@@ -29,9 +29,9 @@ PROBE = (
     "print(json.dumps({'loaded': len(regexwarm._loaded or []), 'noted': len(regexwarm._noted)}))\n")
 
 
-def _run(tmp_path, out):
+def _run(tmp_path, out, jobs=4):
     env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
-    r = subprocess.run([sys.executable, "-c", PROBE, LOG, str(out)], capture_output=True, text=True, env=env,
+    r = subprocess.run([sys.executable, "-c", PROBE, LOG, str(out), str(jobs)], capture_output=True, text=True, env=env,
                        cwd=str(tmp_path), timeout=120)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -53,6 +53,9 @@ def test_a_pooled_run_saves_what_it_compiled_and_the_next_compiles_it_ahead(tmp_
     second = _run(tmp_path, tmp_path / "b.json")
     assert second["loaded"] == len(saved)
     assert _report(tmp_path / "a.json") == _report(tmp_path / "b.json")
+    # two workers (no core to spare: the scanner is as busy as they are): nothing compiled ahead
+    assert _run(tmp_path, tmp_path / "c.json", jobs=3)["loaded"] == 0
+    assert _report(tmp_path / "a.json") == _report(tmp_path / "c.json")
 
 
 def _read(tmp_path):

@@ -62,6 +62,7 @@ from .prepare import (
     ANCHOR_STRIDE,
     ANCHOR_TAG,
     NORM_TAG,
+    PARSE_MIN_WORKERS,
     RULE_TAG,
     _batchers,
     anchor_set,
@@ -212,7 +213,7 @@ class Engine:
         plan, k, bs = _plan(all_paths, block_size, max_bytes)
         live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
         pool = _Pool(plan, aset, batchers, k, live) if k else None
-        warmer = _warm() if pool is not None else None
+        warmer = _warm(k) if pool is not None else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
         try:
@@ -303,11 +304,13 @@ class Engine:
 
 
 
-def _warm() -> "regexwarm.Warmer":
-    """A scan with workers: the regexes the last such run compiled, compiled while the scanner waits on its
-    workers (regexwarm.py); what this run compiles is saved for the next when it exits."""
+def _warm(k: int) -> Optional["regexwarm.Warmer"]:
+    """A scan with K workers: what this run compiles is saved for the next when it exits; with workers to
+    spare (prepare.PARSE_MIN_WORKERS: the scanner then waits on them), the regexes the last such run compiled
+    are compiled while it does (regexwarm.py; with one or two, the scanner is as busy as they are: the
+    thread would only take turns with it)."""
     regexwarm.save_at_exit()
-    return regexwarm.Warmer().start()
+    return regexwarm.Warmer().start() if k >= PARSE_MIN_WORKERS else None
 
 
 def _close(pool: Optional["_Pool"], warmer: Optional["regexwarm.Warmer"], digest: Optional["InputsDigest"]) -> None:

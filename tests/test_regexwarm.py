@@ -97,3 +97,20 @@ def test_what_is_noted_is_bounded(monkeypatch):
         regexwarm.note("re", f"p{i}", 0)
     regexwarm.note("re", b"bytes\xff", 0)
     assert len(regexwarm._noted) == regexwarm.MAX_SOURCES and regexwarm._noted[0] == ("re", "p0", 0, False)
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="POSIX forks")
+def test_no_process_is_forked_while_regexes_are_compiled_ahead(tmp_path, monkeypatch):
+    """A fork (a fleet's worker, a second scan's pool) first stops the thread compiling ahead: a child never
+    inherits the `regex` cache's lock held by it."""
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    many = [["regex", rf"(?:warm-{i}-(\d+)|x{i}y)+z", 0, False] for i in range(200)]
+    assert cachefiles.write(regexwarm.NAME, json.dumps(many).encode())
+    monkeypatch.setattr(regexwarm, "_loaded", None)
+    w = regexwarm.Warmer().start()
+    assert w.thread is not None
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert not w.thread.is_alive() and w not in regexwarm._running

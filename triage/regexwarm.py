@@ -13,6 +13,7 @@ MAX_SOURCE chars each) and read back only as cachefiles reads any cache file."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from typing import List, Optional, Tuple, Union
 
@@ -78,7 +79,9 @@ def _compile_all(items: List[Tuple[str, str, int, bool]], stop: threading.Event)
 
 
 class Warmer:
-    """The thread compiling the saved sources (start()); stop() ends it between two compiles."""
+    """The thread compiling the saved sources (start()); stop() ends it between two compiles and waits for
+    it.  No process is forked while one runs (a child would inherit the `regex` cache's lock held): a fork
+    stops it first (os.register_at_fork), and a scan stops its own before it returns."""
 
     def __init__(self) -> None:
         self.stop_event = threading.Event()
@@ -90,13 +93,37 @@ class Warmer:
             _loaded = _read()
         todo = [x for x in _loaded if x not in _seen]
         if todo:
+            _guard_forks()
             self.thread = threading.Thread(target=_compile_all, args=(todo, self.stop_event),
                                            name="triage-regex-warm", daemon=True)
+            _running.append(self)
             self.thread.start()
         return self
 
     def stop(self) -> None:
         self.stop_event.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(STOP_WAIT)
+        if self in _running:
+            _running.remove(self)
+
+
+STOP_WAIT = 5.0            # seconds a stop waits for the compile in progress (one pattern: milliseconds)
+_running: List[Warmer] = []
+_guarded = False
+
+
+def _guard_forks() -> None:
+    """Stop every running warmer before this process forks (once registered per process)."""
+    global _guarded
+    if not _guarded and hasattr(os, "register_at_fork"):
+        _guarded = True
+        os.register_at_fork(before=_stop_all)
+
+
+def _stop_all() -> None:
+    for w in list(_running):
+        w.stop()
 
 
 def save_at_exit() -> None:

@@ -19,7 +19,8 @@ import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..lazyre import lazy_re
-from ..match.rx import ASCII, V0
+from ..match.rx import ASCII, V0, _stdlib_parser
+from ..match.rx import _chars as _item_chars
 from ..match.rx import regex as _regex
 from .launchers import INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
 from .text import normalise
@@ -43,8 +44,9 @@ def _numbered(prefix: str) -> str:
 
 
 def _first_chars(rx: str) -> FrozenSet[str]:
-    """The ASCII characters a line matching RX at its start can begin with: read off the parse tree of
-    the stdlib's own parser (_first_of), else (a construct it does not know) asked of the `regex`
+    """The ASCII characters a line matching RX at its start can begin with (at least: a class is read as
+    match.rx reads it, whose \\s also holds \\x1c-\\x1f; more is only more lines tried): read off the parse
+    tree of the stdlib's own parser (_first_of), else (a construct it does not know) asked of the `regex`
     engine, a partial match of each character.  Lines starting with anything else skip the prefix
     regexes (issue 44: the `regex` engine's compile of the 17 launcher rows took ~11 ms of every big
     input's start, before the workers were forked)."""
@@ -61,18 +63,11 @@ class _Unknown(Exception):
 
 
 _ALL = frozenset(map(chr, range(128)))
-_CLASSES = {"CATEGORY_DIGIT": frozenset("0123456789"), "CATEGORY_SPACE": frozenset(" \t\n\r\f\v"),
-            "CATEGORY_WORD": frozenset("0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")}
-_CLASSES.update({k.replace("CATEGORY_", "CATEGORY_NOT_"): _ALL - v for k, v in list(_CLASSES.items())})
 
 
 def _sre_parse(rx: str, flags: int):
     try:
-        from re import _parser as parser  # (Python >= 3.11)
-    except ImportError:  # pragma: no cover - Python 3.10
-        import sre_parse as parser  # type: ignore[no-redef]
-    try:
-        return parser.parse(rx, flags)
+        return _stdlib_parser()[0].parse(rx, flags)
     except Exception:  # noqa: BLE001 - whatever the private parser says: the engine is asked
         raise _Unknown() from None
 
@@ -124,7 +119,7 @@ _FIRST = {
     "NOT_LITERAL": lambda av, flags: (set(_ALL - {chr(av)}), False),
     # (a newline only under DOTALL; a subpattern's own DOTALL: _Unknown)
     "ANY": lambda av, flags: (set(_ALL) if flags & re.DOTALL else set(_ALL - {"\n"}), False),
-    "IN": lambda av, flags: (_in_class(av), False),
+    "IN": lambda av, flags: (_in_class(av), False),     # (match.rx's reading of a class, on ASCII)
     "SUBPATTERN": _first_sub,
     "ATOMIC_GROUP": lambda av, flags: _first_of(av),
     "BRANCH": _first_branch,
@@ -135,23 +130,11 @@ _FIRST = {
 
 
 def _in_class(av) -> Set[str]:
-    """The ASCII characters of a parsed character class."""
-    chars: Set[str] = set()
-    negate = False
-    for op, a in av:
-        name = str(op)
-        if name == "NEGATE":
-            negate = True
-        elif name == "LITERAL":
-            if a < 128:
-                chars.add(chr(a))
-        elif name == "RANGE":
-            chars.update(map(chr, range(a[0], min(a[1], 127) + 1)))
-        elif name == "CATEGORY" and str(a) in _CLASSES:
-            chars |= _CLASSES[str(a)]
-        else:
-            raise _Unknown(name)
-    return set(_ALL - chars) if negate else chars
+    """The ASCII characters of a parsed character class (match.rx's predicate of it)."""
+    test = _item_chars(("IN", av))
+    if test is None:
+        raise _Unknown("a class")
+    return {c for c in _ALL if test(c)}
 
 
 def _folded(chars: Set[str]) -> Set[str]:

@@ -287,3 +287,34 @@ def test_every_shipped_row_is_a_regex_for_str_and_bytes():
     from triage.inputs.launchers import _launcher
     rows = tables.load("inputs/launchers")["launchers"]
     assert [_launcher(d, f"launchers[{i}]").prefix for i, d in enumerate(rows)] == [x.prefix for x in LAUNCHERS]
+
+
+def test_a_row_that_refers_to_a_group_by_number_is_tried_in_turn():
+    """SYNTHETIC rows (issue 44's review; a user's table refuses such a row, _launcher): a row after another whose
+    prefix refers to its rank group by number (`\\1`) would refer to another row's group in one alternation and
+    never match; such a set of rows is tried row by row on the str side."""
+    rows = (Launcher("synthetic-zz", "ZZ| x", r"ZZ\|", None, None, sep=" ?"),
+            Launcher("synthetic-twice", "host3-3 x", r"host(?P<rank>\d+)-\1 ", "host"))
+    reader = RankReader(rows + LAUNCHERS, INNER_RANKS)
+    assert reader.prefix_any is None
+    assert reader.split_prefix("host3-3 loss nan") == ("loss nan", 3)
+    assert reader.split_prefix("host3-4 oops") == ("host3-4 oops", None)       # (the number must repeat)
+
+
+@pytest.mark.parametrize("prefix, said", [
+    ("([\'\"])host(?P<rank>\\d+)\\1 ", "has a group other than (?P<rank>...)"),
+    ("host(?P<rank>\\d+)-\\1 ", "refers to a group by its number")])
+def test_a_users_row_the_matchers_cannot_hold_is_refused_in_one_line(tmp_path, prefix, said):
+    """SYNTHETIC TRIAGE_LAUNCHERS rows: a capturing group besides the rank's (the bytes side read its text as the
+    rank: a ValueError out of ranks_in), a group referred to by number (the rows' alternations renumber groups:
+    a re.error building them): refused where the table is read, in one line saying what to write instead."""
+    import json as _json
+    import subprocess
+    import sys
+    table = tmp_path / "launchers.json"
+    table.write_text(_json.dumps({"launchers": [{"name": "q", "example": "x", "prefix": prefix}]}), encoding="utf-8")
+    env = dict(os.environ, TRIAGE_LAUNCHERS=str(table))
+    r = subprocess.run([sys.executable, "-m", "triage", "analyze", os.path.join(FIX, "launchers", "nemo_prefix.log")],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert said in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

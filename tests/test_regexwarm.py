@@ -114,3 +114,19 @@ def test_no_process_is_forked_while_regexes_are_compiled_ahead(tmp_path, monkeyp
         os._exit(0)
     os.waitpid(pid, 0)
     assert not w.thread.is_alive() and w not in regexwarm._running
+
+
+def test_a_source_utf8_cannot_write_is_saved_escaped_and_flags_that_print_are_refused(tmp_path, monkeypatch):
+    """A noted source with a lone surrogate (issue 44's review: the exit hook raised UnicodeEncodeError) is written
+    as ASCII JSON and read back; a saved entry asking for DEBUG (which prints) or LOCALE is not compiled."""
+    import re
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(regexwarm, "_noted", [])
+    monkeypatch.setattr(regexwarm, "_seen", set())
+    monkeypatch.setattr(regexwarm, "_loaded", None)
+    regexwarm.note("re", "lone-\udc80-x", 0)
+    assert regexwarm.save()
+    assert regexwarm._read() == [("re", "lone-\udc80-x", 0, False)]
+    assert cachefiles.write(regexwarm.NAME, json.dumps([["re", "a", re.DEBUG, False], ["re", "b", re.IGNORECASE, False],
+                                                        ["regex", "c", 0x200, False], ["re", "d", True, False]]).encode())
+    assert regexwarm._read() == [("re", "b", re.IGNORECASE, False)]

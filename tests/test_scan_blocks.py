@@ -844,3 +844,16 @@ def test_years_and_scopes_are_read_as_the_line_scan_reads_them(monkeypatch, tmp_
         assert len(line["blocks"]) == 2       # (the `fatal error::` block takes the two lines after it)
     for bs in (1 << 23, 200, 120):
         assert block_scan([str(p)], bs) == line, bs
+
+
+@pytest.mark.parametrize("block_size", [2 << 20, 8 << 20])
+def test_the_logs_last_time_after_a_line_longer_than_a_block(tmp_path, block_size):
+    """SYNTHETIC log (issue 44's review): a line of 3.1 MB, then the log's last, dated line. With 2 MiB blocks the
+    last block is that line alone, with no tail before it, and its first line was dropped as a partial one: the
+    job's end time was lost. The same end for every block size."""
+    from triage.patterns import load_all
+    from triage.scan.engine import Engine
+    p = tmp_path / "long.log"
+    p.write_bytes(b"start\n" + b"x" * 3_100_000 + b"\n2025-01-01 10:00:00 end\n")
+    res = Engine(load_all()).scan_paths([str(p)], block_size=block_size)
+    assert res.facts.end == 1735725600.0

@@ -20,6 +20,12 @@ from typing import List, Optional, Tuple, Union
 from . import cachefiles
 
 NAME = "regex-warm.json"
+# the flags a saved source may carry, by engine: none that prints (DEBUG) or that no run uses (LOCALE, TEMPLATE).
+# re: IGNORECASE, MULTILINE, DOTALL, UNICODE, VERBOSE, ASCII; regex: those and V0, V1, BESTMATCH, ENHANCEMATCH,
+# FULLCASE, POSIX, REVERSE, WORD
+SAFE_FLAGS = {"re": 0x2 | 0x8 | 0x10 | 0x20 | 0x40 | 0x100,
+              "regex": 0x2 | 0x8 | 0x10 | 0x20 | 0x40 | 0x80 | 0x2000 | 0x100 | 0x1000 | 0x8000 | 0x4000 | 0x10000
+              | 0x400 | 0x800}
 MAX_SOURCES = 256          # sources kept (the first compiled in a run)
 MAX_SOURCE = 4096          # characters of one source kept (a longer one is not warmed)
 MAX_BYTES = 1 << 20        # the file read back at most
@@ -51,7 +57,8 @@ def _read() -> List[Tuple[str, str, int, bool]]:
     try:
         for e in json.loads(raw.decode("utf-8")) if raw else []:
             if (isinstance(e, list) and len(e) == 4 and e[0] in ("re", "regex") and isinstance(e[1], str)
-                    and isinstance(e[2], int) and isinstance(e[3], bool) and len(e[1]) <= MAX_SOURCE):
+                    and type(e[2]) is int and not e[2] & ~SAFE_FLAGS[e[0]] and isinstance(e[3], bool)
+                    and len(e[1]) <= MAX_SOURCE):
                 out.append((e[0], e[1], e[2], e[3]))
     except (ValueError, UnicodeDecodeError, TypeError):
         return []
@@ -104,8 +111,8 @@ class Warmer:
         self.stop_event.set()
         if self.thread is not None and self.thread is not threading.current_thread():
             self.thread.join(STOP_WAIT)
-        if self in _running:
-            _running.remove(self)
+        if self in _running and (self.thread is None or not self.thread.is_alive()):
+            _running.remove(self)           # (one still compiling stays: a fork waits for it again)
 
 
 STOP_WAIT = 5.0            # seconds a stop waits for the compile in progress (one pattern: milliseconds)
@@ -144,5 +151,6 @@ def save() -> bool:
     if not _noted or (_loaded is not None and set(_noted) <= set(_loaded)):
         return False
     merged = list(_noted) + [x for x in (_loaded or []) if x not in _seen]
-    data = json.dumps([list(x) for x in merged[:MAX_SOURCES]], ensure_ascii=False).encode("utf-8")
+    # (ASCII JSON: a source with a lone surrogate, which UTF-8 cannot write, is written escaped)
+    data = json.dumps([list(x) for x in merged[:MAX_SOURCES]]).encode("ascii")
     return cachefiles.write(NAME, data)

@@ -23,6 +23,7 @@ from ..errors import TriageError
 from ..record import record
 
 RANK_GROUP = "(?P<rank>"       # how a prefix regex marks the digits of its rank
+_GROUP_NUMBER = re.compile(r"\\[1-9]|\\g<\d|\(\?\(\d")     # a group by its number: \1, \g<1>, (?(1)...)
 
 
 @record(frozen=True)
@@ -64,8 +65,17 @@ def _launcher(d: Any, where: str, compiled: bool = True) -> Launcher:
                           "keeps_time, why)")
     try:
         if compiled:
-            re.compile(d["prefix"], re.ASCII)
+            rx = re.compile(d["prefix"], re.ASCII)
             re.compile(d["prefix"].encode(), re.ASCII)
+            if rx.groups > len(rx.groupindex.keys() & {"rank"}):
+                # (the bytes side reads a line's rank as the prefix's one group: another group made it read
+                # that group's text instead, and fail)
+                raise TriageError(f"{where}: prefix {d['prefix']!r} has a group other than (?P<rank>...): "
+                                  "write (?:...) for the others")
+            if _GROUP_NUMBER.search(d["prefix"]):
+                # (the rows are joined into alternations, where a group's number is not the row's own)
+                raise TriageError(f"{where}: prefix {d['prefix']!r} refers to a group by its number (the rows "
+                                  "are matched as one regex, which numbers the groups anew): write it out again")
     except (re.error, UnicodeEncodeError) as e:
         raise TriageError(f"{where}: prefix {d['prefix']!r} is no regex valid for str and bytes ({e})") from None
     rank = d.get("rank", 3 if RANK_GROUP in d["prefix"] else None)

@@ -141,6 +141,12 @@ def _folded(chars: Set[str]) -> Set[str]:
     return chars | {c.swapcase() for c in chars}
 
 
+# a reference to a group by its number (\\1, \\g<1>, a conditional (?(1)...)): a row holding one cannot be one
+# branch of an alternation of rows (its groups are numbered after the rows' before it); (over-cautious on an
+# escaped backslash before a digit: that row's set is then only tried row by row)
+_NUMBERED_REF = re.compile(r"\\[1-9]|\\g<\d|\(\?\(\d")
+
+
 def _any_prefix(launchers: Sequence[Launcher]) -> Tuple[
         "Optional[re.Pattern[str]]", Dict[str, Tuple[Optional[str], bool]]]:
     """Every row's `prefix sep` as one alternation, in the rows' order (the first row that matches at the
@@ -151,6 +157,8 @@ def _any_prefix(launchers: Sequence[Launcher]) -> Tuple[
     each in turn."""
     alts, of = [], {}
     for i, x in enumerate(launchers):
+        if _NUMBERED_REF.search(x.prefix + x.sep):
+            return None, {}         # (its own groups renumbered in the alternation: a \\1 would name another's)
         rank_at = f"_r{i}" if x.has_rank else None
         body = (x.prefix + x.sep).replace(RANK_GROUP, f"(?P<{rank_at}>") if rank_at else x.prefix + x.sep
         alts.append(f"(?P<_L{i}>{body})")

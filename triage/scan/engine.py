@@ -286,12 +286,12 @@ class Engine:
             blocks = Prefetched(make, core.notes, progress)
         else:
             blocks = make(core.notes, progress)
-        head, last, whole = b"", b"", True      # the input's first and last bytes: its job facts (jobfacts)
+        head, last = b"", b""       # the input's first and last bytes: its job facts (jobfacts)
         try:
             for bi, (buf, lo) in enumerate(blocks):
                 if bi == 0:
                     head = buf[lo:lo + EDGE_BYTES]
-                last, whole = buf, bi == 0 and lo == 0
+                last = buf
                 view.reset(buf, lo)
                 scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers))
         finally:
@@ -299,7 +299,11 @@ class Engine:
                 blocks.close()
         scanned[0] = consumed[0]
         if last:
-            core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole and len(last) <= EDGE_BYTES))
+            # (a buffer starts at a line's start, its tail's or its block's: its last EDGE_BYTES do when they are all
+            # of it or follow a newline; issue 44's review: after a line longer than a block, the last block has no
+            # tail, and its first line, the log's last dated one, was dropped as a partial line)
+            whole = len(last) <= EDGE_BYTES or last[-EDGE_BYTES - 1:-EDGE_BYTES] == b"\n"
+            core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole))
         return scan.lineno, scan.nbytes
 
 

@@ -318,6 +318,16 @@ def _reap_group(pid: int, wait_s: float = 5.0) -> None:
     """Stop and collect the workers _start_tree forked: the first (PID, the scanner's child, the group's
     leader) collected, the others (children of workers, collected by them or, once their parent is gone,
     by init) gone.  Those still there get SIGTERM, then after WAIT_S seconds SIGKILL, as _reap does."""
+    try:
+        _stop_group(pid, wait_s)
+    finally:                                 # (a Ctrl-C meanwhile leaves no orphan adopter behind)
+        if pid in _ADOPTED:
+            _ADOPTED.discard(pid)
+            if not _ADOPTED:
+                procs.give_up_orphans()
+
+
+def _stop_group(pid: int, wait_s: float) -> None:
     deadline = time.monotonic() + wait_s
     signalled = killed = False
     while True:
@@ -326,18 +336,14 @@ def _reap_group(pid: int, wait_s: float = 5.0) -> None:
         if not _group_left(pid):
             if not _collected(pid):          # (no group of its own: setpgid refused; the first worker alone)
                 _reap([pid], wait_s)
-            break
+            return
         if not signalled:
             signalled = _signal_group(pid, signal.SIGTERM)
         elif time.monotonic() > deadline:
             if killed:
-                break
+                return
             killed, deadline = _signal_group(pid, signal.SIGKILL), time.monotonic() + wait_s
         time.sleep(0.0005)
-    if pid in _ADOPTED:
-        _ADOPTED.discard(pid)
-        if not _ADOPTED:
-            procs.give_up_orphans()
 
 
 def _signal_group(pgid: int, sig: int) -> bool:

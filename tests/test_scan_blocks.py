@@ -857,3 +857,21 @@ def test_the_logs_last_time_after_a_line_longer_than_a_block(tmp_path, block_siz
     p.write_bytes(b"start\n" + b"x" * 3_100_000 + b"\n2025-01-01 10:00:00 end\n")
     res = Engine(load_all()).scan_paths([str(p)], block_size=block_size)
     assert res.facts.end == 1735725600.0
+
+
+def test_the_lines_before_a_hit_after_a_line_longer_than_a_tail(tmp_path):
+    """SYNTHETIC log (issue 44's review): lines of 608 bytes, a line of 900 KB ending a block of 1 MiB, then an
+    error. The next block's tail was the whole lines within the last 256 KiB before it: none, so the error lost
+    the lines before it (the helper found it at 2 MiB blocks after a line of 3 MB). The tail now takes that line
+    and 256 KiB before it: the same as the line scan, at every block size."""
+    z, error = b"z" * 900_000 + b"\n", b"RuntimeError: CUDA error: out of memory\n"
+    size = 2 * (1 << 20) - len(z) - 5                 # (the 2nd block's end: 5 bytes into the error line)
+    lines = [b"a%05d " % i + b"a" * 600 + b"\n" for i in range(size // 608)]
+    filler = b"".join(lines)
+    filler += b"b" * (size - len(filler) - 1) + b"\n"
+    p = tmp_path / "long.log"
+    p.write_bytes(filler + z + error)
+    line = line_scan([str(p)])
+    assert line["matches"] and line["matches"][0][-2][-3].startswith("a0")
+    for bs in (1 << 20, 2 << 20, 8 << 20):
+        assert block_scan([str(p)], bs) == line, bs

@@ -927,9 +927,18 @@ def iter_blocks(path: str, block_size: int = BLOCK_SIZE, progress=None, max_byte
 
 
 def block_tail(buf: bytes, tail: int) -> int:
-    """Offset of the first whole line within the last `tail` bytes of `buf` (a block of lines)."""
+    """Offset of the first whole line within the last `tail` bytes of `buf` (a block of lines), or, when its
+    last line is longer than `tail` (up to MAX_RAW: the reader clips longer ones), within the last `tail`
+    bytes before that line and the line (issue 44's review: a block ending on a line of a few MiB left the
+    next block no line to look back on, so a hit right after it lost the lines before it, as 2 MiB blocks
+    made likelier)."""
     if len(buf) <= tail:
         return 0
+    last = len(buf) - 1 - buf.rfind(b"\n", 0, len(buf) - 1)       # the last line's bytes, its newline included
+    if last > tail:
+        tail += last
+        if len(buf) <= tail:
+            return 0
     nl = buf.find(b"\n", len(buf) - tail - 1)
     return nl + 1 if nl >= 0 else len(buf)
 

@@ -8,7 +8,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..inputs.dcgm import flatten as dcgm_flatten
 from ..inputs.paste import PASTE_MAX, reshape
-from ..inputs.sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr
+from ..inputs.sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr, block_tail
 
 
 class NotPlain(Exception):
@@ -185,10 +185,7 @@ def _tail_start(prev: bytes, p: int, start: int, tail: int) -> int:
     of PREV (the block before with its own tail, from offset P), as sources.block_tail cuts them."""
     if not tail or not prev:
         return start
-    if len(prev) <= tail:
-        return p
-    nl = prev.find(b"\n", len(prev) - tail - 1)
-    return p + nl + 1 if nl >= 0 else start
+    return p + block_tail(prev, tail)            # (p + len(prev) is START: no whole line there)
 Span = Tuple[int, int, bool]        # a block: start, end, and whether a newline is added after it
 
 

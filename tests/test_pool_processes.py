@@ -73,28 +73,34 @@ def test_messages_of_any_size_cross_the_pipe_whole():
     a writer gone is EOFError, never a half message."""
     msgs = [b"x" * (3 << 20), (), {"a": [1, 2.5, None]}, "é" * 70000]
 
-    def writer(conn, items):
+    def writer(conn, items, w, k):
         for m in items:
             conn.send(m)
-    pid, conn = pool._start(writer, (msgs,), [])
+    pid, (conn,) = pool._start_tree(writer, (msgs,), 1)
     try:
         assert [conn.recv() for _ in msgs] == msgs
         with pytest.raises(EOFError):
             conn.recv()
     finally:
         conn.close()
-        pool._reap([pid])
+        pool._reap_group(pid)
     assert _gone(pid)
 
 
 def test_a_worker_that_ignores_sigterm_is_killed_and_collected():
     import time
 
-    def stubborn(conn):
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        conn.send("ready")
-        time.sleep(60)
-    pids = [pool._start(stubborn, (), [])[0] for _ in range(2)]
+    pids = []
+    for _ in range(2):                  # (the scanner's own children, as when they have no group: _reap)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                time.sleep(60)
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    time.sleep(0.2)
     t = time.monotonic()
     pool._reap(pids, wait_s=0.3)
     assert time.monotonic() - t < 5 and all(_gone(pid) for pid in pids)

@@ -23,7 +23,8 @@ from ..errors import TriageError
 from ..record import record
 
 RANK_GROUP = "(?P<rank>"       # how a prefix regex marks the digits of its rank
-_GROUP_NUMBER = re.compile(r"\\[1-9]|\\g<\d|\(\?\(\d")     # a group by its number: \1, \g<1>, (?(1)...)
+# a group referred to by its number: \1, \g<1>, (?(1)...) (over-cautious on an escaped backslash before a digit)
+GROUP_NUMBER = re.compile(r"\\[1-9]|\\g<\d|\(\?\(\d")
 
 
 @record(frozen=True)
@@ -72,7 +73,7 @@ def _launcher(d: Any, where: str, compiled: bool = True) -> Launcher:
                 # that group's text instead, and fail)
                 raise TriageError(f"{where}: prefix {d['prefix']!r} has a group other than (?P<rank>...): "
                                   "write (?:...) for the others")
-            if _GROUP_NUMBER.search(d["prefix"]):
+            if GROUP_NUMBER.search(d["prefix"]):
                 # (the rows are joined into alternations, where a group's number is not the row's own)
                 raise TriageError(f"{where}: prefix {d['prefix']!r} refers to a group by its number (the rows "
                                   "are matched as one regex, which numbers the groups anew): write it out again")

@@ -22,7 +22,7 @@ from ..lazyre import lazy_re
 from ..match.rx import ASCII, V0, _stdlib_parser
 from ..match.rx import _chars as _item_chars
 from ..match.rx import regex as _regex
-from .launchers import INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
+from .launchers import GROUP_NUMBER, INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
 from .text import normalise
 
 _QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
@@ -141,12 +141,6 @@ def _folded(chars: Set[str]) -> Set[str]:
     return chars | {c.swapcase() for c in chars}
 
 
-# a reference to a group by its number (\\1, \\g<1>, a conditional (?(1)...)): a row holding one cannot be one
-# branch of an alternation of rows (its groups are numbered after the rows' before it); (over-cautious on an
-# escaped backslash before a digit: that row's set is then only tried row by row)
-_NUMBERED_REF = re.compile(r"\\[1-9]|\\g<\d|\(\?\(\d")
-
-
 def _any_prefix(launchers: Sequence[Launcher]) -> Tuple[
         "Optional[re.Pattern[str]]", Dict[str, Tuple[Optional[str], bool]]]:
     """Every row's `prefix sep` as one alternation, in the rows' order (the first row that matches at the
@@ -157,7 +151,7 @@ def _any_prefix(launchers: Sequence[Launcher]) -> Tuple[
     each in turn."""
     alts, of = [], {}
     for i, x in enumerate(launchers):
-        if _NUMBERED_REF.search(x.prefix + x.sep):
+        if GROUP_NUMBER.search(x.prefix + x.sep):
             return None, {}         # (its own groups renumbered in the alternation: a \\1 would name another's)
         rank_at = f"_r{i}" if x.has_rank else None
         body = (x.prefix + x.sep).replace(RANK_GROUP, f"(?P<{rank_at}>") if rank_at else x.prefix + x.sep

@@ -22,8 +22,6 @@ from ..match.rx import TextMemo
 from .prepare import _TIMELIKE, DATED_UNKNOWN, PARSED_KEEP, PARSED_TEXT, PLAIN_MAX, Parsed, first_dated_in
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
-# sources._TS's "iso" on bytes, from its first "-" (a literal first: ~3 ms an 8 MiB block without a date,
-# where a leading \d{4} took 67 ms); the four digits before it are looked at by hand
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
 # parsed lines kept behind the current one (a look back reaches WALK_BACK lines, and resolving the rank
 # of the line it reaches up to WALK_BACK more): more are dropped, so that a block of a million short

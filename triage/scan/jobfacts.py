@@ -69,13 +69,8 @@ ENGINE_MARKERS: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     ("jax", lazy_re(r"\bjax(?:lib)?[./]|\bXlaRuntimeError\b")),
     ("megatron", lazy_re(r"\bmegatron[./]|\bMegatron-(?:LM|Core|Bridge)\b|-+ arguments -+")),
 )
-# (a line with none of these literals cannot match a marker: each marker's alternatives hold one of them)
-ENGINE_PROBES = ("vllm", "vLLM", "EngineCore", "VllmWorker", "Worker_", "sglang", "SGLang", " TP", " DP", " PP",
-                 " EP", " ATTN_CP", " MOE_DP", "tensorrt_llm", "TRT-LLM",
-                 "TensorRT-LLM", "jax", "Xla", "megatron", "Megatron", "arguments")
-
-
-# the literals each marker's alternatives hold (every match of a marker holds one of its own)
+# the literals each marker's alternatives hold (every match of a marker holds one of its own: a line with
+# none of them cannot match it)
 ENGINE_PROBES_OF = {
     "vllm": ("vllm", "vLLM", "EngineCore", "VllmWorker", "Worker_"),
     "sglang": ("sglang", "SGLang", " TP", " DP", " PP", " EP", " ATTN_CP", " MOE_DP"),
@@ -83,6 +78,7 @@ ENGINE_PROBES_OF = {
     "jax": ("jax", "Xla"),
     "megatron": ("megatron", "Megatron", "arguments"),
 }
+ENGINE_PROBES = tuple(p for probes in ENGINE_PROBES_OF.values() for p in probes)
 
 
 def engines_in(lines: Iterable[str]) -> Dict[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import TYPE_CHECKING, Any, BinaryIO, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Sequence, Set, Tuple
 
 from .. import procs
 from ..inputs.ranks import RANKS
@@ -155,30 +155,6 @@ class _Conn:
             pass
 
 
-def _start(target: Any, args: tuple, parents: Sequence[_Conn]) -> Tuple[int, _Conn]:
-    """Fork a worker running TARGET(its end of a new pipe, *ARGS); (its pid, the scanner's end).  The
-    worker closes the ends of the pipes of the workers started before it (PARENTS: the scanner's),
-    and leaves by os._exit whatever happens: it never returns into the scanner's code, and flushes
-    no copy of the scanner's buffered output."""
-    r, w = os.pipe()
-    try:
-        pid = os.fork()
-    except BaseException:                        # (no process left to make: EAGAIN, ENOMEM)
-        os.close(r)
-        os.close(w)
-        raise
-    if pid == 0:                                 # the worker
-        try:
-            os.close(r)
-            for c in parents:
-                c.close()
-            target(_Conn(w, True), *args)
-        finally:
-            os._exit(0)
-    os.close(w)
-    return pid, _Conn(r, False)
-
-
 _ADOPTED: Set[int] = set()      # the groups (first workers' pids) this process adopts the orphans of
 
 
@@ -262,34 +238,40 @@ def _collected(pid: int) -> bool:
         return True
 
 
-def _reap(pids: Sequence[int], wait_s: float = 5.0) -> None:
-    """Stop the workers PIDS that have not exited by themselves (SIGTERM) and collect them, within
-    WAIT_S seconds for all of them; SIGKILL for those still there, collected within WAIT_S more.  One
-    that survives even that (stuck in the kernel) is left, as multiprocessing's join(timeout) did."""
-    left = []
-    for pid in pids:
-        if not _collected(pid):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            left.append(pid)
-    killed = False
+def _escalate(gone: Callable[[], bool], send: Callable[[int], None], wait_s: float) -> None:
+    """Until GONE() (which collects what it can): SEND(SIGTERM), then, WAIT_S seconds on, SEND(SIGKILL); one
+    still there WAIT_S seconds after that (stuck in the kernel) is left, as multiprocessing's join(timeout)
+    did."""
     deadline = time.monotonic() + wait_s
-    while left:
-        left = [pid for pid in left if not _collected(pid)]
-        if not left:
-            return
-        if time.monotonic() > deadline:
+    signalled = killed = False
+    while not gone():
+        if not signalled:
+            send(signal.SIGTERM)
+            signalled = True
+        elif time.monotonic() > deadline:
             if killed:
                 return
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            send(signal.SIGKILL)
             killed, deadline = True, time.monotonic() + wait_s
         time.sleep(0.0005)
+
+
+def _reap(pids: Sequence[int], wait_s: float = 5.0) -> None:
+    """Stop the workers PIDS (children of this process) that have not exited by themselves and collect
+    them (_escalate)."""
+    left = list(pids)
+
+    def gone() -> bool:
+        left[:] = [pid for pid in left if not _collected(pid)]
+        return not left
+
+    def send(sig: int) -> None:
+        for pid in left:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+    _escalate(gone, send, wait_s)
 
 
 def _group_left(pgid: int) -> bool:
@@ -328,31 +310,25 @@ def _reap_group(pid: int, wait_s: float = 5.0) -> None:
 
 
 def _stop_group(pid: int, wait_s: float) -> None:
-    deadline = time.monotonic() + wait_s
-    signalled = killed = False
-    while True:
+    solo = []                                # (no group of its own: setpgid refused; the first worker alone)
+
+    def gone() -> bool:
         _collected(pid)
         _collect_group(pid)
-        if not _group_left(pid):
-            if not _collected(pid):          # (no group of its own: setpgid refused; the first worker alone)
-                _reap([pid], wait_s)
-            return
-        if not signalled:
-            signalled = _signal_group(pid, signal.SIGTERM)
-        elif time.monotonic() > deadline:
-            if killed:
-                return
-            killed, deadline = _signal_group(pid, signal.SIGKILL), time.monotonic() + wait_s
-        time.sleep(0.0005)
+        if _group_left(pid):
+            return False
+        if not _collected(pid):
+            solo.append(pid)
+        return True
 
-
-def _signal_group(pgid: int, sig: int) -> bool:
-    """Send SIG to the group PGID (gone already: nothing to do); True."""
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
-    return True
+    def send(sig: int) -> None:
+        try:
+            os.killpg(pid, sig)
+        except OSError:                      # (gone already: nothing to do)
+            pass
+    _escalate(gone, send, wait_s)
+    if solo:
+        _reap(solo, wait_s)
 
 
 class _Pool:

@@ -44,7 +44,8 @@ def summary(result, seen):
         "attempts": result.attempts, "ranks": result.ranks_seen,
         "config": seen.config.config(), "versions": seen.config.versions,
         "steps": (st.times, st.tflops, st.capture_iters, st.graphs_built, st.capture_seconds,
-                  {i: st.evidence_of(i) for i in st.evidence}, st.capture_line, st._capture_ts, st.losses),
+                  {i: st.evidence_of(i) for i in st.evidence}, st.capture_line, st._capture_ts, st.losses,
+                  st._runs, st._step_ts, st.count()),
     }
 
 
@@ -875,3 +876,54 @@ def test_the_lines_before_a_hit_after_a_line_longer_than_a_tail(tmp_path):
     assert line["matches"] and line["matches"][0][-2][-3].startswith("a0")
     for bs in (1 << 20, 2 << 20, 8 << 20):
         assert block_scan([str(p)], bs) == line, bs
+
+
+def _step_grid_log(path, seed):
+    """A log of step lines drawn from a grid (seeded): Megatron-LM's iteration line (its wording in
+    tests/fixtures/logs), from one rank or from every rank, with or without megatron-core's capture
+    progress lines (with or without a time of their own), restarts that resume at a lower iteration,
+    stretches with no step line, up to a few hundred iterations (past StepLog.EVIDENCE_KEEP: the block
+    scan's tight path for a step nothing waits on).  Synthetic layout, real wordings."""
+    import random
+    rnd = random.Random(seed)
+    ranks = rnd.choice([1, 2, 8])
+    every_rank = rnd.random() < 0.5
+    capture_every = rnd.choice([0, 0, 2, 7, 50])
+    stamped_caps = rnd.random() < 0.3
+    out = []
+    it, g = 0, 0
+    for _ in range(rnd.randint(150, 700)):
+        r = rnd.random()
+        if r < 0.01 and it > 10:
+            it = max(0, it - rnd.randint(5, 60))          # a restart from a checkpoint
+            out.append("[rank0]:WARNING:megatron.training:resuming from checkpoint")
+        it += 1
+        if capture_every and it % capture_every == 0:
+            g += 1
+            t = f"2025-03-01T10:{g % 60:02d}:0{g % 10}.000Z " if stamped_caps and g % 2 else ""
+            out.append(f"[rank{rnd.randrange(ranks)}]:{t}INFO:megatron.core.transformer.cuda_graphs:{g % 96}/96. "
+                       f"create cuda graphs | mem: alloc 20.{g % 10} gb, res 22.0 gb")
+        for rk in (range(ranks) if every_rank else [rnd.randrange(ranks)]):
+            out.append(f"[rank{rk}]: [2025-03-01 10:{it % 60:02d}:{rk:02d}.530050] iteration {it:8d}/ 5000000 | "
+                       f"consumed samples: {it * 1024:12d} | elapsed time per iteration (ms): "
+                       f"{5000 + rnd.randint(0, 400)}.{rk} | throughput per GPU (TFLOP/s/GPU): 471.{rk} | "
+                       f"lm loss: 4.6{it % 10}4011E+00 |")
+        if rnd.random() < 0.05:
+            out.append(f"[rank{rnd.randrange(ranks)}]:INFO:megatron.core.utils:memory (MB) | allocated: 1234.5")
+    path.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+@pytest.mark.parametrize("jobs", [0, 3])
+def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs(monkeypatch, tmp_path, jobs):
+    """The block scan's step log (its tight path for steps nothing waits on, the records taken ahead by the
+    workers) is the line scan's on step logs it was not tuned on: the times, the runs of rising iterations
+    (how far the last attempt got: the block scan's tight path once skipped them, and a 300-step log
+    'reached' iteration 64), the capture steps, the evidence."""
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    for seed in range(24):
+        p = tmp_path / f"steps-{seed}.log"
+        _step_grid_log(p, seed)
+        line = line_scan([str(p)])
+        for bs in (1 << 23, 4099):
+            assert block_scan([str(p)], bs) == line, (seed, bs)

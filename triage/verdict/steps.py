@@ -260,6 +260,15 @@ class StepLog:
                 window = self._ev_window            # (a capture starts another window)
                 every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
                 continue
+            # (_run_step: the tight path skipped it once, and a 300-step log "reached" iteration 64)
+            runs = self._runs.get(source)
+            if not runs:
+                self._runs[source] = [it]
+            elif it < self._last_it[source]:
+                runs.append(it)
+            elif it > runs[-1]:
+                runs[-1] = it
+            self._last_it[source] = it
             if self._stride > 1 and not self._sampled(it):
                 continue
             ms = rec[1]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Set, Tuple, cast
+from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
 from ..caps import BLOCK_MAX_LINES
 from ..inputs.ranks import ranks_in
@@ -67,8 +67,10 @@ class _InputScan:
         n = len(buf)
         # lines an observer parsed in one pass over the block (see prepare_block) are fed back
         # to it in line order, interleaved with the lines it gets through feed()
-        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view)
-                   for (o, _), recs in zip(self.batchers, recs_all) if o.batch]
+        # (a pool worker's summaries of the records, per batch observer: prepared[8])
+        summaries = prepared[8] if len(prepared) > 8 and prepared[8] is not None else [None] * len(recs_all)
+        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view, summ)
+                   for (o, _), recs, summ in zip(self.batchers, recs_all, summaries) if o.batch]
         def flush_before(upto: int) -> None:       # (BlockView.done: a dated line changes the year)
             for b in batches:
                 b.flush(buf, upto)
@@ -283,9 +285,11 @@ class _Batch:
     in line order; a record's line number is counted only when the observer asks for it."""
 
     def __init__(self, obs: Feeder, recs: Dict[int, tuple], lo: int, lineno: int, label: str,
-                 view: BlockView):
+                 view: BlockView, summary: Optional[Dict[int, Tuple[int, Any]]] = None):
         self.obs = obs
         self.recs = recs
+        self.summary = summary    # a pool worker's summaries of runs of the records (Feeder.summarises)
+        self.first = lineno
         self.label = label
         self.view = view          # (its year as the lines fed before a record left it)
         self.keys = sorted(recs)
@@ -309,8 +313,16 @@ class _Batch:
         self.i = j
         items = [(at, recs[at]) for at in keys[i:j] if at in recs]
         view = self.view
-        self.obs.obj.feed_records(buf, items, self.label, lambda at: self.lineno(buf, at), view.year,
-                                  lambda at: view.line_at(at, self.lineno(buf, at)))
+        lineno_at = lambda at: self.lineno(buf, at)      # noqa: E731
+        line_at = lambda at: view.line_at(at, self.lineno(buf, at))     # noqa: E731
+        run = self.summary.get(i) if self.summary is not None else None
+        if run is not None and run[0] == j and len(items) == j - i:
+            # a run of records the worker summarised, fed at once (as it cut them: at the lines fed
+            # through feed(); no year told in between, none of them fed through feed())
+            self.obs.obj.feed_records(buf, items, self.label, lineno_at, view.year, line_at,
+                                      deltas=run[1], first_lineno=self.first)
+            return
+        self.obs.obj.feed_records(buf, items, self.label, lineno_at, view.year, line_at)
 
     def drop(self, at: int) -> None:
         """The line at buffer offset `at` went through feed(): forget its record."""

@@ -79,6 +79,13 @@ class Feeder(Observer):
         self.obj.feed(line)
 
     @property
+    def summarises(self) -> bool:
+        """A batch observer whose object summarises a block's records ahead of the scanner
+        (obj.summarise(buf, records), a pool worker's; handed back to obj.feed_records as its DELTAS
+        when every record of the block is fed at once)."""
+        return self.batch and callable(getattr(self.obj, "summarise", None))
+
+    @property
     def never_follows(self) -> bool:
         """No `following` was given: the observer never follows a block (following() is always False)."""
         return self._following is None

@@ -87,7 +87,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                                     prepare.parse_hits(block, sorted(set(starts).union(
                                         timed or (), prepare.followed_lines(block, starts))),
                                                        file_rank) if spare else {},
-                                    timed, prepare.first_dated_in(block, 0, None, ahead=True))))
+                                    timed, prepare.first_dated_in(block, 0, None, ahead=True),
+                                    prepare.summaries(block, h, batchers, r) if spare else None)))
                     g += 1
             finally:
                 os.close(fd)

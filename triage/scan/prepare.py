@@ -190,6 +190,22 @@ def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
     return out
 
 
+def summaries(buf: bytes, hits: Dict[int, Set[int]], batchers: Sequence[Tuple[Feeder, int]],
+              recs_all: List[Dict[int, tuple]]) -> List[Optional[object]]:
+    """Per batch observer, its summary of the block's records (Feeder.summarises; None: none), made by a
+    pool worker so that the scanner merges runs of records instead of replaying them one by one (issue 44:
+    a dense log's step and capture lines were most of the scanner's work).  A run ends at a line the
+    observer is fed through feed() (a hit of its anchors that it did not take as a record: the scanner
+    feeds the records before it first)."""
+    out: List[Optional[object]] = []
+    for (o, idx), recs in zip(batchers, recs_all):
+        if not (o.summarises and recs):
+            out.append(None)
+            continue
+        out.append(o.obj.summarise(buf, recs, sorted(s for s, t in hits.items() if idx in t)))
+    return out
+
+
 RANK_BACK = 2              # lines before a hit of no rank a worker parses too (BlockView.line_at reads them)
 TB_FOLLOWED = 12            # lines after a traceback's first line a worker parses too (see followed_lines)
 

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Sequence as SequenceABC
 from dataclasses import field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union, overload
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union, overload
 
 from ..inputs.ranks import split_prefix
 from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in
@@ -235,13 +235,27 @@ class StepLog:
 
     def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
                      lineno_at: Callable[[int], int], year: Optional[int] = None,
-                     line_at: Optional[Callable[[int], Line]] = None) -> None:
+                     line_at: Optional[Callable[[int], Line]] = None,
+                     deltas: Optional["BlockDeltas"] = None, first_lineno: int = 0) -> None:
         """Records of scan_lines in line order: [(line start, record)].  A step that needs nothing
         but its time (no capture around it, no evidence kept) takes a tight path; the others go
         through feed_record, so the result is the same.  A capture line's record (issue 44: a dense
         log of capture progress lines fed each one through the scanner) marks the capture as
         _mark_capture does; LINE_AT(start) gives its Line when the first capture line is wanted
-        whole (capture_line)."""
+        whole (capture_line).  DELTAS: a pool worker's summary of ITEMS, every record of a block
+        (summarise; FIRST_LINENO: the line number of the block's first line), merged instead of
+        replaying the records when the step log's state allows it (_merge)."""
+        if deltas is not None:
+            rest = self._merge(deltas, items, buf, source, lineno_at, year, line_at, first_lineno)
+            if rest is None:
+                return
+            items = rest
+        self._replay(buf, items, source, lineno_at, year, line_at)
+
+    def _replay(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
+                lineno_at: Callable[[int], int], year: Optional[int] = None,
+                line_at: Optional[Callable[[int], Line]] = None) -> None:
+        """feed_records, record by record."""
         times, tfl, ev, capset = self.times, self.tflops, self.evidence, self._capture_set
         pending, window = self._capture_pending, self._ev_window
         # what sends every step the long way; only that way changes it (a capture, evidence kept)
@@ -260,15 +274,7 @@ class StepLog:
                 window = self._ev_window            # (a capture starts another window)
                 every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
                 continue
-            # (_run_step: the tight path skipped it once, and a 300-step log "reached" iteration 64)
-            runs = self._runs.get(source)
-            if not runs:
-                self._runs[source] = [it]
-            elif it < self._last_it[source]:
-                runs.append(it)
-            elif it > runs[-1]:
-                runs[-1] = it
-            self._last_it[source] = it
+            self._run_step(source, it)      # (the tight path skipped it once: a 300-step log "reached" 64)
             if self._stride > 1 and not self._sampled(it):
                 continue
             ms = rec[1]
@@ -313,6 +319,129 @@ class StepLog:
             self._thin()
         if loss is not None and it in times:
             self.losses[it] = loss
+
+    # ---- a block's step records summarised by a pool worker (issue 44: a dense log's steps were replayed
+    # one by one in the scanner's process, its critical path) ----
+
+    @staticmethod
+    def summarise(buf: bytes, recs: Dict[int, tuple], cuts: Sequence[int] = ()) -> Optional[
+            Dict[int, Tuple[int, "BlockDeltas"]]]:
+        """What the records RECS of a block (scan_lines') do to a step log, worked out from the block
+        alone (a pool worker's, ahead of the scanner), per run of records between the lines at CUTS (the
+        block's lines fed through feed(): the scanner feeds the records before one of them first):
+        {index of a run's first record in line order: (index past its last, its BlockDeltas)}, of the
+        runs it can summarise (not too few steps, no iteration twice, no time that depends on the year);
+        None when none."""
+        keys = sorted(recs)
+        out: Dict[int, Tuple[int, BlockDeltas]] = {}
+        i = 0
+        for c in list(cuts) + [len(buf) + 1]:
+            j = bisect.bisect_left(keys, c, i)
+            if j > i:
+                d = StepLog._summarise_run(buf, [(k, recs[k]) for k in keys[i:j]])
+                if d is not None:
+                    out[i] = (j, d)
+            i = j
+        return out or None
+
+    @staticmethod
+    def _summarise_run(buf: bytes, items: List[Tuple[int, tuple]]) -> Optional["BlockDeltas"]:
+        """summarise, of the records ITEMS (a run fed at once)."""
+        steps = [i for i, (_, r) in enumerate(items) if r[0] is not None]
+        if len(steps) < DELTA_MIN_STEPS:
+            return None
+        first_cap = next((i for i, (_, r) in enumerate(items) if r[0] is None), None)
+        # (a step's time is read where a capture waits on it: every step of the run carries one that
+        # depends on no year, scan_lines' AHEAD, or none of them needs one)
+        if first_cap is not None and not all(len(items[i][1]) > 6 and not items[i][1][6] for i in steps):
+            return None
+        plain = _simulate(buf, items)
+        # F0, the first step after the first capture line, takes a capture: the evidence window starts afresh
+        # there whatever the state before, and the steps before it changed only their own iterations (the
+        # tight path) -- from F0 on, the run does what the plain replay did
+        f0 = next((i for i in steps if first_cap is not None and i > first_cap), None)
+        return BlockDeltas(len(items), plain, -1 if f0 is None else f0,
+                           None if f0 is None else _from(plain, items, steps, f0))
+
+    def _merge(self, d: "BlockDeltas", items: List[Tuple[int, tuple]], buf: bytes, source: str,
+               lineno_at: Callable[[int], int], year: Optional[int], line_at: Optional[Callable[[int], Line]],
+               first_lineno: int) -> Optional[List[Tuple[int, tuple]]]:
+        """Merge a run's summary when the state allows it (_fits): what the records would do, in a few dict
+        updates.  Returns the records left to replay (None: none)."""
+        if len(items) != d.n or self._stride > 1 or self._cts_open or len(self._ev_early) < EVIDENCE_KEEP:
+            return items
+        if self._capture_pending.get(source) or self._ev_next:
+            # a capture line before the run (its first step takes it) or an evidence window open (the next
+            # steps join it): the records before F0 are replayed
+            delta, start = d.cap_f0, d.f0
+        else:
+            delta, start = d.plain, 0
+        if delta is None:
+            return items
+        if start:
+            self._replay(buf, items[:start], source, lineno_at, year, line_at)
+            if self._stride > 1 or self._cts_open or not self._capture_pending.get(source):
+                return items[start:]
+        if not self._fits(delta):
+            return items[start:]
+        self._apply(delta, source, first_lineno)
+        return None
+
+    def _fits(self, d: "StepDelta") -> bool:
+        """Whether D, worked out on a stand-in state (_simulate), is what its records do to this step log:
+        no thinning on the way, a capture line of it not the first (capture_line wants its Line) nor a capture
+        step the first, and every iteration it shares with the log one that both passed by the tight path
+        (the log's own capture steps, evidence and window are not on it; D's long path steps compared their
+        times with the block's alone)."""
+        times = self.times
+        if len(times) + len(d.times) > MAX_STEPS or (d.captured and self.capture_line is None) or (
+                d.caps and not self.capture_iters):
+            return False
+        if times.keys().isdisjoint(d.times):
+            return True
+        over = times.keys() & d.times.keys()
+        return (over.isdisjoint(d.long) and over.isdisjoint(self._capture_set) and over.isdisjoint(self.evidence)
+                and over.isdisjoint(self._ev_window))
+
+    def _join_runs(self, d: "StepDelta", source: str) -> None:
+        """D's runs of rising iterations after SOURCE's (_run_step: only D's first step meets the runs before)."""
+        runs = self._runs.get(source)
+        if not runs:
+            self._runs[source] = list(d.runs)
+        elif d.first_it < self._last_it[source]:
+            runs.extend(d.runs)
+        else:
+            runs[-1] = max(runs[-1], d.runs[0])
+            runs.extend(d.runs[1:])
+        self._last_it[source] = d.last_it
+
+    def _apply(self, d: "StepDelta", source: str, first_lineno: int) -> None:
+        """The records summarised as D, merged (see _merge for when)."""
+        if d.caps:                   # the run's first capture lets the open window's evidence go
+            first, early, ev = self.capture_iters[0], self._ev_early, self.evidence
+            for j in self._ev_window:
+                if j != first and j not in early:
+                    ev.pop(j, None)
+        if d.runs:
+            self._join_runs(d, source)
+        times = self.times
+        over = {k: times[k] for k in times.keys() & d.times.keys()}    # (by the tight path: the slowest rank's)
+        times.update(d.times)
+        for k, v in over.items():
+            if v > times[k]:
+                times[k] = v
+        self.tflops.update(d.tflops)
+        self.losses.update(d.losses)
+        self._step_ts.update(d.step_ts)
+        if d.caps:
+            self._capture_set.update(d.caps)
+            self.capture_iters.extend(d.caps)
+            self._ev_window = set(d.window)
+            self._ev_next = d.ev_next
+        for it, rel, text in d.evidence:
+            self.evidence[it] = (source, first_lineno + rel, text)
+        if d.pending is not None:
+            self._capture_pending[source] = d.pending
 
     def _sampled(self, it: int) -> bool:
         """Thinned (_stride > 1): whether iteration IT is kept -- a multiple of the stride, the first
@@ -546,6 +675,111 @@ class StepLog:
         its = self.iterations()
         eager = its[bisect.bisect_right(its, 1):bisect.bisect_left(its, c)]
         return list(zip(eager, map(self.times.__getitem__, eager)))
+
+
+DELTA_MIN_STEPS = 32       # step records a block needs for a pool worker to summarise them (StepLog.summarise)
+_DUMMY = -(1 << 62)        # the iteration of the stand-in state a summary is worked out on (iterations are >= 0)
+
+
+@record
+class StepDelta:
+    """What a run of step records does from one of them on, on a step log that meets StepLog._merge's
+    conditions: the iterations' times, TFLOP/s, losses and step times, the capture steps in order, the
+    evidence window after them and the lines kept (iteration, line in the block, bytes), the capture
+    waiting at the end (None: the records never set it), the runs of rising iterations, the iterations
+    of the steps that went the long way (feed_record), and whether a capture line is among the records."""
+    times: Dict[int, float]
+    tflops: Dict[int, float]
+    losses: Dict[int, float]
+    step_ts: Dict[int, float]
+    caps: List[int]
+    window: Tuple[int, ...]
+    ev_next: int
+    evidence: List[Tuple[int, int, Union[str, bytes]]]
+    pending: Optional[bool]
+    runs: List[int]
+    first_it: int
+    last_it: int
+    long: Set[int]
+    captured: bool
+
+
+@record
+class BlockDeltas:
+    """A pool worker's summary of a run of N step records (StepLog.summarise): PLAIN, what they do to a
+    step log with no capture waiting and no evidence window open; CAP_F0, what the records from F0 on do
+    whatever the state before F0 (F0: the first step after the run's first capture line; -1 and None when
+    there is none), the records before F0 replayed."""
+    n: int
+    plain: StepDelta
+    f0: int
+    cap_f0: Optional[StepDelta]
+
+
+class _LinesIn:
+    """Line numbers in a block (from 0), counted forward from the last offset asked."""
+
+    def __init__(self, buf: bytes):
+        self.buf, self.off, self.n = buf, 0, 0
+
+    def __call__(self, at: int) -> int:
+        self.n += self.buf.count(b"\n", self.off, at)
+        self.off = at
+        return self.n
+
+
+def _runs_of(its: Sequence[int]) -> List[int]:
+    """The runs of rising iterations (StepLog._run_step) of ITS from an empty start."""
+    runs: List[int] = []
+    last = 0
+    for it in its:
+        if not runs:
+            runs = [it]
+        elif it < last:
+            runs.append(it)
+        elif it > runs[-1]:
+            runs[-1] = it
+        last = it
+    return runs
+
+
+def _simulate(buf: bytes, items: List[Tuple[int, tuple]]) -> StepDelta:
+    """ITEMS replayed on a stand-in step log in the state StepLog._merge asks for (a first capture
+    and the early evidence kept, of iterations no log has; no capture waiting, no window open), by the same
+    code as the scanner's, and read back as a delta."""
+    s = StepLog()
+    s.capture_line = ("", 0, None, "")
+    s.capture_iters, s._capture_set, s._ev_window = [_DUMMY], {_DUMMY}, {_DUMMY}
+    s.evidence = {_DUMMY - 1 - k: ("", 0, b"") for k in range(EVIDENCE_KEEP)}
+    s._ev_early = set(s.evidence)
+    long: Set[int] = set()
+    real = s.feed_record
+
+    def feed_record(rec: tuple, *a: Any) -> None:      # (the steps that go the long way, noted)
+        long.add(rec[0])
+        real(rec, *a)
+    s.feed_record = feed_record         # type: ignore[method-assign, assignment]
+    s._replay(buf, items, "", _LinesIn(buf))
+    caps = s.capture_iters[1:]
+    its = [r[0] for _, r in items if r[0] is not None]
+    return StepDelta(s.times, s.tflops, s.losses, s._step_ts, caps, tuple(s._ev_window) if caps else (),
+                     s._ev_next, [(it, ln, text) for it, (_, ln, text) in s.evidence.items() if it >= 0],
+                     s._capture_pending.get(""), _runs_of(its), its[0] if its else 0, its[-1] if its else 0,
+                     long, any(r[0] is None for _, r in items))
+
+
+def _from(d: StepDelta, items: List[Tuple[int, tuple]], steps: List[int], f: int) -> StepDelta:
+    """D (from the run's first record, no capture waiting) cut to the records from F on, F the first step
+    after its first capture line (the steps before F went the tight path: they changed only their own
+    iterations' times, TFLOP/s and losses, which an iteration of them seen again from F on keeps whole)."""
+    its = [items[i][1][0] for i in steps if i >= f]
+    keep = set(its)
+
+    def cut(x: Dict[int, float]) -> Dict[int, float]:
+        return {k: v for k, v in x.items() if k in keep}
+    return StepDelta(cut(d.times), cut(d.tflops), cut(d.losses), cut(d.step_ts), d.caps, d.window, d.ev_next,
+                     [e for e in d.evidence if e[0] in keep], d.pending, _runs_of(its), its[0], its[-1],
+                     d.long & keep, any(r[0] is None for _, r in items[f:]))
 
 
 @record

@@ -351,9 +351,10 @@ class StepLog:
         if len(steps) < DELTA_MIN_STEPS:
             return None
         first_cap = next((i for i, (_, r) in enumerate(items) if r[0] is None), None)
-        # (a step's time is read where a capture waits on it: every step of the run carries one that
-        # depends on no year, scan_lines' AHEAD, or none of them needs one)
-        if first_cap is not None and not all(len(items[i][1]) > 6 and not items[i][1][6] for i in steps):
+        # (a run with no capture line: its steps take the scanner's tight path, a few dict stores each,
+        # less than a summary costs the worker; a step's time is read where a capture waits on it: every
+        # step of the run carries one that depends on no year, scan_lines' AHEAD)
+        if first_cap is None or not all(len(items[i][1]) > 6 and not items[i][1][6] for i in steps):
             return None
         plain = _simulate(buf, items)
         # F0, the first step after the first capture line, takes a capture: the evidence window starts afresh

@@ -114,3 +114,33 @@ def test_analyze_attempt_whose_earlier_logs_are_gone(tmp_path):
                                             "--format", "json"], env=env).stdout)
     assert d["action"]["do"] == "change-config"
     assert any("cannot be read again" in n for n in d["notes"])
+
+
+def _long_attempt(tmp_path, n, lo, hi):
+    """An attempt of iterations LO..HI: the real H200 step lines renumbered (a labelled synthetic layout:
+    the real log has 30 iterations, and a run of more than 64 without a capture after the first ones takes
+    the block scan's tight path)."""
+    real = _iterations(1, 30).splitlines()
+    out = []
+    for it in range(lo, hi + 1):
+        ln = real[(it - 1) % len(real)]
+        head, rest = ln.split("iteration", 1)
+        out.append(f"{head}iteration {it:8d}/{hi:8d} |{rest.split('|', 1)[1]}")
+    p = tmp_path / f"attempt_{n}.log"
+    p.write_text("\n".join(out) + "\n" + _oom())
+    return str(p)
+
+
+def test_an_attempt_past_64_steps_that_got_further_is_no_stop(tmp_path):
+    """The block scan's tight path once kept no runs of rising iterations: an attempt of 200 steps 'reached' its
+    64th, and one that got further (200) than the attempt before (140, its logs read again) was told to stop."""
+    db = str(tmp_path / "store.db")
+    a0 = _long_attempt(tmp_path, 0, 1, 140)
+    a1 = _long_attempt(tmp_path, 1, 1, 200)
+    env = {"TRIAGE_DB": None}
+    r0 = CliRunner().invoke(cli, ["analyze", a0, "--db", db, "--job-id", "4243", "--attempt", "0", "--format", "json"],
+                            env=env)
+    assert json.loads(r0.stdout)["action"]["do"] == "change-config"
+    r1 = CliRunner().invoke(cli, ["analyze", a1, "--db", db, "--job-id", "4243", "--attempt", "1", "--format", "json"],
+                            env=env)
+    assert json.loads(r1.stdout)["action"]["do"] == "change-config", json.loads(r1.stdout)["action"]

@@ -942,3 +942,38 @@ def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs
             assert block_scan([str(p)], bs) == line, (seed, bs)
     # with workers, runs of records were merged from their summaries (StepLog.summarise), not replayed
     assert bool(merged) == bool(jobs) and (not jobs or len(merged) > 24), len(merged)
+
+
+def _megatron_step(it, rk=0, stamped=True):
+    ts = f"[2025-03-01 10:{it // 60 % 60:02d}:{it % 60:02d}.530050] " if stamped else ""
+    return (f"[rank{rk}]: {ts}iteration {it:8d}/ 5000000 | consumed samples: {it * 1024:12d} | elapsed time per "
+            f"iteration (ms): {5000 + it % 7}.4 | throughput per GPU (TFLOP/s/GPU): 471.0 | learning rate: "
+            f"3.000000E-04 | global batch size:  1024 | lm loss: 4.604011E+00 |")
+
+
+_CAPTURE = "[rank0]:INFO:megatron.core.transformer.cuda_graphs:3/96. create cuda graphs | mem: alloc 20.1 gb, res 22.0 gb"
+_FED = "[rank0]:INFO:megatron.core.transformer.cuda_graphs:Rank 0: 32 graphable layers."
+
+
+@pytest.mark.parametrize("jobs", [0, 5])
+def test_the_step_log_thins_where_the_line_scan_does(monkeypatch, tmp_path, jobs):
+    """Past MAX_STEPS iterations the step log lets every other one go (StepLog._thin).  The block scan's tight
+    path thinned only at the end of a batch of records, so a restart in the same batch read other iterations as
+    let go (found by the review of issue 44's fourth pass; MAX_STEPS made small here, as the workers, forked,
+    see it); and a worker's summary of a run of more than MAX_STEPS iterations was merged thinned, with no
+    stride: now such a run is replayed."""
+    from triage.verdict import steps
+    monkeypatch.setattr(steps, "MAX_STEPS", 200)
+    monkeypatch.setattr(steps, "HEAD_STEPS", 16)
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    p = tmp_path / "thin.log"
+    # a jump, a line the step log is fed whole, a restart back; then a capture and a run of 340 steps
+    lines = ([_megatron_step(it) for it in range(1, 251)] + [_megatron_step(270), _FED]
+             + [_megatron_step(it) for it in range(255, 270)] + [_FED, _CAPTURE]
+             + [_megatron_step(it) for it in range(300, 640)])
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    line = line_scan([str(p)])
+    assert len(line["steps"][0]) < line["steps"][-1]      # (thinned: iterations let go are counted, not kept)
+    for bs in (1 << 18, 1 << 23, 20011):
+        assert block_scan([str(p)], bs) == line, bs

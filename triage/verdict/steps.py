@@ -282,10 +282,10 @@ class StepLog:
                 times[it] = ms
             if rec[2] is not None:
                 tfl[it] = rec[2]
-            if rec[4] is not None:
+            if len(times) > MAX_STEPS:      # (at the step that passes it, as _add_step: not at the batch's end,
+                self._thin()                # where a restart in between read other iterations as let go)
+            if rec[4] is not None and it in times:
                 self.losses[it] = rec[4]
-        if len(times) > MAX_STEPS:
-            self._thin()
 
     def feed_record(self, rec: tuple, buf: bytes, at: int, source: str, lineno_at: Callable[[int], int],
                     year: Optional[int] = None) -> None:
@@ -357,6 +357,8 @@ class StepLog:
         if first_cap is None or not all(len(items[i][1]) > 6 and not items[i][1][6] for i in steps):
             return None
         plain = _simulate(buf, items)
+        if plain is None:
+            return None
         # F0, the first step after the first capture line, takes a capture: the evidence window starts afresh
         # there whatever the state before, and the steps before it changed only their own iterations (the
         # tight path) -- from F0 on, the run does what the plain replay did
@@ -744,10 +746,10 @@ def _runs_of(its: Sequence[int]) -> List[int]:
     return runs
 
 
-def _simulate(buf: bytes, items: List[Tuple[int, tuple]]) -> StepDelta:
+def _simulate(buf: bytes, items: List[Tuple[int, tuple]]) -> Optional[StepDelta]:
     """ITEMS replayed on a stand-in step log in the state StepLog._merge asks for (a first capture
     and the early evidence kept, of iterations no log has; no capture waiting, no window open), by the same
-    code as the scanner's, and read back as a delta."""
+    code as the scanner's, and read back as a delta (None: the run thinned it, StepLog._thin)."""
     s = StepLog()
     s.capture_line = ("", 0, None, "")
     s.capture_iters, s._capture_set, s._ev_window = [_DUMMY], {_DUMMY}, {_DUMMY}
@@ -761,6 +763,8 @@ def _simulate(buf: bytes, items: List[Tuple[int, tuple]]) -> StepDelta:
         real(rec, *a)
     s.feed_record = feed_record         # type: ignore[method-assign, assignment]
     s._replay(buf, items, "", _LinesIn(buf))
+    if s._stride > 1:       # (a run of more than MAX_STEPS iterations thinned the stand-in: no delta says how)
+        return None
     caps = s.capture_iters[1:]
     its = [r[0] for _, r in items if r[0] is not None]
     return StepDelta(s.times, s.tflops, s.losses, s._step_ts, caps, tuple(s._ev_window) if caps else (),

@@ -922,13 +922,17 @@ def _step_grid_log(path, seed):
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-@pytest.mark.parametrize("jobs", [0, 5])
-def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs(monkeypatch, tmp_path, jobs):
+@pytest.mark.parametrize("jobs, every_run", [(0, False), (5, False), (5, True)])
+def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs(monkeypatch, tmp_path, jobs,
+                                                                                   every_run):
     """The block scan's step log (its tight path for steps nothing waits on, the records taken ahead by the
-    workers) is the line scan's on step logs it was not tuned on: the times, the runs of rising iterations
-    (how far the last attempt got: the block scan's tight path once skipped them, and a 300-step log
-    'reached' iteration 64), the capture steps, the evidence."""
+    workers, their summaries merged) is the line scan's on step logs it was not tuned on: the times, the runs
+    of rising iterations (how far the last attempt got: the block scan's tight path once skipped them, and a
+    300-step log 'reached' iteration 64), the capture steps, the evidence.  EVERY_RUN: the workers summarise
+    every run with a capture line, not only those dense in them (StepLog.summarise)."""
     from triage.verdict import steps
+    if every_run:
+        monkeypatch.setattr(steps, "DELTA_STEPS_PER_CAPTURE", 1 << 30)
     merged = []
     real_apply = steps.StepLog._apply
     monkeypatch.setattr(steps.StepLog, "_apply", lambda self, *a: merged.append(1) or real_apply(self, *a))

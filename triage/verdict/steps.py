@@ -255,12 +255,14 @@ class StepLog:
     def _replay(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
                 lineno_at: Callable[[int], int], year: Optional[int] = None,
                 line_at: Optional[Callable[[int], Line]] = None) -> None:
-        """feed_records, record by record."""
-        times, tfl, ev, capset = self.times, self.tflops, self.evidence, self._capture_set
-        pending, window = self._capture_pending, self._ev_window
+        """feed_records, record by record: a step nothing waits on by the tight path (_tight), the others by
+        feed_record."""
+        ev, pending = self.evidence, self._capture_pending
         # what sends every step the long way; only that way changes it (a capture, evidence kept)
         every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
-        for at, rec in items:
+        i, n = 0, len(items)
+        while i < n:
+            at, rec = items[i]
             it = rec[0]
             if it is None:                      # a capture line (scan_lines, _capture_only)
                 if self.capture_line is None:
@@ -268,24 +270,47 @@ class StepLog:
                 else:                           # (_capture_record past the first capture line)
                     pending[source] = True
                 every = True                    # (a capture now waits for its step)
-                continue
-            if every or it in capset or it in ev or it in window:
+            elif every or self._stride > 1 or it in self._capture_set or it in ev or it in self._ev_window:
                 self.feed_record(rec, buf, at, source, lineno_at, year)
-                window = self._ev_window            # (a capture starts another window)
                 every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
+            else:
+                i = self._tight(items, i, source)
                 continue
-            self._run_step(source, it)      # (the tight path skipped it once: a 300-step log "reached" 64)
-            if self._stride > 1 and not self._sampled(it):
-                continue
+            i += 1
+
+    def _tight(self, items: List[Tuple[int, tuple]], i: int, source: str) -> int:
+        """The steps from ITEMS[I] on that nothing waits on (no capture waiting, no evidence to keep, no thinning:
+        _replay's test), each in a few dict stores: its time (the slowest rank's), TFLOP/s, loss and run of rising
+        iterations (_run_step's, inline); returns the index of the first record that is not one."""
+        times, tfl, losses, capset, ev, window = (self.times, self.tflops, self.losses, self._capture_set,
+                                                  self.evidence, self._ev_window)
+        runs, last = self._runs.get(source), self._last_it.get(source, 0)
+        n, most = len(items), MAX_STEPS
+        while i < n:
+            rec = items[i][1]
+            it = rec[0]
+            if it is None or it in capset or it in ev or it in window:
+                break
+            if runs is None:            # (_run_step: the tight path skipped it once, a 300-step log "reached" 64)
+                runs = self._runs[source] = [it]
+            elif it < last:
+                runs.append(it)
+            elif it > runs[-1]:
+                runs[-1] = it
+            last = it
+            i += 1
             ms = rec[1]
-            if ms >= times.get(it, -1.0):
-                times[it] = ms
+            times[it] = max(times.get(it, ms), ms)         # (the slowest rank's)
             if rec[2] is not None:
                 tfl[it] = rec[2]
-            if len(times) > MAX_STEPS:      # (at the step that passes it, as _add_step: not at the batch's end,
-                self._thin()                # where a restart in between read other iterations as let go)
-            if rec[4] is not None and it in times:
-                self.losses[it] = rec[4]
+            if rec[4] is not None:
+                losses[it] = rec[4]
+            if len(times) > most:       # (at the step that passes it, as _add_step: not at the batch's end, where a
+                self._thin()            # restart in between read other iterations as let go; thinned, a step goes
+                break                   # the long way, which samples it)
+        if runs is not None:
+            self._last_it[source] = last
+        return i
 
     def feed_record(self, rec: tuple, buf: bytes, at: int, source: str, lineno_at: Callable[[int], int],
                     year: Optional[int] = None) -> None:

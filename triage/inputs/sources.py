@@ -723,9 +723,9 @@ def decode_line(data: bytes) -> str:
     """One physical line's bytes (at most MAX_RAW, without its newline) as the text the scanner
     reads: decoded (a bad byte replaced), cut to MAX_LINE * 4 characters, a lone CR at its end
     dropped (a CRLF line end)."""
-    if b"\x00" in data:            # a NUL run is a gap (logrotate copytruncate, a writer past a truncation)
-        data = data.replace(b"\x00", b"")
     raw = data.decode("utf-8", "replace")
+    if "\x00" in raw:     # a NUL run is a gap (logrotate copytruncate, a writer past a truncation), left out once
+        raw = raw.replace("\x00", "")      # decoded, as _readline does: the bytes on its two sides are no one character
     if len(raw) > MAX_LINE * 4:
         raw = clip_keeping_error(raw, MAX_LINE * 4)
     if raw.endswith("\r") and "\r" not in raw[:-1]:

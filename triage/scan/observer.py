@@ -80,9 +80,9 @@ class Feeder(Observer):
 
     @property
     def summarises(self) -> bool:
-        """A batch observer whose object summarises a block's records ahead of the scanner
-        (obj.summarise(buf, records), a pool worker's; handed back to obj.feed_records as its DELTAS
-        when every record of the block is fed at once)."""
+        """A batch observer whose object summarises runs of a block's records ahead of the scanner
+        (obj.summarise(buf, records, cuts), a pool worker's, cut at the lines it is fed through feed());
+        a run's summary is handed back to obj.feed_records as its DELTAS when the run is fed at once."""
         return self.batch and callable(getattr(self.obj, "summarise", None))
 
     @property

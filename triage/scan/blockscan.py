@@ -1,6 +1,7 @@
 """The block driver over one input: feeds the lines of each block that wake an observer, in order."""
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Set, Tuple, cast
 
@@ -305,9 +306,8 @@ class _Batch:
     def flush(self, buf: bytes, upto: int) -> None:
         """Feed the records of the lines before buffer offset `upto`."""
         keys, recs = self.keys, self.recs
-        i = j = self.i
-        while j < len(keys) and keys[j] < upto:
-            j += 1
+        i = self.i
+        j = bisect_left(keys, upto, i)       # (a look per record was 45k len() calls in a dense 32 MiB)
         if j == i:
             return
         self.i = j

@@ -86,18 +86,21 @@ def test_fleet_cli_json_and_text(tmp_path):
     assert "stop these jobs" in r.stdout
 
 
+def _analyze_attempts(tmp_path, a0, a1, job="4242"):
+    """`analyze --attempt 0` of A0, then `--attempt 1` of A1, with one store: their JSON reports."""
+    db = str(tmp_path / "store.db")
+    out = []
+    for n, a in enumerate((a0, a1)):
+        r = CliRunner().invoke(cli, ["analyze", a, "--db", db, "--job-id", job, "--attempt", str(n), "--format", "json"],
+                               env={"TRIAGE_DB": None})
+        out.append(json.loads(r.stdout))
+    return out
+
+
 @pytest.mark.parametrize("resumed_to, action", [(15, "stop"), (30, "change-config")])
 def test_analyze_attempt_with_a_store(tmp_path, resumed_to, action):
-    db = str(tmp_path / "store.db")
-    a0 = _attempt(tmp_path, 0, 1, 15)
-    a1 = _attempt(tmp_path, 1, 10, resumed_to)
-    env = {"TRIAGE_DB": None}
-    r0 = CliRunner().invoke(cli, ["analyze", a0, "--db", db, "--job-id", "4242", "--attempt", "0", "--format", "json"],
-                            env=env)
-    assert json.loads(r0.stdout)["action"]["do"] == "change-config"
-    r1 = CliRunner().invoke(cli, ["analyze", a1, "--db", db, "--job-id", "4242", "--attempt", "1", "--format", "json"],
-                            env=env)
-    d = json.loads(r1.stdout)
+    d0, d = _analyze_attempts(tmp_path, _attempt(tmp_path, 0, 1, 15), _attempt(tmp_path, 1, 10, resumed_to))
+    assert d0["action"]["do"] == "change-config"
     assert d["action"]["do"] == action, d["action"]
     if action == "stop":
         assert "attempt 0" in d["action"]["why"]
@@ -134,13 +137,6 @@ def _long_attempt(tmp_path, n, lo, hi):
 def test_an_attempt_past_64_steps_that_got_further_is_no_stop(tmp_path):
     """The block scan's tight path once kept no runs of rising iterations: an attempt of 200 steps 'reached' its
     64th, and one that got further (200) than the attempt before (140, its logs read again) was told to stop."""
-    db = str(tmp_path / "store.db")
-    a0 = _long_attempt(tmp_path, 0, 1, 140)
-    a1 = _long_attempt(tmp_path, 1, 1, 200)
-    env = {"TRIAGE_DB": None}
-    r0 = CliRunner().invoke(cli, ["analyze", a0, "--db", db, "--job-id", "4243", "--attempt", "0", "--format", "json"],
-                            env=env)
-    assert json.loads(r0.stdout)["action"]["do"] == "change-config"
-    r1 = CliRunner().invoke(cli, ["analyze", a1, "--db", db, "--job-id", "4243", "--attempt", "1", "--format", "json"],
-                            env=env)
-    assert json.loads(r1.stdout)["action"]["do"] == "change-config", json.loads(r1.stdout)["action"]
+    d0, d1 = _analyze_attempts(tmp_path, _long_attempt(tmp_path, 0, 1, 140), _long_attempt(tmp_path, 1, 1, 200), "4243")
+    assert d0["action"]["do"] == "change-config"
+    assert d1["action"]["do"] == "change-config", d1["action"]

@@ -154,6 +154,32 @@ class Rules(Observer):
             self.disabled[id(rule)] = rule.source_text                       # not make the scan crawl
         return hit
 
+    def _take(self, i: int, pat: Pattern, rule: MatchRule, line: Line, ev: Event) -> bool:
+        """Rule I (of pattern PAT) matched LINE: the match is kept or counted (True), or it waits for its
+        context lines or its rule was switched off meanwhile (False: not yet a match)."""
+        st, view = ev.st, ev.view
+        if not rule.context and self.with_context >= CONTEXT_MATCHES and line.ts is not None:
+            # (a match with nothing to wait for, on a line with its own time: made only when it is kept -- a
+            # storm of one error on every rank counted most of its matches after making each)
+            if self.core.admit(pat.id, rule, line):
+                self.core.matches.append(Match(pat, rule, line, ev.seq, line.ts, group=ev.inp.attempt(line)))
+            return True
+        m = Match(pat, rule, line, ev.seq, view.last_ts(line, st), group=ev.inp.attempt(line))
+        if self.with_context < CONTEXT_MATCHES:
+            self.with_context += 1
+            m.before = view.before(line, st)[-CONTEXT_LINES:]
+            self.followups.wait_after(m, st)
+        if rule.context:
+            needs = self._context_before(i, m, view)
+            if needs is None:
+                return False
+            if needs:
+                deadline = line.lineno + max(rule.context[j].window for j in needs)
+                self.followups.wait_context(m, needs, deadline)
+                return False
+        self.core.add_match(m)
+        return True
+
     def _context_before(self, i: int, m: Match, view: View) -> Optional[List[int]]:
         """The context requirements of rule I that the lines before M's line leave unmet (those met
         add their newest line to M's context); None when the rule is switched off meanwhile."""
@@ -188,23 +214,9 @@ class Rules(Observer):
         hit_any = False
         for i in ids:
             pat, rule = self.rules[i]
-            if not self._hits(rule, text, lower, _done(done, i) if done is not None else None):
-                continue
-            m = Match(pat, rule, line, ev.seq, view.last_ts(line, st), group=ev.inp.attempt(line))
-            if self.with_context < CONTEXT_MATCHES:
-                self.with_context += 1
-                m.before = view.before(line, st)[-CONTEXT_LINES:]
-                self.followups.wait_after(m, st)
-            if rule.context:
-                needs = self._context_before(i, m, view)
-                if needs is None:
-                    continue
-                if needs:
-                    deadline = line.lineno + max(rule.context[j].window for j in needs)
-                    self.followups.wait_context(m, needs, deadline)
-                    continue
-            self.core.add_match(m)
-            hit_any = True
+            if self._hits(rule, text, lower, _done(done, i) if done is not None else None) and self._take(
+                    i, pat, rule, line, ev):
+                hit_any = True
         if hit_any:
             st.block_matched = True
 

@@ -165,16 +165,23 @@ class Core:
         """Keep a match, or only count it: a message repeated on every rank a million times keeps
         its first MATCHES_PER_KEY occurrences per (rule, rank, message up to its digits), at most
         MAX_MATCHES in all; the rest are counted in `dropped` (memory stays bounded)."""
-        key = (id(m.rule), m.line.rank, m.line.text.encode("utf-8", "replace").translate(_DIGITS))
-        n = self._kept.get(key, 0)
-        if n < MATCHES_PER_KEY and len(self.matches) < MAX_MATCHES:
-            self._kept[key] = n + 1
+        if self.admit(m.pattern.id, m.rule, m.line):
             self.matches.append(m)
-            return
-        dkey = (m.pattern.id, m.line.rank, m.line.text)
+
+    def admit(self, pattern_id: str, rule: object, line: Line) -> bool:
+        """Whether a match of RULE (of pattern PATTERN_ID) on LINE is kept (add_match's quotas; it is counted
+        as kept), else it is counted in `dropped`: a caller that learns it is not kept need not make it."""
+        if len(self.matches) < MAX_MATCHES:
+            key = (id(rule), line.rank, line.text.encode("utf-8", "replace").translate(_DIGITS))
+            n = self._kept.get(key, 0)
+            if n < MATCHES_PER_KEY:
+                self._kept[key] = n + 1
+                return True
+        dkey = (pattern_id, line.rank, line.text)
         if dkey not in self.dropped and len(self.dropped) >= MAX_DROPPED_KEYS:
-            dkey = (m.pattern.id, m.line.rank, "")
+            dkey = (pattern_id, line.rank, "")
         self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
+        return False
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))

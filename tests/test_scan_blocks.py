@@ -929,10 +929,10 @@ def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs
     workers, their summaries merged) is the line scan's on step logs it was not tuned on: the times, the runs
     of rising iterations (how far the last attempt got: the block scan's tight path once skipped them, and a
     300-step log 'reached' iteration 64), the capture steps, the evidence.  EVERY_RUN: the workers summarise
-    every run with a capture line, not only those dense in them (StepLog.summarise)."""
+    every run, not only those dense in capture lines (StepLog.summarise)."""
     from triage.verdict import steps
     if every_run:
-        monkeypatch.setattr(steps, "DELTA_STEPS_PER_CAPTURE", 1 << 30)
+        monkeypatch.setattr(steps, "DELTA_STEPS_PER_CAPTURE", 0)
     merged = []
     real_apply = steps.StepLog._apply
     monkeypatch.setattr(steps.StepLog, "_apply", lambda self, *a: merged.append(1) or real_apply(self, *a))
@@ -981,3 +981,26 @@ def test_the_step_log_thins_where_the_line_scan_does(monkeypatch, tmp_path, jobs
     assert len(line["steps"][0]) < line["steps"][-1]      # (thinned: iterations let go are counted, not kept)
     for bs in (1 << 18, 1 << 23, 20011):
         assert block_scan([str(p)], bs) == line, bs
+
+
+def test_every_fixture_with_step_lines_merged_from_summaries_is_the_line_scan(monkeypatch):
+    """Issue 44's step summaries on logs they were not designed on: every corpus log with step lines, its blocks
+    dealt to 5 workers, every run of records summarised however few its steps or capture lines
+    (StepLog.DELTA_* and EVIDENCE_KEEP made small, the workers forked after), gives the line scan's result;
+    some runs are merged."""
+    from triage.verdict import steps
+    monkeypatch.setattr(steps, "DELTA_MIN_STEPS", 1)
+    monkeypatch.setattr(steps, "DELTA_STEPS_PER_CAPTURE", 0)
+    monkeypatch.setattr(steps, "EVIDENCE_KEEP", 2)      # (a merge waits for the early evidence: short logs)
+    merged = []
+    real_apply = steps.StepLog._apply
+    monkeypatch.setattr(steps.StepLog, "_apply", lambda self, *a: merged.append(1) or real_apply(self, *a))
+    _with_workers(monkeypatch, 5)
+    paths = [p for p in fixture_logs() if not p.endswith((".gz", ".zst", ".xz", ".bz2"))
+             and any(x in open(p, "rb").read() for x in (b"elapsed time per iteration", b"train_step_timing"))]
+    assert len(paths) >= 20
+    for p in paths:
+        line = line_scan([p])
+        for bs in (1021, 1 << 14):
+            assert block_scan([p], bs) == line, (p, bs)
+    assert merged

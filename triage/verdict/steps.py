@@ -385,16 +385,16 @@ class StepLog:
         # each, less than a summary costs the worker -- a capture sends four steps the long way, the capture
         # step and the evidence window's three; a step's time is read where a capture waits on it: every step
         # of the run carries one that depends on no year, scan_lines' AHEAD)
-        if caps * DELTA_STEPS_PER_CAPTURE < len(steps) or not caps or not all(
-                len(items[i][1]) > 6 and not items[i][1][6] for i in steps):
+        if (DELTA_STEPS_PER_CAPTURE and caps * DELTA_STEPS_PER_CAPTURE < len(steps)) or (caps and not all(
+                len(items[i][1]) > 6 and not items[i][1][6] for i in steps)):
             return None
-        first_cap = next(i for i, (_, r) in enumerate(items) if r[0] is None)
         plain = _simulate(buf, items)
         if plain is None:
             return None
         # F0, the first step after the first capture line, takes a capture: the evidence window starts afresh
         # there whatever the state before, and the steps before it changed only their own iterations (the
         # tight path) -- from F0 on, the run does what the plain replay did
+        first_cap = next((i for i, (_, r) in enumerate(items) if r[0] is None), len(items))
         f0 = next((i for i in steps if i > first_cap), None)
         return BlockDeltas(len(items), plain, -1 if f0 is None else f0,
                            None if f0 is None else _from(plain, items, steps, f0))
@@ -715,7 +715,8 @@ class StepLog:
 
 DELTA_MIN_STEPS = 32       # step records a run needs for a pool worker to summarise them (StepLog.summarise) ...
 DELTA_STEPS_PER_CAPTURE = 16   # ... and at least a capture line per this many steps (bench/gen_biglog.py --dense:
-#                                one per 62 steps, its summaries cost the workers +40% and the scanner saved none)
+#                                one per 62 steps, its summaries cost the workers +40% and the scanner saved none;
+#                                0: every run, with capture lines or none)
 _DUMMY = -(1 << 62)        # the iteration of the stand-in state a summary is worked out on (iterations are >= 0)
 
 

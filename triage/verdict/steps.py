@@ -242,8 +242,8 @@ class StepLog:
         through feed_record, so the result is the same.  A capture line's record (issue 44: a dense
         log of capture progress lines fed each one through the scanner) marks the capture as
         _mark_capture does; LINE_AT(start) gives its Line when the first capture line is wanted
-        whole (capture_line).  DELTAS: a pool worker's summary of ITEMS, every record of a block
-        (summarise; FIRST_LINENO: the line number of the block's first line), merged instead of
+        whole (capture_line).  DELTAS: a pool worker's summary of ITEMS, a run of a block's records fed at
+        once (summarise; FIRST_LINENO: the line number of the block's first line), merged instead of
         replaying the records when the step log's state allows it (_merge)."""
         if deltas is not None:
             rest = self._merge(deltas, items, buf, source, lineno_at, year, line_at, first_lineno)

@@ -270,7 +270,7 @@ class StepLog:
                 else:                           # (_capture_record past the first capture line)
                     pending[source] = True
                 every = True                    # (a capture now waits for its step)
-            elif every or self._stride > 1 or it in self._capture_set or it in ev or it in self._ev_window:
+            elif every or it in self._capture_set or it in ev or it in self._ev_window:
                 self.feed_record(rec, buf, at, source, lineno_at, year)
                 every = bool(self._cts_open or pending.get(source) or len(ev) < EVIDENCE_KEEP or self._ev_next)
             else:
@@ -279,10 +279,10 @@ class StepLog:
             i += 1
 
     def _tight(self, items: List[Tuple[int, tuple]], i: int, source: str) -> int:  # noqa: C901 - a hot loop, one frame
-        """The steps from ITEMS[I] on that nothing waits on (no capture waiting, no evidence to keep, no thinning:
-        _replay's test), each in a few dict stores: its time (the slowest rank's), TFLOP/s, loss and run of rising
-        iterations (_run_step's, inline: a call a step made this loop 1.8x slower); returns the index of the first
-        record that is not one."""
+        """The steps from ITEMS[I] on that nothing waits on (no capture waiting, no evidence to keep: _replay's
+        test), each in a few dict stores: its time (the slowest rank's), TFLOP/s, loss and run of rising iterations
+        (_run_step's, inline: a call a step made this loop 1.8x slower), past MAX_STEPS only those sampled
+        (_sampled); returns the index of the first record that is not one."""
         times, tfl, losses, capset, ev, window = (self.times, self.tflops, self.losses, self._capture_set,
                                                   self.evidence, self._ev_window)
         runs = self._runs.get(source)
@@ -303,6 +303,8 @@ class StepLog:
                 runs.append(it)
                 top = it
             last = it
+            if self._stride > 1 and not self._sampled(it):
+                continue
             ms = rec[1]
             old = times.get(it)
             if old is None or ms > old:
@@ -312,8 +314,7 @@ class StepLog:
             if rec[4] is not None:
                 losses[it] = rec[4]
             if len(times) > most:       # (at the step that passes it, as _add_step: not at the batch's end, where a
-                self._thin()            # restart in between read other iterations as let go; thinned, a step goes
-                break                   # the long way, which samples it)
+                self._thin()            # restart in between read other iterations as let go)
         self._last_it[source] = last
         return k
 

@@ -361,7 +361,7 @@ class StepLog:
         alone (a pool worker's, ahead of the scanner), per run of records between the lines at CUTS (the
         block's lines fed through feed(): the scanner feeds the records before one of them first):
         {index of a run's first record in line order: (index past its last, its BlockDeltas)}, of the
-        runs it can summarise (not too few steps, no iteration twice, no time that depends on the year);
+        runs it can summarise (enough steps and capture lines, no step time that depends on the year);
         None when none."""
         keys = sorted(recs)
         out: Dict[int, Tuple[int, BlockDeltas]] = {}
@@ -419,26 +419,28 @@ class StepLog:
             self._replay(buf, items[:start], source, lineno_at, year, line_at)
             if self._stride > 1 or self._cts_open or not self._capture_pending.get(source):
                 return items[start:]
-        if not self._fits(delta):
+        shared = self._fits(delta)
+        if shared is None:
             return items[start:]
-        self._apply(delta, source, first_lineno)
+        self._apply(delta, source, first_lineno, shared)
         return None
 
-    def _fits(self, d: "StepDelta") -> bool:
+    def _fits(self, d: "StepDelta") -> Optional[Set[int]]:
         """Whether D, worked out on a stand-in state (_simulate), is what its records do to this step log:
         no thinning on the way, a capture line of it not the first (capture_line wants its Line) nor a capture
         step the first, and every iteration it shares with the log one that both passed by the tight path
         (the log's own capture steps, evidence and window are not on it; D's long path steps compared their
-        times with the block's alone)."""
+        times with the block's alone).  Returns those shared iterations, None when D does not fit."""
         times = self.times
         if len(times) + len(d.times) > MAX_STEPS or (d.captured and self.capture_line is None) or (
                 d.caps and not self.capture_iters):
-            return False
+            return None
         if times.keys().isdisjoint(d.times):
-            return True
+            return set()
         over = times.keys() & d.times.keys()
-        return (over.isdisjoint(d.long) and over.isdisjoint(self._capture_set) and over.isdisjoint(self.evidence)
+        fits = (over.isdisjoint(d.long) and over.isdisjoint(self._capture_set) and over.isdisjoint(self.evidence)
                 and over.isdisjoint(self._ev_window))
+        return over if fits else None
 
     def _join_runs(self, d: "StepDelta", source: str) -> None:
         """D's runs of rising iterations after SOURCE's (_run_step: only D's first step meets the runs before)."""
@@ -452,8 +454,9 @@ class StepLog:
             runs.extend(d.runs[1:])
         self._last_it[source] = d.last_it
 
-    def _apply(self, d: "StepDelta", source: str, first_lineno: int) -> None:
-        """The records summarised as D, merged (see _merge for when)."""
+    def _apply(self, d: "StepDelta", source: str, first_lineno: int, shared: Set[int]) -> None:
+        """The records summarised as D, merged (see _merge for when; SHARED: the iterations D shares with the
+        log, _fits')."""
         if d.caps:                   # the run's first capture lets the open window's evidence go
             first, early, ev = self.capture_iters[0], self._ev_early, self.evidence
             for j in self._ev_window:
@@ -462,7 +465,7 @@ class StepLog:
         if d.runs:
             self._join_runs(d, source)
         times = self.times
-        over = {k: times[k] for k in times.keys() & d.times.keys()}    # (by the tight path: the slowest rank's)
+        over = {k: times[k] for k in shared}    # (by the tight path: the slowest rank's)
         times.update(d.times)
         for k, v in over.items():
             if v > times[k]:

@@ -1004,3 +1004,98 @@ def test_every_fixture_with_step_lines_merged_from_summaries_is_the_line_scan(mo
         for bs in (1021, 1 << 14):
             assert block_scan([p], bs) == line, (p, bs)
     assert merged
+
+
+def _traceback_grid_log(path, seed):
+    """A log of Python tracebacks drawn from a grid (seeded): handled tracebacks of one rank or interleaved with
+    other ranks' lines, long ones (past BLOCK_MAX_LINES: cut in the middle), chained ones ("During handling of
+    the above exception"), frame lines with a time of their own, a frame line that is an anchor's hit, lines of
+    no rank prefix, CRLF line ends, SGLang's "hit an exception: Traceback ..." first line, a traceback whose
+    exception line never comes.  Synthetic layout, real wordings (CPython's traceback, the fixtures' NCCL and
+    warning lines)."""
+    import random
+    rnd = random.Random(seed)
+    ranks = rnd.choice([1, 2, 8])
+    crlf = rnd.random() < 0.2
+    prefixed = rnd.random() < 0.85
+    interleave = rnd.choice([0, 0, 0.1, 0.5])
+    out = []
+
+    def pre(rk):
+        return f"[rank{rk}]:" if prefixed else ""
+
+    def other():
+        rk = rnd.randrange(ranks)
+        return rnd.choice([
+            f"{pre(rk)}node-0:24310:24310 [{rk}] NCCL INFO AllReduce: opCount {rnd.randrange(99)} sendbuff 0x7f3ac5200000",
+            f"{pre(rk)}[2026-12-03 06:40:{rnd.randrange(60):02d},806] DEBUG:megatron.core.distributed:bucket 2 done",
+            f"{pre(rk)}/usr/local/lib/python3.12/dist-packages/torch/utils/checkpoint.py:86: UserWarning: None of the "
+            f"inputs have requires_grad=True. Gradients will be None"])
+
+    for _ in range(rnd.randint(20, 80)):
+        for _ in range(rnd.randint(0, 6)):
+            out.append(other())
+        rk = rnd.randrange(ranks)
+        p = pre(rk)
+        first = rnd.choice(["Traceback (most recent call last):",
+                            "[2026-12-03 06:41:02] Scheduler hit an exception: Traceback (most recent call last):"])
+        out.append(p + first)
+        depth = rnd.choice([1, 2, 3, 30, 70])
+        for d in range(depth):
+            if interleave and rnd.random() < interleave:
+                out.append(other())
+            ts = "[2026-12-03 06:41:03] " if rnd.random() < 0.03 else ""
+            out.append(f'{p}{ts}  File "/usr/lib/python3.12/site-packages/pkg/mod{d}.py", line {10 + d}, in f{d}')
+            out.append(p + rnd.choice(["    return self._call(x)", "    raise RuntimeError('boom')",
+                                       "    x = torch.distributed.all_reduce(t)  # error: retried"]))
+        kind = rnd.random()
+        if kind < 0.1:
+            continue                                  # no exception line: the traceback is followed on
+        out.append(p + rnd.choice(["ConnectionResetError: [Errno 104] Connection reset by peer",
+                                   "RuntimeError: CUDA error: an illegal memory access was encountered",
+                                   "ValueError: bad value"]))
+        if kind < 0.3:
+            out.append(p + "")
+            out.append(p + "During handling of the above exception, another exception occurred:")
+    path.write_bytes(("\r\n" if crlf else "\n").join(out).encode("utf-8") + (b"\r\n" if crlf else b"\n"))
+
+
+@pytest.mark.parametrize("jobs", [0, 5])
+def test_the_error_blocks_of_the_block_scan_are_the_line_scans_on_a_grid_of_traceback_logs(monkeypatch, tmp_path,
+                                                                                         jobs):
+    """Issue 44's traceback bodies (prepare.tb_bodies: a worker reads ahead the lines of a traceback that the
+    scanner then joins to its error block at once, Blocks.take_body) leave the block scan's result the line
+    scan's, on traceback logs they were not tuned on, blocks cut small and large; with workers, bodies are
+    taken."""
+    from triage.scan.blocks import Blocks
+    taken = []
+    real = Blocks.take_body
+    monkeypatch.setattr(Blocks, "take_body", lambda self, *a: taken.append(len(a[1])) or real(self, *a))
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    for seed in range(16):
+        p = tmp_path / f"tb-{seed}.log"
+        _traceback_grid_log(p, seed)
+        line = line_scan([str(p)])
+        assert line["blocks"]
+        for bs in (1 << 23, 1 << 14, 1021):
+            assert block_scan([str(p)], bs) == line, (seed, bs)
+    assert bool(taken) == bool(jobs) and (not jobs or sum(taken) > 1000), sum(taken)
+
+
+def test_every_fixture_with_a_traceback_taken_in_bodies_is_the_line_scan(monkeypatch):
+    """The traceback bodies on every corpus log with a traceback, its blocks dealt to 5 workers, small and
+    large: the line scan's result; some bodies are taken."""
+    from triage.scan.blocks import Blocks
+    taken = []
+    real = Blocks.take_body
+    monkeypatch.setattr(Blocks, "take_body", lambda self, *a: taken.append(1) or real(self, *a))
+    _with_workers(monkeypatch, 5)
+    paths = [p for p in fixture_logs() if not p.endswith((".gz", ".zst", ".xz", ".bz2"))
+             and b"Traceback (most recent call last):" in open(p, "rb").read()]
+    assert len(paths) >= 30
+    for i in range(0, len(paths), 40):
+        line = line_scan(paths[i:i + 40])
+        for bs in (1021, 1 << 16):
+            assert block_scan(paths[i:i + 40], bs) == line, (paths[i:i + 40], bs)
+    assert len(taken) > 30

@@ -2,7 +2,7 @@
 for `unmatched`."""
 from __future__ import annotations
 
-from typing import Dict, List, Set
+from typing import Dict, List, Sequence, Set
 
 from ..caps import BLOCK_HEAD_LINES, BLOCK_MAX_LINES
 from ..inputs.sources import Line
@@ -63,11 +63,11 @@ class Blocks(Observer):
 
     def feed(self, line: Line, ev: Event) -> None:
         st = ev.st
-        self._close_passed(line, st)
+        self._close_passed(line.source, line.lineno, st)
         text = line.text
         # (a message with the traceback text after it opens one too: SGLang's logger.error(f"Scheduler hit
         # an exception: {traceback}") -- the engine-death rule reads that first line)
-        if _starts_traceback(text):
+        if starts_traceback(text):
             self._traceback_start(line, ev)
             return
         b = st.block
@@ -86,7 +86,7 @@ class Blocks(Observer):
         then open the next one (an exception line that is no new record, "RuntimeError: ..."); 0
         otherwise (no repeat fast path).  The same tests as feed() and _extend()."""
         text = line.text
-        if _starts_traceback(text) or not (_opens_block(text) or _error_header(line)):
+        if starts_traceback(text) or not (_opens_block(text) or _error_header(line)):
             return 0
         if (_maybe_error(text) and _error_line(text)) or _error_header(line):
             return 1                  # an error line never continues a block (_extend)
@@ -102,9 +102,21 @@ class Blocks(Observer):
         self.open.setdefault(line.source, set()).add((line.source, line.rank))
         return st.block
 
-    def _close_passed(self, line: Line, st: Stream) -> None:
-        """A non-traceback block of another stream whose next line is not its own continuation is complete."""
-        keys = self.open.get(line.source)
+    def take_body(self, st: Stream, texts: Sequence[str], source: str, lineno: int) -> None:
+        """TEXTS, the lines numbered LINENO on of input SOURCE (a traceback's body, prepare.tb_bodies),
+        join ST's open traceback at once, as feed() would add them one by one: each a line of ST's own
+        stream that is no exception line and starts no traceback, no other observer woken by it."""
+        self._close_passed(source, lineno, st)      # (the first line closes them; the others find none)
+        b = st.block
+        assert b is not None and st.in_tb
+        for text in texts:
+            _tb_append(b, text)
+        b.end = st.block_seen = lineno + len(texts) - 1
+
+    def _close_passed(self, source: str, lineno: int, st: Stream) -> None:
+        """A non-traceback block of another stream whose next line (number LINENO of input SOURCE) is not
+        its own continuation is complete."""
+        keys = self.open.get(source)
         if not keys:
             return
         for k in list(keys):
@@ -113,7 +125,7 @@ class Blocks(Observer):
                 continue
             if o.block is None:
                 keys.discard(k)
-            elif not o.in_tb and line.lineno > o.block.end:
+            elif not o.in_tb and lineno > o.block.end:
                 self.core.close_block(o)
                 keys.discard(k)
 
@@ -141,13 +153,8 @@ class Blocks(Observer):
         after the message (indented / not a new record, up to a few).  False when it does not."""
         text = line.text
         if st.in_tb:
-            exc = _exc_line(text)
-            if len(b.lines) >= BLOCK_MAX_LINES:
-                # a long traceback keeps its head (its first frames), TB_CUT and its tail: the most
-                # recent frames, where it was raised, and its exception line (what groupkey.py reads)
-                b.lines[BLOCK_HEAD_LINES] = TB_CUT
-                del b.lines[BLOCK_HEAD_LINES + 1]
-            b.lines.append(text)
+            exc = exc_line(text)
+            _tb_append(b, text)
             b.end = st.block_seen = line.lineno
             if exc:
                 st.in_tb = False  # exception line reached; keep following message lines briefly
@@ -165,6 +172,16 @@ class Blocks(Observer):
         for st in self.core.streams.values():
             self.core.close_block(st)
 
+
+
+def _tb_append(b: ErrorBlock, text: str) -> None:
+    """A traceback's line joins its block B: a long traceback keeps its head (its first frames), TB_CUT
+    and its tail: the most recent frames, where it was raised, and its exception line (what groupkey.py
+    reads)."""
+    if len(b.lines) >= BLOCK_MAX_LINES:
+        b.lines[BLOCK_HEAD_LINES] = TB_CUT
+        del b.lines[BLOCK_HEAD_LINES + 1]
+    b.lines.append(text)
 
 
 _RECORD = lazy(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:\d+ \[\d+\])")
@@ -196,10 +213,10 @@ def _looks_like_new_record(text: str) -> bool:
 
 
 # the tests of a line's text above, remembered for repeated lines (see TextMemo)
-_exc_line = TextMemo(EXC_LINE.match)
+exc_line = TextMemo(EXC_LINE.match)
 _error_line = TextMemo(lambda text: _ERROR_LINE.search(text[:300], timeout=TIMEOUT))
 _new_record = TextMemo(_looks_like_new_record)
-def _starts_traceback(text: str) -> bool:
+def starts_traceback(text: str) -> bool:
     """"Traceback (most recent call last):" (or a message with the traceback's text after it)."""
     return text.startswith(_TB_START) or text.strip() == _TB_START or text.rstrip().endswith(_TB_AFTER)
 

@@ -16,7 +16,7 @@ from ..inputs.sources import (
 from .blocks import Blocks
 from .blockview import BlockView
 from .observer import Feeder, Observer
-from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, RULE_TAG, _batchers
+from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, RULE_TAG, Body, _batchers
 from .state import Core, Event, InputState, Searched, _wrapper
 
 
@@ -70,6 +70,8 @@ class _InputScan:
         # to it in line order, interleaved with the lines it gets through feed()
         # (a pool worker's summaries of the records, per batch observer: prepared[8])
         summaries = prepared[8] if len(prepared) > 8 and prepared[8] is not None else [None] * len(recs_all)
+        # a pool worker's traceback bodies (prepare.tb_bodies), by offset in the block: prepared[9]
+        bodies: Dict[int, Body] = prepared[9] if len(prepared) > 9 else {}
         batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view, summ)
                    for (o, _), recs, summ in zip(self.batchers, recs_all, summaries) if o.batch]
         def flush_before(upto: int) -> None:       # (BlockView.done: a dated line changes the year)
@@ -87,10 +89,9 @@ class _InputScan:
             if following:
                 start = pos
                 tags = hits.get(start)
-                if tags is None and followed and _took_record(following, followed, start):
-                    nl = buf.find(b"\n", start)       # the line was taken as its record: no Line made
-                    pos = nl + 1 if nl >= 0 else n
-                    self.lineno += 1
+                after = self._taken(buf, lo, start, following, followed, bodies) if tags is None else None
+                if after is not None:
+                    pos = after
                     continue
             else:
                 while hi_idx < len(starts) and starts[hi_idx] < pos:
@@ -130,6 +131,41 @@ class _InputScan:
             self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(
                 ranks_in(buf, self.seg_start, n, self.file_rank))
         self.nbytes += n - lo
+
+    def _taken(self, buf: bytes, lo: int, start: int, following: List[Observer],
+               followed: Dict[int, Dict[int, tuple]], bodies: Dict[int, Body]) -> Optional[int]:
+        """The line at START, no hit, that observers FOLLOWING follow, taken without a Line made: as its
+        record (Feeder.records) or with the lines after it as a traceback's body (prepare.tb_bodies); the
+        offset after the lines taken (self.lineno counted past them), or None when it is to be fed."""
+        if followed and _took_record(following, followed, start):
+            nl = buf.find(b"\n", start)
+            self.lineno += 1
+            return nl + 1 if nl >= 0 else len(buf)
+        body = bodies.get(start - lo) if bodies else None
+        if body is not None and self._take_body(start, body, following):
+            return body[0] + lo
+        return None
+
+    def _take_body(self, start: int, body: Body, following: List[Observer]) -> bool:
+        """A traceback's body (a pool worker's, prepare.tb_bodies) starting at buffer offset START joins its
+        open traceback at once (Blocks.take_body), when the Blocks observer alone follows the line and the
+        traceback of the body's stream is open: the state line by line feeding would leave (the other
+        observers, not following the first line, follow none of the others: none of them is fed)."""
+        blocks = self.blocks_obs
+        if len(following) != 1 or following[0] is not blocks or blocks is None:
+            return False
+        label = self.inp.inp.label
+        st = self.core.streams.get((label, body[1]))
+        if st is None or st.block is None or not st.in_tb:
+            return False
+        if self.dated is not None and self.dated[0] < start:
+            self._dated_passed()
+        texts = body[2]
+        first = self.lineno + 1
+        blocks.take_body(st, texts, label, first)
+        self.view.passed(first, len(texts))
+        self.lineno += len(texts)
+        return True
 
     def _dated_passed(self) -> None:
         """The scan has passed the block's first dated line: its year is the scan's from there on."""

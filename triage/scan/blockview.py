@@ -285,6 +285,11 @@ class BlockView(View):
         self._newest[key] = (max(frontier, self.cur_lineno), found or hit)
         return found
 
+    def passed(self, lineno: int, n: int) -> None:
+        """done() for N lines from LINENO on, fed with no time of their own (a traceback's body)."""
+        if lineno <= self._ts_from < lineno + n:
+            self._ts_from = lineno + n
+
     def done(self, line: Line, st: Stream) -> None:
         ts = line.ts
         if ts is not None:

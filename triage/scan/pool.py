@@ -81,14 +81,14 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         timed = prepare.timed_lines(block, nl) if dense else None
                         # (the lines a look back for a time reads are parsed here too: a log of handled
                         # tracebacks read every timed line back once, the scanner parsing each)
+                        parsed = prepare.parse_hits(block, sorted(set(starts).union(
+                            timed or (), prepare.followed_lines(block, starts))), file_rank) if spare else {}
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, starts),
                                     prepare.rule_searches(block, h, rules, guard, dense),
-                                    prepare.parse_hits(block, sorted(set(starts).union(
-                                        timed or (), prepare.followed_lines(block, starts))),
-                                                       file_rank) if spare else {},
-                                    timed, prepare.first_dated_in(block, 0, None, ahead=True),
-                                    prepare.summaries(block, h, batchers, r) if spare else None)))
+                                    parsed, timed, prepare.first_dated_in(block, 0, None, ahead=True),
+                                    prepare.summaries(block, h, batchers, r) if spare else None,
+                                    prepare.tb_bodies(block, h, parsed, file_rank) if spare else {})))
                     g += 1
             finally:
                 os.close(fd)

@@ -19,6 +19,7 @@ from ..inputs.sources import (
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
+from .blocks import exc_line, starts_traceback
 from .observer import Feeder, Observer
 
 if TYPE_CHECKING:
@@ -228,6 +229,59 @@ def followed_lines(buf: bytes, starts: Sequence[int], n: int = TB_FOLLOWED) -> L
             out.append(s)
             if e < 0:
                 break
+    return out
+
+
+TB_BODY_MAX = 512          # lines of one traceback's body a worker reads ahead (tb_bodies)
+# the body of a traceback as a worker read it: (offset after its last line, its rank, the lines' texts)
+Body = Tuple[int, int, Tuple[str, ...]]
+
+
+def tb_bodies(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
+              file_rank: Optional[int]) -> Dict[int, Body]:
+    """The bodies of the tracebacks that open at the hit lines of BUF (PARSED: parse_hits' parse of
+    them), for the scanner to join each at once to its traceback's error block (Blocks.take_body)
+    instead of feeding it line by line (issue 44: every line is fed while a traceback is open, a log
+    of handled tracebacks a line in ten): {offset of the line after the traceback's first line: Body}.
+    A body is the run of lines from there on that Blocks would only add to the open traceback, one by
+    one, and no other observer is woken by: lines of the traceback line's own rank (their prefix's),
+    not a hit of any anchor, with no time of their own, no exception line, no traceback start, no
+    progress bar's updates, at most TB_BODY_MAX; none when that run is empty.  The scanner takes a
+    body only where its state says the traceback is open and only Blocks follows the lines."""
+    out: Dict[int, Body] = {}
+    find = buf.find
+    seen: Dict[bytes, Tuple[str, Optional[int], bool]] = {}
+    for s in hits:
+        e = find(b"\n", s)
+        if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
+            continue
+        p = parsed.get(s)
+        if p is None or p[1] is None:
+            continue
+        rank, first, after = p[1], e + 1, e + 1
+        texts: List[str] = []
+        while len(texts) < TB_BODY_MAX:
+            a = e + 1
+            e = find(b"\n", a)
+            if e < 0 or a in hits:
+                break
+            data = buf[a:min(e, a + MAX_RAW)]
+            got = seen.get(data)
+            if got is None:
+                norm = normalise(decode_line(data))
+                text, r = text_and_rank(norm, file_rank)
+                ts, dep = parse_ts_ahead(norm)
+                ok = ts is None and not dep and not exc_line(text) and not starts_traceback(text)
+                got = (text, r, ok)
+                if len(data) <= PARSED_TEXT and len(seen) < PARSED_KEEP:
+                    seen[data] = got
+            # (a progress bar's updates are fed one by one: blockscan._segments)
+            if got[1] != rank or not got[2] or (find(b"\r", a, e) >= 0 and find(b"train_step_timing", a, e) >= 0):
+                break
+            texts.append(got[0])
+            after = e + 1
+        if texts:
+            out[first] = (after, rank, tuple(texts))
     return out
 
 

@@ -61,9 +61,7 @@ class BlockView(View):
         # a pool worker's parse of the current block's hit lines (prepare.parse_hits), by offset from pre_lo
         self.pre: Dict[int, Parsed] = {}
         self.pre_lo = 0
-        self.timed: Optional[Set[int]] = None      # ... and the lines of it that may carry a time
-        self._timed_of: Optional[Set[int]] = None  # (_timed_sorted: the set sorted, and its list)
-        self._timed_list: List[int] = []
+        self.timed: Optional[List[int]] = None     # ... and the lines of it that may carry a time, sorted
         # the block driver's: feeds the batch records before buffer offset N (a dated line is about to
         # tell the lines after it another year: the records before it are in the year before)
         self.before_year: Optional[Callable[[int], None]] = None
@@ -181,7 +179,7 @@ class BlockView(View):
         off, n = self.cur_off, self.cur_lineno
         floor = max(stop, n - limit)          # the lowest line number looked at
         buf, pre_lo = self.buf, self.pre_lo
-        timed = self._timed_sorted()
+        timed = self.timed
         if timed is not None and off > pre_lo:
             i = bisect.bisect_left(timed, off - pre_lo)
             while i > 0:
@@ -207,14 +205,6 @@ class BlockView(View):
                     continue
                 ln = self.line_at(off, n)
             yield ln.rank, ln.ts
-
-    def _timed_sorted(self) -> Optional[List[int]]:
-        """The worker's timed lines of the current block (BlockView.timed), sorted once a block."""
-        if self.timed is None:
-            return None
-        if self._timed_of is not self.timed:
-            self._timed_of, self._timed_list = self.timed, sorted(self.timed)
-        return self._timed_list
 
     def _rank_ts(self, off: int, n: int) -> Tuple[Optional[int], Optional[float]]:
         """(rank, time) of the line at OFF (number N): a worker's parse when it names the rank."""

@@ -166,8 +166,8 @@ _ODD_B = re.compile(rb"[^\n\x20-\x7e]")
 _PLAIN_B = bytes(range(0x20, 0x7f)) + b"\n"
 
 
-def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
-    """The starts of the lines of BUF (a worker's block of LINES lines) that hold what _TIMELIKE finds
+def timed_lines(buf: bytes, lines: int) -> Optional[List[int]]:
+    """The starts of the lines of BUF (a worker's block of LINES lines), sorted, that hold what _TIMELIKE finds
     anywhere in them, for the scanner's look back for a time (BlockView._times_back visits only those);
     None when that is most of them (of no use to the scanner)."""
     out: Set[int] = set()
@@ -188,7 +188,7 @@ def timed_lines(buf: bytes, lines: int) -> Optional[Set[int]]:
                 if len(out) * 2 > lines:
                     return None
             pos = e + 1
-    return out
+    return sorted(out)         # (sorted here, not by the scanner: ~0.7 ms a block of handled tracebacks)
 
 
 def summaries(buf: bytes, hits: Dict[int, Set[int]], batchers: Sequence[Tuple[Feeder, int]],

@@ -28,6 +28,7 @@ _ERROR_LINE = lazy(
 # a block's message)
 TB_CUT = "    [... traceback lines not kept ...]"
 TB_IDLE = 5000             # physical lines a traceback is followed without a line of its own stream
+INTRO_BACK = 2             # physical lines before a traceback's first looked at for the line introducing it
 
 
 class Blocks(Observer):
@@ -137,7 +138,7 @@ class Blocks(Observer):
         if st.block is None:
             b = self._open(line, ev, [])
             # the physical line before, when its stream's (rank-interleaved output: a bounded look)
-            prev = [x for x in ev.view.recent_in_source(line, 2) if x.rank == line.rank]
+            prev = [x for x in ev.view.recent_in_source(line, INTRO_BACK) if x.rank == line.rank]
             b.intro = prev[-1].text[:300] if prev else ""
             # a logger's header the launcher table stripped (vLLM prints every line of a record under it)
             head = _header(line)

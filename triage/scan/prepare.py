@@ -19,7 +19,7 @@ from ..inputs.sources import (
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
-from .blocks import exc_line, starts_traceback
+from .blocks import INTRO_BACK, exc_line, starts_traceback
 from .observer import Feeder, Observer
 
 if TYPE_CHECKING:
@@ -212,15 +212,22 @@ TB_FOLLOWED = 12            # lines after a traceback's first line a worker pars
 
 
 def followed_lines(buf: bytes, starts: Sequence[int], n: int = TB_FOLLOWED) -> List[int]:
-    """The starts of the N lines after each hit line at STARTS that opens a traceback: the scanner
-    feeds every line while a traceback is open (Blocks.following: the other ranks' lines between its
-    own), and parses each, in a log of handled tracebacks a line in ten (issue 44)."""
+    """The starts of the N lines after each hit line at STARTS that opens a traceback, and of the TB_BEFORE
+    lines before it: the scanner feeds every line while a traceback is open (Blocks.following: the other
+    ranks' lines between its own), and parses each, in a log of handled tracebacks a line in ten (issue 44);
+    it reads the lines before the traceback's first (Blocks._traceback_start: the line that introduced it)."""
     out: List[int] = []
-    find, size = buf.find, len(buf)
+    find, rfind, size = buf.find, buf.rfind, len(buf)
     for s in starts:
         e = find(b"\n", s)
         if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
             continue
+        b = s
+        for _ in range(INTRO_BACK):
+            if b <= 0:
+                break
+            b = rfind(b"\n", 0, b - 1) + 1
+            out.append(b)
         for _ in range(n):
             s = e + 1
             e = find(b"\n", s)

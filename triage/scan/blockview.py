@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import Callable, Dict, Hashable, Iterator, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple, Union
 
 from ..inputs.sources import (
     _DOTTED_EXC,
@@ -170,30 +170,55 @@ class BlockView(View):
             n -= 1
             yield self.line_at(off, n)
 
-    def _times_back(self, stop: int, limit: int) -> Iterator[Tuple[Optional[int], Optional[float]]]:
-        """(rank, time) of the lines before the current one, newest first, as _back finds them (at most
-        LIMIT lines back, none numbered below STOP), of those that may carry a time: a line whose bytes
-        cannot is passed over unparsed (a look back for a time read every line of a log of handled
-        tracebacks, issue 44); in a block a worker read, only its timed lines are visited, by offset
-        (prepare.timed_lines), and a line it parsed with a rank of its own is read from that parse."""
+    def _times_back(self, stop: int, limit: int) -> None:
+        """The newest time of each rank among the lines before the current one (at most LIMIT lines back,
+        none numbered below STOP), newest first, into _ts_rank: a line whose bytes cannot carry a time is
+        passed over unparsed (a look back for a time read every line of a log of handled tracebacks, issue
+        44); in a block a worker read, only its timed lines are visited, by offset (prepare.timed_lines),
+        and a line it parsed with a rank of its own is read from that parse.  (One loop, no generator: a
+        traceback's first line looks back, in a log of handled tracebacks one line in sixty.)"""
+        floor = max(stop, self.cur_lineno - limit)          # the lowest line number looked at
+        seen: Set[Optional[int]] = set()
+        at = self._timed_back(floor, seen)
+        if at is not None:
+            self._tail_back(at[0], at[1], floor, seen)
+
+    def _timed_back(self, floor: int, seen: Set[Optional[int]]) -> Optional[Tuple[int, int]]:
+        """_times_back through a block a worker read, by its timed lines: where it goes on (the block's first
+        line's offset and number), or None when it is done (FLOOR reached)."""
         off, n = self.cur_off, self.cur_lineno
-        floor = max(stop, n - limit)          # the lowest line number looked at
-        buf, pre_lo = self.buf, self.pre_lo
+        buf, pre_lo, cache, ts_rank = self.buf, self.pre_lo, self.cache, self._ts_rank
         timed = self.timed
-        if timed is not None and off > pre_lo:
-            i = bisect.bisect_left(timed, off - pre_lo)
-            while i > 0:
-                i -= 1
-                t = timed[i] + pre_lo
-                n_t = n - buf.count(b"\n", t, off)
-                if n_t < floor:
-                    return
-                off, n = t, n_t
-                yield self._rank_ts(t, n_t)
-            n -= buf.count(b"\n", pre_lo, off)          # (the lines down to the block's first: none timed)
-            off = pre_lo
-        cache = self.cache
-        while True:                                      # the buffer's tail of the block before
+        if timed is None or off <= pre_lo:
+            return off, n
+        pre, year, count = self.pre, self.year, buf.count
+        i = bisect.bisect_left(timed, off - pre_lo)
+        while i > 0:
+            i -= 1
+            t = timed[i] + pre_lo
+            n_t = n - count(b"\n", t, off)
+            if n_t < floor:
+                return None
+            off, n = t, n_t
+            ln = cache.get(t)
+            if ln is None:
+                p = pre.get(t - pre_lo)
+                if p is not None and p[1] is not None and not reparse_in(year, p[3]):
+                    if p[2] is not None and p[1] not in seen:
+                        seen.add(p[1])
+                        ts_rank[p[1]] = p[2]
+                    continue
+                ln = self.line_at(t, n_t)
+            if ln.ts is not None and ln.rank not in seen:
+                seen.add(ln.rank)
+                ts_rank[ln.rank] = ln.ts
+        return pre_lo, n - count(b"\n", pre_lo, off)        # (the lines down to the block's first: none timed)
+
+    def _tail_back(self, off: int, n: int, floor: int, seen: Set[Optional[int]]) -> None:
+        """_times_back from the line at OFF (number N) on back, line by line: the buffer's tail of the block
+        before, or a block no worker read."""
+        buf, cache, ts_rank = self.buf, self.cache, self._ts_rank
+        while True:
             if off <= 0 or n - 1 < floor:
                 return
             end = off - 1
@@ -204,17 +229,9 @@ class BlockView(View):
                 if end - off <= PLAIN_MAX and not _TIMELIKE.search(buf, off, end):
                     continue
                 ln = self.line_at(off, n)
-            yield ln.rank, ln.ts
-
-    def _rank_ts(self, off: int, n: int) -> Tuple[Optional[int], Optional[float]]:
-        """(rank, time) of the line at OFF (number N): a worker's parse when it names the rank."""
-        ln = self.cache.get(off)
-        if ln is None:
-            p = self.pre.get(off - self.pre_lo)
-            if p is not None and p[1] is not None and not reparse_in(self.year, p[3]):
-                return p[1], p[2]
-            ln = self.line_at(off, n)
-        return ln.rank, ln.ts
+            if ln.ts is not None and ln.rank not in seen:
+                seen.add(ln.rank)
+                ts_rank[ln.rank] = ln.ts
 
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
         """The time of the stream's newest timestamped line before LINE: the lines since the last look
@@ -225,12 +242,8 @@ class BlockView(View):
         if self._ts_memo[0] == (line.lineno, line.rank):
             return self._ts_memo[1]
         if line.source == self.inp.label:
-            seen: Set[Optional[int]] = set()
             stop = self._ts_from
-            for rank, ts_ in self._times_back(stop, WALK_BACK):
-                if ts_ is not None and rank not in seen:
-                    seen.add(rank)
-                    self._ts_rank[rank] = ts_
+            self._times_back(stop, WALK_BACK)
             self._ts_from = max(stop, self.cur_lineno)
             ts = self._ts_rank.get(line.rank)
             if ts is not None:

@@ -38,6 +38,27 @@ def test_capture_step_and_warmup_excluded():
     assert s.capture_seconds == 6.9 and s.graph_memory == "allocated 5.21 GB, reserved 6.00 GB"
 
 
+def test_several_built_lines_say_the_last_graphs_the_longest_capture_the_last_memory(tmp_path):
+    """megatron-core prints "> built N cuda graph(s)" once a capture (a rank each, or every pipeline stage):
+    the graphs built are the last said, the capture's seconds the most, its memory the last said -- read
+    line by line, and as the block scan's records (a worker's summary merged or the records replayed)."""
+    from test_scan_blocks import block_scan, line_scan
+    built = ("[rank{r}]:INFO:megatron.core.transformer.cuda_graphs:> built {n} cuda graph(s) in {s} sec{m}.")
+    lines = [built.format(r=0, n=48, s="6.90", m=", with total memory usage: allocated 5.21 GB, reserved 6.00 GB"),
+             built.format(r=1, n=24, s="3.10", m=""),
+             built.format(r=2, n=12, s="4.50", m=", with total memory usage: allocated 1.5 GB, reserved 2.0 GB"),
+             built.format(r=3, n=6, s="2.00", m="")]
+    s = StepLog()
+    for ln in lines_of("\n".join(lines)):
+        s.feed(ln)
+    assert (s.graphs_built, s.capture_seconds, s.graph_memory) == (6, 6.9, "allocated 1.5 GB, reserved 2.0 GB")
+    p = tmp_path / "built.log"
+    p.write_text("\n".join(lines) + "\n")
+    line = line_scan([str(p)])
+    assert line["steps"][3:5] == (6, 6.9) and line["graphs"][0] == "allocated 1.5 GB, reserved 2.0 GB"
+    assert block_scan([str(p)]) == line
+
+
 def test_reference_card_graphs_slower_than_eager_is_graph_no_speedup():
     cur, ccfg = steps_of("qwen3_30b_te_graphs.log")
     base, bcfg = steps_of("qwen3_30b_eager.log")

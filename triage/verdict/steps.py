@@ -92,6 +92,34 @@ def _capture_only(buf: bytes, ls: int, le: int) -> bool:
             and _HMS_B.search(buf, ls, min(le, ls + 200)) is None)
 
 
+# megatron-core's "> built N cuda graph(s) in S sec[, with total memory usage: allocated A, reserved R]." with
+# no other line feed() reads more of
+_BUILT_OTHER = (b"NCCL", b"Time spent in CUDA Graphs capture", b" graphable layers", b"elapsed time per iteration",
+                b"train_step_timing")
+Built = Tuple[int, float, Optional[str]]     # graphs built, the capture's seconds, its memory (_built_fields)
+
+
+def _capture_rec(buf: bytes, ls: int, le: int) -> Optional[tuple]:
+    """The record of a plain capture line feed() would only mark (_capture_only): (None, length); of megatron-
+    core's "> built N cuda graph(s)" line with no time of its own, which also tells the graphs built, the
+    capture's seconds and memory: (None, length, Built) (issue 44: one a few steps, each fed through feed(),
+    cut a dense log's runs of records short of a pool worker's summary); None for any other line."""
+    if _capture_only(buf, ls, le):
+        return (None, le - ls)
+    find = buf.find
+    if (find(b"> built ", ls, le) < 0 or any(find(x, ls, le) >= 0 for x in _BUILT_OTHER)
+            or _HMS_B.search(buf, ls, min(le, ls + 200)) is not None):
+        return None
+    g = _built(buf[ls:le].decode("ascii"))     # (the launcher's prefix holds no "> built ": as on the text)
+    return (None, le - ls, _built_fields(g)) if g else None
+
+
+def _built_fields(g: Tuple[Optional[str], ...]) -> Built:
+    """What _BUILT's groups G say: the graphs built, the capture's seconds, its memory (None: not said)."""
+    return (int(g[0] or 0), _num(g[1]) or 0.0,
+            f"allocated {(g[2] or '').strip()}, reserved {(g[3] or '').strip()}" if g[2] else None)
+
+
 def _num(s) -> Optional[float]:
     """A `[\\d.]+` capture as a float, or None ("1.2.3" from a garbled line is no number)."""
     try:
@@ -218,8 +246,9 @@ class StepLog:
             if rec is None:
                 m = search(buf, ls, le)
                 if m is None:
-                    if _capture_only(buf, ls, le):      # a capture line: its record says only its length
-                        out[ls] = (None, le - ls)
+                    cap = _capture_rec(buf, ls, le)     # a capture line: its record says its length (and graphs)
+                    if cap is not None:
+                        out[ls] = cap
                     continue
                 g3 = m.group(3)
                 ms, tf = _num(m.group(2)), _num(g3) if g3 else None
@@ -269,6 +298,8 @@ class StepLog:
                     self._capture_record(at, source, line_at)
                 else:                           # (_capture_record past the first capture line)
                     pending[source] = True
+                if len(rec) > 2:                # "> built N cuda graph(s)" (_capture_rec)
+                    self._add_built(rec[2])
                 every = True                    # (a capture now waits for its step)
             elif every or it in self._capture_set or it in ev or it in self._ev_window:
                 self.feed_record(rec, buf, at, source, lineno_at, year)
@@ -361,7 +392,7 @@ class StepLog:
         alone (a pool worker's, ahead of the scanner), per run of records between the lines at CUTS (the
         block's lines fed through feed(): the scanner feeds the records before one of them first):
         {index of a run's first record in line order: (index past its last, its BlockDeltas)}, of the
-        runs it can summarise (enough steps and capture lines, no step time that depends on the year);
+        runs it can summarise (enough steps, no step time that depends on the year);
         None when none."""
         keys = sorted(recs)
         out: Dict[int, Tuple[int, BlockDeltas]] = {}
@@ -381,13 +412,11 @@ class StepLog:
         steps = [i for i, (_, r) in enumerate(items) if r[0] is not None]
         if len(steps) < DELTA_MIN_STEPS:
             return None
-        caps = len(items) - len(steps)
-        # (a run with few capture lines: most of its steps take the scanner's tight path, a few dict stores
-        # each, less than a summary costs the worker -- a capture sends four steps the long way, the capture
-        # step and the evidence window's three; a step's time is read where a capture waits on it: every step
-        # of the run carries one that depends on no year, scan_lines' AHEAD)
-        if (DELTA_STEPS_PER_CAPTURE and caps * DELTA_STEPS_PER_CAPTURE < len(steps)) or (caps and not all(
-                len(items[i][1]) > 6 and not items[i][1][6] for i in steps)):
+        # (every run, with capture lines or none: a summary costs the workers a few % -- measured on the grid's
+        # dense, iteration and production shapes, once "> built" lines no longer cut the runs short -- and
+        # halves the scanner's step work; a step's time is read where a capture waits on it: every step of a
+        # run with a capture line carries one that depends on no year, scan_lines' AHEAD)
+        if len(items) > len(steps) and not all(len(items[i][1]) > 6 and not items[i][1][6] for i in steps):
             return None
         plain = _simulate(buf, items)
         if plain is None:
@@ -457,11 +486,8 @@ class StepLog:
     def _apply(self, d: "StepDelta", source: str, first_lineno: int, shared: Set[int]) -> None:
         """The records summarised as D, merged (see _merge for when; SHARED: the iterations D shares with the
         log, _fits')."""
-        if d.caps:                   # the run's first capture lets the open window's evidence go
-            first, early, ev = self.capture_iters[0], self._ev_early, self.evidence
-            for j in self._ev_window:
-                if j != first and j not in early:
-                    ev.pop(j, None)
+        if d.caps:
+            self._apply_caps(d)
         if d.runs:
             self._join_runs(d, source)
         times = self.times
@@ -473,15 +499,24 @@ class StepLog:
         self.tflops.update(d.tflops)
         self.losses.update(d.losses)
         self._step_ts.update(d.step_ts)
-        if d.caps:
-            self._capture_set.update(d.caps)
-            self.capture_iters.extend(d.caps)
-            self._ev_window = set(d.window)
-            self._ev_next = d.ev_next
         for it, rel, text in d.evidence:
             self.evidence[it] = (source, first_lineno + rel, text)
         if d.pending is not None:
             self._capture_pending[source] = d.pending
+        if d.built is not None:        # (the whole run's, from F0 on too: the last said and the most, again)
+            self._add_built(d.built)
+
+    def _apply_caps(self, d: "StepDelta") -> None:
+        """_apply's capture steps of D: the run's first capture lets the open window's evidence go; D's capture
+        steps join the log's, and its evidence window is the log's."""
+        first, early, ev = self.capture_iters[0], self._ev_early, self.evidence
+        for j in self._ev_window:
+            if j != first and j not in early:
+                ev.pop(j, None)
+        self._capture_set.update(d.caps)
+        self.capture_iters.extend(d.caps)
+        self._ev_window = set(d.window)
+        self._ev_next = d.ev_next
 
     def _sampled(self, it: int) -> bool:
         """Thinned (_stride > 1): whether iteration IT is kept -- a multiple of the stride, the first
@@ -568,10 +603,7 @@ class StepLog:
         g = _built(t) if "> built " in t else None         # (each line of a rank alike: searched once)
         if g:
             self._mark_capture(line)
-            self.graphs_built = int(g[0] or 0)
-            self.capture_seconds = max(self.capture_seconds or 0.0, _num(g[1]) or 0.0)
-            if g[2]:
-                self.graph_memory = f"allocated {g[2].strip()}, reserved {(g[3] or '').strip()}"
+            self._add_built(_built_fields(g))
         g = _time_spent(t) if "Time spent in CUDA Graphs capture" in t else None
         if g:
             self._mark_capture(line)
@@ -579,6 +611,14 @@ class StepLog:
         g = _graphable(t) if " graphable layers" in t else None
         if g:
             self.graphable_layers = int(g[1] or 0)
+
+    def _add_built(self, b: Built) -> None:
+        """megatron-core's "> built N cuda graph(s) in S sec" line (or a run of them, _apply): the graphs built
+        (the last said), the capture's seconds (the most), its memory (the last said)."""
+        self.graphs_built = b[0]
+        self.capture_seconds = max(self.capture_seconds or 0.0, b[1])
+        if b[2]:
+            self.graph_memory = b[2]
 
     def _capture_record(self, ls: int, source: str, line_at: Optional[Callable[[int], Line]]) -> None:
         """The capture line at buffer offset LS (a plain line with no time: _capture_only): as feed()
@@ -717,10 +757,7 @@ class StepLog:
         return list(zip(eager, map(self.times.__getitem__, eager)))
 
 
-DELTA_MIN_STEPS = 32       # step records a run needs for a pool worker to summarise them (StepLog.summarise) ...
-DELTA_STEPS_PER_CAPTURE = 16   # ... and at least a capture line per this many steps (bench/gen_biglog.py --dense:
-#                                one per 62 steps, its summaries cost the workers +40% and the scanner saved none;
-#                                0: every run, with capture lines or none)
+DELTA_MIN_STEPS = 32       # step records a run needs for a pool worker to summarise them (StepLog.summarise)
 _DUMMY = -(1 << 62)        # the iteration of the stand-in state a summary is worked out on (iterations are >= 0)
 
 
@@ -745,6 +782,7 @@ class StepDelta:
     last_it: int
     long: Set[int]
     captured: bool
+    built: Optional[Built] = None      # what its "> built" lines say, together (StepLog._add_built; None: none)
 
 
 @record
@@ -810,7 +848,8 @@ def _simulate(buf: bytes, items: List[Tuple[int, tuple]]) -> Optional[StepDelta]
     return StepDelta(s.times, s.tflops, s.losses, s._step_ts, caps, tuple(s._ev_window) if caps else (),
                      s._ev_next, [(it, ln, text) for it, (_, ln, text) in s.evidence.items() if it >= 0],
                      s._capture_pending.get(""), _runs_of(its), its[0] if its else 0, its[-1] if its else 0,
-                     long, any(r[0] is None for _, r in items))
+                     long, any(r[0] is None for _, r in items),
+                     None if s.graphs_built is None else (s.graphs_built, s.capture_seconds or 0.0, s.graph_memory))
 
 
 def _from(d: StepDelta, items: List[Tuple[int, tuple]], steps: List[int], f: int) -> StepDelta:
@@ -824,7 +863,7 @@ def _from(d: StepDelta, items: List[Tuple[int, tuple]], steps: List[int], f: int
         return {k: v for k, v in x.items() if k in keep}
     return StepDelta(cut(d.times), cut(d.tflops), cut(d.losses), cut(d.step_ts), d.caps, d.window, d.ev_next,
                      [e for e in d.evidence if e[0] in keep], d.pending, _runs_of(its), its[0], its[-1],
-                     d.long & keep, any(r[0] is None for _, r in items[f:]))
+                     d.long & keep, any(r[0] is None for _, r in items[f:]), d.built)
 
 
 @record

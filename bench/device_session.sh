@@ -17,6 +17,7 @@ if [ -n "${QUICK:-}" ]; then        # QUICK=1: no grid, only the three logs the 
   python bench/gen_grid.py prod /tmp/g/prod-268435456.log --size 256M >/dev/null &
   python bench/gen_grid.py megatron-dense /tmp/g/megatron-dense-67108864.log --size 256M >/dev/null &
   python bench/gen_grid.py bench-dense /tmp/g/bench-dense-67108864.log --size 256M >/dev/null &
+  python bench/gen_grid.py tracebacks /tmp/g/tracebacks-134217728.log --size 256M >/dev/null &
   wait; cat /tmp/g/*.log >/dev/null
 else
   python bench/grid.py --size 256M --big 1G --runs 2 --tree "$OLD" --tree . --rg --budget "$BUDGET" --timeout 110 \
@@ -29,7 +30,14 @@ for t in "$BEFORE" .; do
       examples/sample_job.log --format json 2>&1 >/dev/null | tail -1
   done | sort -n | tr '\n' ' '; echo
 done
-for log in $(ls /tmp/g/prod-268435456.log /tmp/g/warn-heavy-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* 2>/dev/null); do
+echo "== bare interpreter (python -P -c pass), 10 runs (s, sorted)"
+for i in $(seq 10); do /usr/bin/time -f "%e" python -P -c pass 2>&1 | tail -1; done | sort -n | tr '\n' ' '; echo
+echo "== tiny log, this tree: the slowest imports (-X importtime, cumulative us)"
+PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main python -P -X importtime -m triage analyze examples/sample_job.log \
+  --format json 2>&1 >/dev/null | sort -t'|' -k2 -n -r | head -12
+PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py examples/sample_job.log -n 3
+for log in $(ls /tmp/g/prod-268435456.log /tmp/g/warn-heavy-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* \
+    /tmp/g/tracebacks-* 2>/dev/null); do
   for t in "$BEFORE" .; do
     echo "== $(basename $log), tree $t, -j 16"
     PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) python bench/scan_phases.py "$log" -n 2 -j 16

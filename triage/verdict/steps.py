@@ -426,8 +426,7 @@ class StepLog:
         # tight path) -- from F0 on, the run does what the plain replay did
         first_cap = next((i for i, (_, r) in enumerate(items) if r[0] is None), len(items))
         f0 = next((i for i in steps if i > first_cap), None)
-        return BlockDeltas(len(items), plain, -1 if f0 is None else f0,
-                           None if f0 is None else _from(plain, items, steps, f0))
+        return BlockDeltas(len(items), plain, -1 if f0 is None else f0)
 
     def _merge(self, d: "BlockDeltas", items: List[Tuple[int, tuple]], buf: bytes, source: str,
                lineno_at: Callable[[int], int], year: Optional[int], line_at: Optional[Callable[[int], Line]],
@@ -439,7 +438,7 @@ class StepLog:
         if self._capture_pending.get(source) or self._ev_next:
             # a capture line before the run (its first step takes it) or an evidence window open (the next
             # steps join it): the records before F0 are replayed
-            delta, start = d.cap_f0, d.f0
+            delta, start = d.from_f0(items), d.f0
         else:
             delta, start = d.plain, 0
         if delta is None:
@@ -788,13 +787,19 @@ class StepDelta:
 @record
 class BlockDeltas:
     """A pool worker's summary of a run of N step records (StepLog.summarise): PLAIN, what they do to a
-    step log with no capture waiting and no evidence window open; CAP_F0, what the records from F0 on do
-    whatever the state before F0 (F0: the first step after the run's first capture line; -1 and None when
-    there is none), the records before F0 replayed."""
+    step log with no capture waiting and no evidence window open; F0, the first step after the run's first
+    capture line (-1: none), from which on the run does what PLAIN did whatever the state before (from_f0)."""
     n: int
     plain: StepDelta
     f0: int
-    cap_f0: Optional[StepDelta]
+
+    def from_f0(self, items: List[Tuple[int, tuple]]) -> Optional[StepDelta]:
+        """What the records ITEMS (the run's) from F0 on do whatever the state before F0, the records before
+        it replayed (None: no F0): PLAIN cut to them, here, when the scanner asks (sent with PLAIN it was
+        half of a dense log's summaries' bulk, unpickled by the scanner, most of it never asked for)."""
+        if self.f0 < 0:
+            return None
+        return _from(self.plain, items, [i for i, (_, r) in enumerate(items) if r[0] is not None], self.f0)
 
 
 class _LinesIn:

@@ -21,25 +21,25 @@ if [ -n "${QUICK:-}" ]; then        # QUICK=1: no grid, only the three logs the 
   wait; cat /tmp/g/*.log >/dev/null
 else
   python bench/grid.py --size 256M --big 1G --runs 2 --tree "$OLD" --tree . --rg --budget "$BUDGET" --timeout 110 \
-    --tmp /tmp/g
+    --tmp /tmp/g ${SHAPES:+--shapes "$SHAPES"}      # SHAPES=a,b: only those rows (and the 1 GiB one)
 fi
 for t in "$BEFORE" .; do
   echo "== tiny log, tree $t, 20 runs (s, sorted)"
   for i in $(seq 20); do
-    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) /usr/bin/time -f "%e" python -P -m triage analyze \
+    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) /usr/bin/time -f "%e" python -P -m triage analyze \
       examples/sample_job.log --format json 2>&1 >/dev/null | tail -1
   done | sort -n | tr '\n' ' '; echo
 done
 echo "== bare interpreter (python -P -c pass), 10 runs (s, sorted)"
 for i in $(seq 10); do /usr/bin/time -f "%e" python -P -c pass 2>&1 | tail -1; done | sort -n | tr '\n' ' '; echo
 echo "== tiny log, this tree: the slowest imports (-X importtime, cumulative us)"
-PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main python -P -X importtime -m triage analyze examples/sample_job.log \
+PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath .)) python -P -X importtime -m triage analyze examples/sample_job.log \
   --format json 2>&1 >/dev/null | sort -t'|' -k2 -n -r | head -12
-PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py examples/sample_job.log -n 3
+PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath .)) python bench/scan_phases.py examples/sample_job.log -n 3
 for log in $(ls /tmp/g/prod-268435456.log /tmp/g/warn-heavy-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* \
     /tmp/g/tracebacks-* 2>/dev/null); do
   for t in "$BEFORE" .; do
     echo "== $(basename $log), tree $t, -j 16"
-    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) python bench/scan_phases.py "$log" -n 2 -j 16
+    PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) python bench/scan_phases.py "$log" -n 2 -j 16
   done
 done

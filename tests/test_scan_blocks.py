@@ -38,8 +38,8 @@ def summary(result, seen):
         "matches": [(m.pattern.id, m.rule.source_text, m.line.source, m.line.lineno, m.line.rank, m.line.text,
                      m.seq, m.order_ts, m.group, [x.lineno for x in m.context], [x.text for x in m.before],
                      [x.text for x in m.after]) for m in result.matches],
-        "blocks": [(b.source, b.rank, b.start, b.end, b.lines, b.seq, b.order_ts, b.group, b.explained)
-                   for b in result.blocks],
+        "blocks": [(b.source, b.rank, b.start, b.end, b.lines, b.seq, b.order_ts, b.group, b.explained, b.intro,
+                    b.exc_line, b.logged) for b in result.blocks],
         "lines": result.lines, "sources": result.sources, "root": result.launcher_root_rank,
         "attempts": result.attempts, "ranks": result.ranks_seen,
         "config": seen.config.config(), "versions": seen.config.versions,

@@ -138,8 +138,8 @@ class Blocks(Observer):
         if st.block is None:
             b = self._open(line, ev, [])
             # the physical line before, when its stream's (rank-interleaved output: a bounded look)
-            prev = [x for x in ev.view.recent_in_source(line, INTRO_BACK) if x.rank == line.rank]
-            b.intro = prev[-1].text[:300] if prev else ""
+            prev = ev.view.newest_of_rank(line, INTRO_BACK)
+            b.intro = prev.text[:300] if prev is not None else ""
             # a logger's header the launcher table stripped (vLLM prints every line of a record under it)
             head = _header(line)
             b.logged = bool(head) and _logged(head[-120:])

@@ -266,13 +266,28 @@ class BlockView(View):
                     break
         return out[::-1]
 
-    def recent_in_source(self, line: Line, n: int) -> List[Line]:
-        out: List[Line] = []
-        for prev in self._walk(line):
-            out.append(prev)
-            if len(out) >= n:
-                break
-        return out[::-1]
+    def newest_of_rank(self, line: Line, n: int) -> Optional[Line]:
+        """As View.newest_of_rank, walking back through the buffer: a line a pool worker parsed with a rank of its
+        own, another rank's, is passed over unread (a traceback's first line looks back for the line introducing
+        it, in a log of handled tracebacks a line in sixty, issue 44)."""
+        if line.source != self.inp.label:
+            return None
+        off, k = self.cur_off, self.cur_lineno
+        buf, cache, pre, pre_lo = self.buf, self.cache, self.pre, self.pre_lo
+        for _ in range(n):
+            if off <= 0 or k - 1 < 0:
+                return None
+            off = buf.rfind(b"\n", 0, off - 1) + 1
+            k -= 1
+            x = cache.get(off)
+            if x is None:
+                p = pre.get(off - pre_lo) if off >= pre_lo else None
+                if p is not None and p[1] is not None and p[1] != line.rank:
+                    continue
+                x = self.line_at(off, k)
+            if x.rank == line.rank:
+                return x
+        return None
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back

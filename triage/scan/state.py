@@ -73,9 +73,10 @@ class View:
     def before(self, line: Line, st: Stream) -> List[Line]:
         return list(st.recent)
 
-    def recent_in_source(self, line: Line, n: int) -> List[Line]:
+    def newest_of_rank(self, line: Line, n: int) -> Optional[Line]:
+        """The newest of the N lines of LINE's input before it that is of LINE's rank (None: none is)."""
         d = self.by_source.get(line.source)
-        return list(d)[-n:] if d else []
+        return next((x for x in reversed(list(d)[-n:]) if x.rank == line.rank), None) if d else None
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """The newest of the N lines of LINE's input before it that pass TEST (KEY names the test:

@@ -83,12 +83,14 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         # tracebacks read every timed line back once, the scanner parsing each)
                         parsed = prepare.parse_hits(block, sorted(set(starts).union(
                             timed or (), prepare.followed_lines(block, starts))), file_rank) if spare else {}
+                        summ = prepare.summaries(block, h, batchers, r) if spare else None
+                        if summ and bi:      # (after: the summaries read them; an input's first block, its
+                            prepare.leave_out(r, summ)      # first evidence kept, is replayed)
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, starts),
                                     prepare.rule_searches(block, h, rules, guard, dense),
                                     parsed, timed, prepare.first_dated_in(block, 0, None, ahead=True),
-                                    prepare.summaries(block, h, batchers, r) if spare else None,
-                                    prepare.tb_bodies(block, h, parsed, file_rank) if spare else {})))
+                                    summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {})))
                     g += 1
             finally:
                 os.close(fd)

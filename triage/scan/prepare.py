@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from ..inputs.sources import (
     MAX_LINE,
@@ -205,6 +205,23 @@ def summaries(buf: bytes, hits: Dict[int, Set[int]], batchers: Sequence[Tuple[Fe
             continue
         out.append(o.obj.summarise(buf, recs, sorted(s for s, t in hits.items() if idx in t)))
     return out
+
+
+def leave_out(recs_all: Sequence[Dict[int, Any]], summ: Sequence[Optional[Any]]) -> None:
+    """The records of the runs a worker summarised (SUMM, summaries') left out of RECS_ALL, None in their place
+    (the scanner parses a run's lines again when it replays it: StepLog.feed_records), from the record each
+    summary says (BlockDeltas.leave_from: not those the scanner will likely replay).  A dense log's records,
+    unpickled one by one, were most of what the scanner spent taking a worker's result (issue 44: megatron-dense
+    32 MiB, 50 of 60 ms); parsed again they cost the scanner six times as much."""
+    for recs, s in zip(recs_all, summ):
+        if not s:
+            continue
+        keys = sorted(recs)
+        for i, (j, d) in cast(Dict[int, Tuple[int, Any]], s).items():
+            k = d.leave_from()
+            if k is not None:
+                for at in keys[i + k:j]:
+                    recs[at] = None
 
 
 RANK_BACK = 2              # lines before a hit of no rank a worker parses too (BlockView.line_at reads them)

@@ -16,7 +16,7 @@ import math
 import re
 from collections.abc import Sequence as SequenceABC
 from dataclasses import field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union, overload
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..inputs.ranks import split_prefix
 from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in
@@ -279,7 +279,17 @@ class StepLog:
             if rest is None:
                 return
             items = rest
-        self._replay(buf, items, source, lineno_at, year, line_at)
+        self._replay(buf, self._filled(buf, items), source, lineno_at, year, line_at)
+
+    def _filled(self, buf: bytes, items: Sequence[Tuple[int, Optional[tuple]]]) -> List[Tuple[int, tuple]]:
+        """ITEMS with the records a pool worker left out (None: a run it summarised, prepare.leave_out) parsed
+        here again, as the scanner's own scan_lines parses them (the summary did not fit, or the run was fed in
+        other cuts than the worker's)."""
+        missing = [at for at, r in items if r is None]
+        if not missing:
+            return cast(List[Tuple[int, tuple]], items)
+        got = self.scan_lines(buf, missing)
+        return [(at, r if r is not None else got[at]) for at, r in items]
 
     def _replay(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
                 lineno_at: Callable[[int], int], year: Optional[int] = None,
@@ -426,7 +436,12 @@ class StepLog:
         # tight path) -- from F0 on, the run does what the plain replay did
         first_cap = next((i for i, (_, r) in enumerate(items) if r[0] is None), len(items))
         f0 = next((i for i in steps if i > first_cap), None)
-        return BlockDeltas(len(items), plain, -1 if f0 is None else f0)
+        if f0 is None:
+            return BlockDeltas(len(items), plain, -1)
+        its = [items[i][1][0] for i in steps if i >= f0]
+        only_before = set(items[i][1][0] for i in steps if i < f0).difference(its)
+        return BlockDeltas(len(items), plain, f0, (tuple(only_before), _runs_of(its), its[0],
+                                                   any(r[0] is None for _, r in items[f0:])))
 
     def _merge(self, d: "BlockDeltas", items: List[Tuple[int, tuple]], buf: bytes, source: str,
                lineno_at: Callable[[int], int], year: Optional[int], line_at: Optional[Callable[[int], Line]],
@@ -438,13 +453,13 @@ class StepLog:
         if self._capture_pending.get(source) or self._ev_next:
             # a capture line before the run (its first step takes it) or an evidence window open (the next
             # steps join it): the records before F0 are replayed
-            delta, start = d.from_f0(items), d.f0
+            delta, start = d.from_f0(), d.f0
         else:
             delta, start = d.plain, 0
         if delta is None:
             return items
         if start:
-            self._replay(buf, items[:start], source, lineno_at, year, line_at)
+            self._replay(buf, self._filled(buf, items[:start]), source, lineno_at, year, line_at)
             if self._stride > 1 or self._cts_open or not self._capture_pending.get(source):
                 return items[start:]
         shared = self._fits(delta)
@@ -792,14 +807,38 @@ class BlockDeltas:
     n: int
     plain: StepDelta
     f0: int
+    # how the records from F0 on differ from the whole run (None: no F0): the iterations of its steps before F0
+    # only, and from F0 on, the runs of rising iterations, the first iteration, whether a capture line is among them
+    cut: Optional[Tuple[Tuple[int, ...], List[int], int, bool]] = None
 
-    def from_f0(self, items: List[Tuple[int, tuple]]) -> Optional[StepDelta]:
-        """What the records ITEMS (the run's) from F0 on do whatever the state before F0, the records before
-        it replayed (None: no F0): PLAIN cut to them, here, when the scanner asks (sent with PLAIN it was
-        half of a dense log's summaries' bulk, unpickled by the scanner, most of it never asked for)."""
-        if self.f0 < 0:
+    def leave_from(self) -> Optional[int]:
+        """The first of the run's records a pool worker need not send (prepare.leave_out; None: none), those the
+        scanner will likely not replay: from F0 on (the records before it are replayed whenever a capture waits
+        at the run's start), none in a run past iteration MAX_STEPS (a step log thinned by then merges no
+        summary: _merge)."""
+        return None if self.plain.last_it > MAX_STEPS else max(self.f0, 0)
+
+    def from_f0(self) -> Optional[StepDelta]:
+        """What the records from F0 on do whatever the state before F0, the records before it replayed (None:
+        no F0): PLAIN less the iterations of the steps before F0 only (they went the tight path: they changed only
+        their own iterations' times, TFLOP/s and losses, which an iteration of them seen again from F0 on keeps
+        whole) -- made here, from a few numbers, when the scanner asks (sent whole with PLAIN it was half of a
+        dense log's summaries' bulk, unpickled by the scanner; cut from PLAIN, a copy of most of it each time)."""
+        if self.cut is None:
             return None
-        return _from(self.plain, items, [i for i, (_, r) in enumerate(items) if r[0] is not None], self.f0)
+        only_before, runs, first_it, captured = self.cut
+        d, drop = self.plain, set(only_before)
+
+        def cut(x: Dict[int, float]) -> Dict[int, float]:
+            if not drop.intersection(x):
+                return x                  # (_apply only reads it)
+            y = dict(x)
+            for k in drop:
+                y.pop(k, None)
+            return y
+        return StepDelta(cut(d.times), cut(d.tflops), cut(d.losses), cut(d.step_ts), d.caps, d.window, d.ev_next,
+                         [e for e in d.evidence if e[0] not in drop], d.pending, runs, first_it, d.last_it,
+                         d.long - drop, captured, d.built)
 
 
 class _LinesIn:
@@ -855,20 +894,6 @@ def _simulate(buf: bytes, items: List[Tuple[int, tuple]]) -> Optional[StepDelta]
                      s._capture_pending.get(""), _runs_of(its), its[0] if its else 0, its[-1] if its else 0,
                      long, any(r[0] is None for _, r in items),
                      None if s.graphs_built is None else (s.graphs_built, s.capture_seconds or 0.0, s.graph_memory))
-
-
-def _from(d: StepDelta, items: List[Tuple[int, tuple]], steps: List[int], f: int) -> StepDelta:
-    """D (from the run's first record, no capture waiting) cut to the records from F on, F the first step
-    after its first capture line (the steps before F went the tight path: they changed only their own
-    iterations' times, TFLOP/s and losses, which an iteration of them seen again from F on keeps whole)."""
-    its = [items[i][1][0] for i in steps if i >= f]
-    keep = set(its)
-
-    def cut(x: Dict[int, float]) -> Dict[int, float]:
-        return {k: v for k, v in x.items() if k in keep}
-    return StepDelta(cut(d.times), cut(d.tflops), cut(d.losses), cut(d.step_ts), d.caps, d.window, d.ev_next,
-                     [e for e in d.evidence if e[0] in keep], d.pending, _runs_of(its), its[0], its[-1],
-                     d.long & keep, any(r[0] is None for _, r in items[f:]), d.built)
 
 
 @record

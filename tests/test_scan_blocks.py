@@ -938,9 +938,11 @@ def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs
     of rising iterations (how far the last attempt got: the block scan's tight path once skipped them, and a
     300-step log 'reached' iteration 64), the capture steps, the evidence, what "> built" lines say."""
     from triage.verdict import steps
-    merged = []
-    real_apply = steps.StepLog._apply
+    merged, parsed_again = [], []
+    real_apply, real_filled = steps.StepLog._apply, steps.StepLog._filled
     monkeypatch.setattr(steps.StepLog, "_apply", lambda self, *a: merged.append(1) or real_apply(self, *a))
+    monkeypatch.setattr(steps.StepLog, "_filled", lambda self, buf, items: parsed_again.extend(
+        at for at, r in items if r is None) or real_filled(self, buf, items))
     if jobs:
         _with_workers(monkeypatch, jobs)
     for seed in range(24):
@@ -949,8 +951,10 @@ def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs
         line = line_scan([str(p)])
         for bs in (1 << 23, 1 << 15, 4099):
             assert block_scan([str(p)], bs) == line, (seed, bs)
-    # with workers, runs of records were merged from their summaries (StepLog.summarise), not replayed
+    # with workers, runs of records were merged from their summaries (StepLog.summarise), not replayed; the
+    # records of some of them, left out by the worker (prepare.leave_out), were parsed again by the scanner
     assert bool(merged) == bool(jobs) and (not jobs or len(merged) > 24), len(merged)
+    assert bool(parsed_again) == bool(jobs), len(parsed_again)
 
 
 def _megatron_step(it, rk=0, stamped=True):

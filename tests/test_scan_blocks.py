@@ -1107,3 +1107,34 @@ def test_every_fixture_with_a_traceback_taken_in_bodies_is_the_line_scan(monkeyp
         for bs in (1021, 1 << 16):
             assert block_scan(paths[i:i + 40], bs) == line, (paths[i:i + 40], bs)
     assert len(taken) > 30
+
+
+# megatron-core's "> built" line in the shapes a log gives it (issue 44's review: a bare one, its "> " a quote the
+# launcher table strips, was read by the block scan's records and not by the line scan), and with what makes the
+# step log read it whole (a time, NCCL, other capture wordings, ANSI codes)
+BUILT_LINES = [
+    "> built 48 cuda graph(s) in 6.90 sec, with total memory usage: allocated 5.21 GB, reserved 6.00 GB.",
+    ">> built 3 cuda graph(s) in 1.00 sec.",
+    "[rank0]:> built 4 cuda graph(s) in 2.00 sec.",
+    "[rank0]:INFO:megatron.core.transformer.cuda_graphs:> built 5 cuda graph(s) in 3.00 sec.",
+    "[rank0]:INFO:megatron.core.transformer.cuda_graphs:> built 6 cuda graph(s) in 4.00 sec. NCCL IPC graph register "
+    "buffer",
+    "[rank0]:[2025-03-01 10:00:00] INFO:megatron.core.transformer.cuda_graphs:> built 7 cuda graph(s) in 5.00 sec.",
+    "[rank0]:INFO:megatron.core.transformer.cuda_graphs:> built 8 cuda graph(s) in 6.00 sec. Time spent in CUDA Graphs "
+    "capture on rank 0: 7.1s",
+    "[rank0]:INFO:megatron.core.transformer.cuda_graphs:> built 9 cuda graph(s) in 7.00 sec, 32 graphable layers.",
+    "[rank0]:\x1b[32mINFO\x1b[0m:megatron.core.transformer.cuda_graphs:> built 10 cuda graph(s) in 8.00 sec.",
+    "[rank0]:INFO:megatron.core.transformer.cuda_graphs:> built 11 cuda graph(s) in 1.2.3 sec.",
+]
+
+
+@pytest.mark.parametrize("jobs", [0, 5])
+@pytest.mark.parametrize("built", BUILT_LINES, ids=range(len(BUILT_LINES)))
+def test_a_built_line_is_read_by_the_block_scan_as_the_line_scan_reads_it(monkeypatch, tmp_path, built, jobs):
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    p = tmp_path / "built.log"
+    p.write_text("\n".join([_megatron_step(4), built, _megatron_step(5), _megatron_step(6)]) + "\n")
+    line = line_scan([str(p)])
+    for bs in (1 << 23, 333):
+        assert block_scan([str(p)], bs) == line, bs

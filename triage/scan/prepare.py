@@ -229,7 +229,7 @@ TB_FOLLOWED = 12            # lines after a traceback's first line a worker pars
 
 
 def followed_lines(buf: bytes, starts: Sequence[int], n: int = TB_FOLLOWED) -> List[int]:
-    """The starts of the N lines after each hit line at STARTS that opens a traceback, and of the TB_BEFORE
+    """The starts of the N lines after each hit line at STARTS that opens a traceback, and of the INTRO_BACK
     lines before it: the scanner feeds every line while a traceback is open (Blocks.following: the other
     ranks' lines between its own), and parses each, in a log of handled tracebacks a line in ten (issue 44);
     it reads the lines before the traceback's first (Blocks._traceback_start: the line that introduced it)."""
@@ -268,9 +268,10 @@ def tb_bodies(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
     instead of feeding it line by line (issue 44: every line is fed while a traceback is open, a log
     of handled tracebacks a line in ten): {offset of the line after the traceback's first line: Body}.
     A body is the run of lines from there on that Blocks would only add to the open traceback, one by
-    one, and no other observer is woken by: lines of the traceback line's own rank (their prefix's),
-    not a hit of any anchor, with no time of their own, no exception line, no traceback start, no
-    progress bar's updates, at most TB_BODY_MAX; none when that run is empty.  The scanner takes a
+    one, and no other observer is woken by: lines of the traceback line's own rank (sources.text_and_rank's:
+    their prefix's, the file's or the one their message names), not a hit (a line a batch observer took as its
+    record is none: it is fed to it in order anyway), with no time of their own, no exception line, no traceback
+    start, no progress bar's updates, at most TB_BODY_MAX; none when that run is empty.  The scanner takes a
     body only where its state says the traceback is open and only Blocks follows the lines."""
     out: Dict[int, Body] = {}
     find = buf.find

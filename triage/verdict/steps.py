@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..inputs.ranks import split_prefix
-from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in
+from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in, scanned_text
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor
@@ -110,7 +110,10 @@ def _capture_rec(buf: bytes, ls: int, le: int) -> Optional[tuple]:
     if (find(b"> built ", ls, le) < 0 or any(find(x, ls, le) >= 0 for x in _BUILT_OTHER)
             or _HMS_B.search(buf, ls, min(le, ls + 200)) is not None):
         return None
-    g = _built(buf[ls:le].decode("ascii"))     # (the launcher's prefix holds no "> built ": as on the text)
+    t = scanned_text(buf[ls:le])    # (the text feed() reads: a line's leading "> " is a quote the launcher
+    if "> built " not in t:         # table strips, and a bare "> built ..." line is then none, issue 44's review)
+        return None
+    g = _built(t)
     return (None, le - ls, _built_fields(g)) if g else None
 
 
@@ -229,7 +232,8 @@ class StepLog:
         or control character, short enough not to be clipped), on which the bytes regex finds
         what `_MEGATRON` finds in the normalised text; every other line goes through `feed`.
         The scanner hands the records back in line order with `feed_record`.  A record is
-        (iteration, ms, TFLOP/s, line length, loss), or (None, line length) for a capture line;
+        (iteration, ms, TFLOP/s, line length, loss), or (None, line length) for a capture line, (None, line
+        length, Built) for megatron-core's "> built N cuda graph(s)" line (_capture_rec);
         AHEAD (a pool worker's): the step records of a block with a capture line have the line's
         time after them (sources.parse_ts_ahead), which the scanner then parses no more (a step's
         time matters only around a capture: _needs_ts; the others are parsed by the scanner when it
@@ -303,7 +307,7 @@ class StepLog:
         while i < n:
             at, rec = items[i]
             it = rec[0]
-            if it is None:                      # a capture line (scan_lines, _capture_only)
+            if it is None:                      # a capture line (scan_lines, _capture_rec)
                 if self.capture_line is None:
                     self._capture_record(at, source, line_at)
                 else:                           # (_capture_record past the first capture line)
@@ -635,12 +639,12 @@ class StepLog:
             self.graph_memory = b[2]
 
     def _capture_record(self, ls: int, source: str, line_at: Optional[Callable[[int], Line]]) -> None:
-        """The capture line at buffer offset LS (a plain line with no time: _capture_only): as feed()
+        """The capture line at buffer offset LS (a plain line with no time: _capture_rec): as feed()
         would mark it."""
         if self.capture_line is None and line_at is not None:
             self._mark_capture(line_at(ls))
             return
-        self._capture_pending[source] = True        # (a claimed capture line has no time: _capture_only)
+        self._capture_pending[source] = True        # (a claimed capture line has no time: _capture_rec)
 
     def _mark_capture(self, line: Line) -> None:
         if self.capture_line is None:      # issue 43: a hang after it may be inside a replayed graph

@@ -945,16 +945,23 @@ def test_the_step_log_of_the_block_scan_is_the_line_scans_on_a_grid_of_step_logs
         at for at, r in items if r is None) or real_filled(self, buf, items))
     if jobs:
         _with_workers(monkeypatch, jobs)
-    for seed in range(24):
-        p = tmp_path / f"steps-{seed}.log"
-        _step_grid_log(p, seed)
-        line = line_scan([str(p)])
-        for bs in (1 << 23, 1 << 15, 4099):
-            assert block_scan([str(p)], bs) == line, (seed, bs)
+    _grid_agrees(tmp_path, _step_grid_log, 24, (1 << 23, 1 << 15, 4099))
     # with workers, runs of records were merged from their summaries (StepLog.summarise), not replayed; the
     # records of some of them, left out by the worker (prepare.leave_out), were parsed again by the scanner
     assert bool(merged) == bool(jobs) and (not jobs or len(merged) > 24), len(merged)
     assert bool(parsed_again) == bool(jobs), len(parsed_again)
+
+
+def _grid_agrees(tmp_path, generate, seeds, sizes, sound=lambda line: True):
+    """Each of SEEDS logs GENERATE writes, block scanned at SIZES, gives its line scan's result (SOUND: what that
+    result must hold for the log to test anything)."""
+    for seed in range(seeds):
+        p = tmp_path / f"{generate.__name__.strip('_')}-{seed}.log"
+        generate(p, seed)
+        line = line_scan([str(p)])
+        assert sound(line), seed
+        for bs in sizes:
+            assert block_scan([str(p)], bs) == line, (seed, bs)
 
 
 def _megatron_step(it, rk=0, stamped=True):
@@ -1081,13 +1088,7 @@ def test_the_error_blocks_of_the_block_scan_are_the_line_scans_on_a_grid_of_trac
     monkeypatch.setattr(Blocks, "take_body", lambda self, *a: taken.append(len(a[1])) or real(self, *a))
     if jobs:
         _with_workers(monkeypatch, jobs)
-    for seed in range(16):
-        p = tmp_path / f"tb-{seed}.log"
-        _traceback_grid_log(p, seed)
-        line = line_scan([str(p)])
-        assert line["blocks"]
-        for bs in (1 << 23, 1 << 14, 1021):
-            assert block_scan([str(p)], bs) == line, (seed, bs)
+    _grid_agrees(tmp_path, _traceback_grid_log, 16, (1 << 23, 1 << 14, 1021), lambda line: line["blocks"])
     assert bool(taken) == bool(jobs) and (not jobs or sum(taken) > 1000), sum(taken)
 
 

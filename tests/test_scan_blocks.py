@@ -828,6 +828,12 @@ YEAR_AND_SCOPE_LOGS = {
                            "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
     "date-likes-before-a-date": ["[rank0]: id x-02-28 23:00:01 ok"] * 40 + [
         "[rank0]: [2024-02-28 23:00:02] hello world", "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
+    # (issue 44's fifth review: a traceback's look back for its introducing line passed over another rank's line
+    # a worker had parsed, unread; the year-less glog time there was then read in the traceback line's new year)
+    "traceback-intro-year": ["[rank1]: [2024-02-28 10:00:00] hello", "[rank1]:I0229 10:00:01.000000 1 x.py:1] glog info",
+                             "[rank0]: [2025-03-01 10:00:00] Scheduler hit an exception: Traceback (most recent call "
+                             "last):", '[rank0]:   File "x.py", line 1, in f', "[rank0]: ValueError: bad",
+                             "[rank1]: RuntimeError: boom"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

@@ -267,27 +267,18 @@ class BlockView(View):
         return out[::-1]
 
     def newest_of_rank(self, line: Line, n: int) -> Optional[Line]:
-        """As View.newest_of_rank, walking back through the buffer: a line a pool worker parsed with a rank of its
-        own, another rank's, is passed over unread (a traceback's first line looks back for the line introducing
-        it, in a log of handled tracebacks a line in sixty, issue 44)."""
-        if line.source != self.inp.label:
-            return None
-        off, k = self.cur_off, self.cur_lineno
-        buf, cache, pre, pre_lo = self.buf, self.cache, self.pre, self.pre_lo
-        for _ in range(n):
-            if off <= 0 or k - 1 < 0:
-                return None
-            off = buf.rfind(b"\n", 0, off - 1) + 1
-            k -= 1
-            x = cache.get(off)
-            if x is None:
-                p = pre.get(off - pre_lo) if off >= pre_lo else None
-                if p is not None and p[1] is not None and p[1] != line.rank:
-                    continue
-                x = self.line_at(off, k)
-            if x.rank == line.rank:
-                return x
-        return None
+        """As View.newest_of_rank, walking back through the buffer.  Each of the N lines is read (BlockView.line_at),
+        not only those up to the first of LINE's rank: a line read is kept, parsed in the year known now, and a
+        later look back for a time reads it so -- passing over another rank's line unread made a year-less time
+        after a dated traceback line read in the new year (issue 44's review)."""
+        found: Optional[Line] = None
+        for prev in self._walk(line):
+            n -= 1
+            if found is None and prev.rank == line.rank:
+                found = prev
+            if n <= 0:
+                break
+        return found
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back

@@ -834,6 +834,15 @@ YEAR_AND_SCOPE_LOGS = {
                              "[rank0]: [2025-03-01 10:00:00] Scheduler hit an exception: Traceback (most recent call "
                              "last):", '[rank0]:   File "x.py", line 1, in f', "[rank0]: ValueError: bad",
                              "[rank1]: RuntimeError: boom"],
+    # (and a year change after a block's first dated line, on dated lines no observer is fed: the block scan learnt
+    # the year only from a block's first; a job across New Year, with a clock a little behind on another rank)
+    "second-dated-line": ["[rank0]: [2027-01-01 00:00:00] INFO: new year dated line",
+                          "[rank0]: [2028-01-01 00:00:00] INFO: new year dated line",
+                          "[rank0]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom"],
+    "new-year": ["[rank0]: [2027-12-31 23:59:58] INFO: step done"] + ["[rank0]: plain line"] * 30 + [
+        "[rank0]: [2028-01-01 00:00:01] INFO: step done", "[rank1]: [2027-12-31 23:59:59] INFO: late clock",
+        "[rank1]:E0101 00:00:02.000000 123 x.py:1] RuntimeError: boom",
+        "[rank0]: [2028-01-01 00:00:03] INFO: step done", "[rank0]:E0229 00:00:04.000000 123 x.py:1] ValueError: x"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

@@ -45,6 +45,7 @@ class _InputScan:
         self.seg_start = 0        # buffer offset where the current attempt's lines start in this block
         self.seg_attempt = inp.current()
         self.dated: Optional[Tuple[int, float, str]] = None
+        self.dated_next: List[Tuple[int, float, str]] = []
 
     def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
@@ -62,6 +63,8 @@ class _InputScan:
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
         # (a pool worker's search for it, offsets in the block, prepared[7])
         self.dated = self.view.first_dated(lo, *prepared[7:8]) if self.view.buf is buf else None
+        # ... and the dated lines after it where the year changes (a worker's: prepared[10]), in order
+        self.dated_next = self.view.year_changes(lo, self.dated, *prepared[10:11]) if self.dated is not None else []
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line
@@ -120,7 +123,7 @@ class _InputScan:
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
         """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""
         n = len(buf)
-        if self.dated is not None:
+        while self.dated is not None:
             self._dated_passed()
         for b in batches:
             b.flush(buf, n)
@@ -158,7 +161,7 @@ class _InputScan:
         st = self.core.streams.get((label, body[1]))
         if st is None or st.block is None or not st.in_tb:
             return False
-        if self.dated is not None and self.dated[0] < start:
+        while self.dated is not None and self.dated[0] < start:
             self._dated_passed()
         texts = body[2]
         first = self.lineno + 1
@@ -168,9 +171,10 @@ class _InputScan:
         return True
 
     def _dated_passed(self) -> None:
-        """The scan has passed the block's first dated line: its year is the scan's from there on."""
+        """The scan has passed the block's next dated line that tells a year (its first, or one where the year
+        changes): its year is the scan's from there on."""
         at, ts, raw = cast(Tuple[int, float, str], self.dated)
-        self.dated = None
+        self.dated = self.dated_next.pop(0) if self.dated_next else None
         self.view.learn_year(ts, raw, at)
 
     def _repeats(self, buf: bytes, lo: int, start: int, end: int, tags: Optional[Set[int]],
@@ -231,7 +235,7 @@ class _InputScan:
     def _line(self, buf: bytes, lo: int, span: Tuple[int, int], tags: Optional[Set[int]],
               following: List[Observer], batches: List["_Batch"]) -> None:
         """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
-        if self.dated is not None and self.dated[0] < span[0]:
+        while self.dated is not None and self.dated[0] < span[0]:
             self._dated_passed()
         if following or tags is None:
             woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)

@@ -19,7 +19,16 @@ from ..inputs.sources import (
     timegm,
 )
 from ..match.rx import TextMemo
-from .prepare import _TIMELIKE, DATED_UNKNOWN, PARSED_KEEP, PARSED_TEXT, PLAIN_MAX, Parsed, first_dated_in
+from .prepare import (
+    _TIMELIKE,
+    DATED_UNKNOWN,
+    PARSED_KEEP,
+    PARSED_TEXT,
+    PLAIN_MAX,
+    Parsed,
+    first_dated_in,
+    year_changes,
+)
 from .state import _FRAME, CONTEXT_LINES, Stream, View
 
 WALK_BACK = 400            # physical lines searched back for a stream's previous line / timestamp
@@ -331,4 +340,12 @@ class BlockView(View):
             return ahead[0] + lo, ahead[1], ahead[2]
         found = first_dated_in(self.buf, lo, self.year)
         return found if isinstance(found, tuple) else None
+
+    def year_changes(self, lo: int, first: Tuple[int, float, str], ahead: Optional[List[Tuple[int, float, str]]] = None
+                     ) -> List[Tuple[int, float, str]]:
+        """The dated lines of the block buf[lo:] after its first (FIRST) where the year changes
+        (prepare.year_changes), in order; AHEAD: a pool worker's (offsets in the block), else looked for here."""
+        if ahead is not None:
+            return [(at + lo, ts, raw) for at, ts, raw in ahead]
+        return year_changes(self.buf, first[0], self.year)
 

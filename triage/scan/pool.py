@@ -86,11 +86,14 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                         summ = prepare.summaries(block, h, batchers, r) if spare else None
                         if summ and bi:      # (after: the summaries read them; an input's first block, its
                             prepare.leave_out(r, summ)      # first evidence kept, is replayed)
+                        dated = prepare.first_dated_in(block, 0, None, ahead=True)
                         conn.send((path, bi, start, len(block),
                                    (h, r, nl, prepare.line_index(block, 0, starts),
                                     prepare.rule_searches(block, h, rules, guard, dense),
-                                    parsed, timed, prepare.first_dated_in(block, 0, None, ahead=True),
-                                    summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {})))
+                                    parsed, timed, dated,
+                                    summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {},
+                                    prepare.year_changes(block, dated[0], None, ahead=True)
+                                    if isinstance(dated, tuple) else None)))
                     g += 1
             finally:
                 os.close(fd)

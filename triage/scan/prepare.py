@@ -139,6 +139,52 @@ def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = Fals
     return None
 
 
+YEAR_TAIL = 1 << 16        # bytes at a block's end looked at for its last date (year_changes)
+
+
+def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = False) -> List[Tuple[int, float, str]]:
+    """The dated lines of BUF after the one at offset FIRST (first_dated_in's) whose date's year differs from the
+    dated line's before them: (offset, time in YEAR, normalised text) each, in order (AHEAD: a pool worker's, in no
+    known year -- an ISO date needs none).  The line scan learns the year from every dated line; the block scan
+    only from the lines it feeds and each block's first dated line, so a year change later in a block went
+    unlearnt (issue 44's fifth review: a glog `E0229` line after `[2027-..]` then `[2028-..]` read in 2027).  A
+    block whose last date (in its last YEAR_TAIL bytes) has its first's year is taken for a block of one year: one
+    look at its tail (a search of the whole block for a date of another year cost ~0.7 ms a MiB; a year that goes
+    and comes back inside one such block -- clocks that straddle a New Year's midnight -- is not looked for).
+    Else each change is one search in C for a date of another year (_other_year)."""
+    d0 = _ISO_DATE_B.search(buf, first, first + 260)
+    if d0 is None:
+        return []
+    cur = buf[d0.start() - 4:d0.start()]
+    ends = [x.start() for x in _ISO_DATE_B.finditer(buf, max(d0.end(), len(buf) - YEAR_TAIL))]
+    if ends and buf[ends[-1] - 4:ends[-1]] == cur:
+        return []                   # the tail's last date has the first's year
+    if not ends and _other_year(cur).search(buf, d0.end()) is None:
+        return []                   # no date in the tail: the block is looked at, no date of another year
+    out: List[Tuple[int, float, str]] = []
+    rfind, find, last, pos = buf.rfind, buf.find, first, d0.end()
+    while True:
+        m = _other_year(cur).search(buf, pos)
+        if m is None:
+            return out
+        pos = m.end()
+        s = rfind(b"\n", 0, m.start()) + 1
+        if s == last or m.start() - s > 200:
+            continue
+        e = find(b"\n", m.end())
+        norm = normalise(decode_line(buf[s:min(len(buf) if e < 0 else e, s + MAX_RAW)]))
+        ts = parse_ts_ahead(norm)[0] if ahead else parse_ts(norm, year)
+        if ts is not None and "-" in norm[:40]:
+            out.append((s, ts, norm))
+            cur, last = buf[m.start() - 4:m.start()], s
+
+
+@functools.lru_cache(maxsize=64)
+def _other_year(year: bytes) -> "re.Pattern[bytes]":
+    """_ISO_DATE_B for a date whose year is not YEAR (its four digits)."""
+    return re.compile(rb"-(?<=\d{4}-)(?<!" + re.escape(year) + rb"-)\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
+
+
 # what a hit line's parse (sources.make_line) gives, made by a pool worker: (characters of launcher prefix
 # before Line.text in the normalised line, rank, time with no year hint, whether the time depends on the year)
 Parsed = Tuple[int, Optional[int], Optional[float], bool]

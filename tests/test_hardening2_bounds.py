@@ -361,3 +361,24 @@ def test_a_scan_preempted_on_a_busy_host_switches_no_rule_off(tmp_path, monkeypa
     monkeypatch.setattr(rules, "RULE_TIME_BUDGET", 0.01)
     scan = Engine(pats).scan_paths([str(log)])
     assert scan.disabled_rules == [] and sum(m.pattern.id == "user-slow" for m in scan.matches) == 30
+
+
+def test_every_search_of_a_line_cut_off_by_its_timeout_crashes_nothing(monkeypatch):
+    """rx.TIMEOUT is wall time: on a loaded host a search of microseconds can pass it (issue 44's CI: a TimeoutError
+    out of an SGLang argument line's parse crashed the scan).  With every search of a line's text cut off at once,
+    the scans of the corpus's logs end (what those searches would have found is then not found), the line scan and
+    the block scan with workers alike."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import test_scan_blocks as T
+    from triage.match import rx
+    from triage.scan import pool
+    monkeypatch.setattr(rx, "TIMEOUT", 1e-9)
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("TRIAGE_JOBS", "4")
+    paths = [p for p in T.fixture_logs()[::9] if not p.endswith((".gz", ".zst", ".xz", ".bz2"))]
+    assert len(paths) >= 20
+    for i in range(0, len(paths), 20):
+        T.line_scan(paths[i:i + 20])
+        T.block_scan(paths[i:i + 20], 4099)

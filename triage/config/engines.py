@@ -29,7 +29,7 @@ import json
 import math
 from typing import Any, Dict, Optional, Tuple
 
-from ..match.rx import TIMEOUT, lazy
+from ..match.rx import finditer, lazy, search
 
 MAX_LINE = 64 * 1024            # a config line longer than this is read only this far
 _VLLM = lazy(r"Initializing an? (?:V[01] )?LLM engine \(v([\w.+-]+)\) with config: ")
@@ -95,7 +95,7 @@ def _scalar(text: str) -> Any:
 
 
 def _pairs(text: str) -> Dict[str, Any]:
-    return {m.group(1): _scalar(m.group(2)) for m in _PAIR.finditer(text[:MAX_LINE], timeout=TIMEOUT)}
+    return {m.group(1): _scalar(m.group(2)) for m in finditer(_PAIR, text[:MAX_LINE])}
 
 
 def _compilation(text: str) -> Dict[str, Any]:
@@ -114,10 +114,10 @@ def _compilation(text: str) -> Dict[str, Any]:
         if isinstance(sizes, list):
             out["cudagraph_capture_sizes"] = sizes
         return out
-    m = lazy(r'"cudagraph_mode":\s*(\[\s*\d\s*,\s*\d\s*\]|\d|"\w+")').search(body, timeout=TIMEOUT)
+    m = search(lazy(r'"cudagraph_mode":\s*(\[\s*\d\s*,\s*\d\s*\]|\d|"\w+")'), body)
     if m:
         out["cudagraph_mode"] = _MODES.get(m.group(1).replace(" ", ""), m.group(1).strip('"'))
-    m = lazy(r'"cudagraph_capture_sizes":\s*(\[[\d,\s]*\])').search(body, timeout=TIMEOUT)
+    m = search(lazy(r'"cudagraph_capture_sizes":\s*(\[[\d,\s]*\])'), body)
     sizes = _parse_json(m.group(1)) if m else None
     if isinstance(sizes, list):
         out["cudagraph_capture_sizes"] = sizes
@@ -125,7 +125,7 @@ def _compilation(text: str) -> Dict[str, Any]:
 
 
 def _vllm_line(text: str) -> Optional[Dict[str, Any]]:
-    m = _VLLM.search(text[:MAX_LINE], timeout=TIMEOUT)
+    m = search(_VLLM, text[:MAX_LINE])
     if not m:
         return None
     rest = text[m.end():]
@@ -137,7 +137,7 @@ def _vllm_line(text: str) -> Optional[Dict[str, Any]]:
 
 
 def _vllm_args(text: str) -> Optional[Dict[str, Any]]:
-    m = _NON_DEFAULT.search(text[:MAX_LINE], timeout=TIMEOUT)
+    m = search(_NON_DEFAULT, text[:MAX_LINE])
     data = _literal(m.group(1)) if m else None
     if not isinstance(data, dict):
         return None
@@ -152,7 +152,7 @@ def _vllm_args(text: str) -> Optional[Dict[str, Any]]:
 
 
 def _sglang_line(text: str) -> Optional[Dict[str, Any]]:
-    m = _SGLANG.search(text[:MAX_LINE], timeout=TIMEOUT)
+    m = search(_SGLANG, text[:MAX_LINE])
     if not m:
         return None
     return {SGLANG_KEYS[k]: v for k, v in _pairs(text[m.end():]).items() if k in SGLANG_KEYS}

@@ -8,7 +8,7 @@ import ast
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import TriageError
-from ..match.rx import TIMEOUT, lazy, regex
+from ..match.rx import finditer, lazy, regex
 from .engines import ENGINE_GRAPH_KEYS, ENGINE_KEYS
 from .enums import Unknown, decode
 
@@ -129,7 +129,7 @@ def _parse_list(inner: str) -> List[Any]:
     if not inner:
         return []
     if "<" in inner and "CudaGraph" in inner:
-        return [m.group(1) for m in _SCOPE_RX.finditer(inner, timeout=TIMEOUT)]
+        return [m.group(1) for m in finditer(_SCOPE_RX, inner)]
     return [parse_scalar(x.strip().strip("'\"")) for x in inner.split(",") if x.strip()]
 
 
@@ -190,7 +190,7 @@ def norm_scope(v: Any) -> List[str]:
         if isinstance(it, Unknown):
             out.append(it)                  # an enum value no release names: kept as it is
             continue
-        found = [m.group(1) for m in _SCOPE_RX.finditer(it, timeout=TIMEOUT)]
+        found = [m.group(1) for m in finditer(_SCOPE_RX, it)]
         if not found and it.strip(" '\"[]"):
             # an unknown name: keep it
             found = [x.strip(" '\"[]") for x in regex.split(r"[,\s]+", it) if x.strip(" '\"[]")]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..match.anchors import Anchor
-from ..match.rx import TIMEOUT, lazy, regex
+from ..match.rx import lazy, match, regex, search
 
 # What may stand before the command on an echoed line: (name, regex of the lead, an anchor literal).
 LEADS: List[Tuple[str, str, Optional[str]]] = [
@@ -79,7 +79,7 @@ MULTI_VALUE_FLAGS = {"cuda_graph_scope", "cuda_graph_modules", "recompute_module
 
 def is_launch_line(text: str) -> bool:
     """`text` echoes a command that starts a job (and is no error message quoting one)."""
-    return bool(LAUNCH_LINE.match(text, timeout=TIMEOUT)) and not NOT_A_COMMAND.search(text, timeout=TIMEOUT)
+    return bool(match(LAUNCH_LINE, text)) and not search(NOT_A_COMMAND, text)
 
 
 def _strip_lead(text: str) -> str:

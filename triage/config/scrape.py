@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..inputs.sources import MAX_RAW, Line, scanned_text
 from ..match.anchors import Anchor
-from ..match.rx import IGNORECASE, TIMEOUT, lazy
+from ..match.rx import IGNORECASE, lazy, match, search
 from .defaults import apply_defaults
 from .document import parse_config_text
 from .engines import NEEDLES as ENGINE_NEEDLES
@@ -255,8 +255,8 @@ class LogConfigCollector:
             for k, v in env.items():
                 if k in ENV_KEYS:
                     self.env.setdefault(f"env.{k}", v)
-        elif not self.cmd and "--" in text and _CMD_FLAG.search(text, timeout=TIMEOUT) \
-                and _CMDLINE.search(text, timeout=TIMEOUT) and not NOT_A_COMMAND.search(text, timeout=TIMEOUT):
+        elif not self.cmd and "--" in text and search(_CMD_FLAG, text) \
+                and search(_CMDLINE, text) and not search(NOT_A_COMMAND, text):
             self.cmd = parse_cmdline(text)
             self.found.append("command line")
         if "ersion" in text or "torch" in text or "+cu" in text or "megatron" in text or "ngine" in text:
@@ -278,14 +278,14 @@ class LogConfigCollector:
         return True
 
     def _feed_env(self, text: str) -> None:
-        m = _ENV_DUMP.match(text, timeout=TIMEOUT) or _ENV_NCCL.search(text, timeout=TIMEOUT)
+        m = match(_ENV_DUMP, text) or search(_ENV_NCCL, text)
         if m:
             self.env.setdefault(f"env.{m.group(1)}", m.group(3).rstrip(".,;"))
 
     def _feed_versions(self, text: str) -> None:
         for key, rx in _VERSION_LINES:
             if key not in self.versions:
-                m = rx.search(text[:300], timeout=TIMEOUT)
+                m = search(rx, text[:300])
                 if m:
                     self.versions[key] = next(g for g in m.groups() if g)
                     if key in ("torch_version", "te_version", "mcore_version"):

@@ -32,7 +32,8 @@ from typing import (
 )
 
 from ..lazyre import lazy_re
-from ..match.rx import IGNORECASE, TIMEOUT, lazy
+from ..match.rx import IGNORECASE, lazy
+from ..match.rx import search as _search
 from ..record import record
 from . import remote
 from .dcgm import flatten as dcgm_flatten
@@ -84,7 +85,7 @@ def rank_from_filename(path: str) -> Optional[int]:
     for needs, rx_ in _FILE_RANK:
         if needs not in low:
             continue
-        m = rx_.search(name, timeout=TIMEOUT)
+        m = _search(rx_, name)
         if m:
             return int(m.group(1))
     return None
@@ -766,7 +767,7 @@ def attempt_from_path(path: str) -> Optional[int]:
     """torchrun --log-dir keeps each restart in attempt_N/."""
     if "attempt_" not in path:
         return None
-    m = _ATTEMPT_DIR.search(path.replace(os.sep, "/"), timeout=TIMEOUT)
+    m = _search(_ATTEMPT_DIR, path.replace(os.sep, "/"))
     return int(m.group(1)) if m else None
 
 

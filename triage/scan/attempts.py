@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from ..inputs.sources import Line
-from ..match.rx import TIMEOUT, lazy
+from ..match.rx import lazy, search
 from .observer import Observer, core_observer, derived, lit
 from .state import Core, Event
 
@@ -36,14 +36,14 @@ class Attempts(Observer):
             return
         inp = ev.inp
         for kind, rx_ in _ATTEMPT_KINDS:
-            if rx_.search(text[:200], timeout=TIMEOUT):
+            if search(rx_, text[:200]):
                 if kind in inp.kinds:
                     inp.restarts += 1
                     inp.kinds = set()
                     self._boundary(line, ev)
                 inp.kinds.add(kind)
                 return
-        if _RESTART.search(text, timeout=TIMEOUT):
+        if search(_RESTART, text):
             inp.restarts += 1
             inp.kinds = set()
             self._boundary(line, ev)

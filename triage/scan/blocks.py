@@ -7,7 +7,7 @@ from typing import Dict, List, Sequence, Set
 from ..caps import BLOCK_HEAD_LINES, BLOCK_MAX_LINES
 from ..inputs.sources import Line
 from ..lazyre import lazy_re
-from ..match.rx import TIMEOUT, TextMemo, lazy
+from ..match.rx import TextMemo, lazy, search
 from .observer import Observer, lit, rxa
 from .results import ErrorBlock, StreamKey
 from .state import Core, Event, InputState, Stream
@@ -215,13 +215,13 @@ def _looks_like_new_record(text: str) -> bool:
 
 # the tests of a line's text above, remembered for repeated lines (see TextMemo)
 exc_line = TextMemo(EXC_LINE.match)
-_error_line = TextMemo(lambda text: _ERROR_LINE.search(text[:300], timeout=TIMEOUT))
+_error_line = TextMemo(lambda text: search(_ERROR_LINE, text[:300]))
 _new_record = TextMemo(_looks_like_new_record)
 def starts_traceback(text: str) -> bool:
     """"Traceback (most recent call last):" (or a message with the traceback's text after it)."""
     return text.startswith(_TB_START) or text.strip() == _TB_START or text.rstrip().endswith(_TB_AFTER)
 
 
-_logged = TextMemo(lambda head: LOG_RECORD.search(head, timeout=TIMEOUT))    # (a rank's prefix repeats)
+_logged = TextMemo(lambda head: search(LOG_RECORD, head))    # (a rank's prefix repeats)
 _opens_block = TextMemo(lambda text: _maybe_error(text) and bool(EXC_LINE.match(text) or _error_line(text)))
 

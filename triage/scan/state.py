@@ -11,7 +11,7 @@ from ..inputs.sources import (
     Input,
     Line,
 )
-from ..match.rx import TIMEOUT, TextMemo, Timeouts, lazy
+from ..match.rx import TextMemo, Timeouts, lazy, search
 from ..record import record
 from .jobfacts import LogFacts
 from .results import ErrorBlock, LauncherExit, Match, StreamKey
@@ -19,7 +19,7 @@ from .results import ErrorBlock, LauncherExit, Match, StreamKey
 # A Python traceback frame line; the next line is source code, not a message.
 _FRAME = lazy(r'^\s*File "[^"]*", line \d+')
 _WRAPPER = lazy(r"ChildFailedError|elastic/multiprocessing|torch\.distributed\.elastic|^\s*(?:time|host|rank|exitcode|error_file|traceback)\s+:")  # noqa: E501 - a regex reads best on one line
-_wrapper = TextMemo(lambda text: _WRAPPER.search(text, timeout=TIMEOUT))
+_wrapper = TextMemo(lambda text: search(_WRAPPER, text))
 CONTEXT_LINES = 3          # lines of context kept before / after a match (for the report)
 MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
 MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)

@@ -23,7 +23,7 @@ from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in, scanned
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor
-from ..match.rx import TIMEOUT, GroupsMemo, lazy
+from ..match.rx import GroupsMemo, lazy, search
 from ..record import record
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
@@ -583,12 +583,12 @@ class StepLog:
             self._feed_graph(line)
 
     def _feed_megatron(self, line: Line) -> None:
-        m = _MEGATRON.search(line.text, timeout=TIMEOUT)
+        m = search(_MEGATRON, line.text)
         if m:
             ms, tf = _num(m.group(2)), _num(m.group(3)) if m.group(3) else None
             if ms is not None and (tf is not None or not m.group(3)):
                 self._add(int(m.group(1)), ms, line, tf)
-                lm = _LOSS.search(line.text, timeout=TIMEOUT) if int(m.group(1)) in self.times else None
+                lm = search(_LOSS, line.text) if int(m.group(1)) in self.times else None
                 if lm:
                     try:
                         self.losses[int(m.group(1))] = float(lm.group(1))
@@ -597,9 +597,9 @@ class StepLog:
 
     def _feed_nemo(self, line: Line) -> None:
         t = line.text
-        m = _NEMO.search(t, timeout=TIMEOUT)
+        m = search(_NEMO, t)
         if m:
-            s = _NEMO_STEP.search(t, timeout=TIMEOUT)
+            s = search(_NEMO_STEP, t)
             self._nemo_i += 1
             it = int(s.group(1)) + 1 if s else self._nemo_i
             sec = _num(m.group(1))

@@ -184,7 +184,7 @@ class BlockView(View):
         none numbered below STOP), newest first, into _ts_rank: a line whose bytes cannot carry a time is
         passed over unparsed (a look back for a time read every line of a log of handled tracebacks, issue
         44); in a block a worker read, only its timed lines are visited, by offset (prepare.timed_lines),
-        and a line it parsed with a rank of its own is read from that parse.  (One loop, no generator: a
+        and a line it parsed with a rank of its own is read from that parse.  (Loops, no generator: a
         traceback's first line looks back, in a log of handled tracebacks one line in sixty.)"""
         floor = max(stop, self.cur_lineno - limit)          # the lowest line number looked at
         seen: Set[Optional[int]] = set()

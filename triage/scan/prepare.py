@@ -339,11 +339,7 @@ def tb_bodies(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
             data = buf[a:min(e, a + MAX_RAW)]
             got = seen.get(data)
             if got is None:
-                norm = normalise(decode_line(data))
-                text, r = text_and_rank(norm, file_rank)
-                ts, dep = parse_ts_ahead(norm)
-                ok = ts is None and not dep and not exc_line(text) and not starts_traceback(text)
-                got = (text, r, ok)
+                got = _body_line(data, parsed.get(a), file_rank)
                 if len(data) <= PARSED_TEXT and len(seen) < PARSED_KEEP:
                     seen[data] = got
             # (a progress bar's updates are fed one by one: blockscan._segments)
@@ -354,6 +350,18 @@ def tb_bodies(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
         if texts:
             out[first] = (after, rank, tuple(texts))
     return out
+
+
+def _body_line(data: bytes, p: Optional[Parsed], file_rank: Optional[int]) -> Tuple[str, Optional[int], bool]:
+    """A line DATA after a traceback's first (P: parse_hits' parse of it, when it made one -- it parses the first
+    TB_FOLLOWED: not parsed twice): its text, its rank, and whether it may be in a body (tb_bodies)."""
+    norm = normalise(decode_line(data))
+    if p is not None:
+        text, r, ts, dep = norm[p[0]:], p[1], p[2], p[3]
+    else:
+        text, r = text_and_rank(norm, file_rank)
+        ts, dep = parse_ts_ahead(norm)
+    return text, r, ts is None and not dep and not exc_line(text) and not starts_traceback(text)
 
 
 def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> Dict[int, Parsed]:

@@ -88,14 +88,17 @@ def _capture_only(buf: bytes, ls: int, le: int) -> bool:
     have none): a timed one goes through feed(), which tells the scan its year and its stream's time."""
     find = buf.find
     return (any(find(x, ls, le) >= 0 for x in _CAPTURE_LITS)
-            and not any(find(x, ls, le) >= 0 for x in _NOT_ONLY_CAPTURE)
-            and _HMS_B.search(buf, ls, min(le, ls + 200)) is None)
+            and not any(find(x, ls, le) >= 0 for x in _NOT_ONLY_CAPTURE) and not _timed(buf, ls, le))
+
+
+def _timed(buf: bytes, ls: int, le: int) -> bool:
+    """The plain line buf[ls:le] may carry a time (what parse_ts reads: hh:mm:ss in its first 200 bytes)."""
+    return _HMS_B.search(buf, ls, min(le, ls + 200)) is not None
 
 
 # megatron-core's "> built N cuda graph(s) in S sec[, with total memory usage: allocated A, reserved R]." with
 # no other line feed() reads more of
-_BUILT_OTHER = (b"NCCL", b"Time spent in CUDA Graphs capture", b" graphable layers", b"elapsed time per iteration",
-                b"train_step_timing")
+_BUILT_OTHER = tuple(x for x in _NOT_ONLY_CAPTURE if x != b"> built ")
 Built = Tuple[int, float, Optional[str]]     # graphs built, the capture's seconds, its memory (_built_fields)
 
 
@@ -107,8 +110,7 @@ def _capture_rec(buf: bytes, ls: int, le: int) -> Optional[tuple]:
     if _capture_only(buf, ls, le):
         return (None, le - ls)
     find = buf.find
-    if (find(b"> built ", ls, le) < 0 or any(find(x, ls, le) >= 0 for x in _BUILT_OTHER)
-            or _HMS_B.search(buf, ls, min(le, ls + 200)) is not None):
+    if find(b"> built ", ls, le) < 0 or any(find(x, ls, le) >= 0 for x in _BUILT_OTHER) or _timed(buf, ls, le):
         return None
     t = scanned_text(buf[ls:le])    # (the text feed() reads: a line's leading "> " is a quote the launcher
     if "> built " not in t:         # table strips, and a bare "> built ..." line is then none, issue 44's review)

@@ -182,7 +182,9 @@ def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = Fals
 @functools.lru_cache(maxsize=64)
 def _other_year(year: bytes) -> "re.Pattern[bytes]":
     """_ISO_DATE_B for a date whose year is not YEAR (its four digits)."""
-    return re.compile(rb"-(?<=\d{4}-)(?<!" + re.escape(year) + rb"-)\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
+    head = rb"-(?<=\d{4}-)"
+    assert _ISO_DATE_B.pattern.startswith(head)
+    return re.compile(head + rb"(?<!" + re.escape(year) + rb"-)" + _ISO_DATE_B.pattern[len(head):])
 
 
 # what a hit line's parse (sources.make_line) gives, made by a pool worker: (characters of launcher prefix

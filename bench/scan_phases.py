@@ -13,13 +13,16 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Run in a child: wraps the stages with timers (wall and this thread's CPU), then runs the CLI.
 CHILD = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
 T = {}
+EXEC = float(os.environ.get("SCAN_PHASES_EXEC", "0") or 0)   # the parent's time.time() just before it started us
+T0 = (time.time(), time.perf_counter())
 def mark(k):
     T[k] = (time.perf_counter(), time.thread_time())
 mark("start")
@@ -50,6 +53,33 @@ phase(F, "render", "render", "rendered")
 timed(PL._Pool, "__init__", "workers started")
 timed(PL._Pool, "get", "results taken")
 timed(BS._InputScan, "block", "blocks fed")
+GOT = []     # when each worker's result came, ms after the scan began
+get = PL._Pool.get
+def got(self, *a, **k):
+    r = get(self, *a, **k)
+    if r is not None:
+        GOT.append((time.perf_counter() - T["scan"][0]) * 1e3)
+    return r
+PL._Pool.get = got
+timed(PL._Pool, "close", "workers closed")
+# each worker's blocks: when it began preparing each (pread) and when it sent it, appended to a file per worker
+import triage.scan.prepare as PR
+TRACE = os.environ.get("SCAN_PHASES_TRACE", "")
+if TRACE:
+    began = [0.0]
+    pb = PR.prepare_block
+    def prep(*a, **k):
+        if not began[0]:
+            began[0] = time.perf_counter()
+        return pb(*a, **k)
+    PR.prepare_block = prep
+    send = PL._Conn.send
+    def sent(self, msg, *a):
+        send(self, msg, *a)
+        with open(f"{TRACE}.{os.getpid()}", "a") as f:
+            f.write(f"{began[0] - T['scan'][0]:.6f} {time.perf_counter() - T['scan'][0]:.6f}\n")
+        began[0] = 0.0
+    PL._Conn.send = sent
 reader = [0.0]
 run = PF.Prefetched._run
 def counted(self):
@@ -66,10 +96,21 @@ except SystemExit:
     pass
 mark("end")
 ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+lanes = []
+if TRACE:
+    import glob
+    for fn in glob.glob(TRACE + ".*"):
+        rows = [tuple(float(x) * 1e3 for x in l.split()) for l in open(fn)]
+        os.unlink(fn)
+        if rows:
+            lanes.append((rows[0][0], rows[-1][1], sum(b - a for a, b in rows), len(rows)))
 order = [k for k in ("start", "scan", "scanned", "render", "rendered", "end") if k in T]
 out = {"phases": [(a + " -> " + b, (T[b][0] - T[a][0]) * 1e3, (T[b][1] - T[a][1]) * 1e3)
                   for a, b in zip(order, order[1:])],
        "inside the scan": {k: (v[1] * 1e3, v[0] * 1e3, v[2]) for k, v in W.items()},
+       "exec -> start": (T0[0] - EXEC) * 1e3 if EXEC else None,
+       "results at": (min(GOT), max(GOT), len(GOT)) if GOT else None,
+       "lanes": sorted(lanes),
        "reader thread cpu": reader[0] * 1e3, "workers cpu": (ch.ru_utime + ch.ru_stime) * 1e3}
 sys.stderr.write("PHASES " + json.dumps(out) + "\n")
 """
@@ -90,6 +131,8 @@ def main() -> None:
     for i in range(a.n):
         # (-P: the working directory is not put before PYTHONPATH, where a tree run from another would win)
         safe = ["-P"] if sys.version_info >= (3, 11) else []
+        env["SCAN_PHASES_EXEC"] = repr(time.time())
+        env["SCAN_PHASES_TRACE"] = f"/tmp/scan-phases-trace-{os.getpid()}"
         r = subprocess.run([sys.executable, *safe, "-c", CHILD, json.dumps(args)], env=env, capture_output=True,
                            text=True)
         line = [x for x in r.stderr.splitlines() if x.startswith("PHASES ")]
@@ -97,10 +140,18 @@ def main() -> None:
             print(f"run {i + 1}: no figures (rc {r.returncode}): {r.stderr.strip()[-300:]}")
             continue
         d = json.loads(line[-1][7:])
-        print(f"run {i + 1}:  " + "  |  ".join(f"{k} wall {w:.0f} ms, main cpu {c:.0f}" for k, w, c in d["phases"]))
+        ex, at = d.get("exec -> start"), d.get("results at")
+        print(f"run {i + 1}:  " + (f"exec -> start wall {ex:.0f} ms  |  " if ex is not None else "") + "  |  ".join(f"{k} wall {w:.0f} ms, main cpu {c:.0f}" for k, w, c in d["phases"]))
         print("        scanner: " + "  |  ".join(f"{k} x{n}: wall {w:.0f} ms, cpu {c:.0f}"
                                                for k, (w, c, n) in d["inside the scan"].items())
-              + f"  |  reader thread cpu {d['reader thread cpu']:.0f} ms  |  workers cpu {d['workers cpu']:.0f} ms")
+              + f"  |  reader thread cpu {d['reader thread cpu']:.0f} ms  |  workers cpu {d['workers cpu']:.0f} ms"
+              + (f"\n        workers' results: first {at[0]:.0f} ms, last {at[1]:.0f} ms after the scan began ({at[2]} results)"
+                 if at else "")
+              + ("".join(f"\n        worker lanes (first began, last sent, busy, blocks; ms after the scan began): "
+                         f"began {min(x[0] for x in L):.0f}-{max(x[0] for x in L):.0f}, last sent "
+                         f"{min(x[1] for x in L):.0f}-{max(x[1] for x in L):.0f}, busy {min(x[2] for x in L):.0f}-"
+                         f"{max(x[2] for x in L):.0f}, blocks {min(x[3] for x in L)}-{max(x[3] for x in L)}"
+                         for L in [d.get("lanes") or []] if L)))
 
 
 if __name__ == "__main__":

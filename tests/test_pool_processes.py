@@ -169,25 +169,21 @@ def test_an_interrupted_scan_stops_and_collects_its_workers(started, monkeypatch
 
 
 def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monkeypatch):
-    """A worker that dies (the OOM killer, say) after its first block: the scanner prepares the rest
-    itself and the report is the serial scan's."""
+    """A worker that dies (the OOM killer, say) holding the ticket of a block it took (_claimed): that block's
+    result never comes, the scanner prepares the rest itself and the report is the serial scan's."""
     from triage.scan.engine import Engine
     from triage.patterns import load_all
     real_worker = pool._worker
 
-    def dying(conn, plan, aset, batchers, rules, w, k):
-        class Once:
-            sent = 0
+    def dying(conn, plan, aset, batchers, rules, tickets, w, k):
+        if w == 0:          # (in the worker's process: the scanner's prepare_block is not this one)
+            real_prepare = pool.prepare.prepare_block
 
-            def send(self, msg):
-                conn.send(msg)
-                Once.sent += 1
-                if w == 0 and Once.sent == 1:
-                    os.kill(os.getpid(), signal.SIGKILL)
-
-            def close(self):
-                conn.close()
-        real_worker(Once(), plan, aset, batchers, rules, w, k)
+            def prepare_block(*a, **kw):        # its first block taken, before any result is sent
+                os.kill(os.getpid(), signal.SIGKILL)
+                return real_prepare(*a, **kw)
+            pool.prepare.prepare_block = prepare_block
+        real_worker(conn, plan, aset, batchers, rules, tickets, w, k)
     monkeypatch.setattr(pool, "_worker", dying)
     from triage.scan import engine
     parent, calls = os.getpid(), []
@@ -333,3 +329,53 @@ def test_workers_without_a_group_of_their_own_are_still_collected(monkeypatch):
     t = time.monotonic()
     pool._reap_group(pid, wait_s=0.3)
     assert time.monotonic() - t < 5 and _gone(pid)
+
+
+@pytest.mark.parametrize("jobs", ["3", "6"])
+def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(started, monkeypatch, tmp_path, jobs):
+    """Blocks are handed out as tickets, each taken by the first worker free for one (pool._claimed): a worker
+    slowed down takes fewer blocks and the others take the rest; every block's result comes once, some before
+    their turn (they wait, pickled, in the scanner), and the report is the serial scan's."""
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    monkeypatch.setenv("TRIAGE_JOBS", jobs)
+    log = tmp_path / "job.log"      # (synthetic layout: NCCL's INFO line of a collective on 8 ranks, then the real log)
+    with open(LOG, encoding="utf-8") as f:
+        log.write_text("".join(f"[rank{i % 8}]:node-0:2431{i % 8}:2431{i % 8} [{i % 8}] NCCL INFO AllReduce: opCount "
+                               f"{i:x} sendbuff 0x7f3ac1c00000 recvbuff 0x7f3ac1c00000 count 16777216 datatype 7 op 0 "
+                               f"root 0 comm 0x55d0c8a0 [nranks=8] stream 0x55d0cfb0\n" for i in range(4000))
+                       + f.read(), encoding="utf-8")     # (~190 blocks of 4 KiB)
+    real_worker = pool._worker
+
+    def slow(conn, plan, aset, batchers, rules, tickets, w, k):
+        if w == 0:          # (in the worker's process)
+            import time
+            real_prepare = pool.prepare.prepare_block
+
+            def prepare_block(*a, **kw):
+                time.sleep(0.02)
+                return real_prepare(*a, **kw)
+            pool.prepare.prepare_block = prepare_block
+        real_worker(conn, plan, aset, batchers, rules, tickets, w, k)
+    monkeypatch.setattr(pool, "_worker", slow)
+    came = []                       # (the pipe a result came on, its block), in the order they came
+    real_recv = pool._Conn.recv_tagged
+    monkeypatch.setattr(pool._Conn, "recv_tagged", lambda self: (lambda t: came.append((self.fileno(), t[0])) or t)(
+        real_recv(self)))
+    early = []                      # results kept before their turn, as the scanner asked for each block
+    real_get = pool._Pool.get
+    monkeypatch.setattr(pool._Pool, "get", lambda self, *a: early.append(len(self.ready)) or real_get(self, *a))
+    r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    blocks = [g for _, g in came]
+    assert sorted(blocks) == list(range(len(blocks))) and len(blocks) > 100     # each block once
+    assert any(early), "no result came before its turn"
+    per_pipe = {}
+    for fd, _ in came:
+        per_pipe[fd] = per_pipe.get(fd, 0) + 1
+    counts = sorted(per_pipe.values())
+    assert len(per_pipe) == int(jobs) - 1 and counts[0] < counts[-1] / 2, per_pipe    # the slow one took few
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
+        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
+    assert r.lines == serial.lines and r.matches and started.all_gone()

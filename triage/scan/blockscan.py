@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Set, Tuple, cast
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..caps import BLOCK_MAX_LINES
 from ..inputs.ranks import ranks_in
@@ -75,7 +75,9 @@ class _InputScan:
         summaries = prepared[8] if len(prepared) > 8 and prepared[8] is not None else [None] * len(recs_all)
         # a pool worker's traceback bodies (prepare.tb_bodies), by offset in the block: prepared[9]
         bodies: Dict[int, Body] = prepared[9] if len(prepared) > 9 else {}
-        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view, summ)
+        # (a worker's batch records keep their offsets in the block, engine._prepared: from LO in the buffer)
+        base = lo if index is not None else 0
+        batches = [_Batch(o, recs, lo, first, inp.inp.label, self.view, summ, base)
                    for (o, _), recs, summ in zip(self.batchers, recs_all, summaries) if o.batch]
         def flush_before(upto: int) -> None:       # (BlockView.done: a dated line changes the year)
             for b in batches:
@@ -202,7 +204,7 @@ class _InputScan:
             return 0
         woken, rule_ids, _ = _woken(tags, following, self.obs, self.rules_obs)
         woken = {w for w in woken if w not in self.skippable}
-        if rule_ids or woken != {id(blocks)} or any(start in b.recs for b in batches):
+        if rule_ids or woken != {id(blocks)} or any(b.has(start) for b in batches):
             return 0
         ln = self.view.line_at(start, self.lineno + 1)
         st = core.streams.get((ln.source, ln.rank))
@@ -322,18 +324,23 @@ def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: I
 
 
 class _Batch:
-    """Records a batch observer parsed from one block (offsets relative to the block), fed back
-    in line order; a record's line number is counted only when the observer asks for it."""
+    """Records a batch observer parsed from one block, fed back in line order; a record's line number is
+    counted only when the observer asks for it.  A pool worker's records keep their offsets in the block
+    (BASE: the block's start in the buffer, added when one is read; the scanner's own: BASE 0): a dense log's
+    tens of thousands of records a block were each moved to the buffer's offsets, and listed again to be fed,
+    where a run the worker summarised is merged whole (_Run: listed only when read)."""
 
     def __init__(self, obs: Feeder, recs: Dict[int, tuple], lo: int, lineno: int, label: str,
-                 view: BlockView, summary: Optional[Dict[int, Tuple[int, Any]]] = None):
+                 view: BlockView, summary: Optional[Dict[int, Tuple[int, Any]]] = None, base: int = 0):
         self.obs = obs
         self.recs = recs
+        self.base = base
         self.summary = summary    # a pool worker's summaries of runs of the records (Feeder.summarises)
         self.first = lineno
         self.label = label
         self.view = view          # (its year as the lines fed before a record left it)
         self.keys = sorted(recs)
+        self.gone: List[int] = []  # records dropped (drop), by their key
         self.i = 0
         self.off = lo             # a line start in the buffer ...
         self.ln = lineno          # ... and its line number
@@ -345,28 +352,71 @@ class _Batch:
 
     def flush(self, buf: bytes, upto: int) -> None:
         """Feed the records of the lines before buffer offset `upto`."""
-        keys, recs = self.keys, self.recs
+        keys, recs, base = self.keys, self.recs, self.base
         i = self.i
-        j = bisect_left(keys, upto, i)       # (a look per record was 45k len() calls in a dense 32 MiB)
+        j = bisect_left(keys, upto - base, i)       # (a look per record was 45k len() calls in a dense 32 MiB)
         if j == i:
             return
         self.i = j
-        items = [(at, recs[at]) for at in keys[i:j] if at in recs]
         view = self.view
         lineno_at = lambda at: self.lineno(buf, at)      # noqa: E731
         line_at = lambda at: view.line_at(at, self.lineno(buf, at))     # noqa: E731
         run = self.summary.get(i) if self.summary is not None else None
-        if run is not None and run[0] == j and len(items) == j - i:
+        if run is not None and run[0] == j and not any(keys[i] <= g <= keys[j - 1] for g in self.gone):
             # a run of records the worker summarised, fed at once (as it cut them: at the lines fed
             # through feed(); no year told in between, none of them fed through feed())
-            self.obs.obj.feed_records(buf, items, self.label, lineno_at, view.year, line_at,
+            self.obs.obj.feed_records(buf, _Run(keys, recs, base, i, j), self.label, lineno_at, view.year, line_at,
                                       deltas=run[1], first_lineno=self.first)
             return
+        items = [(at + base, recs[at]) for at in keys[i:j] if at in recs]
         self.obs.obj.feed_records(buf, items, self.label, lineno_at, view.year, line_at)
+
+    def has(self, at: int) -> bool:
+        """The line at buffer offset `at` has a record (not fed yet)."""
+        return at - self.base in self.recs
 
     def drop(self, at: int) -> None:
         """The line at buffer offset `at` went through feed(): forget its record."""
-        self.recs.pop(at, None)
+        if self.recs.pop(at - self.base, _ABSENT) is not _ABSENT:
+            self.gone.append(at - self.base)
+
+
+_ABSENT = object()
+
+
+class _Run(Sequence[Tuple[int, Any]]):
+    """The records KEYS[I:J] of a batch, as (buffer offset, record) pairs, listed only when read: a run a pool
+    worker summarised is merged whole (StepLog._merge reads its length), its records read only when replayed."""
+    __slots__ = ("keys", "recs", "base", "i", "j", "_all")
+
+    def __init__(self, keys: List[int], recs: Dict[int, Any], base: int, i: int, j: int):
+        self.keys, self.recs, self.base, self.i, self.j = keys, recs, base, i, j
+        self._all: Optional[List[Tuple[int, Any]]] = None
+
+    def __len__(self) -> int:
+        return self.j - self.i
+
+    def _list(self, keys: List[int]) -> List[Tuple[int, Any]]:
+        recs, base = self.recs, self.base
+        return [(at + base, recs[at]) for at in keys]
+
+    @overload
+    def __getitem__(self, x: int) -> Tuple[int, Any]: ...
+
+    @overload
+    def __getitem__(self, x: slice) -> List[Tuple[int, Any]]: ...
+
+    def __getitem__(self, x: Union[int, slice]) -> Union[Tuple[int, Any], List[Tuple[int, Any]]]:
+        if self._all is None and isinstance(x, slice):      # (a part: only its records listed)
+            return self._list(self.keys[self.i:self.j][x])
+        if self._all is None:
+            self._all = self._list(self.keys[self.i:self.j])
+        return self._all[x]
+
+    def __iter__(self) -> Iterator[Tuple[int, Any]]:
+        if self._all is None:
+            self._all = self._list(self.keys[self.i:self.j])
+        return iter(self._all)
 
 
 

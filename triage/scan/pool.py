@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
-from typing import TYPE_CHECKING, Any, BinaryIO, Callable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, cast
 
 from .. import procs
 from ..inputs.ranks import RANKS
@@ -46,60 +47,62 @@ def pool_block_size(total: int, k: int) -> int:
 
 
 def _owner(g: int, k: int) -> int:
-    """Who prepares the g-th block of a scan: a worker's index, or -1 for the scanner itself."""
-    if k == 1:
-        return -1 if g % MAIN_EVERY == MAIN_EVERY - 1 else 0
-    return g % k
+    """Who prepares the g-th block of a scan with K workers: -1 for the scanner itself (with one worker, every
+    MAIN_EVERY-th), else 0: a ticket for it is handed out, and the first worker free takes it (_claimed)."""
+    return -1 if k == 1 and g % MAIN_EVERY == MAIN_EVERY - 1 else 0
 
 
 def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers,
-            rules: Sequence[Optional[MatchRule]], w: int, k: int) -> None:
+            rules: Sequence[Optional[MatchRule]], tickets: Tuple[int, int], w: int, k: int) -> None:
     """Worker process: prepare_block and the catalog's RULES' searches of the hit lines
-    (prepare.rule_searches) for its share (_owner) of the blocks of the plain inputs in PLAN
-    (geometry.plain_inputs: each input with its blocks), in order; it reads only those."""
+    (prepare.rule_searches) for the blocks of the plain inputs in PLAN (geometry.plain_inputs: each input with
+    its blocks) it takes from the scanner's TICKETS (the pipe's read and write ends: _claimed), in order; it
+    reads only those."""
     procs.as_worker()
     try:
         guard = prepare.WorkerBudget(rules)
-        g = 0
-        for path, spans in plan:
-            file_rank = describe_input(path).file_rank
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                for bi, (start, end, added) in enumerate(spans):
-                    if _owner(g, k) == w:
-                        block = os.pread(fd, end - start, start)
-                        if len(block) != end - start:
-                            raise NotPlain()
-                        if added:
-                            block += b"\n"
-                        h, r, nl = prepare.prepare_block(block, 0, aset, batchers, ahead=True)
-                        starts = sorted(h)
-                        # the scanner's parse of the hit lines made here when there are workers to spare,
-                        # and its look backs for a block dense in hits (prepare.DENSE_HITS_EVERY)
-                        spare = k >= prepare.PARSE_MIN_WORKERS
-                        dense = spare and len(h) * prepare.DENSE_HITS_EVERY >= nl
-                        timed = prepare.timed_lines(block, nl) if dense else None
-                        # (the lines a look back for a time reads are parsed here too: a log of handled
-                        # tracebacks read every timed line back once, the scanner parsing each)
-                        parsed = prepare.parse_hits(block, sorted(set(starts).union(
-                            timed or (), prepare.followed_lines(block, starts))), file_rank) if spare else {}
-                        summ = prepare.summaries(block, h, batchers, r) if spare else None
-                        if summ and bi:      # (after: the summaries read them; an input's first block, its
-                            prepare.leave_out(r, summ)      # first evidence kept, is replayed)
-                        dated = prepare.first_dated_in(block, 0, None, ahead=True)
-                        conn.send((path, bi, start, len(block),
-                                   (h, r, nl, prepare.line_index(block, 0, starts),
-                                    prepare.rule_searches(block, h, rules, guard, dense),
-                                    parsed, timed, dated,
-                                    summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {},
-                                    prepare.year_changes(block, dated[0], None, ahead=True)
-                                    if isinstance(dated, tuple) else None)))
-                    g += 1
-            finally:
+        # every block of the scan by its number: (input, its number in the input, its span)
+        flat = [(path, bi, span) for path, spans in plan for bi, span in enumerate(spans)]
+        fds: Dict[str, Tuple[int, Optional[int]]] = {}     # (the inputs opened: fd, file rank)
+        try:
+            for g in _claimed(tickets):
+                path, bi, (start, end, added) = flat[g]
+                if path not in fds:
+                    fds[path] = (os.open(path, os.O_RDONLY), describe_input(path).file_rank)
+                fd, file_rank = fds[path]
+                block = os.pread(fd, end - start, start)
+                if len(block) != end - start:
+                    raise NotPlain()
+                if added:
+                    block += b"\n"
+                h, r, nl = prepare.prepare_block(block, 0, aset, batchers, ahead=True)
+                starts = sorted(h)
+                # the scanner's parse of the hit lines made here when there are workers to spare,
+                # and its look backs for a block dense in hits (prepare.DENSE_HITS_EVERY)
+                spare = k >= prepare.PARSE_MIN_WORKERS
+                dense = spare and len(h) * prepare.DENSE_HITS_EVERY >= nl
+                timed = prepare.timed_lines(block, nl) if dense else None
+                # (the lines a look back for a time reads are parsed here too: a log of handled
+                # tracebacks read every timed line back once, the scanner parsing each)
+                parsed = prepare.parse_hits(block, sorted(set(starts).union(
+                    timed or (), prepare.followed_lines(block, starts))), file_rank) if spare else {}
+                summ = prepare.summaries(block, h, batchers, r) if spare else None
+                if summ and bi:      # (after: the summaries read them; an input's first block, its
+                    prepare.leave_out(r, summ)      # first evidence kept, is replayed)
+                dated = prepare.first_dated_in(block, 0, None, ahead=True)
+                conn.send((path, bi, start, len(block),
+                           (h, r, nl, prepare.line_index(block, 0, starts),
+                            prepare.rule_searches(block, h, rules, guard, dense),
+                            parsed, timed, dated,
+                            summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {},
+                            prepare.year_changes(block, dated[0], None, ahead=True)
+                            if isinstance(dated, tuple) else None)), g)
+        finally:
+            for fd, _ in fds.values():
                 os.close(fd)
     except BaseException as e:  # noqa: BLE001 - the scanner then prepares the blocks itself
         try:
-            conn.send(("error", repr(e)))
+            conn.send(("error", repr(e)), ERROR_TAG)
         except Exception:  # noqa: BLE001
             pass
     finally:
@@ -108,6 +111,29 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
             _wait_kids()
         finally:
             os._exit(0)
+
+
+WINDOW_PER_WORKER = 2      # blocks handed out ahead of the one the scanner waits for, per worker (the results
+#                            that come before their turn wait in the scanner, pickled: its memory stays bounded)
+_TICKETS_A_WRITE = 128     # tickets a write to the ticket pipe (512 bytes: PIPE_BUF at its smallest, POSIX's)
+TICKET = 4                  # bytes of a ticket: the number of a block of the scan, little-endian
+ERROR_TAG = (1 << 32) - 1   # the tag of a worker's last message when it failed (no block's number)
+
+
+def _claimed(tickets: Tuple[int, int]) -> Iterator[int]:
+    """The numbers of the blocks this worker takes, from the scanner's ticket pipe (its read and write ends):
+    each read takes the next ticket whole (the scanner writes whole tickets, at most PIPE_BUF bytes at a time,
+    and every read is of one ticket: a pipe neither splits such a write nor mixes two readers' reads), until
+    the scanner closes its end and none is left.  A worker takes a block when it is free for one (issue 44:
+    blocks dealt round the workers in turn left the first forked and the fastest idle while the last
+    finished: 77-118 ms of work each, on the 16-core host, for the same number of blocks)."""
+    r, w = tickets
+    os.close(w)                     # (else this worker's own copy of the write end keeps the pipe open)
+    while True:
+        t = os.read(r, TICKET)
+        if len(t) != TICKET:        # (the scanner's end closed, no ticket left)
+            return
+        yield int.from_bytes(t, "little")
 
 
 _KIDS: List[int] = []      # in a worker: the workers it forked (_tree_worker), collected before it leaves
@@ -128,31 +154,53 @@ _MAX_MESSAGE = 1 << 34      # (a block's results are megabytes: a length past th
 
 
 class _Conn:
-    """One end of a pipe that carries pickled messages, each after its length: a worker sends its
-    results, the scanner receives them (what multiprocessing's Connection does, without its ~11 ms
-    of imports, socket's and the pure-Python pickler's among them, on every big input's start)."""
+    """One end of a pipe that carries pickled messages, each after its length and a tag (a block's number): a
+    worker sends its results, the scanner receives them (what multiprocessing's Connection does, without its
+    ~11 ms of imports, socket's and the pure-Python pickler's among them, on every big input's start).  The
+    reading end is unbuffered: what select() says is readable is all there is (no message held in a buffer)."""
 
     def __init__(self, fd: int, writing: bool):
-        self.f: BinaryIO = os.fdopen(fd, "wb" if writing else "rb")
+        self.f: BinaryIO = os.fdopen(fd, "wb") if writing else cast(BinaryIO, os.fdopen(fd, "rb", buffering=0))
 
-    def send(self, msg: Any) -> None:
+    def fileno(self) -> int:
+        return self.f.fileno()
+
+    def send(self, msg: Any, tag: int = 0) -> None:
         data = dumps(msg, -1)
-        self.f.write(len(data).to_bytes(_HEADER, "little"))
+        self.f.write((len(data) + TICKET).to_bytes(_HEADER, "little") + tag.to_bytes(TICKET, "little"))
         self.f.write(data)
         self.f.flush()
 
-    def recv(self) -> Any:
-        """The next message; EOFError when the worker is gone (or sent half of one)."""
-        head = self.f.read(_HEADER)
+    def _read(self, n: int) -> bytearray:
+        """N bytes (fewer: the pipe closed first), read into one buffer (a pipe gives 64 KiB a read)."""
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = cast(Any, self.f).readinto(view[got:])
+            if not k:
+                del view
+                return buf[:got]
+            got += k
+        del view
+        return buf
+
+    def recv_tagged(self) -> Tuple[int, memoryview]:
+        """The next message's tag and pickle, not unpickled; EOFError when the worker is gone (or sent half of
+        one)."""
+        head = self._read(_HEADER)
         if len(head) != _HEADER:
             raise EOFError("the worker's pipe closed")
         n = int.from_bytes(head, "little")
-        if n > _MAX_MESSAGE:
+        if n > _MAX_MESSAGE or n < TICKET:
             raise EOFError(f"the worker's pipe carried no message ({n:,} bytes announced)")
-        data = self.f.read(n)
+        data = self._read(n)
         if len(data) != n:
             raise EOFError("the worker's pipe closed in a message")
-        return loads(data)
+        return int.from_bytes(data[:TICKET], "little"), memoryview(data)[TICKET:]
+
+    def recv(self) -> Any:
+        """The next message; EOFError when the worker is gone (or sent half of one)."""
+        return loads(self.recv_tagged()[1])
 
     def close(self) -> None:
         try:
@@ -338,13 +386,15 @@ def _stop_group(pid: int, wait_s: float) -> None:
 
 
 class _Pool:
-    """Worker processes that run prepare_block and the rule searches ahead of the scanner (see
-    _owner for who does which).
+    """Worker processes that run prepare_block and the rule searches ahead of the scanner.
 
-    Each worker reads its own blocks of the plain inputs of PLAN (geometry.plain_inputs); the
-    scanner takes their results in block order and checks path, block number, offset and size
-    against its own read, so results merge exactly as a serial scan; on any mismatch or a dead
-    worker it prepares the remaining blocks itself.  Blocks of other inputs are the scanner's."""
+    The scanner hands out the blocks of the plain inputs of PLAN (geometry.plain_inputs) as tickets, a window of
+    WINDOW_PER_WORKER a worker ahead of the block it waits for (_hand_out; with one worker, every other block is
+    the scanner's own: _owner); a free worker takes the next (_claimed) and reads that block itself.  The
+    scanner takes the results in block order, whichever worker sent each (a result that comes early waits,
+    pickled, in `ready`), and checks path, block number, offset and size against its own read, so results merge
+    exactly as a serial scan; on any mismatch or a dead worker it prepares the remaining blocks itself.  Blocks
+    of other inputs are the scanner's."""
 
     def __init__(self, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, k: int,
                  rules: Sequence[Optional[MatchRule]] = ()):
@@ -360,19 +410,29 @@ class _Pool:
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
         # and run on as a second copy of triage.  The child takes the default actions (procs.as_worker)
         # before it lets them in; the parent gets a held one when the workers have started.
-        held = procs.hold_signals()
-        try:
-            try:
-                pid, self.conns = _start_tree(_worker, (list(plan), aset, batchers, list(rules)), k)
-                self.pids.append(pid)
-            finally:
-                procs.release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
-        except BaseException:               # the workers started so far are stopped and collected
-            self.close()
-            raise
+        self.tickets: Optional[Tuple[int, int]] = None
+        self.n_blocks = sum(len(spans) for _, spans in plan)
+        self.window = WINDOW_PER_WORKER * k
+        self.next_ticket = 0            # the next block to hand out (or to leave to the scanner)
+        self.ready: Dict[int, memoryview] = {}   # results that came before their turn, by block, pickled
         self.counter = 0
         self.broken = False
         self.paths = {p for p, _ in plan}
+        held = procs.hold_signals()
+        try:
+            try:
+                self.tickets = os.pipe()
+                pid, self.conns = _start_tree(_worker, (list(plan), aset, batchers, list(rules), self.tickets), k)
+                self.pids.append(pid)
+            finally:
+                procs.release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
+            os.close(self.tickets[0])
+            self.tickets = (-1, self.tickets[1])
+            self.live = list(self.conns)
+            self._hand_out(0)
+        except BaseException:               # the workers started so far are stopped and collected
+            self.close()
+            raise
 
     @staticmethod
     def jobs(paths: Sequence[str]) -> int:
@@ -388,22 +448,68 @@ class _Pool:
         None when the scanner prepares it (its share, an input not plain, or a broken pool)."""
         if path not in self.paths:
             return None
-        w = _owner(self.counter, self.k)
+        g = self.counter
         self.counter += 1
-        if self.broken or w < 0:
+        if self.broken or _owner(g, self.k) < 0:
             return None
-        conn = self.conns[w]
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            self.broken = True
-            return None
+        self._hand_out(g)
+        while g not in self.ready:
+            if not self._take():
+                self.broken = True
+                return None
+        msg = loads(self.ready.pop(g))
         if msg[:4] != (path, bi, start, nbytes):     # a clipped line, a file that changed under us
             self.broken = True
             return None
         return msg[4]
 
+    def _hand_out(self, g: int) -> None:
+        """Tickets for the blocks up to the window past block G (not the scanner's own: _owner); the ticket
+        pipe closed once the last is out (each worker then stops when none is left)."""
+        if self.tickets is None or self.tickets[1] < 0:
+            return
+        out = []
+        while self.next_ticket < min(self.n_blocks, g + self.window):
+            if _owner(self.next_ticket, self.k) >= 0:
+                out.append(self.next_ticket.to_bytes(TICKET, "little"))
+            self.next_ticket += 1
+        try:
+            for i in range(0, len(out), _TICKETS_A_WRITE):       # (whole tickets, PIPE_BUF bytes at most a write)
+                os.write(self.tickets[1], b"".join(out[i:i + _TICKETS_A_WRITE]))
+        except OSError:                 # (no worker left to read them)
+            self.broken = True
+        if self.next_ticket >= self.n_blocks or self.broken:
+            self._close_tickets()
+
+    def _close_tickets(self) -> None:
+        if self.tickets is not None and self.tickets[1] >= 0:
+            os.close(self.tickets[1])
+            self.tickets = (-1, -1)
+
+    def _take(self) -> bool:
+        """Wait for a worker's next result and keep it in `ready`; False when none can come any more: a worker
+        failed, or went before every ticket was out (it may have taken one), or none is left."""
+        while self.live:
+            readable, _, _ = select.select(self.live, [], [])
+            for c in readable:
+                try:
+                    tag, data = c.recv_tagged()
+                except (EOFError, OSError):
+                    self.live.remove(c)
+                    if self.tickets is not None and self.tickets[1] >= 0:
+                        return False
+                    continue
+                if tag == ERROR_TAG:
+                    return False
+                self.ready[tag] = data
+                return True
+        return False
+
     def close(self) -> None:
+        self._close_tickets()
+        if self.tickets is not None and self.tickets[0] >= 0:
+            os.close(self.tickets[0])
+            self.tickets = (-1, -1)
         for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
         for pid in self.pids:       # (the group's leader: every worker is of its group)

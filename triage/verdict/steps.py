@@ -83,12 +83,16 @@ def _rec_ts(rec: tuple, buf: bytes, ls: int, length: int, year: Optional[int]) -
     return parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
 
 
+# (each tuple as one search: a line of a dense log met a generator of finds per literal, ~1 us a line)
+_CAPTURE_LITS_B = re.compile(b"|".join(re.escape(x) for x in _CAPTURE_LITS))
+_NOT_ONLY_CAPTURE_B = re.compile(b"|".join(re.escape(x) for x in _NOT_ONLY_CAPTURE))
+
+
 def _capture_only(buf: bytes, ls: int, le: int) -> bool:
     """A capture line feed() would only mark, with no time of its own (megatron-core's progress lines
     have none): a timed one goes through feed(), which tells the scan its year and its stream's time."""
-    find = buf.find
-    return (any(find(x, ls, le) >= 0 for x in _CAPTURE_LITS)
-            and not any(find(x, ls, le) >= 0 for x in _NOT_ONLY_CAPTURE) and not _timed(buf, ls, le))
+    return (_CAPTURE_LITS_B.search(buf, ls, le) is not None and _NOT_ONLY_CAPTURE_B.search(buf, ls, le) is None
+            and not _timed(buf, ls, le))
 
 
 def _timed(buf: bytes, ls: int, le: int) -> bool:
@@ -250,7 +254,8 @@ class StepLog:
                 continue
             rec = _parse_step(buf, ls, le)
             if rec is None:
-                m = search(buf, ls, le)
+                # (no "elapsed time per iteration (ms):", which _MEGATRON_B requires: a capture line, no search)
+                m = search(buf, ls, le) if find(_MS_KEY, ls, le) >= 0 else None
                 if m is None:
                     cap = _capture_rec(buf, ls, le)     # a capture line: its record says its length (and graphs)
                     if cap is not None:
@@ -268,7 +273,7 @@ class StepLog:
                     out[ls] = r + _ts_ahead(buf, ls, ls + r[3])
         return out
 
-    def feed_records(self, buf: bytes, items: List[Tuple[int, tuple]], source: str,
+    def feed_records(self, buf: bytes, items: Sequence[Tuple[int, tuple]], source: str,
                      lineno_at: Callable[[int], int], year: Optional[int] = None,
                      line_at: Optional[Callable[[int], Line]] = None,
                      deltas: Optional["BlockDeltas"] = None, first_lineno: int = 0) -> None:
@@ -279,7 +284,8 @@ class StepLog:
         _mark_capture does; LINE_AT(start) gives its Line when the first capture line is wanted
         whole (capture_line).  DELTAS: a pool worker's summary of ITEMS, a run of a block's records fed at
         once (summarise; FIRST_LINENO: the line number of the block's first line), merged instead of
-        replaying the records when the step log's state allows it (_merge)."""
+        replaying the records when the step log's state allows it (_merge; ITEMS then may be a sequence that lists
+        its records only when read: a run merged whole reads none of them, blockscan._Run)."""
         if deltas is not None:
             rest = self._merge(deltas, items, buf, source, lineno_at, year, line_at, first_lineno)
             if rest is None:
@@ -291,6 +297,7 @@ class StepLog:
         """ITEMS with the records a pool worker left out (None: a run it summarised, prepare.leave_out) parsed
         here again, as the scanner's own scan_lines parses them (the summary did not fit, or the run was fed in
         other cuts than the worker's)."""
+        items = items if isinstance(items, list) else list(items)       # (read by index and in slices from here)
         missing = [at for at, r in items if r is None]
         if not missing:
             return cast(List[Tuple[int, tuple]], items)
@@ -449,9 +456,9 @@ class StepLog:
         return BlockDeltas(len(items), plain, f0, (tuple(only_before), _runs_of(its), its[0],
                                                    any(r[0] is None for _, r in items[f0:])))
 
-    def _merge(self, d: "BlockDeltas", items: List[Tuple[int, tuple]], buf: bytes, source: str,
+    def _merge(self, d: "BlockDeltas", items: Sequence[Tuple[int, tuple]], buf: bytes, source: str,
                lineno_at: Callable[[int], int], year: Optional[int], line_at: Optional[Callable[[int], Line]],
-               first_lineno: int) -> Optional[List[Tuple[int, tuple]]]:
+               first_lineno: int) -> Optional[Sequence[Tuple[int, tuple]]]:
         """Merge a run's summary when the state allows it (_fits): what the records would do, in a few dict
         updates.  Returns the records left to replay (None: none)."""
         if len(items) != d.n or self._stride > 1 or self._cts_open or len(self._ev_early) < EVIDENCE_KEEP:

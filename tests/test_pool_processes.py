@@ -339,12 +339,7 @@ def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(sta
     from triage.scan.engine import Engine
     from triage.patterns import load_all
     monkeypatch.setenv("TRIAGE_JOBS", jobs)
-    log = tmp_path / "job.log"      # (synthetic layout: NCCL's INFO line of a collective on 8 ranks, then the real log)
-    with open(LOG, encoding="utf-8") as f:
-        log.write_text("".join(f"[rank{i % 8}]:node-0:2431{i % 8}:2431{i % 8} [{i % 8}] NCCL INFO AllReduce: opCount "
-                               f"{i:x} sendbuff 0x7f3ac1c00000 recvbuff 0x7f3ac1c00000 count 16777216 datatype 7 op 0 "
-                               f"root 0 comm 0x55d0c8a0 [nranks=8] stream 0x55d0cfb0\n" for i in range(4000))
-                       + f.read(), encoding="utf-8")     # (~190 blocks of 4 KiB)
+    log = _many_blocks(tmp_path)
     real_worker = pool._worker
 
     def slow(conn, plan, aset, batchers, rules, tickets, w, k):
@@ -379,3 +374,74 @@ def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(sta
     assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
         [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
     assert r.lines == serial.lines and r.matches and started.all_gone()
+
+
+def _many_blocks(tmp_path):
+    """A log of ~190 blocks of 4 KiB (synthetic layout: NCCL's INFO line of a collective on 8 ranks, then the
+    real log's lines)."""
+    log = tmp_path / "job.log"
+    with open(LOG, encoding="utf-8") as f:
+        log.write_text("".join(f"[rank{i % 8}]:node-0:2431{i % 8}:2431{i % 8} [{i % 8}] NCCL INFO AllReduce: opCount "
+                               f"{i:x} sendbuff 0x7f3ac1c00000 recvbuff 0x7f3ac1c00000 count 16777216 datatype 7 op 0 "
+                               f"root 0 comm 0x55d0c8a0 [nranks=8] stream 0x55d0cfb0\n" for i in range(4000))
+                       + f.read(), encoding="utf-8")
+    return log
+
+
+def test_the_results_waiting_in_the_scanner_are_bounded(started, monkeypatch, tmp_path):
+    """At most the window's tickets are out past the block the scanner waits for (pool.WINDOW_PER_WORKER a
+    worker), so at most that many results wait for their turn; with any result waiting counted as too much
+    (pool.READY_BYTES) the scan still ends, and its report is the serial scan's."""
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    monkeypatch.setenv("TRIAGE_JOBS", "5")
+    monkeypatch.setattr(pool, "READY_BYTES", 1)
+    monkeypatch.setattr(pool, "WINDOW_PER_WORKER", 2)
+    log = _many_blocks(tmp_path)
+    waiting = []
+    real_get = pool._Pool.get
+    monkeypatch.setattr(pool._Pool, "get", lambda self, *a: waiting.append(len(self.ready)) or real_get(self, *a))
+    r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    assert len(waiting) > 100 and max(waiting) <= 8, max(waiting)
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
+        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
+    assert r.lines == serial.lines and r.matches and started.all_gone()
+
+
+def _handed(k, n_blocks, window, ready_bytes=0):
+    """A pool's ticket dealer alone (no worker): its pipe, and a function that hands out up to block G and
+    says which tickets went out (None once the pipe is closed and empty)."""
+    p = object.__new__(pool._Pool)
+    p.k, p.n_blocks, p.window, p.next_ticket, p.ready_bytes, p.broken = k, n_blocks, window, 0, ready_bytes, False
+    r, w = os.pipe()
+    p.tickets = (-1, w)
+
+    def hand(g):
+        p._hand_out(g)
+        os.set_blocking(r, False)
+        try:
+            data = os.read(r, 1 << 16)
+        except BlockingIOError:
+            return []
+        if not data:
+            return None
+        return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+    return p, hand
+
+
+def test_the_tickets_handed_out_follow_the_scanner():
+    """pool._Pool._hand_out: the window past the block waited for; none past it while the results waiting are
+    over READY_BYTES (the block waited for itself always); with one worker, every other block is the scanner's
+    own; the pipe closed once the last is out (a worker then stops when none is left)."""
+    p, hand = _handed(3, 40, 6)
+    assert hand(0) == [0, 1, 2, 3, 4, 5]
+    assert hand(1) == [6] and hand(1) == []
+    p.ready_bytes = pool.READY_BYTES
+    assert hand(5) == [] and hand(8) == [7, 8]            # (over the bound: up to the block waited for only)
+    p.ready_bytes = 0
+    assert hand(9) == [9, 10, 11, 12, 13, 14]
+    assert hand(39) == list(range(15, 40)) and hand(39) is None      # all out: the pipe closed
+    _, hand1 = _handed(1, 10, 4)
+    assert hand1(0) == [0, 2] and hand1(4) == [4, 6] and hand1(9) == [8] and hand1(9) is None

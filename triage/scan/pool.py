@@ -113,8 +113,10 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
             os._exit(0)
 
 
-WINDOW_PER_WORKER = 2      # blocks handed out ahead of the one the scanner waits for, per worker (the results
-#                            that come before their turn wait in the scanner, pickled: its memory stays bounded)
+WINDOW_PER_WORKER = 8      # blocks handed out ahead of the one the scanner waits for, per worker (the results
+#                            that come before their turn wait in the scanner, pickled; 2 a worker left them idle
+#                            on the 16-core host, a production log's lanes busy 53-74 ms of 120)
+READY_BYTES = 64 << 20     # ... and no more while the results waiting add up to this (its memory stays bounded)
 _TICKETS_A_WRITE = 128     # tickets a write to the ticket pipe (512 bytes: PIPE_BUF at its smallest, POSIX's)
 TICKET = 4                  # bytes of a ticket: the number of a block of the scan, little-endian
 ERROR_TAG = (1 << 32) - 1   # the tag of a worker's last message when it failed (no block's number)
@@ -389,12 +391,12 @@ class _Pool:
     """Worker processes that run prepare_block and the rule searches ahead of the scanner.
 
     The scanner hands out the blocks of the plain inputs of PLAN (geometry.plain_inputs) as tickets, a window of
-    WINDOW_PER_WORKER a worker ahead of the block it waits for (_hand_out; with one worker, every other block is
-    the scanner's own: _owner); a free worker takes the next (_claimed) and reads that block itself.  The
-    scanner takes the results in block order, whichever worker sent each (a result that comes early waits,
-    pickled, in `ready`), and checks path, block number, offset and size against its own read, so results merge
-    exactly as a serial scan; on any mismatch or a dead worker it prepares the remaining blocks itself.  Blocks
-    of other inputs are the scanner's."""
+    WINDOW_PER_WORKER a worker ahead of the block it waits for while the results waiting are under READY_BYTES
+    (_hand_out; with one worker, every other block is the scanner's own: _owner); a free worker takes the next
+    (_claimed) and reads that block itself.  The scanner takes the results in block order, whichever worker sent
+    each (a result that comes early waits, pickled, in `ready`), and checks path, block number, offset and size
+    against its own read, so results merge exactly as a serial scan; on any mismatch or a dead worker it prepares
+    the remaining blocks itself.  Blocks of other inputs are the scanner's."""
 
     def __init__(self, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batchers, k: int,
                  rules: Sequence[Optional[MatchRule]] = ()):
@@ -415,6 +417,7 @@ class _Pool:
         self.window = WINDOW_PER_WORKER * k
         self.next_ticket = 0            # the next block to hand out (or to leave to the scanner)
         self.ready: Dict[int, memoryview] = {}   # results that came before their turn, by block, pickled
+        self.ready_bytes = 0
         self.counter = 0
         self.broken = False
         self.paths = {p for p, _ in plan}
@@ -457,7 +460,9 @@ class _Pool:
             if not self._take():
                 self.broken = True
                 return None
-        msg = loads(self.ready.pop(g))
+        data = self.ready.pop(g)
+        self.ready_bytes -= len(data)
+        msg = loads(data)
         if msg[:4] != (path, bi, start, nbytes):     # a clipped line, a file that changed under us
             self.broken = True
             return None
@@ -469,7 +474,8 @@ class _Pool:
         if self.tickets is None or self.tickets[1] < 0:
             return
         out = []
-        while self.next_ticket < min(self.n_blocks, g + self.window):
+        while self.next_ticket < min(self.n_blocks, g + self.window) and (
+                self.next_ticket <= g or self.ready_bytes < READY_BYTES):
             if _owner(self.next_ticket, self.k) >= 0:
                 out.append(self.next_ticket.to_bytes(TICKET, "little"))
             self.next_ticket += 1
@@ -502,6 +508,7 @@ class _Pool:
                 if tag == ERROR_TAG:
                     return False
                 self.ready[tag] = data
+                self.ready_bytes += len(data)
                 return True
         return False
 

@@ -368,7 +368,8 @@ def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(sta
     for fd, _ in came:
         per_pipe[fd] = per_pipe.get(fd, 0) + 1
     counts = sorted(per_pipe.values())
-    assert len(per_pipe) == int(jobs) - 1 and counts[0] < counts[-1] / 2, per_pipe    # the slow one took few
+    # the slow one took few (a worker forked late on a loaded machine may find no ticket left: none at all)
+    assert 2 <= len(per_pipe) <= int(jobs) - 1 and counts[0] < counts[-1] / 2, per_pipe
     monkeypatch.setenv("TRIAGE_JOBS", "1")
     serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
     assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \

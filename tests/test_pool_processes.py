@@ -446,3 +446,137 @@ def test_the_tickets_handed_out_follow_the_scanner():
     assert hand(39) == list(range(15, 40)) and hand(39) is None      # all out: the pipe closed
     _, hand1 = _handed(1, 10, 4)
     assert hand1(0) == [0, 2] and hand1(4) == [4, 6] and hand1(9) == [8] and hand1(9) is None
+
+
+def _serial_is(r, log):
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    os.environ["TRIAGE_JOBS"] = "1"
+    serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
+        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
+    assert r.lines == serial.lines and r.matches
+
+
+def _open_fds():
+    return len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+
+
+def test_a_pool_that_cannot_start_leaves_the_scan_to_the_scanner_and_no_descriptor_behind(started, monkeypatch,
+                                                                                           tmp_path):
+    """No process left to make (EAGAIN) when the scanner forks its first worker: the scan is the scanner's alone
+    (it was a traceback), with the serial result, and the pipes made for the pool are closed (the ticket pipe's
+    read end was left open, review of issue 44's sixth pass)."""
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    log = _many_blocks(tmp_path)
+    Engine(load_all()).scan_paths([str(log)], block_size=4096)      # (whatever a first scan opens for good)
+
+    def fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+    monkeypatch.setattr(os, "fork", fork)
+    before, workers = _open_fds(), started.workers
+    for _ in range(3):
+        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    assert _open_fds() == before and started.workers == workers
+    monkeypatch.undo()
+    _serial_is(r, log)
+
+
+def test_a_scan_with_more_than_1024_descriptors_open(started, monkeypatch, tmp_path):
+    """The scanner waits on its workers' pipes with poll: select() refused a descriptor numbered 1024 or more
+    (a program that embeds triage with many files open; review of issue 44's sixth pass)."""
+    import resource
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 1400
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            pytest.skip("fewer descriptors allowed than the test needs")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    held = []
+    try:
+        while len(held) < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        log = _many_blocks(tmp_path)
+        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+        assert started.workers
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    _serial_is(r, log)
+
+
+def _alarm(seconds):
+    """A test that would hang fails instead (SIGALRM in this process's main thread)."""
+    def ring(*_):
+        raise TimeoutError(f"no end after {seconds} s")
+    return signal.signal(signal.SIGALRM, ring), signal.alarm(seconds)
+
+
+@pytest.mark.parametrize("lie", ["next", "twice", "none"])
+def test_a_result_no_ticket_asked_for_breaks_the_pool_not_the_scan(started, monkeypatch, tmp_path, lie):
+    """A worker that sends a block's result under another block's number (one not handed out yet, one the
+    scanner took already, or the same twice): the block asked for would never come -- the scan waited for it for
+    ever (review of issue 44's sixth pass); now the pool is broken, the scanner prepares the rest itself, and
+    the result is the serial scan's."""
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    log = _many_blocks(tmp_path)
+    real_worker = pool._worker
+
+    def liar(conn, plan, aset, batchers, rules, tickets, w, k):
+        class Lying:
+            sent = 0
+
+            def send(self, msg, tag=0):
+                Lying.sent += 1
+                if w == 0 and Lying.sent == 3:
+                    if lie == "twice":
+                        conn.send(msg, tag)
+                    tag = tag + 10_000 if lie == "next" else (0 if lie == "none" else tag)
+                conn.send(msg, tag)
+
+            def close(self):
+                conn.close()
+        real_worker(Lying(), plan, aset, batchers, rules, tickets, w, k)
+    monkeypatch.setattr(pool, "_worker", liar)
+    old_handler, _ = _alarm(60)
+    try:
+        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old_handler)
+    assert started.all_gone()
+    _serial_is(r, log)
+
+
+def test_a_window_of_no_block_still_hands_out_the_block_waited_for(started, monkeypatch, tmp_path):
+    from triage.scan.engine import Engine
+    from triage.patterns import load_all
+    monkeypatch.setattr(pool, "WINDOW_PER_WORKER", 0)
+    log = _many_blocks(tmp_path)
+    old_handler, _ = _alarm(60)
+    try:
+        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old_handler)
+    _serial_is(r, log)
+
+
+def test_a_header_announcing_gigabytes_allocates_none_of_them():
+    """A broken worker's header announces 8 GiB and sends 10 bytes: EOFError, without a buffer of the announced
+    size made first (the sixth pass's reader made one: 6 GB of memory, review)."""
+    import resource
+    r, w = os.pipe()
+    os.write(w, (8 << 30).to_bytes(8, "little") + b"x" * 10)
+    os.close(w)
+    conn = pool._Conn(r, False)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(EOFError):
+        conn.recv()
+    conn.close()
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000     # KiB (Linux)

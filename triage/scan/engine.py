@@ -212,7 +212,7 @@ class Engine:
         batchers = _batchers(obs)
         plan, k, bs = _plan(all_paths, block_size, max_bytes)
         live = [None if id(r) in rules.disabled else r for _, r in rules.rules]   # (switched off: not searched)
-        pool = _Pool(plan, aset, batchers, k, live) if k else None
+        pool = _start_pool(plan, aset, batchers, k, live) if k else None
         warmer = _warm(k) if pool is not None else None
         core.max_bytes = max_bytes
         failed: List[InputError] = []
@@ -306,6 +306,15 @@ class Engine:
             core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole))
         return scan.lineno, scan.nbytes
 
+
+
+def _start_pool(plan, aset: AnchorSet, batchers, k: int, rules) -> Optional["_Pool"]:
+    """The workers, or None when none can be started (no process or pipe left to make: EAGAIN, ENOMEM,
+    EMFILE): the scanner then prepares every block itself, with the same result."""
+    try:
+        return _Pool(plan, aset, batchers, k, rules)
+    except OSError:
+        return None
 
 
 def _warm(k: int) -> Optional["regexwarm.Warmer"]:

@@ -153,6 +153,7 @@ def _wait_kids() -> None:
 
 _HEADER = 8                 # bytes of a message's length, before its pickle
 _MAX_MESSAGE = 1 << 34      # (a block's results are megabytes: a length past this is no message of ours)
+_READ_CHUNK = 1 << 20       # bytes of a message read at a time
 
 
 class _Conn:
@@ -173,18 +174,20 @@ class _Conn:
         self.f.write(data)
         self.f.flush()
 
-    def _read(self, n: int) -> bytearray:
-        """N bytes (fewer: the pipe closed first), read into one buffer (a pipe gives 64 KiB a read)."""
-        buf = bytearray(n)
-        view, got = memoryview(buf), 0
+    def _read(self, n: int) -> bytes:
+        """N bytes (fewer: the pipe closed first), read a MiB at most at a time (a pipe gives 64 KiB a read): no
+        buffer of a length a message announced is made before its bytes come (a broken worker's header)."""
+        first = self.f.read(min(n, _READ_CHUNK))
+        if not first or len(first) == n:
+            return first or b""
+        parts, got = [first], len(first)
         while got < n:
-            k = cast(Any, self.f).readinto(view[got:])
-            if not k:
-                del view
-                return buf[:got]
-            got += k
-        del view
-        return buf
+            more = self.f.read(min(n - got, _READ_CHUNK))
+            if not more:
+                break
+            parts.append(more)
+            got += len(more)
+        return b"".join(parts)
 
     def recv_tagged(self) -> Tuple[int, memoryview]:
         """The next message's tag and pickle, not unpickled; EOFError when the worker is gone (or sent half of
@@ -414,7 +417,7 @@ class _Pool:
         # before it lets them in; the parent gets a held one when the workers have started.
         self.tickets: Optional[Tuple[int, int]] = None
         self.n_blocks = sum(len(spans) for _, spans in plan)
-        self.window = WINDOW_PER_WORKER * k
+        self.window = max(1, WINDOW_PER_WORKER * k)
         self.next_ticket = 0            # the next block to hand out (or to leave to the scanner)
         self.ready: Dict[int, memoryview] = {}   # results that came before their turn, by block, pickled
         self.ready_bytes = 0
@@ -432,6 +435,9 @@ class _Pool:
             os.close(self.tickets[0])
             self.tickets = (-1, self.tickets[1])
             self.live = list(self.conns)
+            self.poller = select.poll()
+            for c in self.live:
+                self.poller.register(c.fileno(), select.POLLIN)
             self._hand_out(0)
         except BaseException:               # the workers started so far are stopped and collected
             self.close()
@@ -462,8 +468,14 @@ class _Pool:
                 return None
         data = self.ready.pop(g)
         self.ready_bytes -= len(data)
-        msg = loads(data)
-        if msg[:4] != (path, bi, start, nbytes):     # a clipped line, a file that changed under us
+        try:
+            msg = loads(data)
+        except Exception:  # noqa: BLE001 - a broken worker's bytes: the scanner prepares the blocks itself
+            self.broken = True
+            return None
+        if not isinstance(msg, tuple) or msg[:4] != (path, bi, start, nbytes):     # a clipped line, a file that
+            self.broken = True                                                      # changed under us
+            return None
             self.broken = True
             return None
         return msg[4]
@@ -494,29 +506,40 @@ class _Pool:
 
     def _take(self) -> bool:
         """Wait for a worker's next result and keep it in `ready`; False when none can come any more: a worker
-        failed, or went before every ticket was out (it may have taken one), or none is left."""
+        failed, or went before every ticket was out (it may have taken one), or none is left, or a result came
+        that no ticket out asked for (a block the scanner has taken, one not handed out, one come twice: the
+        block it stands for would never come)."""
         while self.live:
-            readable, _, _ = select.select(self.live, [], [])
-            for c in readable:
+            for c in self._readable():
                 try:
                     tag, data = c.recv_tagged()
                 except (EOFError, OSError):
                     self.live.remove(c)
+                    self.poller.unregister(c.fileno())
                     if self.tickets is not None and self.tickets[1] >= 0:
                         return False
                     continue
-                if tag == ERROR_TAG:
-                    return False
+                if tag < self.counter - 1 or tag >= self.next_ticket or tag in self.ready or _owner(tag, self.k) < 0:
+                    return False            # (the error message's ERROR_TAG among them)
                 self.ready[tag] = data
                 self.ready_bytes += len(data)
                 return True
         return False
 
+    def _readable(self) -> List[_Conn]:
+        """The workers' pipes with something to read (a message, or the end), waiting for one (poll: no bound on
+        the numbers of the descriptors, as select's 1024)."""
+        by_fd = {c.fileno(): c for c in self.live}
+        while True:
+            ready = [by_fd[fd] for fd, _ in self.poller.poll() if fd in by_fd]
+            if ready:
+                return ready
+
     def close(self) -> None:
-        self._close_tickets()
-        if self.tickets is not None and self.tickets[0] >= 0:
+        if self.tickets is not None and self.tickets[0] >= 0:      # (a start that failed before it closed it)
             os.close(self.tickets[0])
-            self.tickets = (-1, -1)
+            self.tickets = (-1, self.tickets[1])
+        self._close_tickets()
         for c in self.conns:        # a worker still sending gets a broken pipe and exits by itself
             c.close()
         for pid in self.pids:       # (the group's leader: every worker is of its group)

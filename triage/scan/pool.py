@@ -160,7 +160,7 @@ class _Conn:
     """One end of a pipe that carries pickled messages, each after its length and a tag (a block's number): a
     worker sends its results, the scanner receives them (what multiprocessing's Connection does, without its
     ~11 ms of imports, socket's and the pure-Python pickler's among them, on every big input's start).  The
-    reading end is unbuffered: what select() says is readable is all there is (no message held in a buffer)."""
+    reading end is unbuffered: what poll() says is readable is all there is (no message held in a buffer)."""
 
     def __init__(self, fd: int, writing: bool):
         self.f: BinaryIO = os.fdopen(fd, "wb") if writing else cast(BinaryIO, os.fdopen(fd, "rb", buffering=0))
@@ -475,8 +475,6 @@ class _Pool:
             return None
         if not isinstance(msg, tuple) or msg[:4] != (path, bi, start, nbytes):     # a clipped line, a file that
             self.broken = True                                                      # changed under us
-            return None
-            self.broken = True
             return None
         return msg[4]
 

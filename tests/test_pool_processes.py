@@ -360,7 +360,7 @@ def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(sta
     early = []                      # results kept before their turn, as the scanner asked for each block
     real_get = pool._Pool.get
     monkeypatch.setattr(pool._Pool, "get", lambda self, *a: early.append(len(self.ready)) or real_get(self, *a))
-    r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    r = _scan_log(log)
     blocks = [g for _, g in came]
     assert sorted(blocks) == list(range(len(blocks))) and len(blocks) > 100     # each block once
     assert any(early), "no result came before its turn"
@@ -370,11 +370,8 @@ def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(sta
     counts = sorted(per_pipe.values())
     # the slow one took few (a worker forked late on a loaded machine may find no ticket left: none at all)
     assert 2 <= len(per_pipe) <= int(jobs) - 1 and counts[0] < counts[-1] / 2, per_pipe
-    monkeypatch.setenv("TRIAGE_JOBS", "1")
-    serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
-    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
-        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
-    assert r.lines == serial.lines and r.matches and started.all_gone()
+    assert started.all_gone()
+    _serial_is(r, log, monkeypatch)
 
 
 def _many_blocks(tmp_path):
@@ -402,13 +399,10 @@ def test_the_results_waiting_in_the_scanner_are_bounded(started, monkeypatch, tm
     waiting = []
     real_get = pool._Pool.get
     monkeypatch.setattr(pool._Pool, "get", lambda self, *a: waiting.append(len(self.ready)) or real_get(self, *a))
-    r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    r = _scan_log(log)
     assert len(waiting) > 100 and max(waiting) <= 8, max(waiting)
-    monkeypatch.setenv("TRIAGE_JOBS", "1")
-    serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
-    assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
-        [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
-    assert r.lines == serial.lines and r.matches and started.all_gone()
+    assert started.all_gone()
+    _serial_is(r, log, monkeypatch)
 
 
 def _handed(k, n_blocks, window, ready_bytes=0):
@@ -448,11 +442,29 @@ def test_the_tickets_handed_out_follow_the_scanner():
     assert hand1(0) == [0, 2] and hand1(4) == [4, 6] and hand1(9) == [8] and hand1(9) is None
 
 
-def _serial_is(r, log):
+def _scan_log(log, within=0):
+    """LOG's block scan in 4 KiB blocks; WITHIN > 0: a scan that would hang fails after that many seconds instead
+    (SIGALRM in this process's main thread)."""
     from triage.scan.engine import Engine
     from triage.patterns import load_all
-    os.environ["TRIAGE_JOBS"] = "1"
-    serial = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    if not within:
+        return Engine(load_all()).scan_paths([str(log)], block_size=4096)
+
+    def ring(*_):
+        raise TimeoutError(f"no end after {within} s")
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(within)
+    try:
+        return Engine(load_all()).scan_paths([str(log)], block_size=4096)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _serial_is(r, log, monkeypatch):
+    """R, a pooled scan of LOG, is its serial scan."""
+    monkeypatch.setenv("TRIAGE_JOBS", "1")
+    serial = _scan_log(log)
     assert [(m.pattern.id, m.line.lineno, m.line.rank) for m in r.matches] == \
         [(m.pattern.id, m.line.lineno, m.line.rank) for m in serial.matches]
     assert r.lines == serial.lines and r.matches
@@ -470,17 +482,17 @@ def test_a_pool_that_cannot_start_leaves_the_scan_to_the_scanner_and_no_descript
     from triage.scan.engine import Engine
     from triage.patterns import load_all
     log = _many_blocks(tmp_path)
-    Engine(load_all()).scan_paths([str(log)], block_size=4096)      # (whatever a first scan opens for good)
+    _scan_log(log)      # (whatever a first scan opens for good)
 
     def fork():
         raise BlockingIOError(11, "Resource temporarily unavailable")
     monkeypatch.setattr(os, "fork", fork)
     before, workers = _open_fds(), started.workers
     for _ in range(3):
-        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+        r = _scan_log(log)
     assert _open_fds() == before and started.workers == workers
     monkeypatch.undo()
-    _serial_is(r, log)
+    _serial_is(r, log, monkeypatch)
 
 
 def test_a_scan_with_more_than_1024_descriptors_open(started, monkeypatch, tmp_path):
@@ -500,20 +512,13 @@ def test_a_scan_with_more_than_1024_descriptors_open(started, monkeypatch, tmp_p
         while len(held) < 1100:
             held.append(os.open(os.devnull, os.O_RDONLY))
         log = _many_blocks(tmp_path)
-        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
+        r = _scan_log(log)
         assert started.workers
     finally:
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    _serial_is(r, log)
-
-
-def _alarm(seconds):
-    """A test that would hang fails instead (SIGALRM in this process's main thread)."""
-    def ring(*_):
-        raise TimeoutError(f"no end after {seconds} s")
-    return signal.signal(signal.SIGALRM, ring), signal.alarm(seconds)
+    _serial_is(r, log, monkeypatch)
 
 
 @pytest.mark.parametrize("lie", ["next", "twice", "none"])
@@ -543,14 +548,9 @@ def test_a_result_no_ticket_asked_for_breaks_the_pool_not_the_scan(started, monk
                 conn.close()
         real_worker(Lying(), plan, aset, batchers, rules, tickets, w, k)
     monkeypatch.setattr(pool, "_worker", liar)
-    old_handler, _ = _alarm(60)
-    try:
-        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old_handler)
+    r = _scan_log(log, within=60)
     assert started.all_gone()
-    _serial_is(r, log)
+    _serial_is(r, log, monkeypatch)
 
 
 def test_a_window_of_no_block_still_hands_out_the_block_waited_for(started, monkeypatch, tmp_path):
@@ -558,13 +558,8 @@ def test_a_window_of_no_block_still_hands_out_the_block_waited_for(started, monk
     from triage.patterns import load_all
     monkeypatch.setattr(pool, "WINDOW_PER_WORKER", 0)
     log = _many_blocks(tmp_path)
-    old_handler, _ = _alarm(60)
-    try:
-        r = Engine(load_all()).scan_paths([str(log)], block_size=4096)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old_handler)
-    _serial_is(r, log)
+    r = _scan_log(log, within=60)
+    _serial_is(r, log, monkeypatch)
 
 
 def test_a_header_announcing_gigabytes_allocates_none_of_them():

@@ -60,6 +60,9 @@ class _InputScan:
         # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         self.view.timed = prepared[6] if len(prepared) > 6 else None
+        # ... their line numbers in the block (prepared[11]) and the block's first line's number
+        self.view.timed_n = prepared[11] if len(prepared) > 11 else None
+        self.view.pre_first = self.lineno + 1
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
         # (a pool worker's search for it, offsets in the block, prepared[7])
         self.dated = self.view.first_dated(lo, *prepared[7:8]) if self.view.buf is buf else None
@@ -149,7 +152,40 @@ class _InputScan:
         body = bodies.get(start - lo) if bodies else None
         if body is not None and self._take_body(start, body, following):
             return body[0] + lo
+        if len(following) == 1 and following[0] is self.blocks_obs:
+            return self._passed_by(buf, lo, start)
         return None
+
+    def _passed_by(self, buf: bytes, lo: int, start: int) -> Optional[int]:
+        """The line at START, no hit, that only the Blocks observer follows, taken without a Line made when all
+        feeding it would do is close the blocks it passes (Blocks._close_passed; issue 44: in a log of handled
+        tracebacks the line after each exception line was fed for that): a line a pool worker parsed with a rank
+        of its own, no time (nor one a year could give it), its stream with no block open, no progress bar's
+        updates, no ERROR or CRITICAL in it (a logger's header, Blocks._error_header) -- a line no anchor of
+        Blocks hits opens no block.  The offset after it (self.lineno counted), or None when it is to be fed."""
+        view = self.view
+        p = view.pre.get(start - lo) if view.pre else None
+        if p is None or p[1] is None or p[2] is not None or p[3]:
+            return None
+        nl = buf.find(b"\n", start)
+        end = nl if nl >= 0 else len(buf)
+        find = buf.find
+        if find(b"\r", start, end) >= 0 or find(b"ERROR", start, end) >= 0 or find(b"CRITICAL", start, end) >= 0:
+            return None
+        label = self.inp.inp.label
+        st = self.core.streams.get((label, p[1]))
+        if st is not None and st.block is not None:
+            return None
+        while self.dated is not None and self.dated[0] < start:
+            self._dated_passed()
+        self.lineno += 1
+        lineno = view.cur_lineno = self.lineno
+        view.cur_off = start
+        st = self.core.stream(label, p[1])
+        cast(Blocks, self.blocks_obs)._close_passed(label, lineno, st)
+        view.passed(lineno, 1)
+        self._attempt_at(buf, lo, start, self.inp.current())   # (a Line's attempt is its input's)
+        return end + 1
 
     def _take_body(self, start: int, body: Body, following: List[Observer]) -> bool:
         """A traceback's body (a pool worker's, prepare.tb_bodies) starting at buffer offset START joins its
@@ -260,7 +296,10 @@ class _InputScan:
         ln = view.line_at(start, lineno)
         _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, fed, view, rule_ids,
                        self.searched.get(start), anchored)
-        att = inp.attempt(ln)
+        self._attempt_at(buf, lo, start, inp.attempt(ln))
+
+    def _attempt_at(self, buf: bytes, lo: int, start: int, att: int) -> None:
+        """The line at START fed is of attempt ATT: a restart when another than the last one's."""
         if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
             if self.eager_ranks:
                 self.core.ranks_seen.setdefault(self.seg_attempt, set()).update(

@@ -71,6 +71,8 @@ class BlockView(View):
         self.pre: Dict[int, Parsed] = {}
         self.pre_lo = 0
         self.timed: Optional[List[int]] = None     # ... and the lines of it that may carry a time, sorted
+        self.timed_n: Optional[List[int]] = None   # ... their line numbers in the block (0: its first line)
+        self.pre_first = 0                         # ... and the number of the block's first line
         # the block driver's: feeds the batch records before buffer offset N (a dated line is about to
         # tell the lines after it another year: the records before it are in the year before)
         self.before_year: Optional[Callable[[int], None]] = None
@@ -201,14 +203,23 @@ class BlockView(View):
         if timed is None or off <= pre_lo:
             return off, n
         pre, year, count = self.pre, self.year, buf.count
+        numbers, first = self.timed_n, self.pre_first
         i = bisect.bisect_left(timed, off - pre_lo)
         while i > 0:
             i -= 1
             t = timed[i] + pre_lo
-            n_t = n - count(b"\n", t, off)
+            n_t = first + numbers[i] if numbers is not None else n - count(b"\n", t, off)
             if n_t < floor:
                 return None
             off, n = t, n_t
+            # a line the worker parsed with a rank of its own and a time no year changes: what its Line, read or
+            # kept, says (no look in the kept lines first)
+            p = pre.get(timed[i])
+            if p is not None and p[1] is not None and not p[3]:
+                if p[2] is not None and p[1] not in seen:
+                    seen.add(p[1])
+                    ts_rank[p[1]] = p[2]
+                continue
             ln = cache.get(t)
             if ln is None:
                 p = pre.get(t - pre_lo)
@@ -221,7 +232,8 @@ class BlockView(View):
             if ln.ts is not None and ln.rank not in seen:
                 seen.add(ln.rank)
                 ts_rank[ln.rank] = ln.ts
-        return pre_lo, n - count(b"\n", pre_lo, off)        # (the lines down to the block's first: none timed)
+        # (the lines down to the block's first: none timed)
+        return pre_lo, first if numbers is not None else n - count(b"\n", pre_lo, off)
 
     def _tail_back(self, off: int, n: int, floor: int, seen: Set[Optional[int]]) -> None:
         """_times_back from the line at OFF (number N) on back, line by line: the buffer's tail of the block
@@ -280,6 +292,10 @@ class BlockView(View):
         not only those up to the first of LINE's rank: a line read is kept, parsed in the year known now, and a
         later look back for a time reads it so -- passing over another rank's line unread made a year-less time
         after a dated traceback line read in the new year (issue 44's review)."""
+        if line.source == self.inp.label and self.pre:
+            at = self._newest_parsed(line.rank, n)
+            if at is not None:
+                return self.line_at(*at) if at[0] >= 0 else None
         found: Optional[Line] = None
         for prev in self._walk(line):
             n -= 1
@@ -288,6 +304,31 @@ class BlockView(View):
             if n <= 0:
                 break
         return found
+
+    def _newest_parsed(self, rank: Optional[int], n: int) -> Optional[Tuple[int, int]]:
+        """newest_of_rank's answer from the lines a pool worker parsed (issue 44: the look back read each line of
+        it, a log of handled tracebacks two lines each): (offset, line number) of the newest of the N lines before
+        the current one that is of RANK, (-1, 0) when none is; None when a line of them is not in the worker's
+        block, or has no rank of its own or a time that depends on the year (then each is read: a line read is kept,
+        and parsed in the year known now).  The others are not read: a line of a rank of its own and a time no
+        year changes is the same Line read now or later."""
+        off, lineno = self.cur_off, self.cur_lineno
+        buf, pre, pre_lo, cache = self.buf, self.pre, self.pre_lo, self.cache
+        for k in range(1, n + 1):
+            if off <= pre_lo:
+                return None
+            off = buf.rfind(b"\n", 0, off - 1) + 1
+            ln = cache.get(off)
+            if ln is not None:
+                r = ln.rank
+            else:
+                p = pre.get(off - pre_lo)
+                if p is None or p[1] is None or p[3]:
+                    return None
+                r = p[1]
+            if r == rank:
+                return off, lineno - k
+        return -1, 0
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back

@@ -96,7 +96,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             parsed, timed, dated,
                             summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {},
                             prepare.year_changes(block, dated[0], None, ahead=True)
-                            if isinstance(dated, tuple) else None)), g)
+                            if isinstance(dated, tuple) else None,
+                            prepare.line_numbers(block, timed))), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

@@ -72,6 +72,22 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
     return out
 
 
+def line_numbers(buf: bytes, starts: Optional[Sequence[int]]) -> Optional[List[int]]:
+    """The line number in BUF (0: its first line) of each of the sorted line STARTS (a pool worker's, of its
+    timed lines: the scanner's look back for a time counted the newlines back to each it visited, issue 44),
+    None for None."""
+    if starts is None:
+        return None
+    out: List[int] = []
+    n = pos = 0
+    count = buf.count
+    for s in starts:
+        n += count(b"\n", pos, s)
+        out.append(n)
+        pos = s
+    return out
+
+
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
                   ahead: bool = False) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead

@@ -275,15 +275,15 @@ class _InputScan:
         """The line at SPAN of BUF (line number self.lineno): fed to the observers it wakes."""
         while self.dated is not None and self.dated[0] < span[0]:
             self._dated_passed()
-        if following or tags is None:
+        # lines with equal tags share one set (anchors._put; a worker's pickle keeps that): what it wakes is worked
+        # out once a set a block, and the observers following (a line no anchor hits: tags None) -- the sets live
+        # as long as the block's hits, their ids stay theirs
+        key = (id(tags), *map(id, following)) if following else id(tags)
+        w = self.woken_of.get(key)
+        if w is None:
             woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
-            fed = [o for i, o in self.obs_ids if i in woken]
-        else:       # lines with equal tags share one set (anchors._put; a worker's pickle keeps that):
-            w = self.woken_of.get(id(tags))     # what it wakes, worked out once a set a block
-            if w is None:
-                woken, rule_ids, anchored = _woken(tags, following, self.obs, self.rules_obs)
-                w = self.woken_of[id(tags)] = (woken, rule_ids, anchored, [o for i, o in self.obs_ids if i in woken])
-            woken, rule_ids, anchored, fed = w
+            w = self.woken_of[key] = (woken, rule_ids, anchored, [o for i, o in self.obs_ids if i in woken])
+        woken, rule_ids, anchored, fed = w
         if not woken:
             return
         start = span[0]
@@ -296,7 +296,9 @@ class _InputScan:
         ln = view.line_at(start, lineno)
         _feed_segments(ln, buf, span, inp.seq_base + lineno, inp, self.core, fed, view, rule_ids,
                        self.searched.get(start), anchored)
-        self._attempt_at(buf, lo, start, inp.attempt(ln))
+        att = inp.attempt(ln)
+        if att != self.seg_attempt:
+            self._attempt_at(buf, lo, start, att)
 
     def _attempt_at(self, buf: bytes, lo: int, start: int, att: int) -> None:
         """The line at START fed is of attempt ATT: a restart when another than the last one's."""
@@ -352,6 +354,15 @@ def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: I
                    searched: Optional[Searched] = None, anchored: Optional[Dict[int, Set[int]]] = None) -> None:
     """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers FED, in
     their order (SEARCHED: the rule searches a pool worker made for the line)."""
+    if buf.find(b"\r", span[0], span[1]) < 0:        # (one line, no progress bar's updates: _segments)
+        st = core.stream(ln.source, ln.rank)
+        if ln.ts is not None:
+            st.last_ts = ln.ts
+        ev = Event(seq, st, inp, view, rule_ids, searched, anchored)
+        for o in fed:
+            o.feed(ln, ev)
+        view.done(ln, st)
+        return
     for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
         st = core.stream(seg_line.source, seg_line.rank)
         if seg_line.ts is not None:

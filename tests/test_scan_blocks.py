@@ -1174,13 +1174,14 @@ def _after_exception_grid_log(path, seed):
 def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are_the_line_scans(monkeypatch,
                                                                                                tmp_path, jobs):
     """Issue 44's seventh pass: the line after an exception line passed by without being fed when all it would do
-    is close the blocks it passes (blockscan._passed_by), and a traceback's introducing line found from the
-    worker's parse of the lines before it (BlockView._newest_parsed), leave the block scan's result the line
-    scan's on a grid of what those lines may be; with workers, both are taken and both are refused."""
+    is close the blocks it passes (blockscan._passed_by, prepare.passable), and a traceback's introducing line
+    found by the worker (prepare.tb_intros) or from its parse of the lines before it (BlockView._newest_parsed),
+    leave the block scan's result the line scan's on a grid of what those lines may be; with workers, each is
+    taken and each is refused."""
     from triage.scan.blockscan import _InputScan
     from triage.scan.blockview import BlockView
-    seen = {"passed": 0, "fed": 0, "answered": 0, "read": 0}
-    real_passed, real_newest = _InputScan._passed_by, BlockView._newest_parsed
+    seen = {"passed": 0, "fed": 0, "answered": 0, "read": 0, "worker's intro": 0}
+    real_passed, real_newest, real_intro = _InputScan._passed_by, BlockView._newest_parsed, BlockView.intro_of
 
     def passed(self, *a):
         r = real_passed(self, *a)
@@ -1191,8 +1192,12 @@ def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are
         r = real_newest(self, *a)
         seen["answered" if r is not None else "read"] += 1
         return r
+    def intro(self, *a):
+        seen["worker's intro"] += (self.cur_off - self.pre_lo) in self.intros
+        return real_intro(self, *a)
     monkeypatch.setattr(_InputScan, "_passed_by", passed)
     monkeypatch.setattr(BlockView, "_newest_parsed", newest)
+    monkeypatch.setattr(BlockView, "intro_of", intro)
     if jobs:
         _with_workers(monkeypatch, jobs)
     _grid_agrees(tmp_path, _after_exception_grid_log, 16, (1 << 23, 1 << 14, 1021), lambda line: line["blocks"])

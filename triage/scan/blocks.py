@@ -138,8 +138,7 @@ class Blocks(Observer):
         if st.block is None:
             b = self._open(line, ev, [])
             # the physical line before, when its stream's (rank-interleaved output: a bounded look)
-            prev = ev.view.newest_of_rank(line, INTRO_BACK)
-            b.intro = prev.text[:300] if prev is not None else ""
+            b.intro = ev.view.intro_of(line, INTRO_BACK)
             # a logger's header the launcher table stripped (vLLM prints every line of a record under it)
             head = _header(line)
             b.logged = bool(head) and _logged(head[-120:])

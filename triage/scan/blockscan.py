@@ -54,15 +54,19 @@ class _InputScan:
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
         self.searched: Dict[int, Searched] = prepared[4] if len(prepared) > 4 else {}
-        # id(tag set of the hits) -> what _woken makes of it with no observer following (the sets live as
-        # long as HITS, this block: their ids stay theirs)
-        self.woken_of: Dict[int, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]], List[Observer]]] = {}
+        # id(tag set of the hits), with the ids of the observers following if any -> what _woken makes of them
+        # (the sets live as long as HITS, this block: their ids stay theirs)
+        self.woken_of: Dict[object, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]], List[Observer]]] = {}
         # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
         self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
         self.view.timed = prepared[6] if len(prepared) > 6 else None
         # ... their line numbers in the block (prepared[11]) and the block's first line's number
         self.view.timed_n = prepared[11] if len(prepared) > 11 else None
         self.view.pre_first = self.lineno + 1
+        # ... the introducing line of each traceback a worker found (prepare.tb_intros), by offset from pre_lo
+        self.view.intros = prepared[12] if len(prepared) > 12 else {}
+        # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
+        self.passable: Dict[int, int] = prepared[13] if len(prepared) > 13 else {}
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
         # (a pool worker's search for it, offsets in the block, prepared[7])
         self.dated = self.view.first_dated(lo, *prepared[7:8]) if self.view.buf is buf else None
@@ -159,29 +163,27 @@ class _InputScan:
     def _passed_by(self, buf: bytes, lo: int, start: int) -> Optional[int]:
         """The line at START, no hit, that only the Blocks observer follows, taken without a Line made when all
         feeding it would do is close the blocks it passes (Blocks._close_passed; issue 44: in a log of handled
-        tracebacks the line after each exception line was fed for that): a line a pool worker parsed with a rank
-        of its own, no time (nor one a year could give it), its stream with no block open, no progress bar's
-        updates, no ERROR or CRITICAL in it (a logger's header, Blocks._error_header) -- a line no anchor of
-        Blocks hits opens no block.  The offset after it (self.lineno counted), or None when it is to be fed."""
+        tracebacks the line after each exception line was fed for that): a line a pool worker found passable
+        (prepare.passable: a rank of its own, no time nor one a year could give it, no progress bar's updates, no
+        ERROR or CRITICAL -- a logger's header, Blocks._error_header), its stream with no block open -- a line no
+        anchor of Blocks hits opens no block.  The offset after it (self.lineno counted), or None when it is to be
+        fed."""
+        rank = self.passable.get(start - lo)
+        if rank is None:                    # (what the line holds: a pool worker's prepare.passable)
+            return None
         view = self.view
-        p = view.pre.get(start - lo) if view.pre else None
-        if p is None or p[1] is None or p[2] is not None or p[3]:
+        label = self.inp.inp.label
+        st = self.core.streams.get((label, rank))
+        if st is not None and st.block is not None:
             return None
         nl = buf.find(b"\n", start)
         end = nl if nl >= 0 else len(buf)
-        find = buf.find
-        if find(b"\r", start, end) >= 0 or find(b"ERROR", start, end) >= 0 or find(b"CRITICAL", start, end) >= 0:
-            return None
-        label = self.inp.inp.label
-        st = self.core.streams.get((label, p[1]))
-        if st is not None and st.block is not None:
-            return None
         while self.dated is not None and self.dated[0] < start:
             self._dated_passed()
         self.lineno += 1
         lineno = view.cur_lineno = self.lineno
         view.cur_off = start
-        st = self.core.stream(label, p[1])
+        st = self.core.stream(label, rank)
         cast(Blocks, self.blocks_obs)._close_passed(label, lineno, st)
         view.passed(lineno, 1)
         self._attempt_at(buf, lo, start, self.inp.current())   # (a Line's attempt is its input's)

@@ -73,6 +73,7 @@ class BlockView(View):
         self.timed: Optional[List[int]] = None     # ... and the lines of it that may carry a time, sorted
         self.timed_n: Optional[List[int]] = None   # ... their line numbers in the block (0: its first line)
         self.pre_first = 0                         # ... and the number of the block's first line
+        self.intros: Dict[int, str] = {}           # ... and the introducing lines' texts it found (prepare.tb_intros)
         # the block driver's: feeds the batch records before buffer offset N (a dated line is about to
         # tell the lines after it another year: the records before it are in the year before)
         self.before_year: Optional[Callable[[int], None]] = None
@@ -304,6 +305,15 @@ class BlockView(View):
             if n <= 0:
                 break
         return found
+
+    def intro_of(self, line: Line, n: int) -> str:
+        """What a traceback's block keeps of its introducing line: a pool worker's (prepare.tb_intros), else
+        newest_of_rank's."""
+        if line.source == self.inp.label and self.intros:
+            text = self.intros.get(self.cur_off - self.pre_lo)
+            if text is not None:
+                return text
+        return super().intro_of(line, n)
 
     def _newest_parsed(self, rank: Optional[int], n: int) -> Optional[Tuple[int, int]]:
         """newest_of_rank's answer from the lines a pool worker parsed (issue 44: the look back read each line of

@@ -84,8 +84,9 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 timed = prepare.timed_lines(block, nl) if dense else None
                 # (the lines a look back for a time reads are parsed here too: a log of handled
                 # tracebacks read every timed line back once, the scanner parsing each)
-                parsed = prepare.parse_hits(block, sorted(set(starts).union(
-                    timed or (), prepare.followed_lines(block, starts))), file_rank) if spare else {}
+                followed = prepare.followed_lines(block, starts) if spare else []
+                parsed = prepare.parse_hits(block, sorted(set(starts).union(timed or (), followed)),
+                                            file_rank) if spare else {}
                 summ = prepare.summaries(block, h, batchers, r) if spare else None
                 if summ and bi:      # (after: the summaries read them; an input's first block, its
                     prepare.leave_out(r, summ)      # first evidence kept, is replayed)
@@ -97,7 +98,9 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {},
                             prepare.year_changes(block, dated[0], None, ahead=True)
                             if isinstance(dated, tuple) else None,
-                            prepare.line_numbers(block, timed))), g)
+                            prepare.line_numbers(block, timed),
+                            prepare.tb_intros(block, h, parsed) if spare else {},
+                            prepare.passable(block, followed, h, parsed) if spare else {})), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

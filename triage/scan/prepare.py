@@ -21,6 +21,7 @@ from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
 from .blocks import INTRO_BACK, exc_line, starts_traceback
 from .observer import Feeder, Observer
+from .state import INTRO_TEXT
 
 if TYPE_CHECKING:
     from ..patterns import MatchRule
@@ -317,6 +318,63 @@ def followed_lines(buf: bytes, starts: Sequence[int], n: int = TB_FOLLOWED) -> L
             out.append(s)
             if e < 0:
                 break
+    return out
+
+
+def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) -> Dict[int, str]:
+    """The text of the line introducing each traceback that opens at a hit line of BUF (Blocks._traceback_start:
+    the newest of the INTRO_BACK lines before it of its rank, "" when none is), by the offset of the traceback's
+    first line, where the worker's parse answers it as BlockView._newest_parsed would: the traceback's line and
+    each line looked at (back to the one of its rank) of a rank of its own, with no time a year changes, in the
+    block (issue 44: the scanner decoded the introducing line of each of a log's handled tracebacks)."""
+    out: Dict[int, str] = {}
+    find, rfind = buf.find, buf.rfind
+    for s in hits:
+        e = find(b"\n", s)
+        if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
+            continue
+        p = parsed.get(s)
+        if p is None or p[1] is None:
+            continue
+        off = s
+        text_: Optional[str] = ""       # (None: not answered here)
+        for _ in range(INTRO_BACK):
+            if off <= 0:
+                text_ = None
+                break
+            off = rfind(b"\n", 0, off - 1) + 1
+            q = parsed.get(off)
+            if q is None or q[1] is None or q[3]:
+                text_ = None
+                break
+            if q[1] == p[1]:
+                nl = find(b"\n", off)
+                data = buf[off:min(nl if nl >= 0 else len(buf), off + MAX_RAW)]
+                text_ = normalise(decode_line(data))[q[0]:][:INTRO_TEXT]
+                break
+        if text_ is not None:
+            out[s] = text_
+    return out
+
+
+def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) -> Dict[int, int]:
+    """Of the lines at STARTS (the lines after each traceback's first, followed_lines'), those the scanner may pass
+    by without feeding them when only Blocks follows them and their stream has no block open (blockscan._passed_by:
+    all feeding them would do is close the blocks they pass): no hit, a rank of their own and no time (nor one a
+    year could give them) in the worker's parse, no progress bar's updates, no ERROR or CRITICAL (a logger's
+    header, Blocks._error_header).  {offset: rank}."""
+    out: Dict[int, int] = {}
+    find = buf.find
+    for s in starts:
+        if s in hits or s in out:
+            continue
+        p = parsed.get(s)
+        if p is None or p[1] is None or p[2] is not None or p[3]:
+            continue
+        e = find(b"\n", s)
+        e = len(buf) if e < 0 else e
+        if find(b"\r", s, e) < 0 and find(b"ERROR", s, e) < 0 and find(b"CRITICAL", s, e) < 0:
+            out[s] = p[1]
     return out
 
 

@@ -54,6 +54,9 @@ class InputState:
         return self.restarts if self.inp.attempt is None else self.inp.attempt
 
 
+INTRO_TEXT = 300           # characters of a traceback's introducing line its block keeps (ErrorBlock.intro)
+
+
 class View:
     """Context around the current line: the line driver keeps ring buffers, the block driver
     walks back through the block (see BlockView)."""
@@ -77,6 +80,12 @@ class View:
         """The newest of the N lines of LINE's input before it that is of LINE's rank (None: none is)."""
         d = self.by_source.get(line.source)
         return next((x for x in reversed(list(d)[-n:]) if x.rank == line.rank), None) if d else None
+
+    def intro_of(self, line: Line, n: int) -> str:
+        """The text (its first INTRO_TEXT characters) of newest_of_rank(LINE, N), "" when none is: the line
+        introducing a traceback (Blocks._traceback_start)."""
+        prev = self.newest_of_rank(line, n)
+        return prev.text[:INTRO_TEXT] if prev is not None else ""
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """The newest of the N lines of LINE's input before it that pass TEST (KEY names the test:

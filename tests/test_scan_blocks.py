@@ -1176,12 +1176,15 @@ def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are
     """Issue 44's seventh pass: the line after an exception line passed by without being fed when all it would do
     is close the blocks it passes (blockscan._passed_by, prepare.passable), and a traceback's introducing line
     found by the worker (prepare.tb_intros) or from its parse of the lines before it (BlockView._newest_parsed),
-    leave the block scan's result the line scan's on a grid of what those lines may be; with workers, each is
-    taken and each is refused."""
+    and the look back for a time read oldest first from the worker's entries (BlockView._timed_forward,
+    prepare.timed_ranks), leave the block scan's result the line scan's on a grid of what those lines may be; with
+    workers, each is taken and each is refused."""
     from triage.scan.blockscan import _InputScan
     from triage.scan.blockview import BlockView
-    seen = {"passed": 0, "fed": 0, "answered": 0, "read": 0, "worker's intro": 0}
+    seen = {"passed": 0, "fed": 0, "answered": 0, "read": 0, "worker's intro": 0, "times forward": 0,
+            "the worker's times": 0, "times read": 0}
     real_passed, real_newest, real_intro = _InputScan._passed_by, BlockView._newest_parsed, BlockView.intro_of
+    real_forward = BlockView._timed_forward
 
     def passed(self, *a):
         r = real_passed(self, *a)
@@ -1197,7 +1200,14 @@ def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are
         return real_intro(self, *a)
     monkeypatch.setattr(_InputScan, "_passed_by", passed)
     monkeypatch.setattr(BlockView, "_newest_parsed", newest)
+    def forward(self, floor):
+        seen["times forward"] += 1
+        entries = [e for e, n in zip(self.timed_rt, self.timed_n) if n + self.pre_first >= floor]
+        seen["the worker's times"] += sum(1 for e in entries if e)
+        seen["times read"] += entries.count(None)
+        return real_forward(self, floor)
     monkeypatch.setattr(BlockView, "intro_of", intro)
+    monkeypatch.setattr(BlockView, "_timed_forward", forward)
     if jobs:
         _with_workers(monkeypatch, jobs)
     _grid_agrees(tmp_path, _after_exception_grid_log, 16, (1 << 23, 1 << 14, 1021), lambda line: line["blocks"])

@@ -65,6 +65,8 @@ class _InputScan:
         self.view.pre_first = self.lineno + 1
         # ... the introducing line of each traceback a worker found (prepare.tb_intros), by offset from pre_lo
         self.view.intros = prepared[12] if len(prepared) > 12 else {}
+        # ... what its parse says of the timed lines (prepare.timed_ranks)
+        self.view.timed_rt = prepared[14] if len(prepared) > 14 else None
         # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
         self.passable: Dict[int, int] = prepared[13] if len(prepared) > 13 else {}
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple, Union, cast
 
 from ..inputs.sources import (
     _DOTTED_EXC,
@@ -74,6 +74,7 @@ class BlockView(View):
         self.timed_n: Optional[List[int]] = None   # ... their line numbers in the block (0: its first line)
         self.pre_first = 0                         # ... and the number of the block's first line
         self.intros: Dict[int, str] = {}           # ... and the introducing lines' texts it found (prepare.tb_intros)
+        self.timed_rt: Optional[list] = None       # ... and its timed lines' ranks and times (prepare.timed_ranks)
         # the block driver's: feeds the batch records before buffer offset N (a dated line is about to
         # tell the lines after it another year: the records before it are in the year before)
         self.before_year: Optional[Callable[[int], None]] = None
@@ -191,9 +192,41 @@ class BlockView(View):
         traceback's first line looks back, in a log of handled tracebacks one line in sixty.)"""
         floor = max(stop, self.cur_lineno - limit)          # the lowest line number looked at
         seen: Set[Optional[int]] = set()
+        if self.timed_rt is not None and self.timed is not None and self.cur_off > self.pre_lo:
+            self._timed_forward(floor)
+            return
         at = self._timed_back(floor, seen)
         if at is not None:
             self._tail_back(at[0], at[1], floor, seen)
+
+    def _timed_forward(self, floor: int) -> None:
+        """_times_back through a block a worker read, oldest first: the lines before the block first (the tail of
+        the one before, newest first, when FLOOR is below the block's first line), then the block's timed lines from
+        FLOOR on, each time overwriting its rank's -- the newest of each rank wins, as newest first where the
+        first of a rank wins.  A timed line of a rank of its own and a time no year changes is the worker's entry
+        (prepare.timed_ranks: its rank and time, () when it has none); the others are read as _timed_back reads them."""
+        timed, numbers, rt = cast(List[int], self.timed), cast(List[int], self.timed_n), cast(list, self.timed_rt)
+        pre_lo, first, ts_rank = self.pre_lo, self.pre_first, self._ts_rank
+        if floor < first:
+            self._tail_back(pre_lo, first, floor, set())
+        a = bisect.bisect_left(numbers, floor - first)
+        b = bisect.bisect_left(timed, self.cur_off - pre_lo, a)
+        for i in range(a, b):
+            e = rt[i]
+            if e is None:
+                t = timed[i] + pre_lo
+                ln = self.cache.get(t)
+                if ln is None:
+                    p = self.pre.get(timed[i])
+                    if p is not None and p[1] is not None and not reparse_in(self.year, p[3]):
+                        if p[2] is not None:
+                            ts_rank[p[1]] = p[2]
+                        continue
+                    ln = self.line_at(t, first + numbers[i])
+                if ln.ts is not None:
+                    ts_rank[ln.rank] = ln.ts
+            elif e:
+                ts_rank[e[0]] = e[1]
 
     def _timed_back(self, floor: int, seen: Set[Optional[int]]) -> Optional[Tuple[int, int]]:
         """_times_back through a block a worker read, by its timed lines: where it goes on (the block's first

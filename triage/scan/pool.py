@@ -100,7 +100,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             if isinstance(dated, tuple) else None,
                             prepare.line_numbers(block, timed),
                             prepare.tb_intros(block, h, parsed) if spare else {},
-                            prepare.passable(block, followed, h, parsed) if spare else {})), g)
+                            prepare.passable(block, followed, h, parsed) if spare else {},
+                            prepare.timed_ranks(timed, parsed))), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

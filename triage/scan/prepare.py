@@ -321,6 +321,19 @@ def followed_lines(buf: bytes, starts: Sequence[int], n: int = TB_FOLLOWED) -> L
     return out
 
 
+def timed_ranks(timed: Optional[Sequence[int]], parsed: Dict[int, Parsed]) -> Optional[list]:
+    """Per timed line (timed_lines'), what the scanner's look back for a time reads of it (BlockView._timed_forward)
+    when the worker's parse says it: (its rank, its time) for a line of a rank of its own with a time no year
+    changes, () for one with no time; None for the others (the scanner reads them)."""
+    if timed is None:
+        return None
+    out: list = []
+    for t in timed:
+        p = parsed.get(t)
+        out.append(None if p is None or p[1] is None or p[3] else (p[1], p[2]) if p[2] is not None else ())
+    return out
+
+
 def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) -> Dict[int, str]:
     """The text of the line introducing each traceback that opens at a hit line of BUF (Blocks._traceback_start:
     the newest of the INTRO_BACK lines before it of its rank, "" when none is), by the offset of the traceback's

@@ -91,17 +91,18 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 if summ and bi:      # (after: the summaries read them; an input's first block, its
                     prepare.leave_out(r, summ)      # first evidence kept, is replayed)
                 dated = prepare.first_dated_in(block, 0, None, ahead=True)
+                bodies = prepare.tb_bodies(block, h, parsed, file_rank) if spare else {}
+                intros = prepare.tb_intros(block, h, parsed) if spare else {}
+                passes = prepare.passable(block, followed, h, parsed, bodies) if spare else {}
+                ranks = prepare.timed_ranks(timed, parsed)
+                prepare.drop_bodies(block, parsed, bodies)     # (the scanner takes them whole)
                 conn.send((path, bi, start, len(block),
                            (h, r, nl, prepare.line_index(block, 0, starts),
                             prepare.rule_searches(block, h, rules, guard, dense),
-                            parsed, timed, dated,
-                            summ, prepare.tb_bodies(block, h, parsed, file_rank) if spare else {},
+                            parsed, timed, dated, summ, bodies,
                             prepare.year_changes(block, dated[0], None, ahead=True)
                             if isinstance(dated, tuple) else None,
-                            prepare.line_numbers(block, timed),
-                            prepare.tb_intros(block, h, parsed) if spare else {},
-                            prepare.passable(block, followed, h, parsed) if spare else {},
-                            prepare.timed_ranks(timed, parsed))), g)
+                            prepare.line_numbers(block, timed), intros, passes, ranks)), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

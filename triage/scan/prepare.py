@@ -370,16 +370,19 @@ def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) 
     return out
 
 
-def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) -> Dict[int, int]:
+def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
+             bodies: Optional[Dict[int, "Body"]] = None) -> Dict[int, int]:
     """Of the lines at STARTS (the lines after each traceback's first, followed_lines'), those the scanner may pass
     by without feeding them when only Blocks follows them and their stream has no block open (blockscan._passed_by:
     all feeding them would do is close the blocks they pass): no hit, a rank of their own and no time (nor one a
     year could give them) in the worker's parse, no progress bar's updates, no ERROR or CRITICAL (a logger's
-    header, Blocks._error_header).  {offset: rank}."""
+    header, Blocks._error_header); not a line of a traceback's body (BODIES, tb_bodies': the scanner takes those
+    whole).  {offset: rank}."""
     out: Dict[int, int] = {}
     find = buf.find
+    inside = _body_lines(buf, bodies) if bodies else set()
     for s in starts:
-        if s in hits or s in out:
+        if s in hits or s in out or s in inside:
             continue
         p = parsed.get(s)
         if p is None or p[1] is None or p[2] is not None or p[3]:
@@ -389,6 +392,28 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
         if find(b"\r", s, e) < 0 and find(b"ERROR", s, e) < 0 and find(b"CRITICAL", s, e) < 0:
             out[s] = p[1]
     return out
+
+
+def _body_lines(buf: bytes, bodies: Dict[int, "Body"]) -> Set[int]:
+    """The starts of the lines of the traceback bodies BODIES (tb_bodies')."""
+    out: Set[int] = set()
+    find = buf.find
+    for first, (after, _, _) in bodies.items():
+        s = first
+        while s < after:
+            out.add(s)
+            s = find(b"\n", s) + 1
+            if s <= 0:
+                break
+    return out
+
+
+def drop_bodies(buf: bytes, parsed: Dict[int, Parsed], bodies: Dict[int, "Body"]) -> None:
+    """The worker's parse of the lines of the traceback bodies BODIES left out of PARSED: the scanner takes a body
+    whole (Blocks.take_body), and where it cannot, it parses the lines it feeds itself (issue 44: a log of handled
+    tracebacks sent a quarter of its parsed lines for nothing)."""
+    for s in _body_lines(buf, bodies) if bodies else ():
+        parsed.pop(s, None)
 
 
 TB_BODY_MAX = 512          # lines of one traceback's body a worker reads ahead (tb_bodies)

@@ -215,7 +215,7 @@ class _InputScan:
     def _dated_passed(self) -> None:
         """The scan has passed the block's next dated line that tells a year (its first, or one where the year
         changes): its year is the scan's from there on."""
-        at, ts, raw = cast(Tuple[int, float, str], self.dated)
+        at, ts, raw = cast("Tuple[int, float, str]", self.dated)   # (a string: no subscript made a call)
         self.dated = self.dated_next.pop(0) if self.dated_next else None
         self.view.learn_year(ts, raw, at)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple, Union, cast
+from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple, Union
 
 from ..inputs.sources import (
     _DOTTED_EXC,
@@ -192,7 +192,8 @@ class BlockView(View):
         traceback's first line looks back, in a log of handled tracebacks one line in sixty.)"""
         floor = max(stop, self.cur_lineno - limit)          # the lowest line number looked at
         seen: Set[Optional[int]] = set()
-        if self.timed_rt is not None and self.timed is not None and self.cur_off > self.pre_lo:
+        if (self.timed_rt is not None and self.timed is not None and self.timed_n is not None
+                and self.cur_off > self.pre_lo):
             self._timed_forward(floor)
             return
         at = self._timed_back(floor, seen)
@@ -205,7 +206,9 @@ class BlockView(View):
         FLOOR on, each time overwriting its rank's -- the newest of each rank wins, as newest first where the
         first of a rank wins.  A timed line of a rank of its own and a time no year changes is the worker's entry
         (prepare.timed_ranks: its rank and time, () when it has none); the others are read as _timed_back reads them."""
-        timed, numbers, rt = cast(List[int], self.timed), cast(List[int], self.timed_n), cast(list, self.timed_rt)
+        timed, numbers, rt = self.timed, self.timed_n, self.timed_rt
+        if timed is None or numbers is None or rt is None:       # (_times_back tested them)
+            return
         pre_lo, first, ts_rank = self.pre_lo, self.pre_first, self._ts_rank
         if floor < first:
             self._tail_back(pre_lo, first, floor, set())

@@ -96,6 +96,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 passes = prepare.passable(block, followed, h, parsed, bodies) if spare else {}
                 ranks = prepare.timed_ranks(timed, parsed)
                 prepare.drop_bodies(block, parsed, bodies)     # (the scanner takes them whole)
+                if timed is not None:
+                    prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
                 conn.send((path, bi, start, len(block),
                            (h, r, nl, prepare.line_index(block, 0, starts),
                             prepare.rule_searches(block, h, rules, guard, dense),

@@ -408,6 +408,19 @@ def _body_lines(buf: bytes, bodies: Dict[int, "Body"]) -> Set[int]:
     return out
 
 
+def drop_timed(parsed: Dict[int, Parsed], timed: Optional[Sequence[int]], ranks: Optional[list],
+               keep: Set[int]) -> None:
+    """The worker's parse of the timed lines whose entry says what the scanner's look back for a time reads of them
+    (timed_ranks': not None) left out of PARSED, but for the lines at KEEP (the hit lines, the lines after a
+    traceback's first and before it): the scanner parses a line it reads for another reason itself (issue 44: half
+    of a log of handled tracebacks' parsed lines were its timed lines, sent twice)."""
+    if timed is None or ranks is None:
+        return
+    for t, e in zip(timed, ranks):
+        if e is not None and t not in keep:
+            parsed.pop(t, None)
+
+
 def drop_bodies(buf: bytes, parsed: Dict[int, Parsed], bodies: Dict[int, "Body"]) -> None:
     """The worker's parse of the lines of the traceback bodies BODIES left out of PARSED: the scanner takes a body
     whole (Blocks.take_body), and where it cannot, it parses the lines it feeds itself (issue 44: a log of handled

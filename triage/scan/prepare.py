@@ -390,15 +390,26 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
         if p is None or p[1] is None or p[2] is not None or p[3]:
             continue
         e = find(b"\n", s)
-        e = len(buf) if e < 0 else e
-        if find(b"\r", s, e) >= 0 or find(b"ERROR", s, e) >= 0 or find(b"CRITICAL", s, e) >= 0:
-            continue
+        data = buf[s:min(len(buf) if e < 0 else e, s + MAX_RAW)]
         # (what Blocks.feed would open a block with: more than its anchors hit -- `Error` before a no-break space,
-        # `ValueError::`, the review)
-        text = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))[p[0]:]
+        # `ValueError::`, the review.  A line of printable ASCII is its own text: one search in C for what could
+        # make it an error line, or its text's first `E`, and it is passed by or fed; another is parsed.)
+        if len(data) <= MAX_LINE and not data.translate(None, _PRINTABLE):
+            if _STOPS_B.search(data) is None and data[p[0]:p[0] + 1] != b"E":
+                out[s] = p[1]
+            continue
+        if b"\r" in data or b"ERROR" in data or b"CRITICAL" in data:
+            continue
+        text = normalise(decode_line(data))[p[0]:]
         if not (_opens_block(text) or starts_traceback(text)):
             out[s] = p[1]
     return out
+
+
+_PRINTABLE = bytes(range(0x20, 0x7f))
+# what blocks._maybe_error looks for (but a text's first `E`), a traceback's first line, and the levels of a logger's
+# header (Blocks._error_header)
+_STOPS_B = re.compile(rb"rror|ERROR|FATAL|xception|WARN|Interrupt|Exit|Failure|Traceback|CRITICAL")
 
 
 def _body_lines(buf: bytes, bodies: Dict[int, "Body"]) -> Set[int]:

@@ -166,9 +166,9 @@ class _InputScan:
         """The line at START, no hit, that only the Blocks observer follows, taken without a Line made when all
         feeding it would do is close the blocks it passes (Blocks._close_passed; issue 44: in a log of handled
         tracebacks the line after each exception line was fed for that): a line a pool worker found passable
-        (prepare.passable: a rank of its own, no time nor one a year could give it, no progress bar's updates, no
-        ERROR or CRITICAL -- a logger's header, Blocks._error_header), its stream with no block open -- a line no
-        anchor of Blocks hits opens no block.  The offset after it (self.lineno counted), or None when it is to be
+        (prepare.passable: no hit, a rank of its own, no time nor one a year could give it, no progress bar's
+        updates, no ERROR or CRITICAL -- a logger's header, Blocks._error_header -- and a text Blocks opens no block
+        with), its stream with no block open.  The offset after it (self.lineno counted), or None when it is to be
         fed."""
         rank = self.passable.get(start - lo)
         if rank is None:                    # (what the line holds: a pool worker's prepare.passable)

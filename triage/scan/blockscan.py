@@ -358,16 +358,9 @@ def _feed_segments(ln: Line, buf: bytes, span: Tuple[int, int], seq: int, inp: I
                    searched: Optional[Searched] = None, anchored: Optional[Dict[int, Set[int]]] = None) -> None:
     """Feed the line at SPAN of BUF (each update of a progress bar line) to the woken observers FED, in
     their order (SEARCHED: the rule searches a pool worker made for the line)."""
-    if buf.find(b"\r", span[0], span[1]) < 0:        # (one line, no progress bar's updates: _segments)
-        st = core.stream(ln.source, ln.rank)
-        if ln.ts is not None:
-            st.last_ts = ln.ts
-        ev = Event(seq, st, inp, view, rule_ids, searched, anchored)
-        for o in fed:
-            o.feed(ln, ev)
-        view.done(ln, st)
-        return
-    for seg_line in _segments(ln, buf, span[0], span[1], inp.inp, view.year):
+    # (a line with no carriage return is one line: _segments not asked)
+    segs = [ln] if buf.find(b"\r", span[0], span[1]) < 0 else _segments(ln, buf, span[0], span[1], inp.inp, view.year)
+    for seg_line in segs:
         st = core.stream(seg_line.source, seg_line.rank)
         if seg_line.ts is not None:
             st.last_ts = seg_line.ts

@@ -46,6 +46,7 @@ class _InputScan:
         self.seg_attempt = inp.current()
         self.dated: Optional[Tuple[int, float, str]] = None
         self.dated_next: List[Tuple[int, float, str]] = []
+        self.passable: Dict[int, int] = {}      # a worker's lines to pass by (_worker_view)
 
     def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
@@ -57,18 +58,7 @@ class _InputScan:
         # id(tag set of the hits), with the ids of the observers following if any -> what _woken makes of them
         # (the sets live as long as HITS, this block: their ids stay theirs)
         self.woken_of: Dict[object, Tuple[Set[int], Set[int], Optional[Dict[int, Set[int]]], List[Observer]]] = {}
-        # a worker's parse of the hit lines (prepare.parse_hits), by offset in the block (buf[lo:])
-        self.view.pre, self.view.pre_lo = (prepared[5] if len(prepared) > 5 else {}), lo
-        self.view.timed = prepared[6] if len(prepared) > 6 else None
-        # ... their line numbers in the block (prepared[11]) and the block's first line's number
-        self.view.timed_n = prepared[11] if len(prepared) > 11 else None
-        self.view.pre_first = self.lineno + 1
-        # ... the introducing line of each traceback a worker found (prepare.tb_intros), by offset from pre_lo
-        self.view.intros = prepared[12] if len(prepared) > 12 else {}
-        # ... what its parse says of the timed lines (prepare.timed_ranks)
-        self.view.timed_rt = prepared[14] if len(prepared) > 14 else None
-        # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
-        self.passable: Dict[int, int] = prepared[13] if len(prepared) > 13 else {}
+        self._worker_view(prepared, lo)
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
         # (a pool worker's search for it, offsets in the block, prepared[7])
         self.dated = self.view.first_dated(lo, *prepared[7:8]) if self.view.buf is buf else None
@@ -130,6 +120,22 @@ class _InputScan:
             self._line(buf, lo, (start, end), tags, following, batches)
         self.lineno = first - 1 + block_nl
         self._end(buf, lo, batches)
+
+    def _worker_view(self, prepared: tuple, lo: int) -> None:
+        """What a pool worker read of the block buf[lo:] (offsets in it) that the view and the scanner look up."""
+        view, n = self.view, len(prepared)
+        # its parse of the hit lines (prepare.parse_hits), by offset in the block
+        view.pre, view.pre_lo = (prepared[5] if n > 5 else {}), lo
+        view.timed = prepared[6] if n > 6 else None
+        # ... their line numbers in the block (prepared[11]) and the block's first line's number
+        view.timed_n = prepared[11] if n > 11 else None
+        view.pre_first = self.lineno + 1
+        # ... the introducing line of each traceback it found (prepare.tb_intros), by offset from pre_lo
+        view.intros = prepared[12] if n > 12 else {}
+        # ... what its parse says of the timed lines (prepare.timed_ranks)
+        view.timed_rt = prepared[14] if n > 14 else None
+        # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
+        self.passable = prepared[13] if n > 13 else {}
 
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
         """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""

@@ -217,19 +217,20 @@ class BlockView(View):
         for i in range(a, b):
             e = rt[i]
             if e is None:
-                t = timed[i] + pre_lo
-                ln = self.cache.get(t)
-                if ln is None:
-                    p = self.pre.get(timed[i])
-                    if p is not None and p[1] is not None and not reparse_in(self.year, p[3]):
-                        if p[2] is not None:
-                            ts_rank[p[1]] = p[2]
-                        continue
-                    ln = self.line_at(t, first + numbers[i])
-                if ln.ts is not None:
-                    ts_rank[ln.rank] = ln.ts
-            elif e:
+                e = self._rank_time(timed[i], first + numbers[i])
+            if e:
                 ts_rank[e[0]] = e[1]
+
+    def _rank_time(self, at: int, lineno: int) -> Tuple:
+        """The rank and time of the timed line at offset AT of the block a worker read (number LINENO), read as
+        _timed_back reads it (kept, the worker's parse, or parsed), () when it has no time."""
+        ln = self.cache.get(at + self.pre_lo)
+        if ln is None:
+            p = self.pre.get(at)
+            if p is not None and p[1] is not None and not reparse_in(self.year, p[3]):
+                return (p[1], p[2]) if p[2] is not None else ()
+            ln = self.line_at(at + self.pre_lo, lineno)
+        return (ln.rank, ln.ts) if ln.ts is not None else ()
 
     def _timed_back(self, floor: int, seen: Set[Optional[int]]) -> Optional[Tuple[int, int]]:
         """_times_back through a block a worker read, by its timed lines: where it goes on (the block's first

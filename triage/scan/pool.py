@@ -82,20 +82,13 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 spare = k >= prepare.PARSE_MIN_WORKERS
                 dense = spare and len(h) * prepare.DENSE_HITS_EVERY >= nl
                 timed = prepare.timed_lines(block, nl) if dense else None
-                # (the lines a look back for a time reads are parsed here too: a log of handled
-                # tracebacks read every timed line back once, the scanner parsing each)
-                followed = prepare.followed_lines(block, starts) if spare else []
-                parsed = prepare.parse_hits(block, sorted(set(starts).union(timed or (), followed)),
-                                            file_rank) if spare else {}
-                summ = prepare.summaries(block, h, batchers, r) if spare else None
-                if summ and bi:      # (after: the summaries read them; an input's first block, its
-                    prepare.leave_out(r, summ)      # first evidence kept, is replayed)
+                if spare:
+                    parsed, summ, bodies, intros, passes, followed = _spare_work(block, h, r, starts, timed,
+                                                                                 batchers, file_rank, bi)
+                else:
+                    parsed, summ, bodies, intros, passes, followed = {}, None, {}, {}, {}, []
                 dated = prepare.first_dated_in(block, 0, None, ahead=True)
-                bodies = prepare.tb_bodies(block, h, parsed, file_rank) if spare else {}
-                intros = prepare.tb_intros(block, h, parsed) if spare else {}
-                passes = prepare.passable(block, followed, h, parsed, bodies) if spare else {}
                 ranks = prepare.timed_ranks(timed, parsed)
-                prepare.drop_bodies(block, parsed, bodies)     # (the scanner takes them whole)
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
                 conn.send((path, bi, start, len(block),
@@ -119,6 +112,26 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
             _wait_kids()
         finally:
             os._exit(0)
+
+
+def _spare_work(block: bytes, h: Dict[int, Set[int]], r: list, starts: List[int], timed: Optional[List[int]],
+                batchers, file_rank: Optional[int], bi: int) -> tuple:
+    """What a worker prepares of block BI when there are workers to spare (prepare.PARSE_MIN_WORKERS): the parse
+    of its hit lines, of the lines a look back for a time reads (TIMED) and of those around a traceback's first
+    (a log of handled tracebacks read every timed line back once, the scanner parsing each); its step records'
+    summaries (the records of the runs summarised left out: not an input's first block, its first evidence kept, is
+    replayed); its traceback bodies, introducing lines and lines to pass by -- the bodies' lines' parses then left
+    out (the scanner takes them whole); and the lines it looked at around the tracebacks' first."""
+    followed = prepare.followed_lines(block, starts)
+    parsed = prepare.parse_hits(block, sorted(set(starts).union(timed or (), followed)), file_rank)
+    summ = prepare.summaries(block, h, batchers, r)
+    if summ and bi:      # (after: the summaries read them)
+        prepare.leave_out(r, summ)
+    bodies = prepare.tb_bodies(block, h, parsed, file_rank)
+    intros = prepare.tb_intros(block, h, parsed)
+    passes = prepare.passable(block, followed, h, parsed, bodies)
+    prepare.drop_bodies(block, parsed, bodies)
+    return parsed, summ, bodies, intros, passes, followed
 
 
 WINDOW_PER_WORKER = 8      # blocks handed out ahead of the one the scanner waits for, per worker (the results

@@ -338,10 +338,10 @@ def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) 
     """The text of the line introducing each traceback that opens at a hit line of BUF (Blocks._traceback_start:
     the newest of the INTRO_BACK lines before it of its rank, "" when none is), by the offset of the traceback's
     first line, where the worker's parse answers it as BlockView._newest_parsed would: the traceback's line and
-    each line looked at (back to the one of its rank) of a rank of its own, with no time a year changes, in the
-    block (issue 44: the scanner decoded the introducing line of each of a log's handled tracebacks)."""
+    each line looked at of a rank of its own, with no time a year changes, in the block (issue 44: the scanner
+    decoded the introducing line of each of a log's handled tracebacks)."""
     out: Dict[int, str] = {}
-    find, rfind = buf.find, buf.rfind
+    find = buf.find
     for s in hits:
         e = find(b"\n", s)
         if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
@@ -351,25 +351,30 @@ def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) 
         # another than the whole line's: the review)
         if p is None or p[1] is None or find(b"\r", s, e) >= 0:
             continue
-        off, found = s, False
-        text_: Optional[str] = ""       # (None: not answered here)
-        for _ in range(INTRO_BACK):     # (each of them of its own rank and a time no year changes: none is read)
-            if off <= 0:
-                text_ = None
-                break
-            off = rfind(b"\n", 0, off - 1) + 1
-            q = parsed.get(off)
-            if q is None or q[1] is None or q[3]:
-                text_ = None
-                break
-            if q[1] == p[1] and not found:
-                found = True
-                nl = find(b"\n", off)
-                data = buf[off:min(nl if nl >= 0 else len(buf), off + MAX_RAW)]
-                text_ = normalise(decode_line(data))[q[0]:][:INTRO_TEXT]
-        if text_ is not None:
-            out[s] = text_
+        text = _intro_text(buf, s, p[1], parsed)
+        if text is not None:
+            out[s] = text
     return out
+
+
+def _intro_text(buf: bytes, s: int, rank: int, parsed: Dict[int, Parsed]) -> Optional[str]:
+    """tb_intros' answer for the traceback line at S of RANK: the text of the newest of the INTRO_BACK lines before
+    it of RANK ("" when none is), or None when a line of them is not in the block or not of a rank of its own with
+    a time no year changes (none is read by the scanner: each must read the same later, the review)."""
+    off, text = s, ""
+    found = False
+    for _ in range(INTRO_BACK):
+        if off <= 0:
+            return None
+        off = buf.rfind(b"\n", 0, off - 1) + 1
+        q = parsed.get(off)
+        if q is None or q[1] is None or q[3]:
+            return None
+        if q[1] == rank and not found:
+            found = True
+            nl = buf.find(b"\n", off)
+            text = normalise(decode_line(buf[off:min(nl if nl >= 0 else len(buf), off + MAX_RAW)]))[q[0]:][:INTRO_TEXT]
+    return text
 
 
 def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
@@ -377,33 +382,37 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
     """Of the lines at STARTS (the lines after each traceback's first, followed_lines'), those the scanner may pass
     by without feeding them when only Blocks follows them and their stream has no block open (blockscan._passed_by:
     all feeding them would do is close the blocks they pass): no hit, a rank of their own and no time (nor one a
-    year could give them) in the worker's parse, no progress bar's updates, no ERROR or CRITICAL (a logger's
-    header, Blocks._error_header); not a line of a traceback's body (BODIES, tb_bodies': the scanner takes those
-    whole).  {offset: rank}."""
+    year could give them) in the worker's parse, a text Blocks would open no block with (_opens_nothing); not a
+    line of a traceback's body (BODIES, tb_bodies': the scanner takes those whole).  {offset: rank}."""
     out: Dict[int, int] = {}
-    find = buf.find
-    inside = _body_lines(buf, bodies) if bodies else set()
+    passed = (_body_lines(buf, bodies) if bodies else set()) | hits.keys()      # (and those looked at)
     for s in starts:
-        if s in hits or s in out or s in inside:
-            continue
         p = parsed.get(s)
-        if p is None or p[1] is None or p[2] is not None or p[3]:
+        if s in passed or p is None or not _ranked_untimed(p):
             continue
-        e = find(b"\n", s)
-        data = buf[s:min(len(buf) if e < 0 else e, s + MAX_RAW)]
-        # (what Blocks.feed would open a block with: more than its anchors hit -- `Error` before a no-break space,
-        # `ValueError::`, the review.  A line of printable ASCII is its own text: one search in C for what could
-        # make it an error line, or its text's first `E`, and it is passed by or fed; another is parsed.)
-        if len(data) <= MAX_LINE and not data.translate(None, _PRINTABLE):
-            if _STOPS_B.search(data) is None and data[p[0]:p[0] + 1] != b"E":
-                out[s] = p[1]
-            continue
-        if b"\r" in data or b"ERROR" in data or b"CRITICAL" in data:
-            continue
-        text = normalise(decode_line(data))[p[0]:]
-        if not (_opens_block(text) or starts_traceback(text)):
-            out[s] = p[1]
+        passed.add(s)
+        e = buf.find(b"\n", s)
+        if _opens_nothing(buf[s:min(len(buf) if e < 0 else e, s + MAX_RAW)], p[0]):
+            out[s] = cast(int, p[1])
     return out
+
+
+def _ranked_untimed(p: Parsed) -> bool:
+    """The parse P is of a line of a rank of its own, with no time (nor one a year could give it)."""
+    return p[1] is not None and p[2] is None and not p[3]
+
+
+def _opens_nothing(data: bytes, cut: int) -> bool:
+    """The line DATA (its prefix CUT characters long) is no progress bar's updates, holds no ERROR or CRITICAL (a
+    logger's header, Blocks._error_header) and no text Blocks.feed opens a block with -- more than its anchors hit:
+    `Error` before a no-break space, `ValueError::` (the review).  A line of printable ASCII is its own text: one
+    search in C for what could make it an error line, or its text's first `E`; another is parsed."""
+    if len(data) <= MAX_LINE and not data.translate(None, _PRINTABLE):
+        return _STOPS_B.search(data) is None and data[cut:cut + 1] != b"E"
+    if b"\r" in data or b"ERROR" in data or b"CRITICAL" in data:
+        return False
+    text = normalise(decode_line(data))[cut:]
+    return not (_opens_block(text) or starts_traceback(text))
 
 
 _PRINTABLE = bytes(range(0x20, 0x7f))

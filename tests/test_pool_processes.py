@@ -176,13 +176,17 @@ def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monk
     real_worker = pool._worker
 
     def dying(conn, plan, aset, batchers, rules, tickets, w, k):
-        if w == 0:          # (in the worker's process: the scanner's prepare_block is not this one)
-            real_prepare = pool.prepare.prepare_block
+        # (in the worker's process: the scanner's _claimed is not this one) the worker that takes the first block,
+        # whichever it is, dies holding its ticket, before any result is sent -- a worker picked by number may take
+        # no block at all when the others are quicker to start (issue 44's seventh CI)
+        real_claimed = pool._claimed
 
-            def prepare_block(*a, **kw):        # its first block taken, before any result is sent
-                os.kill(os.getpid(), signal.SIGKILL)
-                return real_prepare(*a, **kw)
-            pool.prepare.prepare_block = prepare_block
+        def claimed(t):
+            for g in real_claimed(t):
+                if g == 0:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                yield g
+        pool._claimed = claimed
         real_worker(conn, plan, aset, batchers, rules, tickets, w, k)
     monkeypatch.setattr(pool, "_worker", dying)
     from triage.scan import engine

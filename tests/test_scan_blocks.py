@@ -1111,7 +1111,7 @@ def _after_exception_grid_log(path, seed):
     """A log of handled tracebacks (seeded) where what comes after each exception line, and before each traceback's
     first line, is drawn from the shapes that decide whether the scanner may pass a line by without feeding it
     (blockscan._passed_by) and answer the look back for the introducing line from a worker's parse
-    (BlockView._newest_parsed): another rank's plain line, an empty one, the traceback's own rank's, a line of no rank
+    (prepare.tb_intros): another rank's plain line, an empty one, the traceback's own rank's, a line of no rank
     prefix, one with a date, a glog line with no year, a 29 February of no year, vLLM's CRITICAL and ERROR headers,
     a progress bar's updates, a line of a rank whose own traceback is open, an error line, torchelastic's restart
     line, `Error` before a no-break space, `ValueError::`; a traceback line with a date of its own.  Synthetic layout, real wordings (CPython, NCCL, glog, vLLM, NeMo,
@@ -1184,16 +1184,15 @@ def _after_exception_grid_log(path, seed):
 def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are_the_line_scans(monkeypatch,
                                                                                                tmp_path, jobs):
     """Issue 44's seventh pass: the line after an exception line passed by without being fed when all it would do
-    is close the blocks it passes (blockscan._passed_by, prepare.passable), and a traceback's introducing line
-    found by the worker (prepare.tb_intros) or from its parse of the lines before it (BlockView._newest_parsed),
-    and the look back for a time read oldest first from the worker's entries (BlockView._timed_forward,
+    is close the blocks it passes (blockscan._passed_by, prepare.passable), a traceback's introducing line found by
+    the worker (prepare.tb_intros), and the look back for a time read oldest first from the worker's entries (BlockView._timed_forward,
     prepare.timed_ranks), leave the block scan's result the line scan's on a grid of what those lines may be; with
     workers, each is taken and each is refused."""
     from triage.scan.blockscan import _InputScan
     from triage.scan.blockview import BlockView
-    seen = {"passed": 0, "fed": 0, "answered": 0, "read": 0, "worker's intro": 0, "times forward": 0,
+    seen = {"passed": 0, "fed": 0, "worker's intro": 0, "intro read": 0, "times forward": 0,
             "the worker's times": 0, "times read": 0}
-    real_passed, real_newest, real_intro = _InputScan._passed_by, BlockView._newest_parsed, BlockView.intro_of
+    real_passed, real_intro = _InputScan._passed_by, BlockView.intro_of
     real_forward = BlockView._timed_forward
 
     def passed(self, *a):
@@ -1201,21 +1200,17 @@ def test_lines_passed_by_and_introducing_lines_answered_from_a_workers_parse_are
         seen["passed" if r is not None else "fed"] += 1
         return r
 
-    def newest(self, *a):
-        r = real_newest(self, *a)
-        seen["answered" if r is not None else "read"] += 1
-        return r
     def intro(self, *a):
-        seen["worker's intro"] += (self.cur_off - self.pre_lo) in self.intros
+        seen["worker's intro" if (self.cur_off - self.pre_lo) in self.intros else "intro read"] += 1
         return real_intro(self, *a)
-    monkeypatch.setattr(_InputScan, "_passed_by", passed)
-    monkeypatch.setattr(BlockView, "_newest_parsed", newest)
+
     def forward(self, floor):
         seen["times forward"] += 1
         entries = [e for e, n in zip(self.timed_rt, self.timed_n) if n + self.pre_first >= floor]
         seen["the worker's times"] += sum(1 for e in entries if e)
         seen["times read"] += entries.count(None)
         return real_forward(self, floor)
+    monkeypatch.setattr(_InputScan, "_passed_by", passed)
     monkeypatch.setattr(BlockView, "intro_of", intro)
     monkeypatch.setattr(BlockView, "_timed_forward", forward)
     if jobs:

@@ -187,25 +187,22 @@ class BlockView(View):
         """The newest time of each rank among the lines before the current one (at most LIMIT lines back,
         none numbered below STOP), newest first, into _ts_rank: a line whose bytes cannot carry a time is
         passed over unparsed (a look back for a time read every line of a log of handled tracebacks, issue
-        44); in a block a worker read, only its timed lines are visited, by offset (prepare.timed_lines),
-        and a line it parsed with a rank of its own is read from that parse.  (Loops, no generator: a
-        traceback's first line looks back, in a log of handled tracebacks one line in sixty.)"""
+        44); in a block a worker read, only its timed lines are visited, oldest first, from its entries
+        (_timed_forward).  (Loops, no generator: a traceback's first line looks back, in a log of handled
+        tracebacks one line in sixty.)"""
         floor = max(stop, self.cur_lineno - limit)          # the lowest line number looked at
-        seen: Set[Optional[int]] = set()
         if (self.timed_rt is not None and self.timed is not None and self.timed_n is not None
                 and self.cur_off > self.pre_lo):
             self._timed_forward(floor)
-            return
-        at = self._timed_back(floor, seen)
-        if at is not None:
-            self._tail_back(at[0], at[1], floor, seen)
+        else:
+            self._tail_back(self.cur_off, self.cur_lineno, floor, set())
 
     def _timed_forward(self, floor: int) -> None:
         """_times_back through a block a worker read, oldest first: the lines before the block first (the tail of
         the one before, newest first, when FLOOR is below the block's first line), then the block's timed lines from
         FLOOR on, each time overwriting its rank's -- the newest of each rank wins, as newest first where the
         first of a rank wins.  A timed line of a rank of its own and a time no year changes is the worker's entry
-        (prepare.timed_ranks: its rank and time, () when it has none); the others are read as _timed_back reads them."""
+        (prepare.timed_ranks: its rank and time, () when it has none); the others are read (_rank_time)."""
         timed, numbers, rt = self.timed, self.timed_n, self.timed_rt
         if timed is None or numbers is None or rt is None:       # (_times_back tested them)
             return
@@ -222,8 +219,9 @@ class BlockView(View):
                 ts_rank[e[0]] = e[1]
 
     def _rank_time(self, at: int, lineno: int) -> Tuple:
-        """The rank and time of the timed line at offset AT of the block a worker read (number LINENO), read as
-        _timed_back reads it (kept, the worker's parse, or parsed), () when it has no time."""
+        """The rank and time of the timed line at offset AT of the block a worker read (number LINENO): its Line's
+        when one is kept, else the worker's parse's when no year changes it, else its Line read now; () when it has
+        no time."""
         ln = self.cache.get(at + self.pre_lo)
         if ln is None:
             p = self.pre.get(at)
@@ -231,37 +229,6 @@ class BlockView(View):
                 return (p[1], p[2]) if p[2] is not None else ()
             ln = self.line_at(at + self.pre_lo, lineno)
         return (ln.rank, ln.ts) if ln.ts is not None else ()
-
-    def _timed_back(self, floor: int, seen: Set[Optional[int]]) -> Optional[Tuple[int, int]]:
-        """_times_back through a block a worker read, by its timed lines: where it goes on (the block's first
-        line's offset and number), or None when it is done (FLOOR reached)."""
-        off, n = self.cur_off, self.cur_lineno
-        buf, pre_lo, cache, ts_rank = self.buf, self.pre_lo, self.cache, self._ts_rank
-        timed = self.timed
-        if timed is None or off <= pre_lo:
-            return off, n
-        pre, year, count = self.pre, self.year, buf.count
-        i = bisect.bisect_left(timed, off - pre_lo)
-        while i > 0:
-            i -= 1
-            t = timed[i] + pre_lo
-            n_t = n - count(b"\n", t, off)
-            if n_t < floor:
-                return None
-            off, n = t, n_t
-            ln = cache.get(t)
-            if ln is None:
-                p = pre.get(t - pre_lo)
-                if p is not None and p[1] is not None and not reparse_in(year, p[3]):
-                    if p[2] is not None and p[1] not in seen:
-                        seen.add(p[1])
-                        ts_rank[p[1]] = p[2]
-                    continue
-                ln = self.line_at(t, n_t)
-            if ln.ts is not None and ln.rank not in seen:
-                seen.add(ln.rank)
-                ts_rank[ln.rank] = ln.ts
-        return pre_lo, n - count(b"\n", pre_lo, off)        # (the lines down to the block's first: none timed)
 
     def _tail_back(self, off: int, n: int, floor: int, seen: Set[Optional[int]]) -> None:
         """_times_back from the line at OFF (number N) on back, line by line: the buffer's tail of the block
@@ -320,10 +287,6 @@ class BlockView(View):
         not only those up to the first of LINE's rank: a line read is kept, parsed in the year known now, and a
         later look back for a time reads it so -- passing over another rank's line unread made a year-less time
         after a dated traceback line read in the new year (issue 44's review)."""
-        if line.source == self.inp.label and self.pre:
-            at = self._newest_parsed(line.rank, n)
-            if at is not None:
-                return self.line_at(*at) if at[0] >= 0 else None
         found: Optional[Line] = None
         for prev in self._walk(line):
             n -= 1
@@ -341,32 +304,6 @@ class BlockView(View):
             if text is not None:
                 return text
         return super().intro_of(line, n)
-
-    def _newest_parsed(self, rank: Optional[int], n: int) -> Optional[Tuple[int, int]]:
-        """newest_of_rank's answer from the lines a pool worker parsed (issue 44: the look back read each line of
-        it, a log of handled tracebacks two lines each): (offset, line number) of the newest of the N lines before
-        the current one that is of RANK, (-1, 0) when none is; None when a line of the N is not in the worker's
-        block, or has no rank of its own or a time that depends on the year (then each is read: a line read is kept,
-        and parsed in the year known now).  Only the one found is read: a line of a rank of its own and a time no
-        year changes is the same Line read now or later."""
-        off, lineno = self.cur_off, self.cur_lineno
-        buf, pre, pre_lo, cache = self.buf, self.pre, self.pre_lo, self.cache
-        found: Tuple[int, int] = (-1, 0)
-        for k in range(1, n + 1):               # (each of the N: one left unread after the one found, of a time
-            if off <= pre_lo:                   # a year changes, was read later in another year -- the review)
-                return None
-            off = buf.rfind(b"\n", 0, off - 1) + 1
-            ln = cache.get(off)
-            if ln is not None:
-                r = ln.rank
-            else:
-                p = pre.get(off - pre_lo)
-                if p is None or p[1] is None or p[3]:
-                    return None
-                r = p[1]
-            if r == rank and found[0] < 0:
-                found = (off, lineno - k)
-        return found
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
         """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back

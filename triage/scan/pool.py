@@ -97,7 +97,9 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             parsed, timed, dated, summ, bodies,
                             prepare.year_changes(block, dated[0], None, ahead=True)
                             if isinstance(dated, tuple) else None,
-                            prepare.line_numbers(block, timed), intros, passes, ranks)), g)
+                            # (the timed lines' numbers in the block, in their order)
+                            list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,
+                            intros, passes, ranks)), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

@@ -73,22 +73,6 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
     return out
 
 
-def line_numbers(buf: bytes, starts: Optional[Sequence[int]]) -> Optional[List[int]]:
-    """The line number in BUF (0: its first line) of each of the sorted line STARTS (a pool worker's, of its
-    timed lines: the scanner's look back for a time counted the newlines back to each it visited, issue 44),
-    None for None."""
-    if starts is None:
-        return None
-    out: List[int] = []
-    n = pos = 0
-    count = buf.count
-    for s in starts:
-        n += count(b"\n", pos, s)
-        out.append(n)
-        pos = s
-    return out
-
-
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
                   ahead: bool = False) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
@@ -337,9 +321,9 @@ def timed_ranks(timed: Optional[Sequence[int]], parsed: Dict[int, Parsed]) -> Op
 def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) -> Dict[int, str]:
     """The text of the line introducing each traceback that opens at a hit line of BUF (Blocks._traceback_start:
     the newest of the INTRO_BACK lines before it of its rank, "" when none is), by the offset of the traceback's
-    first line, where the worker's parse answers it as BlockView._newest_parsed would: the traceback's line and
+    first line, where the worker's parse answers it as BlockView.newest_of_rank would: the traceback's line and
     each line looked at of a rank of its own, with no time a year changes, in the block (issue 44: the scanner
-    decoded the introducing line of each of a log's handled tracebacks)."""
+    parsed the two lines before each of a log's handled tracebacks; where this gives no answer, it still does)."""
     out: Dict[int, str] = {}
     find = buf.find
     for s in hits:

@@ -1301,3 +1301,152 @@ def test_a_built_line_is_read_by_the_block_scan_as_the_line_scan_reads_it(monkey
     line = line_scan([str(p)])
     for bs in (1 << 23, 333):
         assert block_scan([str(p)], bs) == line, bs
+
+
+def _storm_grid_log(path, seed, slow=False, idle=0):
+    """A storm of one message on every rank (seeded): NCCL watchdog timeouts under glog's year-less E header, most
+    of them a catalog rule's match and the last a failure form is tried on, interleaved with the shapes that stop a
+    run of plain hit lines (blockscan._plain_run, prepare.plain_hits): an exact copy of the line before, the message
+    under a date (a `-` in its first 40 characters) of the log's year or another, a line of no rank prefix, a
+    progress bar's updates, an indented source echo, a traceback of one rank left open while the others go on, vLLM's
+    ERROR header, an NCCL WARN of no time, torchelastic's restart line, a plain line no anchor hits, an illegal memory
+    access under a glog header (another rule, another form), a 29 February of no year, a dated line no anchor hits
+    (of the log's year or another); SLOW: lines whose search the test makes slow (the rule is switched off on the
+    way); IDLE: a traceback of rank IDLE left open while 5,200 lines of the others go by, then lines of its rank.
+    Synthetic layout, real wordings (ProcessGroupNCCL, glog, CPython, vLLM, NCCL, torchelastic)."""
+    import random
+    rnd = random.Random(seed)
+    ranks = rnd.choice([2, 4, 8])
+    year = rnd.choice([None, 2024, 2026])
+    state = {"us": 0, "seq": 2}
+
+    def glog(level="E", day="1203"):
+        state["us"] += rnd.randrange(1, 400_000)
+        s, us = divmod(state["us"], 1_000_000)
+        return f"{level}{day} 06:{40 + s // 60 % 20:02d}:{s % 60:02d}.{us:06d}{rnd.randrange(1000):03d} ProcessGroupNCCL.cpp:689]"
+
+    def watchdog(r, head=None):
+        if rnd.random() < 0.05:
+            state["seq"] += 1
+        work = (f"WorkNCCL(SeqNum={state['seq']}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+                "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+        return (f"[rank{r % ranks}]:[{head or glog()}] [Rank {r}] Watchdog caught collective operation timeout: "
+                f"{work}")
+
+    out = []
+    if year is not None:
+        out.append(f"[rank0]:[{year}-12-03 06:39:59,806] INFO:megatron.training:the job starts")
+    open_tb = None
+    # the year of the dated lines: the log's, then from the middle on the next one (a year that comes back within a
+    # block is read otherwise by the block scan than by the line scan, bench/README.md: older than these runs)
+    years = [year]
+    n = rnd.randint(400, 900)
+    for i in range(n):
+        if i == n // 2 and year is not None:
+            years[0] = year + 1
+        r = rnd.randrange(ranks * 16)
+        k = rnd.random()
+        if k < 0.80:
+            out.append(watchdog(r))
+        elif k < 0.83:
+            out.append(out[-1] if out else watchdog(r))
+        elif k < 0.845:
+            out.append(watchdog(r, f"{years[0]}-12-03 06:4{rnd.randrange(10)}:{rnd.randrange(60):02d}"))
+        elif k < 0.855:
+            out.append(watchdog(r)[len(f"[rank{r % ranks}]:"):])
+        elif k < 0.86:
+            out.append(watchdog(r) + "\r" + watchdog(r + 1)[len(f"[rank{(r + 1) % ranks}]:"):])
+        elif k < 0.87:
+            out.append(f"[rank{r % ranks}]:    raise RuntimeError('Watchdog caught collective operation timeout')")
+        elif k < 0.885 and open_tb is None:
+            open_tb = r % ranks
+            out.append(f"[rank{open_tb}]:Traceback (most recent call last):")
+            out.append(f'[rank{open_tb}]:  File "/usr/lib/python3.12/site-packages/torch/distributed/c10d.py", '
+                       f"line 2501, in all_reduce")
+            out.append(f"[rank{open_tb}]:    work = group.allreduce([tensor], opts)")
+        elif k < 0.90 and open_tb is not None:
+            out.append(f"[rank{open_tb}]:torch.distributed.DistBackendError: NCCL communicator was aborted on rank "
+                       f"{open_tb}.")
+            open_tb = None
+        elif k < 0.91:
+            out.append(f"[rank{r % ranks}]:ERROR 12-04 07:00:05 [core.py:1759] EngineCore failed to respond")
+        elif k < 0.92:
+            out.append(f"[rank{r % ranks}]:node-0:24310:24310 [{r % ranks}] NCCL WARN Cuda failure 'out of memory'")
+        elif k < 0.925:
+            out.append("[WARNING] torch.distributed.elastic.agent.server.api: [default] 2 attempts left; will "
+                       "restart worker group")
+        elif k < 0.95:
+            out.append(f"[rank{r % ranks}]:node-0:24310:24310 [{r % ranks}] NCCL INFO AllReduce: opCount 1 "
+                       f"sendbuff 0x7f3a")
+        elif k < 0.97:
+            out.append(f"[rank{r % ranks}]:[{glog()}] CUDA error: an illegal memory access was encountered")
+        elif k < 0.975:
+            out.append(watchdog(r, glog(day="0229")))
+        elif k < 0.98 and years[0] is not None:     # (no anchor hits it: the scan passes it by, learning its year)
+            out.append(f"[rank{r % ranks}]:[{years[0]}-12-0{rnd.randrange(1, 4)} 06:40:00,000] INFO:megatron.training:"
+                       "a day")
+        elif k < 0.995 and slow:
+            out.append(watchdog(r) + " (slow-search)")
+        else:
+            out.append(watchdog(r, glog("W")))
+    if idle:                # a traceback left open while the other ranks' storm goes on past blocks.TB_IDLE lines
+        tb = [f"[rank{idle}]:Traceback (most recent call last):",
+              f'[rank{idle}]:  File "/usr/lib/python3.12/site-packages/torch/distributed/c10d.py", line 2501, in f']
+        others = [watchdog(r) for r in range(12000) if r % ranks != idle][:5200]
+        out[len(out) // 2:len(out) // 2] = tb + others + [watchdog(idle + ranks * n) for n in range(5)] + [
+            f"[rank{idle}]:torch.distributed.DistBackendError: NCCL communicator was aborted on rank {idle}."]
+    path.write_bytes("\n".join(out).encode("utf-8") + b"\n")
+
+
+def _storm_summary(result, seen):
+    """summary() and what a storm also changes: the matches only counted, the deaths the failure forms kept."""
+    return {**summary(result, seen), "dropped": sorted(result.dropped.items(), key=repr),
+            "exits": [(x.source, x.line, x.rank, x.text, x.seq, x.order_ts, x.group, x.form, x.tail) for x in result.exits],
+            "timeouts": result.regex_timeouts, "disabled": result.disabled_rules}
+
+
+@pytest.mark.parametrize("jobs,slow,idle", [(0, False, 0), (5, False, 0), (5, True, 0), (5, False, 1)])
+def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypatch, tmp_path, jobs, slow, idle):
+    """Issue 44's eighth pass: the hit lines a worker found plain (prepare.plain_hits), taken in runs with no Line
+    made for each (blockscan._plain_run), leave the block scan's result the line scan's -- matches kept and only
+    counted, the failure forms' last hits, error blocks, times -- on a grid of storms with what stops a run; the
+    quotas cut small so that each is reached (the matches given context, kept per message, kept in all, the
+    messages counted apart); with workers, lines are taken in runs and runs are stopped."""
+    from triage.scan import blockscan, rules, state
+    monkeypatch.setattr(rules, "CONTEXT_MATCHES", 12)
+    monkeypatch.setattr(blockscan, "CONTEXT_MATCHES", 12)
+    monkeypatch.setattr(state, "MATCHES_PER_KEY", 3)
+    monkeypatch.setattr(state, "MAX_MATCHES", 70)
+    monkeypatch.setattr(state, "MAX_DROPPED_KEYS", 40)
+    taken = {"runs": 0, "lines": 0, "refused": 0}
+    real = blockscan._InputScan._plain_lines
+
+    def counted(self, *a):
+        after = real(self, *a)
+        taken["runs" if after else "refused"] += 1
+        taken["lines"] += len(a[-1])
+        return after
+    monkeypatch.setattr(blockscan._InputScan, "_plain_lines", counted)
+    if slow:                        # (0.2 s a search of a marked line: the rule is switched off after three)
+        real_search = rules.search_rule
+        monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (real_search(r, t, to)[0], 0.2, 0)
+                            if "slow-search" in t else real_search(r, t, to))
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    for seed in range(2 if idle else 12):
+        p = tmp_path / f"storm-{seed}.log"
+        _storm_grid_log(p, seed, slow, idle)
+        s1 = Seen()
+        result = Engine(PATS).scan(_tee(iter_inputs([str(p)]), s1))
+        line = _storm_summary(result, s1)
+        assert len(line["matches"]) > 20 and line["dropped"] and line["exits"], seed
+        assert bool(result.disabled_rules) == slow, seed
+        assert not idle or result.lines > 5600, seed
+        for bs in (1 << 23, 1 << 14, 1021):
+            s2 = Seen()
+            block = _storm_summary(Engine(PATS).scan_paths([str(p)], extra=s2.observers(), block_size=bs), s2)
+            assert block == line, (seed, bs)
+    if jobs:
+        assert taken["runs"] > 50 and taken["lines"] > 2000 and taken["refused"] > 20, taken
+    else:
+        assert taken == {"runs": 0, "lines": 0, "refused": 0}

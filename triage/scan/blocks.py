@@ -189,16 +189,25 @@ _RECORD = lazy(r"^(?:\[|\d{4}-\d\d-\d\d|[IWEF]\d{4} |INFO|WARNING|DEBUG|\S+:\d+:
 
 def _header(line: Line) -> str:
     """What the launcher table stripped from LINE (its prefixes and a logger's header), or ""."""
-    raw, text = line.raw, line.text
+    return _header_of(line.raw, line.text)
+
+
+def _header_of(raw: str, text: str) -> str:
     return raw[:len(raw) - len(text)] if len(raw) > len(text) and raw.endswith(text) else ""
 
 
 def _error_header(line: Line) -> bool:
     """LINE's stripped logger header has an error level (vLLM "ERROR 12-04 07:00:05 [core.py:1759] "):
     the record is an error line whatever its words."""
-    if "ERROR" not in line.raw[:120] and "CRITICAL" not in line.raw[:120]:
+    return error_header_of(line.raw, line.text)
+
+
+def error_header_of(raw: str, text: str) -> bool:
+    """_error_header of the line whose normalised text is RAW and whose text is TEXT (a pool worker's test,
+    prepare.plain_hits, with no Line made)."""
+    if "ERROR" not in raw[:120] and "CRITICAL" not in raw[:120]:
         return False
-    head = _header(line)
+    head = _header_of(raw, text)
     return bool(head) and bool(_ERR_HEAD.search(head[-120:]))
 
 

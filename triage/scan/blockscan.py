@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from dataclasses import replace
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union, cast, overload
+from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..caps import BLOCK_MAX_LINES
 from ..inputs.ranks import ranks_in
@@ -11,12 +12,19 @@ from ..inputs.sources import (
     MAX_RAW,
     Input,
     Line,
+    decode_line,
     make_line,
+    normalise,
+    parse_ts,
+    reparse_in,
 )
 from .blocks import Blocks
-from .blockview import BlockView
+from .blockview import CACHE_KEEP, BlockView
+from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
 from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, RULE_TAG, Body, _batchers
+from .results import Match
+from .rules import CONTEXT_MATCHES, Rules
 from .state import Core, Event, InputState, Searched, _wrapper
 
 
@@ -103,11 +111,14 @@ class _InputScan:
                 if hi_idx >= len(starts):
                     break
                 start = starts[hi_idx]
-                if index is not None:
-                    self.lineno = first - 1 + index[start]
-                else:
-                    self.lineno += buf.count(b"\n", pos, start)     # pos: the start of line self.lineno + 1
+                # (pos: the start of line self.lineno + 1)
+                self.lineno = first - 1 + index[start] if index is not None else self.lineno + buf.count(b"\n", pos,
+                                                                                                         start)
                 tags = hits[start]
+                # (a run of plain hit lines a worker found: prepare.plain_hits)
+                pos = self._plain_run(buf, lo, hits, starts, hi_idx, index, first) if start - lo in self.plain else 0
+                if pos:
+                    continue
             nl = buf.find(b"\n", start)
             end = nl if nl >= 0 else n
             skip = self._repeats(buf, lo, start, end, tags, following, batches) if nl >= 0 else 0
@@ -136,6 +147,9 @@ class _InputScan:
         view.timed_rt = prepared[14] if n > 14 else None
         # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
         self.passable = prepared[13] if n > 13 else {}
+        # ... and the hit lines it says may be taken in a run (prepare.plain_hits: offset in the block -> `-` seen)
+        self.plain: Dict[int, bool] = prepared[15] if n > 15 else {}
+        self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}
 
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
         """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""
@@ -310,6 +324,153 @@ class _InputScan:
         if att != self.seg_attempt:
             self._attempt_at(buf, lo, start, att)
 
+    def _spec(self, tags: Set[int]) -> Optional["_PlainSpec"]:
+        """What a plain hit line with the tags TAGS wakes, when no observer follows the block, if a run may
+        take it (_plain_run): the failure forms' `tail` form that alone is tried on it (or None: the forms are
+        not woken), whether the Blocks observer is woken, and the rules whose literals it holds -- each with no
+        context to wait for, in the order Rules.feed tries them; None when the line wakes another observer,
+        or a form that is tried on it at once."""
+        key = id(tags)
+        if key in self.plain_spec:
+            return self.plain_spec[key]
+        woken, rule_ids, anchored = _woken(tags, [], self.obs, self.rules_obs)
+        rules_obs = cast(Rules, self.rules_obs)
+        forms = next((o for o in self.obs if isinstance(o, FailureForms)), None)
+        blocks = self.blocks_obs
+        spec: Optional[_PlainSpec] = None
+        others = woken - {id(rules_obs), id(forms), id(blocks)}
+        rules = [(i, rules_obs.rules[i]) for i in sorted(rule_ids)]
+        if rule_ids and id(rules_obs) in woken and not others and not any(r.context for _, (_, r) in rules):
+            form: Optional[FailureForm] = None
+            hit = anchored.get(id(forms)) if anchored is not None and forms is not None else None
+            if forms is not None and id(forms) in woken:
+                form = forms.forms[next(iter(hit))] if hit is not None and len(hit) == 1 else None
+            if form is not None or forms is None or id(forms) not in woken:
+                spec = (form, forms if form is not None else None,
+                        blocks if blocks is not None and id(blocks) in woken else None, dict(rules))
+        self.plain_spec[key] = spec
+        return spec
+
+    def _plain_run(self, buf: bytes, lo: int, hits: Dict[int, Set[int]], starts: List[int], i: int,
+                   index: Optional[Dict[int, int]], first: int) -> int:
+        """Take the hit lines from STARTS[I] on that a pool worker found plain (prepare.plain_hits) as a run,
+        each doing what feeding it would do, with no Line made for it but for the matches kept and the lines a
+        look back may read (issue 44: a storm of one message on every rank fed each line through every
+        observer, ~13 us of the scanner's CPU a line).  A line of the run has the tags of the first (what it
+        wakes was worked out once: _spec) and, with no observer following the block (none starts to: the run
+        opens no block, waits for no context), the same as feeding it:
+        - the failure forms: it waits for its `tail` form (FailureForms.pend) -- the form's first hit of the
+          attempt is kept and the line has its own time;
+        - Blocks: it closes the blocks it passes (the first line: the others find none) and opens none;
+        - Rules: each rule the worker's search matched (its hash the text's; no search slow, timed out or
+          skipped) that is not switched off counts it, kept or dropped (Core.admit_of), as Rules._take with
+          CONTEXT_MATCHES matches given context already;
+        - its stream's time, the view's times per rank, no year learnt (no `-` in its first 40 characters, or a
+          time in the year known).
+        The run stops at the first line that is not so, or that a dated line comes before.  The offset after
+        the run (self.lineno its last line's number), or 0 when no line was taken."""
+        spec = self._spec(hits[starts[i]])
+        inp = self.inp
+        if (spec is None or index is None or cast(Rules, self.rules_obs).with_context < CONTEXT_MATCHES
+                or inp.current() != self.seg_attempt):
+            return 0
+        form, forms, _, _ = spec
+        key = forms.deferring(cast(FailureForm, form), inp.current()) if forms is not None else None
+        if forms is not None and key is None:
+            return 0
+        seen: Deque[_Seen] = deque(maxlen=CACHE_KEEP)      # (the lines a look back may read)
+        after = self._plain_lines(buf, lo, hits, starts, i, index, first, spec, key, seen)
+        if not after:
+            return 0
+        # the run's last lines as line_at would have kept them (a later look back reads them: their times as read now)
+        view = self.view
+        cache = view.cache
+        label, attempt = inp.inp.label, inp.inp.attempt
+        for s, lineno, rank, ts, text, norm in seen:
+            cache[s] = Line(text, label, lineno, rank, ts, norm, attempt)
+        self.lineno = view.cur_lineno = seen[-1][1]
+        view.cur_off = seen[-1][0]
+        if len(cache) > 2 * CACHE_KEEP + view._cache_floor:
+            view._prune()
+        return after
+
+    def _plain_lines(self, buf: bytes, lo: int, hits: Dict[int, Set[int]], starts: List[int], i: int,  # noqa: C901
+                     index: Dict[int, int], first: int, spec: "_PlainSpec", key: Optional[Tuple[str, int]],
+                     seen: Deque["_Seen"]) -> int:
+        """_plain_run's lines (a hot loop, one frame): the offset after the last taken, 0 when none was."""
+        core, view, inp = self.core, self.view, self.inp
+        form, forms, blocks, rules = spec
+        tags = hits[starts[i]]
+        group = inp.current()
+        label, attempt, seq_base = inp.inp.label, inp.inp.attempt, inp.seq_base
+        plain, pre, searched, streams = self.plain, view.pre, self.searched, core.streams
+        exits = core.exits
+        year = view.year
+        ys0, ys1 = view._year_span
+        dated_at = self.dated[0] if self.dated is not None else len(buf)
+        ts_rank = view._ts_rank
+        disabled = cast(Rules, self.rules_obs).disabled
+        n = len(buf)
+        j = i
+        after = 0
+        while j < len(starts):
+            s = starts[j]
+            dash = plain.get(s - lo)
+            if dash is None or hits[s] is not tags or dated_at < s:
+                break
+            p = pre.get(s - lo)
+            if p is None:
+                break
+            cut, rank, ts, dep = p
+            nl = buf.find(b"\n", s)
+            end = nl if nl >= 0 else n
+            norm = normalise(decode_line(buf[s:min(end, s + MAX_RAW)]))
+            if reparse_in(year, dep):
+                ts = parse_ts(norm, year)
+            if rank is None or ts is None or (dash and not ys0 <= ts < ys1):
+                break
+            text = norm[cut:]
+            done = searched.get(s)
+            if done is None or done[0] != hash(text) or done[2] or done[3]:
+                break
+            st = streams.get((label, rank))
+            if st is not None and st.block is not None:
+                break
+            lineno = first + index[s]
+            if exits and exits[-1].line == lineno and exits[-1].source == label:
+                break
+            seq = seq_base + lineno
+            # (as fed: the failure forms, Blocks, Rules, in their order; then the view)
+            if st is None:
+                st = core.stream(label, rank)
+            st.last_ts = ts
+            if key is not None:
+                f = cast(FailureForm, form)
+                cast(FailureForms, forms).pend(key, (f, label, lineno, rank, text, seq, ts,
+                                                     (norm or text)[:2000] if f.raw else text[:2000]))
+            if after == 0 and blocks is not None and blocks.open.get(label):
+                blocks._close_passed(label, lineno, st)
+            matched = done[1] if len(done[1]) < 2 else sorted(done[1])
+            hit = False
+            for k in matched:
+                r = rules.get(k)
+                if r is None or id(r[1]) in disabled:
+                    continue
+                hit = True
+                pat, rule = r
+                if core.admit_of(pat.id, rule, rank, text):
+                    core.matches.append(Match(pat, rule, Line(text, label, lineno, rank, ts, norm, attempt), seq, ts,
+                                              group=group))
+            if hit:
+                st.block_matched = True
+            ts_rank[rank] = ts
+            if lineno == view._ts_from:
+                view._ts_from += 1
+            seen.append((s, lineno, rank, ts, text, norm))
+            after = end + 1
+            j += 1
+        return after
+
     def _attempt_at(self, buf: bytes, lo: int, start: int, att: int) -> None:
         """The line at START fed is of attempt ATT: a restart when another than the last one's."""
         if att != self.seg_attempt:          # a restart: the ranks seen so far belong to the attempt before
@@ -319,6 +480,13 @@ class _InputScan:
             self.changes.append((self.nbytes + start - lo, att))
             self.seg_start, self.seg_attempt = start, att
 
+
+
+# what a run of plain hit lines with one set of tags wakes (_InputScan._spec): the `tail` form tried on them and the
+# failure forms' observer (or None, None), the Blocks observer (or None), the rules by index (pattern, rule)
+# a line of such a run that a look back may read: (offset, line number, rank, time, text, normalised text)
+_Seen = Tuple[int, int, int, float, str, str]
+_PlainSpec = Tuple[Optional[FailureForm], Optional[FailureForms], Optional[Blocks], Dict[int, Tuple[Any, Any]]]
 
 
 def _took_record(following: List[Observer], followed: Dict[int, Dict[int, tuple]], start: int) -> bool:

@@ -19,6 +19,9 @@ from .observer import Observer, core_observer, lit, rxa
 from .results import LauncherExit
 from .state import Core, Event
 
+# a line waiting for a `tail` form (FailureForms.pend): (form, source, line number, rank, text, seq, time, the
+# text the form reads)
+Pending = Tuple["FailureForm", str, int, Optional[int], str, int, float, str]
 PENDING_MAX = 256           # lines of a `tail` form waiting to be tried (FailureForms._defer)
 FORMS = "scan/failure_forms"     # the table (triage/tables.py): triage/scan/failure_forms.yaml as written
 _FIELDS = {"id", "what", "regex", "anchor", "anchor_rx", "raw", "tail", "source", "fires", "healthy", "builtin", "not",
@@ -116,7 +119,7 @@ class FailureForms(Observer):
         every = sorted({x for p in self.lits for x in p})
         self.any_lit = re.compile("|".join(map(re.escape, every))) if every else None
         # a `tail` form's lines after its first hit, not tried yet (see _defer), per (form, attempt)
-        self.pending: Dict[Tuple[str, int], List[Tuple[FailureForm, Line, int, Optional[float], str]]] = {}
+        self.pending: Dict[Tuple[str, int], List[Pending]] = {}
 
     def feed(self, line: Line, ev: Event) -> None:
         exits = self.core.exits
@@ -168,24 +171,34 @@ class FailureForms(Observer):
         newest first, once PENDING_MAX wait or the block ends (block_done), and the newest that
         matches is the last hit -- the older ones are not tried at all (issue 44: in a storm of glog E
         lines every line was tried with the error-last-line form)."""
-        if not f.tail or line.ts is None:     # (a line without its own time would need a look back for
+        if line.ts is None:                   # (a line without its own time would need a look back for
             return False                      # it now, whether it matches or not: dearer than the regex)
-        group = ev.inp.attempt(line)
-        key = (f.id, group)
-        if not self.core.form_hits.get(key):
+        key = self.deferring(f, ev.inp.attempt(line))
+        if key is None:
             return False
+        self.pend(key, (f, line.source, line.lineno, line.rank, line.text, ev.seq, line.ts,
+                        raw if f.raw else cooked))
+        return True
+
+    def deferring(self, f: FailureForm, group: int) -> Optional[Tuple[str, int]]:
+        """The key of form F's lines waiting in attempt GROUP when a line of its own time that F is the last
+        form tried on is kept to try later (_defer), else None."""
+        key = (f.id, group)
+        return key if f.tail and self.core.form_hits.get(key) else None
+
+    def pend(self, key: Tuple[str, int], item: Pending) -> None:
+        """A line kept to try later (_defer; the block driver's runs of plain hit lines, blockscan._plain_run):
+        (form, source, line number, rank, text, seq, time, the text the form reads)."""
         ring = self.pending.setdefault(key, [])
-        ring.append((f, line, ev.seq, line.ts, raw if f.raw else cooked))
+        ring.append(item)
         if len(ring) >= PENDING_MAX:
             self._flush(key)
-        return True
 
     def _flush(self, key: Tuple[str, int]) -> None:
         ring = self.pending.pop(key, [])
-        for f, line, seq, ts, text in reversed(ring):
-            if self._matches(f, text):
-                self._keep(f, LauncherExit(line.source, line.lineno, line.rank, line.text[:300], seq, ts, key[1],
-                                           form=f.id, tail=f.tail))
+        for f, source, lineno, rank, text, seq, ts, read in reversed(ring):
+            if self._matches(f, read):
+                self._keep(f, LauncherExit(source, lineno, rank, text[:300], seq, ts, key[1], form=f.id, tail=f.tail))
                 return
 
     def block_done(self) -> None:

@@ -89,17 +89,19 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                     parsed, summ, bodies, intros, passes, followed = {}, None, {}, {}, {}, []
                 dated = prepare.first_dated_in(block, 0, None, ahead=True)
                 ranks = prepare.timed_ranks(timed, parsed)
+                searched = prepare.rule_searches(block, h, rules, guard, dense)
+                # (the hit lines the scanner may take in runs: a dense block's, when there are workers to spare)
+                plain = prepare.plain_hits(block, searched, parsed) if dense else {}
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
                 conn.send((path, bi, start, len(block),
-                           (h, r, nl, prepare.line_index(block, 0, starts),
-                            prepare.rule_searches(block, h, rules, guard, dense),
+                           (h, r, nl, prepare.line_index(block, 0, starts), searched,
                             parsed, timed, dated, summ, bodies,
                             prepare.year_changes(block, dated[0], None, ahead=True)
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,
-                            intros, passes, ranks)), g)
+                            intros, passes, ranks, plain)), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

@@ -19,7 +19,7 @@ from ..inputs.sources import (
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
-from .blocks import INTRO_BACK, _opens_block, exc_line, starts_traceback
+from .blocks import INTRO_BACK, _opens_block, error_header_of, exc_line, starts_traceback
 from .observer import Feeder, Observer
 from .state import INTRO_TEXT
 
@@ -378,6 +378,34 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
         e = buf.find(b"\n", s)
         if _opens_nothing(buf[s:min(len(buf) if e < 0 else e, s + MAX_RAW)], p[0]):
             out[s] = cast(int, p[1])
+    return out
+
+
+def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Parsed]) -> Dict[int, bool]:
+    """Of a dense block's hit lines that a worker searched with the catalog's rules (SEARCHED, rule_searches'),
+    those whose text alone lets the scanner take them in a run without a Line made for each
+    (blockscan._InputScan._plain_run): a rank and a time of their own in the worker's parse (PARSED), no progress
+    bar's updates, no indented first character nor source-code echo (rules.Rules.feed reads those so), no
+    traceback started nor block opened (blocks.Blocks.feed: starts_traceback, _opens_block, the logger header's
+    level).  {offset: whether its first 40 characters hold a `-` (a dated line may tell the year: the scanner then
+    takes it only with a time in the year it knows, BlockView.learn_year)} (issue 44: a storm of one message
+    on every rank, every line a rule's match, was fed line by line: ~13 us each of the scanner's CPU)."""
+    out: Dict[int, bool] = {}
+    n = len(buf)
+    for s in searched:
+        p = parsed.get(s)
+        if p is None or p[1] is None or p[2] is None:
+            continue
+        e = buf.find(b"\n", s)
+        e = n if e < 0 else e
+        if buf.find(b"\r", s, e) >= 0:
+            continue
+        norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
+        text = norm[p[0]:]
+        if (text[:1] in (" ", "\t") or rules_.SOURCE_ECHO.match(text) or starts_traceback(text) or _opens_block(text)
+                or error_header_of(norm, text)):
+            continue
+        out[s] = "-" in norm[:40]
     return out
 
 

@@ -181,15 +181,20 @@ class Core:
     def admit(self, pattern_id: str, rule: object, line: Line) -> bool:
         """Whether a match of RULE (of pattern PATTERN_ID) on LINE is kept (add_match's quotas; it is counted
         as kept), else it is counted in `dropped`: a caller that learns it is not kept need not make it."""
+        return self.admit_of(pattern_id, rule, line.rank, line.text)
+
+    def admit_of(self, pattern_id: str, rule: object, rank: Optional[int], text: str) -> bool:
+        """admit() of a line of RANK and TEXT (the block driver's runs of plain hit lines make no Line for
+        a match that is not kept: blockscan._plain_run)."""
         if len(self.matches) < MAX_MATCHES:
-            key = (id(rule), line.rank, line.text.encode("utf-8", "replace").translate(_DIGITS))
+            key = (id(rule), rank, text.encode("utf-8", "replace").translate(_DIGITS))
             n = self._kept.get(key, 0)
             if n < MATCHES_PER_KEY:
                 self._kept[key] = n + 1
                 return True
-        dkey = (pattern_id, line.rank, line.text)
+        dkey = (pattern_id, rank, text)
         if dkey not in self.dropped and len(self.dropped) >= MAX_DROPPED_KEYS:
-            dkey = (pattern_id, line.rank, "")
+            dkey = (pattern_id, rank, "")
         self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
         return False
 

@@ -22,7 +22,7 @@ from .blocks import Blocks
 from .blockview import CACHE_KEEP, BlockView
 from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
-from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, RULE_TAG, Body, _batchers
+from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, PLAIN_ASCII, PLAIN_DASH, RULE_TAG, Body, _batchers
 from .results import Match
 from .rules import CONTEXT_MATCHES, Rules
 from .state import Core, Event, InputState, Searched, _wrapper
@@ -147,8 +147,8 @@ class _InputScan:
         view.timed_rt = prepared[14] if n > 14 else None
         # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
         self.passable = prepared[13] if n > 13 else {}
-        # ... and the hit lines it says may be taken in a run (prepare.plain_hits: offset in the block -> `-` seen)
-        self.plain: Dict[int, bool] = prepared[15] if n > 15 else {}
+        # ... and the hit lines it says may be taken in a run (prepare.plain_hits: offset in the block -> flags)
+        self.plain: Dict[int, int] = prepared[15] if n > 15 else {}
         self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}
 
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
@@ -402,6 +402,9 @@ class _InputScan:
         form, forms, blocks, rules = spec
         tags = hits[starts[i]]
         group = inp.current()
+        pend = forms.pend if forms is not None and key is not None else None
+        pkey, pform = cast(Tuple[str, int], key), cast(FailureForm, form)     # (read only with PEND)
+        raw = form is not None and form.raw
         label, attempt, seq_base = inp.inp.label, inp.inp.attempt, inp.seq_base
         plain, pre, searched, streams = self.plain, view.pre, self.searched, core.streams
         exits = core.exits
@@ -415,8 +418,8 @@ class _InputScan:
         after = 0
         while j < len(starts):
             s = starts[j]
-            dash = plain.get(s - lo)
-            if dash is None or hits[s] is not tags or dated_at < s:
+            flags = plain.get(s - lo)
+            if flags is None or hits[s] is not tags or dated_at < s:
                 break
             p = pre.get(s - lo)
             if p is None:
@@ -424,10 +427,11 @@ class _InputScan:
             cut, rank, ts, dep = p
             nl = buf.find(b"\n", s)
             end = nl if nl >= 0 else n
-            norm = normalise(decode_line(buf[s:min(end, s + MAX_RAW)]))
+            norm = (buf[s:end].decode("ascii") if flags & PLAIN_ASCII
+                    else normalise(decode_line(buf[s:min(end, s + MAX_RAW)])))
             if reparse_in(year, dep):
                 ts = parse_ts(norm, year)
-            if rank is None or ts is None or (dash and not ys0 <= ts < ys1):
+            if rank is None or ts is None or (flags & PLAIN_DASH and not ys0 <= ts < ys1):
                 break
             text = norm[cut:]
             done = searched.get(s)
@@ -444,10 +448,8 @@ class _InputScan:
             if st is None:
                 st = core.stream(label, rank)
             st.last_ts = ts
-            if key is not None:
-                f = cast(FailureForm, form)
-                cast(FailureForms, forms).pend(key, (f, label, lineno, rank, text, seq, ts,
-                                                     (norm or text)[:2000] if f.raw else text[:2000]))
+            if pend is not None:
+                pend(pkey, (pform, label, lineno, rank, text, seq, ts, (norm or text)[:2000] if raw else text[:2000]))
             if after == 0 and blocks is not None and blocks.open.get(label):
                 blocks._close_passed(label, lineno, st)
             matched = done[1] if len(done[1]) < 2 else sorted(done[1])

@@ -381,16 +381,17 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
     return out
 
 
-def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Parsed]) -> Dict[int, bool]:
+def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Parsed]) -> Dict[int, int]:
     """Of a dense block's hit lines that a worker searched with the catalog's rules (SEARCHED, rule_searches'),
     those whose text alone lets the scanner take them in a run without a Line made for each
     (blockscan._InputScan._plain_run): a rank and a time of their own in the worker's parse (PARSED), no progress
     bar's updates, no indented first character nor source-code echo (rules.Rules.feed reads those so), no
     traceback started nor block opened (blocks.Blocks.feed: starts_traceback, _opens_block, the logger header's
-    level).  {offset: whether its first 40 characters hold a `-` (a dated line may tell the year: the scanner then
-    takes it only with a time in the year it knows, BlockView.learn_year)} (issue 44: a storm of one message
+    level).  {offset: flags -- PLAIN_DASH: its first 40 characters hold a `-` (a dated line may tell the year: the
+    scanner then takes it only with a time in the year it knows, BlockView.learn_year); PLAIN_ASCII: it is printable
+    ASCII of at most MAX_LINE bytes (its bytes decoded are its normalised text)} (issue 44: a storm of one message
     on every rank, every line a rule's match, was fed line by line: ~13 us each of the scanner's CPU)."""
-    out: Dict[int, bool] = {}
+    out: Dict[int, int] = {}
     n = len(buf)
     for s in searched:
         p = parsed.get(s)
@@ -400,13 +401,20 @@ def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Pa
         e = n if e < 0 else e
         if buf.find(b"\r", s, e) >= 0:
             continue
-        norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
+        data = buf[s:min(e, s + MAX_RAW)]
+        norm = normalise(decode_line(data))
         text = norm[p[0]:]
         if (text[:1] in (" ", "\t") or rules_.SOURCE_ECHO.match(text) or starts_traceback(text) or _opens_block(text)
                 or error_header_of(norm, text)):
             continue
-        out[s] = "-" in norm[:40]
+        # (printable ASCII no longer than MAX_LINE: its bytes decoded are its normalised text)
+        ascii_ = len(data) <= MAX_LINE and not data.translate(None, _PRINTABLE)
+        out[s] = (PLAIN_DASH if "-" in norm[:40] else 0) | (PLAIN_ASCII if ascii_ else 0)
     return out
+
+
+PLAIN_DASH = 1             # plain_hits' flags of a line: a `-` in its first 40 characters ...
+PLAIN_ASCII = 2            # ... printable ASCII, at most MAX_LINE bytes
 
 
 def _ranked_untimed(p: Parsed) -> bool:

@@ -409,6 +409,7 @@ class _InputScan:
         plain, pre, searched, streams = self.plain, view.pre, self.searched, core.streams
         exits = core.exits
         year = view.year
+        reparse = reparse_in(year, True)      # (a time that depends on the year is parsed again in it)
         ys0, ys1 = view._year_span
         dated_at = self.dated[0] if self.dated is not None else len(buf)
         ts_rank = view._ts_rank
@@ -429,7 +430,7 @@ class _InputScan:
             end = nl if nl >= 0 else n
             norm = (buf[s:end].decode("ascii") if flags & PLAIN_ASCII
                     else normalise(decode_line(buf[s:min(end, s + MAX_RAW)])))
-            if reparse_in(year, dep):
+            if dep and reparse:
                 ts = parse_ts(norm, year)
             if rank is None or ts is None or (flags & PLAIN_DASH and not ys0 <= ts < ys1):
                 break

@@ -639,6 +639,7 @@ class WorkerBudget:
         self.tally = rules_.Tally()          # the scanner's own rule (rules.Rules keeps one too)
         self.off: Set[int] = set()
         self.ready: Set[int] = set()       # rules whose regexes are compiled (not timed as a search)
+        self.shared: Dict[Tuple[int, ...], Tuple[int, ...]] = {}
 
     def search(self, text: str, ids: List[int]) -> Tuple["Searched", float]:
         """The searches of TEXT by the rules IDS (state.Searched) and the CPU time they took."""
@@ -667,4 +668,5 @@ class WorkerBudget:
                 over = self.tally.searched(i, seconds, len(text))
                 if (n_out and self.tally.timed_out_once(i)) or over:
                     self.off.add(i)
-        return (hash(text), tuple(matched), tuple(costly), tuple(skipped)), total
+        m = tuple(matched)      # (one object per distinct set of rules matched: pickled once a message, not per line)
+        return (hash(text), self.shared.setdefault(m, m), tuple(costly), tuple(skipped)), total

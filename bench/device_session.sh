@@ -37,7 +37,7 @@ PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath .)) python -P -X imp
   --format json 2>&1 >/dev/null | sort -t'|' -k2 -n -r | head -12
 PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath .)) python bench/scan_phases.py examples/sample_job.log -n 3
 for log in $(ls /tmp/g/prod-268435456.log /tmp/g/warn-heavy-* /tmp/g/megatron-dense-* /tmp/g/bench-dense-* \
-    /tmp/g/tracebacks-* 2>/dev/null); do
+    /tmp/g/tracebacks-* /tmp/g/storm-* 2>/dev/null); do
   for t in "$BEFORE" .; do
     echo "== $(basename $log), tree $t, -j 16"
     PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) python bench/scan_phases.py "$log" -n 2 -j 16

@@ -12,7 +12,7 @@ from .analysis import Analysis
 from .collectives import observe
 from .crashes import FORM_WEIGHT, OWN_FORM_WEIGHT, _input_ends, crash_of, own_forms
 from .engine import fit_advice, log_engine
-from .fingerprint import fingerprint
+from .fingerprint import MaskMemo, fingerprint
 from .grouping import _group
 from .hangs import _flight_recorder, _peers
 from .timeline import timeline
@@ -21,7 +21,7 @@ from .unexplained import _unmatched, logged_tracebacks, merge_continuations
 
 
 def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
-                  text: str, memo: Dict[str, str], ranks: Callable[[Finding], Set[int]]) -> Optional[Finding]:
+                  text: str, memo: MaskMemo, ranks: Callable[[Finding], Set[int]]) -> Optional[Finding]:
     """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any (MEMO:
     fingerprint's, for all the dropped texts; RANKS: a finding's ranks so far)."""
     if text:
@@ -77,7 +77,7 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
             by_fp.setdefault(cf.fingerprint, cf)
             by_pid.setdefault(cf.pitfall, []).append(cf)
     total = 0
-    memo: Dict[str, str] = {}
+    memo: MaskMemo = {}
     tally = _RankTally()
     for (pid, rank, text), n in dropped.items():
         f = _dropped_into(by_fp, by_pid, pid, rank, text, memo, tally.ranks)

@@ -13,7 +13,7 @@ from ..match.rx import lazy, search
 from ..scan.blocks import EXC_LINE
 from ..scan.blocks import LOG_RECORD as _LOG_RECORD
 from ..scan.results import ErrorBlock, Match
-from .fingerprint import mask_lines
+from .fingerprint import MaskMemo, mask_lines
 from .types import EVIDENCE_MAX, UNMATCHED_MAX, Unmatched
 
 CONT_GAP = 4           # a continuation block ("Last error:", C++ frames) this close after its message
@@ -198,7 +198,7 @@ def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[Li
     out."""
     by_fp: Dict[str, Unmatched] = {}
     streams: Dict[str, set] = {}
-    masked: Dict[str, str] = {}
+    masked: MaskMemo = {}
     for b in sorted(one_per_traceback(blocks), key=_block_order):
         stream = (b.source if b.rank is None else None, b.rank)
         sig = mask_lines(b.lines, masked)       # secrets redacted first (fingerprint.py)

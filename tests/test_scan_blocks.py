@@ -1414,7 +1414,6 @@ def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypat
     messages counted apart); with workers, lines are taken in runs and runs are stopped."""
     from triage.scan import blockscan, rules, state
     monkeypatch.setattr(rules, "CONTEXT_MATCHES", 12)
-    monkeypatch.setattr(blockscan, "CONTEXT_MATCHES", 12)
     monkeypatch.setattr(state, "MATCHES_PER_KEY", 3)
     monkeypatch.setattr(state, "MAX_MATCHES", 70)
     monkeypatch.setattr(state, "MAX_DROPPED_KEYS", 40)

@@ -24,7 +24,7 @@ from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
 from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, PLAIN_ASCII, PLAIN_DASH, RULE_TAG, Body, _batchers
 from .results import Match
-from .rules import CONTEXT_MATCHES, Rules
+from .rules import Rules
 from .state import Core, Event, InputState, Searched, _wrapper
 
 
@@ -371,7 +371,7 @@ class _InputScan:
         the run (self.lineno its last line's number), or 0 when no line was taken."""
         spec = self._spec(hits[starts[i]])
         inp = self.inp
-        if (spec is None or index is None or cast(Rules, self.rules_obs).with_context < CONTEXT_MATCHES
+        if (spec is None or index is None or not cast(Rules, self.rules_obs).context_spent()
                 or inp.current() != self.seg_attempt):
             return 0
         form, forms, _, _ = spec

@@ -129,6 +129,12 @@ class Rules(Observer):
         self.disabled: Dict[int, str] = {}
         followups.charge = self.charge
 
+    def context_spent(self) -> bool:
+        """CONTEXT_MATCHES matches have their context lines: a match from now on gets none (_take), and one with
+        no context requirement to wait for is only kept or counted (the block driver's runs of plain hit lines,
+        blockscan._plain_run)."""
+        return self.with_context >= CONTEXT_MATCHES
+
     def charge(self, rule: MatchRule, seconds: float, chars: int) -> bool:
         """Count a search of RULE on a line of CHARS characters that took SECONDS when it was slow;
         True when the rule is (now) switched off."""

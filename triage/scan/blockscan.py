@@ -42,6 +42,7 @@ class _InputScan:
         self.followers = [o for o in obs if type(o).following is not Observer.following
                           and not (isinstance(o, Feeder) and o.never_follows)]
         self.blocks_obs = next((o for o in obs if isinstance(o, Blocks)), None)
+        self.forms_obs = next((o for o in obs if isinstance(o, FailureForms)), None)
         self.skippable = {id(o) for o in obs if o.skippable}    # observers a run of copies needs not feed
         self.obs_ids = [(id(o), o) for o in obs]                # (their ids, looked up for each line fed)
         self.batchers = _batchers(obs)
@@ -326,30 +327,29 @@ class _InputScan:
 
     def _spec(self, tags: Set[int]) -> Optional["_PlainSpec"]:
         """What a plain hit line with the tags TAGS wakes, when no observer follows the block, if a run may
-        take it (_plain_run): the failure forms' `tail` form that alone is tried on it (or None: the forms are
-        not woken), whether the Blocks observer is woken, and the rules whose literals it holds -- each with no
-        context to wait for, in the order Rules.feed tries them; None when the line wakes another observer,
-        or a form that is tried on it at once."""
+        take it (_plain_run): the failure forms' `tail` form that alone is tried on it and their observer (or
+        None, None: the forms are not woken), the Blocks observer if woken, and the rules whose literals it holds
+        -- each with no context to wait for -- by index, in the order Rules.feed tries them; None when the line
+        wakes another observer, or more than one form (worked out once a set of tags a block)."""
         key = id(tags)
-        if key in self.plain_spec:
-            return self.plain_spec[key]
+        if key not in self.plain_spec:
+            self.plain_spec[key] = self._spec_of(tags)
+        return self.plain_spec[key]
+
+    def _spec_of(self, tags: Set[int]) -> Optional["_PlainSpec"]:
         woken, rule_ids, anchored = _woken(tags, [], self.obs, self.rules_obs)
         rules_obs = cast(Rules, self.rules_obs)
-        forms = next((o for o in self.obs if isinstance(o, FailureForms)), None)
-        blocks = self.blocks_obs
-        spec: Optional[_PlainSpec] = None
-        others = woken - {id(rules_obs), id(forms), id(blocks)}
-        rules = [(i, rules_obs.rules[i]) for i in sorted(rule_ids)]
-        if rule_ids and id(rules_obs) in woken and not others and not any(r.context for _, (_, r) in rules):
-            form: Optional[FailureForm] = None
-            hit = anchored.get(id(forms)) if anchored is not None and forms is not None else None
-            if forms is not None and id(forms) in woken:
-                form = forms.forms[next(iter(hit))] if hit is not None and len(hit) == 1 else None
-            if form is not None or forms is None or id(forms) not in woken:
-                spec = (form, forms if form is not None else None,
-                        blocks if blocks is not None and id(blocks) in woken else None, dict(rules))
-        self.plain_spec[key] = spec
-        return spec
+        rules = {i: rules_obs.rules[i] for i in sorted(rule_ids)}
+        forms, blocks = self.forms_obs, self.blocks_obs
+        if not rules or woken - {id(rules_obs), id(forms), id(blocks)} or any(r.context for _, r in rules.values()):
+            return None
+        woke_blocks = blocks if blocks is not None and id(blocks) in woken else None
+        if forms is None or id(forms) not in woken:
+            return None, None, woke_blocks, rules
+        hit = anchored.get(id(forms)) if anchored is not None else None
+        if hit is None or len(hit) != 1:
+            return None
+        return forms.forms[next(iter(hit))], forms, woke_blocks, rules
 
     def _plain_run(self, buf: bytes, lo: int, hits: Dict[int, Set[int]], starts: List[int], i: int,
                    index: Optional[Dict[int, int]], first: int) -> int:

@@ -401,3 +401,36 @@ def test_no_search_of_a_line_passes_rx_timeout_but_through_the_helpers_that_catc
     assert bad == []
     for rel in handled - {"match/rx.py"}:      # (each of those catches it where it passes it)
         assert "except TimeoutError" in (root / rel).read_text(encoding="utf-8"), rel
+
+
+def test_a_search_cut_off_without_the_cpu_is_made_again_and_one_that_used_it_is_not():
+    """rx.TIMEOUT is wall time: a search the host took the CPU away from is cut off having used little of it (issue
+    44's eighth CI: two real logs' capture lines went unread, twice running).  Such a cut is not counted against the
+    search (rx.PREEMPTED_MAX at most); a search that used the CPU is made ATTEMPTS times, then counts as no match
+    and as a timeout."""
+    import time
+    from triage.match import rx
+
+    class Fake:
+        def __init__(self, cuts, burn):
+            self.cuts, self.burn, self.calls = cuts, burn, 0
+
+        def search(self, text, timeout):
+            self.calls += 1
+            if self.calls <= self.cuts:
+                end = time.thread_time() + self.burn
+                while time.thread_time() < end:         # (CPU used, as a slow search's)
+                    pass
+                raise TimeoutError
+            return "found"
+        match = search
+
+    for call, counted in ((lambda f, t: rx.search(f, "x", t), 2), (lambda f, t: rx.match(f, "x"), 0)):
+        t = rx.Timeouts()
+        f = Fake(cuts=1 + rx.PREEMPTED_MAX, burn=0)      # cut off that often without the CPU: then found
+        assert call(f, t) == "found" and f.calls == 2 + rx.PREEMPTED_MAX and t.count == 0
+        f = Fake(cuts=2 + rx.PREEMPTED_MAX, burn=0)      # ... once more: no match
+        assert call(f, t) is None and f.calls == 2 + rx.PREEMPTED_MAX
+        f = Fake(cuts=99, burn=rx.TIMEOUT)               # a search that used the CPU: ATTEMPTS tries
+        assert call(f, t) is None and f.calls == rx.ATTEMPTS
+        assert t.count == counted                        # (rx.search's two cuts counted; rx.match counts none)

@@ -8,7 +8,8 @@ imported on first use (_Regex)."""
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from time import thread_time
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union, cast
 
 from .. import hashing as hashlib
 from .. import regexwarm
@@ -275,29 +276,51 @@ def search(rx: Union[LazyRx, "regex.Pattern[str]"], text: str,
     """Search with a timeout; a pathological line counts as no match instead of hanging (and is
     counted in `timeouts` when given).  (TIMEOUT is wall time: on a loaded host a search of microseconds can
     pass it, issue 44's CI -- every search of a line's text goes through here, match or finditer, never raising.
-    A search cut off is made once more (ATTEMPTS): a host that took the CPU away for TIMEOUT seldom does it twice
+    A search cut off is made again (_again): a host that took the CPU away for TIMEOUT seldom does it twice
     running -- issue 44's seventh CI missed a real log's pitfall so -- and a pathological line costs 2 x TIMEOUT.)"""
-    for _ in range(ATTEMPTS):
-        try:
-            return rx.search(text, timeout=TIMEOUT)
-        except TimeoutError:
-            pass
-    if timeouts is not None:
+    try:
+        return rx.search(text, timeout=TIMEOUT)
+    except TimeoutError:
+        pass
+    found = _again(rx.search, text)
+    if found is _CUT and timeouts is not None:
         timeouts.count += 1
-    return None
+    return None if found is _CUT else cast(Optional["regex.Match[str]"], found)
 
 
-ATTEMPTS = 2               # searches of a line cut off by TIMEOUT before it counts as no match (search, match)
+ATTEMPTS = 2               # searches of a line cut off by TIMEOUT, using the CPU, before it counts as no match
+PREEMPTED_MAX = 4          # ... and cut off with less than half of TIMEOUT of this thread's CPU (the host took it)
+_CUT = object()
+
+
+def _again(call: Callable[..., Any], text: str) -> Any:
+    """CALL(TEXT) made again after a first one was cut off by TIMEOUT: once more (ATTEMPTS), and again while an
+    attempt is cut off having had less than half of TIMEOUT of this thread's CPU, PREEMPTED_MAX times at most (a
+    loaded CI host took the CPU away twice running: two real logs' capture lines went unread, issue 44's eighth
+    CI).  Its result, or _CUT when every attempt was cut off.  (The CPU is read only after a first cut: the
+    searches that are not cut off pay nothing for it.)"""
+    preempted = 0
+    tries = 1
+    while tries < ATTEMPTS:
+        c0 = thread_time()
+        try:
+            return call(text, timeout=TIMEOUT)
+        except TimeoutError:
+            if thread_time() - c0 < TIMEOUT / 2 and preempted < PREEMPTED_MAX:
+                preempted += 1
+            else:
+                tries += 1
+    return _CUT
 
 
 def match(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> Optional["regex.Match[str]"]:
     """As search, anchored at TEXT's start."""
-    for _ in range(ATTEMPTS):
-        try:
-            return rx.match(text, timeout=TIMEOUT)
-        except TimeoutError:
-            pass
-    return None
+    try:
+        return rx.match(text, timeout=TIMEOUT)
+    except TimeoutError:
+        pass
+    found = _again(rx.match, text)
+    return None if found is _CUT else cast(Optional["regex.Match[str]"], found)
 
 
 def finditer(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> Iterator["regex.Match[str]"]:

@@ -434,3 +434,21 @@ def test_a_search_cut_off_without_the_cpu_is_made_again_and_one_that_used_it_is_
         f = Fake(cuts=99, burn=rx.TIMEOUT)               # a search that used the CPU: ATTEMPTS tries
         assert call(f, t) is None and f.calls == rx.ATTEMPTS
         assert t.count == counted                        # (rx.search's two cuts counted; rx.match counts none)
+
+
+def test_a_search_cut_off_is_not_remembered_by_the_memos(monkeypatch):
+    """A memo of a regex's result on a line's text (rx.GroupsMemo, rx.TextMemo) does not keep a result that a search
+    cut off by its timeout gave (issue 44's eighth CI: a test that cut every search short left the step log's memo
+    of a real capture line "no match", and two later tests in its process found no capture)."""
+    from triage.match import rx
+    from triage.verdict import steps
+    from triage.scan import blocks
+    capture = "[Rank 0] Start CUDA Graphs capture for block 7"
+    error = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    groups = rx.GroupsMemo(steps._CAPTURE)
+    text = rx.TextMemo(lambda t: rx.search(blocks._ERROR_LINE, t))
+    with monkeypatch.context() as m:
+        m.setattr(rx, "TIMEOUT", 1e-9)                  # (every search cut off)
+        assert groups(capture) is None and text(error) is False
+    assert groups(capture) is not None and text(error) is True
+    assert groups("no capture here") is None and "no capture here" in groups.memo     # (a real "no" is kept)

@@ -56,6 +56,8 @@ class _InputScan:
         self.dated: Optional[Tuple[int, float, str]] = None
         self.dated_next: List[Tuple[int, float, str]] = []
         self.passable: Dict[int, int] = {}      # a worker's lines to pass by (_worker_view)
+        self.plain: Dict[int, int] = {}         # ... its plain hit lines (_worker_view, _plain_run)
+        self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}   # what a run's tags wake, by id(tags) (_spec)
 
     def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
@@ -149,8 +151,8 @@ class _InputScan:
         # ... and the lines it says may be passed by (prepare.passable: offset in the block -> rank)
         self.passable = prepared[13] if n > 13 else {}
         # ... and the hit lines it says may be taken in a run (prepare.plain_hits: offset in the block -> flags)
-        self.plain: Dict[int, int] = prepared[15] if n > 15 else {}
-        self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}
+        self.plain = prepared[15] if n > 15 else {}
+        self.plain_spec = {}
 
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
         """The block buf[lo:] is scanned: the batch records left fed, the observers told (block_done)."""

@@ -279,12 +279,23 @@ def search(rx: Union[LazyRx, "regex.Pattern[str]"], text: str,
     counted in `timeouts` when given).  (TIMEOUT is wall time: on a loaded host a search of microseconds can
     pass it, issue 44's CI -- every search of a line's text goes through here, match or finditer, never raising.
     A search cut off is made again (_again): a host that took the CPU away for TIMEOUT seldom does it twice
-    running -- issue 44's seventh CI missed a real log's pitfall so -- and a pathological line costs 2 x TIMEOUT.)"""
+    running, and a pathological line costs 2 x TIMEOUT.)"""
+    return _within(rx.search, text, timeouts)
+
+
+def match(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> Optional["regex.Match[str]"]:
+    """As search, anchored at TEXT's start (a cut not counted in a Timeouts)."""
+    return _within(rx.match, text, None)
+
+
+def _within(call: Callable[..., Any], text: str, timeouts: Optional[Timeouts]) -> Optional["regex.Match[str]"]:
+    """CALL(TEXT) within TIMEOUT, made again when cut off (_again); None when every attempt was cut off (counted in
+    CUTS, and in TIMEOUTS when given)."""
     try:
-        return rx.search(text, timeout=TIMEOUT)
+        return cast(Optional["regex.Match[str]"], call(text, timeout=TIMEOUT))
     except TimeoutError:
         pass
-    found = _again(rx.search, text)
+    found = _again(call, text)
     if found is _CUT:
         CUTS[0] += 1
         if timeouts is not None:
@@ -306,9 +317,8 @@ CUTS = [0]
 def _again(call: Callable[..., Any], text: str) -> Any:
     """CALL(TEXT) made again after a first one was cut off by TIMEOUT: once more (ATTEMPTS), and again while an
     attempt is cut off having had less than half of TIMEOUT of this thread's CPU, PREEMPTED_MAX times at most (a
-    loaded CI host took the CPU away twice running: two real logs' capture lines went unread, issue 44's eighth
-    CI).  Its result, or _CUT when every attempt was cut off.  (The CPU is read only after a first cut: the
-    searches that are not cut off pay nothing for it.)"""
+    loaded host takes the CPU away).  Its result, or _CUT when every attempt was cut off.  (The CPU is read only
+    after a first cut: the searches that are not cut off pay nothing for it.)"""
     preempted = 0
     tries = 1
     while tries < ATTEMPTS:
@@ -321,19 +331,6 @@ def _again(call: Callable[..., Any], text: str) -> Any:
             else:
                 tries += 1
     return _CUT
-
-
-def match(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> Optional["regex.Match[str]"]:
-    """As search, anchored at TEXT's start."""
-    try:
-        return rx.match(text, timeout=TIMEOUT)
-    except TimeoutError:
-        pass
-    found = _again(rx.match, text)
-    if found is _CUT:
-        CUTS[0] += 1
-        return None
-    return cast(Optional["regex.Match[str]"], found)
 
 
 def finditer(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> Iterator["regex.Match[str]"]:

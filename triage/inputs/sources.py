@@ -737,7 +737,13 @@ def decode_line(data: bytes) -> str:
 def scanned_text(data: bytes) -> str:
     """The text the scanner reads of one physical line (DATA: at most MAX_RAW bytes, without its
     newline): decoded, normalised, its launcher prefix split off (sources.make_line's Line.text)."""
-    return split_prefix(normalise(decode_line(data)))[0]
+    return scanned(data)[1]
+
+
+def scanned(data: bytes) -> Tuple[str, str]:
+    """scanned_text's line DATA normalised (Line.raw), and its text (Line.text)."""
+    norm = normalise(decode_line(data))
+    return norm, split_prefix(norm)[0]
 
 
 def text_and_rank(norm: str, file_rank: Optional[int]) -> Tuple[str, Optional[int]]:

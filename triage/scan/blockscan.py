@@ -23,7 +23,6 @@ from .blockview import CACHE_KEEP, BlockView
 from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
 from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, PLAIN_ASCII, PLAIN_DASH, RULE_TAG, Body, _batchers
-from .results import Match
 from .rules import Rules
 from .state import Core, Event, InputState, Searched, _wrapper
 
@@ -409,7 +408,7 @@ class _InputScan:
         raw = form is not None and form.raw
         label, attempt, seq_base = inp.inp.label, inp.inp.attempt, inp.seq_base
         plain, pre, searched, streams = self.plain, view.pre, self.searched, core.streams
-        exits = core.exits
+        counted = cast(Rules, self.rules_obs).counted
         year = view.year
         reparse = reparse_in(year, True)      # (a time that depends on the year is parsed again in it)
         ys0, ys1 = view._year_span
@@ -444,8 +443,6 @@ class _InputScan:
             if st is not None and st.block is not None:
                 break
             lineno = first + index[s]
-            if exits and exits[-1].line == lineno and exits[-1].source == label:
-                break
             seq = seq_base + lineno
             # (as fed: the failure forms, Blocks, Rules, in their order; then the view)
             if st is None:
@@ -462,10 +459,8 @@ class _InputScan:
                 if r is None or id(r[1]) in disabled:
                     continue
                 hit = True
-                pat, rule = r
-                if core.admit_of(pat.id, rule, rank, text):
-                    core.matches.append(Match(pat, rule, Line(text, label, lineno, rank, ts, norm, attempt), seq, ts,
-                                              group=group))
+                counted(r[0], r[1], rank, text, ts, seq, group,
+                        lambda: Line(text, label, lineno, rank, ts, norm, attempt))     # noqa: B023 - called at once
             if hit:
                 st.block_matched = True
             ts_rank[rank] = ts

@@ -89,9 +89,10 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                     parsed, summ, bodies, intros, passes, followed = {}, None, {}, {}, {}, []
                 dated = prepare.first_dated_in(block, 0, None, ahead=True)
                 ranks = prepare.timed_ranks(timed, parsed)
-                searched = prepare.rule_searches(block, h, rules, guard, dense)
+                norms: Dict[int, str] = {}
+                searched = prepare.rule_searches(block, h, rules, guard, dense, norms)
                 # (the hit lines the scanner may take in runs: a dense block's, when there are workers to spare)
-                plain = prepare.plain_hits(block, searched, parsed) if dense else {}
+                plain = prepare.plain_hits(block, searched, parsed, norms) if dense else {}
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
                 conn.send((path, bi, start, len(block),

@@ -13,7 +13,7 @@ from ..inputs.sources import (
     normalise,
     parse_ts,
     parse_ts_ahead,
-    scanned_text,
+    scanned,
     text_and_rank,
 )
 from ..match.anchors import Anchor, AnchorSet
@@ -381,11 +381,13 @@ def passable(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], parse
     return out
 
 
-def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Parsed]) -> Dict[int, int]:
+def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Parsed],
+               norms: Dict[int, str]) -> Dict[int, int]:
     """Of a dense block's hit lines that a worker searched with the catalog's rules (SEARCHED, rule_searches'),
     those whose text alone lets the scanner take them in a run without a Line made for each
     (blockscan._InputScan._plain_run): a rank and a time of their own in the worker's parse (PARSED), no progress
-    bar's updates, no indented first character nor source-code echo (rules.Rules.feed reads those so), no
+    bar's updates, no indented first character (rules.Rules.feed reads it so: a source-code echo has no searches
+    sent, rule_searches; NORMS, its normalised texts of the lines in SEARCHED), no
     traceback started nor block opened (blocks.Blocks.feed: starts_traceback, _opens_block, the logger header's
     level).  {offset: flags -- PLAIN_DASH: its first 40 characters hold a `-` (a dated line may tell the year: the
     scanner then takes it only with a time in the year it knows, BlockView.learn_year); PLAIN_ASCII: it is printable
@@ -401,14 +403,13 @@ def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Pa
         e = n if e < 0 else e
         if buf.find(b"\r", s, e) >= 0:
             continue
-        data = buf[s:min(e, s + MAX_RAW)]
-        norm = normalise(decode_line(data))
+        norm = norms[s]
         text = norm[p[0]:]
-        if (text[:1] in (" ", "\t") or rules_.SOURCE_ECHO.match(text) or starts_traceback(text) or _opens_block(text)
+        if (text[:1] in (" ", "\t") or starts_traceback(text) or _opens_block(text)
                 or error_header_of(norm, text)):
             continue
         # (printable ASCII no longer than MAX_LINE: its bytes decoded are its normalised text)
-        ascii_ = len(data) <= MAX_LINE and not data.translate(None, _PRINTABLE)
+        ascii_ = e - s <= MAX_LINE and not buf[s:e].translate(None, _PRINTABLE)
         out[s] = (PLAIN_DASH if "-" in norm[:40] else 0) | (PLAIN_ASCII if ascii_ else 0)
     return out
 
@@ -599,7 +600,8 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
 
 
 def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]],
-                  guard: Optional["WorkerBudget"] = None, every: bool = False) -> Dict[int, "Searched"]:
+                  guard: Optional["WorkerBudget"] = None, every: bool = False,
+                  norms: Optional[Dict[int, str]] = None) -> Dict[int, "Searched"]:
     """The catalog's rule searches of the block's hit lines, made by a pool worker ahead of the
     scanner, for the rules whose anchors hit a line and whose literals it holds, of the lines whose
     searches took SHIP_SECONDS or more (or timed out; the scanner redoes the others): {line start:
@@ -612,7 +614,8 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
     searched here: by then the scanner, charging every worker's searches in order, has switched
     it off (GUARD: the worker's tally, kept from block to block).  EVERY: every search is sent (a block
     dense in hits when there are workers to spare: the scanner's own searches were most of its work on a
-    line, issue 44)."""
+    line, issue 44).  NORMS: filled with the normalised text of each line whose searches are sent (plain_hits
+    reads it: the line decoded once)."""
     guard = guard if guard is not None else WorkerBudget(rules)
     out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
@@ -621,11 +624,13 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
             continue
         nl = buf.find(b"\n", start)
         end = nl if nl >= 0 else len(buf)
-        text = scanned_text(buf[start:min(end, start + MAX_RAW)])
+        norm, text = scanned(buf[start:min(end, start + MAX_RAW)])
         if not rules_.SOURCE_ECHO.match(text):     # a source-code echo line: the scanner searches nothing
             done, seconds = guard.search(text, ids)
             if every or seconds >= SHIP_SECONDS or done[2]:
                 out[start] = done
+                if norms is not None:
+                    norms[start] = norm
     return out
 
 

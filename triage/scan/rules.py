@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 from time import thread_time
-from typing import TYPE_CHECKING, Any, Dict, Hashable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Tuple
 
 from ..inputs.sources import Line
 from ..lazyre import lazy_re
@@ -135,6 +135,15 @@ class Rules(Observer):
         blockscan._plain_run)."""
         return self.with_context >= CONTEXT_MATCHES
 
+    def counted(self, pat: Pattern, rule: MatchRule, rank: Optional[int], text: str, ts: float, seq: int, group: int,
+                line: Callable[[], Line]) -> None:
+        """A match of RULE on a line of RANK and TEXT with its own time TS and nothing to wait for (no context
+        requirement, context_spent): kept, its Line then made by LINE(), or only counted (Core.admit_of) -- a storm
+        of one error on every rank counted most of its matches after making each (_take; the block driver's runs
+        of plain hit lines, blockscan._plain_run, make no Line for a line not kept)."""
+        if self.core.admit_of(pat.id, rule, rank, text):
+            self.core.matches.append(Match(pat, rule, line(), seq, ts, group=group))
+
     def charge(self, rule: MatchRule, seconds: float, chars: int) -> bool:
         """Count a search of RULE on a line of CHARS characters that took SECONDS when it was slow;
         True when the rule is (now) switched off."""
@@ -165,10 +174,7 @@ class Rules(Observer):
         context lines or its rule was switched off meanwhile (False: not yet a match)."""
         st, view = ev.st, ev.view
         if not rule.context and self.with_context >= CONTEXT_MATCHES and line.ts is not None:
-            # (a match with nothing to wait for, on a line with its own time: made only when it is kept -- a
-            # storm of one error on every rank counted most of its matches after making each)
-            if self.core.admit(pat.id, rule, line):
-                self.core.matches.append(Match(pat, rule, line, ev.seq, line.ts, group=ev.inp.attempt(line)))
+            self.counted(pat, rule, line.rank, line.text, line.ts, ev.seq, ev.inp.attempt(line), lambda: line)
             return True
         m = Match(pat, rule, line, ev.seq, view.last_ts(line, st), group=ev.inp.attempt(line))
         if self.with_context < CONTEXT_MATCHES:

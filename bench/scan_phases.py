@@ -38,7 +38,7 @@ def timed(owner, name, key):
         finally:
             x = W.setdefault(key, [0.0, 0.0, 0])
             x[0] += time.thread_time() - c; x[1] += time.perf_counter() - t; x[2] += 1
-    setattr(owner, name, w)
+    setattr(owner, name, staticmethod(w) if isinstance(vars(owner).get(name), staticmethod) else w)
 def phase(owner, name, before, after):
     f = getattr(owner, name)
     def w(*a, **k):
@@ -62,6 +62,13 @@ def got(self, *a, **k):
     return r
 PL._Pool.get = got
 timed(PL._Pool, "close", "workers closed")
+# the scan's own fixed parts (where a big input's time before the workers begin and after the last result goes)
+timed(E.Engine, "wire", "observers wired")
+timed(E.Engine, "anchor_set_of", "anchor set")
+timed(E, "_plan", "blocks planned")
+timed(E, "_close", "pool closed")
+timed(E.Engine, "result", "scan result")
+timed(E, "_warm", "warmer started")
 # each worker's blocks: when it began preparing each (pread) and when it sent it, appended to a file per worker
 import triage.scan.prepare as PR
 TRACE = os.environ.get("SCAN_PHASES_TRACE", "")

@@ -10,6 +10,10 @@ import gc
 # other command, and when the command ends), never during a scan.
 _GC_AT_IMPORT = gc.isenabled()
 gc.disable()
+# re's compiled patterns are read from triage's cache while this module is imported, and for a command (main)
+from . import recache as _recache  # noqa: E402
+
+_recache.install()
 try:
     import errno
     import os
@@ -47,6 +51,7 @@ try:
 except BaseException:        # (no click, say): the collector as it was, and the error as it is
     if _GC_AT_IMPORT:
         gc.enable()
+    _recache.uninstall()
     raise
 
 if TYPE_CHECKING:
@@ -409,11 +414,13 @@ def exit_code(a, fail_on: str) -> int:
 def main() -> None:
     global _freeze_at_start
     _freeze_at_start = True
+    _recache.install()           # (for the rest of the process: it ends with the command)
     cli(prog_name="triage")
 
 
 if _GC_AT_IMPORT:
     gc.enable()
+_recache.uninstall()
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,137 @@
+"""triage/recache.py: re's compiled patterns kept in the cache directory between runs (issue 44: ~11 ms of a
+tiny log's start-up, ~5 ms more before a big input's workers fork).  What is read back gives the very pattern
+re compiles (a pattern's equality compares its source, flags and code), a file that is not the cache's is
+ignored, and importing triage as a library leaves re as it was."""
+import marshal
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from triage import cachefiles, recache
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+IMA = os.path.join(HERE, "fixtures", "logs", "real", "gpu", "illegal_memory_access.log")
+
+# patterns of every kind re's code has: groups named and not, look-arounds, classes, repeats, flags, bytes
+PATTERNS = [
+    (r"^\[rank(?P<rank>\d+)\]:\s*(?:(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)\s+)?", 0),
+    (r"(?<=NCCL WARN )\S+(?!x)", re.IGNORECASE),
+    (r"[A-Za-z_][\w.]*Error(?:: (.*))?$", re.MULTILINE),
+    (r"a{2,5}?b*c+|[^\n]{0,200}", re.ASCII | re.DOTALL),
+    (r"(?x) foo \s+ (bar)  # comment", 0),
+    (r"(a)(b)?\2\1", 0),
+    (rb"\n(?!\[rank\d+\])", 0),
+    (rb"(?P<pid>\d+)\s+\[(\d+)\] NCCL INFO", 0),
+    ("ünïcode\\s+ẞ", re.IGNORECASE),
+]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache directory and recache's state as a new process has it, installed (restored after)."""
+    monkeypatch.setenv("TRIAGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(recache, "_entries", None)
+    monkeypatch.setattr(recache, "_changed", False)
+    monkeypatch.setattr(recache, "_off", False)
+    re.purge()
+    with recache.installed():
+        yield tmp_path
+    re.purge()
+
+
+def _fresh():
+    """recache's state as the next process finds it: nothing in memory, the file to read."""
+    recache._entries = None
+    recache._changed = False
+    re.purge()
+
+
+def test_patterns_read_back_are_the_ones_re_compiles(cache):
+    first = [re.compile(p, f) for p, f in PATTERNS]
+    assert recache._changed and len(recache._entries) >= len(PATTERNS)
+    assert recache.save() and len(list(cache.glob("re-code-*.marshal"))) == 1
+    _fresh()
+    again = [re.compile(p, f) for p, f in PATTERNS]
+    assert not recache._changed                      # every one read from the file: nothing new to write
+    uninstalled = []
+    recache.uninstall()
+    try:
+        re.purge()
+        uninstalled = [re.compile(p, f) for p, f in PATTERNS]
+    finally:
+        recache.install()
+    for a, b, c in zip(first, again, uninstalled):
+        assert a == b == c and a is not b            # (equality: source, flags and code)
+        assert (b.groups, b.groupindex, b.flags) == (c.groups, c.groupindex, c.flags)
+    m = again[0].match("[rank12]: 2026-12-03 06:46:32 x")
+    assert m and m.group("rank") == "12" and m.group("ts") == "2026-12-03 06:46:32"
+    assert again[6].sub(b"|", b"a\n[rank1]b\nc") == b"a\n[rank1]b|c"
+
+
+def test_code_that_the_engine_refuses_is_compiled_again(cache):
+    rx = re.compile(r"(ab|cd)+e")
+    recache.save()
+    _fresh()
+    entries = recache._load()
+    key = (r"(ab|cd)+e", 0)
+    flags, code, groups, gi, ig = entries[key]
+    entries[key] = (flags, [99999] + code[1:], groups, gi, ig)       # not SRE code: _sre.compile raises
+    cachefiles.write(recache._name(), marshal.dumps(entries))
+    _fresh()
+    got = re.compile(r"(ab|cd)+e")
+    assert got == rx and got.match("abcde")
+    assert recache._entries[key][1] == code                           # the bad entry replaced by the right one
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal", marshal.dumps([1, 2]),
+                                     marshal.dumps({("a", 0): (0, "x", 0, {}, ())}),
+                                     marshal.dumps({"a": 1})])
+def test_a_file_that_is_not_the_cache_is_ignored(cache, content):
+    assert cachefiles.write(recache._name(), content)
+    _fresh()
+    assert re.compile("x(y)z").match("xyz").group(1) == "y"
+    assert recache._entries == {("x(y)z", 0): recache._entries[("x(y)z", 0)]}
+
+
+def test_patterns_past_the_bounds_are_not_kept(cache, monkeypatch):
+    monkeypatch.setattr(recache, "MAX_ENTRIES", 3)
+    for i in range(6):
+        assert re.compile(f"p{i}(q)").match(f"p{i}q")
+    long = "a" * (recache.MAX_PATTERN + 1)
+    assert re.compile(long).match(long)
+    assert len(recache._entries) == 3 and all(len(k[0]) < 10 for k in recache._entries)
+
+
+def test_a_compile_error_is_res_own(cache):
+    with pytest.raises(re.error) as e:
+        re.compile(r"(unbalanced")
+    assert "missing )" in str(e.value)
+
+
+def test_importing_triage_leaves_re_as_it_was():
+    code = ("import re, re._compiler as c; before = c.compile; import triage.cli, triage.pipeline; "
+            "assert c.compile is before, c.compile; print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.stdout.strip() == "ok", r.stderr
+
+
+def test_a_run_writes_the_cache_and_the_next_reads_it(tmp_path):
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    # (the second run counts what it compiled itself: none of the first run's patterns)
+    probe = ("import sys, runpy, re._compiler as c; import triage.recache as R; sys.argv = ['triage', 'analyze', "
+             f"{IMA!r}, '-q']\ntry:\n    runpy.run_module('triage', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print('entries', len(R._entries or {}), 'changed', R._changed, file=sys.stderr)")
+    out = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                           env=env)
+        assert r.returncode == 0 and "illegal" in r.stdout.lower(), r.stderr    # (its exit caught)
+        out.append(r.stderr.strip().splitlines()[-1].split())
+    assert len(list(tmp_path.glob("re-code-*.marshal"))) == 1
+    assert out[0][3] == "True" and int(out[0][1]) >= 50           # the first run compiled and kept them
+    assert out[1][1] == out[0][1] and out[1][3] == "False"         # the second read them all: nothing written

@@ -53,9 +53,15 @@ def test_a_pooled_run_saves_what_it_compiled_and_the_next_compiles_it_ahead(tmp_
     second = _run(tmp_path, tmp_path / "b.json")
     assert second["loaded"] == len(saved)
     assert _report(tmp_path / "a.json") == _report(tmp_path / "b.json")
-    # two workers (no core to spare: the scanner is as busy as they are): nothing compiled ahead
+    # two workers (no core to spare: the scanner is as busy as they are): nothing compiled ahead, and the list,
+    # which holds what it compiled, not written again (it was at every exit: ~5 ms of such a run)
+    # (the first such run may add what its own scanner compiled, which workers to spare compile themselves)
+    f = tmp_path / "cache" / regexwarm.NAME
     assert _run(tmp_path, tmp_path / "c.json", jobs=3)["loaded"] == 0
     assert _report(tmp_path / "a.json") == _report(tmp_path / "c.json")
+    before = (f.stat().st_ino, f.stat().st_mtime_ns)
+    assert _run(tmp_path, tmp_path / "d.json", jobs=3)["loaded"] == 0
+    assert (f.stat().st_ino, f.stat().st_mtime_ns) == before
 
 
 def _read(tmp_path):

@@ -135,3 +135,106 @@ def test_a_run_writes_the_cache_and_the_next_reads_it(tmp_path):
     assert len(list(tmp_path.glob("re-code-*.marshal"))) == 1
     assert out[0][3] == "True" and int(out[0][1]) >= 50           # the first run compiled and kept them
     assert out[1][1] == out[0][1] and out[1][3] == "False"         # the second read them all: nothing written
+
+
+# -- the `regex` package's patterns --------------------------------------------------------------------------------
+
+regex = pytest.importorskip("regex")
+
+RX_PATTERNS = [
+    (r"(?P<rank>\d+)\]:\s*(?P<msg>.*?)\s*$", regex.V0),
+    (r"CUDA error: an illegal memory access was encountered", regex.V0 | regex.IGNORECASE),
+    (r"(?<=NCCL WARN )\S+(?!x)|\bwatchdog\b", regex.V0),
+    (r"^\s*File \"(.+)\", line (\d+)", regex.V1 | regex.MULTILINE),
+    (rb"NCCL (WARN|INFO) \d+", regex.V0 | regex.IGNORECASE),
+    (r"(?i)straße\s+(\p{Lu}+)", regex.V1),
+    (r"a{2,5}?b*c+|[^\n]{0,200}", regex.V0 | regex.DOTALL),
+]
+RX_TEXTS = ["[rank12]: NCCL WARN Timeout  ", "cuda ERROR: An Illegal Memory Access was encountered",
+            '  File "/opt/x.py", line 42\n', "STRASSE ÄB", "aaabbbccc", "xx\nwatchdog"]
+
+
+@pytest.fixture
+def rx_cache(cache, monkeypatch):
+    """cache, with regex's hook installed and its state as a new process has it."""
+    monkeypatch.setattr(recache, "_rx_entries", None)
+    monkeypatch.setattr(recache, "_rx_changed", False)
+    recache._rx_live.clear()
+    regex.purge()
+    recache.regex_imported()
+    assert recache._rx_main is not None
+    yield cache
+    regex.purge()
+
+
+def _rx_fresh():
+    recache._rx_entries = None
+    recache._rx_changed = False
+    recache._rx_live.clear()
+    regex.purge()
+
+
+def _behaviour(rx):
+    out = [rx.pattern, rx.flags, rx.groups, dict(rx.groupindex)]
+    for t in RX_TEXTS:
+        t = t.encode() if isinstance(rx.pattern, bytes) else t
+        m = rx.search(t)
+        out.append(None if m is None else (m.span(), m.groups()))
+        out.append(rx.findall(t))
+    return out
+
+
+def test_regex_patterns_read_back_behave_as_regex_compiles_them(rx_cache):
+    first = [regex.compile(p, f) for p, f in RX_PATTERNS]
+    assert recache._rx_changed and len(recache._rx_entries) == len(RX_PATTERNS)
+    assert recache._rx_save() and len(list(rx_cache.glob("regex-code-*.marshal"))) == 1
+    _rx_fresh()
+    again = [regex.compile(p, f) for p, f in RX_PATTERNS]
+    assert not recache._rx_changed and len(recache._rx_live) == len(RX_PATTERNS)      # all made from the file
+    assert regex.compile(*RX_PATTERNS[0]) is again[0]                                   # (one object per pattern)
+    recache._rx_uninstall()
+    regex.purge()
+    own = [regex.compile(p, f) for p, f in RX_PATTERNS]
+    recache.regex_imported()
+    for a, b, c in zip(first, again, own):
+        assert _behaviour(a) == _behaviour(b) == _behaviour(c)
+
+
+def test_regex_named_lists_and_locale_are_not_kept(rx_cache):
+    assert regex.compile(r"\L<words>", regex.V0, words=["nccl", "cuda"]).search("a cuda b")
+    assert regex.compile(rb"\w+", regex.V0 | regex.LOCALE).search(b"ab")
+    assert regex.compile(r"(?L)\w+".encode(), regex.V0).search(b"ab")
+    assert not recache._rx_entries
+
+
+def test_regex_entries_that_are_not_the_caches_are_ignored(rx_cache):
+    rx = regex.compile(r"(ab|cd)+e", regex.V0)
+    recache._rx_save()
+    _rx_fresh()
+    main = recache._rx_main
+    entries = recache._rx_load(main)
+    (key, e), = entries.items()
+    bad = {key: e[:4] + ({"x": ["y"]},) + e[5:],                          # named lists: never kept
+           (key[0] + "x", key[1], key[2]): e[:1] + (["1"],) + e[2:],      # code that is not ints
+           ("y", 0, 0): "not a tuple"}
+    cachefiles.write(recache._rx_name(main), marshal.dumps(bad))
+    _rx_fresh()
+    assert recache._rx_load(main) == {}
+    assert _behaviour(regex.compile(r"(ab|cd)+e", regex.V0)) == _behaviour(rx)
+
+
+def test_a_run_writes_the_regex_cache_and_the_next_compiles_none(tmp_path):
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    probe = ("import sys, runpy; import triage.recache as R; sys.argv = ['triage', 'analyze', "
+             f"{IMA!r}, '-q']\ntry:\n    runpy.run_module('triage', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print('entries', len(R._rx_entries or {}), 'changed', R._rx_changed, 'made', len(R._rx_live), "
+             "file=sys.stderr)")
+    out = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                           env=env)
+        assert r.returncode == 0 and "illegal" in r.stdout.lower(), r.stderr
+        out.append(r.stderr.strip().splitlines()[-1].split())
+    assert len(list(tmp_path.glob("regex-code-*.marshal"))) == 1
+    assert out[0][3] == "True" and int(out[0][1]) >= 100        # (the catalog's rules validated: a first run's)
+    assert out[1][3] == "False" and int(out[1][5]) >= 10         # the second made from the file: none new

@@ -15,10 +15,18 @@ reads any cache file (this user's, nobody else may write it, its own digest), an
 code it is given (CPython validates it: a bad one raises, and the pattern is then compiled as re does).  The
 cache holds at most MAX_ENTRIES patterns of at most MAX_PATTERN characters (patterns built from a log's
 content fill it no further).  Where re's internals are not those this reads (another Python), nothing is
-installed."""
+installed.
+
+The `regex` package's patterns (the catalog's rules, the verdict's and the report's: ~37 compiles, ~12 ms of a
+tiny log's run, its parser and compiler being Python too) are kept the same way: what its compile hands its C
+engine (`regex._regex.compile`) is kept by (pattern, flags, default version) in a file named by the `regex`
+version and the Python build, for the patterns without named lists nor a locale.  Its hook is installed when
+triage first imports `regex` (match/rx.py: a run that needs no rule regex never imports it) while this module
+is installed."""
 from __future__ import annotations
 
 import sys
+import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple, Union
 
@@ -170,6 +178,8 @@ def install() -> None:
         _original = parts[0].compile
         parts[0].compile = _compile
     _depth += 1
+    if _depth == 1:
+        regex_imported()
 
 
 def uninstall() -> None:
@@ -182,6 +192,7 @@ def uninstall() -> None:
     if _depth == 0:
         parts[0].compile = _original
         _original = None
+        _rx_uninstall()
 
 
 @contextmanager
@@ -192,3 +203,163 @@ def installed() -> Iterator[None]:
         yield
     finally:
         uninstall()
+
+
+# -- the `regex` package's compiled patterns ---------------------------------------------------------------------
+
+REGEX_PREFIX = "regex-code-"
+_RX_DEBUG, _RX_LOCALE = 0x200, 0x4        # regex.DEBUG, regex.LOCALE: never kept
+_rx_entries: Optional[Dict[tuple, tuple]] = None
+_rx_changed = False
+_rx_main: Any = None                       # regex._main, while our compile is installed there
+_rx_original: Optional[Callable[..., Any]] = None    # its own _compile then
+_rx_live: Dict[tuple, Any] = {}            # the patterns made from the cache in this process (regex's own cache's
+#                                            role: a pattern compiled twice is one object)
+_rx_seen = threading.local()               # the arguments of this thread's last compile by regex's C engine
+
+
+class _Capture:
+    """Stands in for regex's C module in regex._main while installed: passes everything through, and keeps the
+    arguments of the last pattern this thread compiled (regex's compile hands its C engine plain data)."""
+
+    def __init__(self, real: Any):
+        self.real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def compile(self, *args: Any) -> Any:
+        _rx_seen.args = args
+        return self.real.compile(*args)
+
+
+def _rx_name(main: Any) -> str:
+    try:            # (CPython's builtin module, as cachefiles hashes: hashlib loads OpenSSL)
+        from _blake2 import blake2b  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - another Python
+        from hashlib import blake2b
+    real = main._regex.real if isinstance(main._regex, _Capture) else main._regex
+    what = f"{sys.version}|{getattr(sys.modules.get('regex'), '__version__', '')}|{getattr(real, 'MAGIC', '')}"
+    build = blake2b(what.encode(), digest_size=6).hexdigest()
+    return f"{REGEX_PREFIX}{sys.implementation.cache_tag}-{build}.marshal"
+
+
+def _rx_valid(k: Any, v: Any) -> bool:
+    """An entry as _rx_compile keeps it: (pattern, flags, version) -> the C engine's arguments after the pattern:
+    flags, code, group index, index group, named lists (none), their indexes (none), the required string's
+    offset, characters and flags, the group count."""
+    return (type(k) is tuple and len(k) == 3 and type(k[0]) in (str, bytes) and type(k[1]) is int
+            and type(k[2]) is int and type(v) is tuple and len(v) == 10 and type(v[0]) is int
+            and type(v[1]) is list and all(type(c) is int for c in v[1]) and type(v[2]) is dict
+            and type(v[3]) is dict and v[4] == {} and v[5] == [] and type(v[6]) is int
+            and (v[7] is None or type(v[7]) is tuple) and type(v[8]) is int and type(v[9]) is int)
+
+
+def _rx_load(main: Any) -> Dict[tuple, tuple]:
+    import marshal
+
+    from . import cachefiles
+    data = cachefiles.read_own(_rx_name(main), MAX_BYTES)
+    if data is None:
+        return {}
+    try:
+        got = marshal.loads(data)
+    except Exception:  # noqa: BLE001 - not marshal data of this Python: compiled again
+        return {}
+    if not isinstance(got, dict):
+        return {}
+    return {k: v for k, v in got.items() if _rx_valid(k, v)}
+
+
+def _rx_save() -> bool:
+    """Write the `regex` cache when this process added to it (at exit; best effort, silent)."""
+    global _rx_changed
+    main = sys.modules.get("regex._main")
+    if not _rx_changed or not _rx_entries or main is None:
+        return False
+    import marshal
+
+    from . import cachefiles
+    try:
+        ok = cachefiles.write(_rx_name(main), marshal.dumps(_rx_entries), keep=(REGEX_PREFIX, ".marshal", 4))
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache, never a traceback
+        return False
+    _rx_changed = False
+    return ok
+
+
+def _rx_compile(pattern: Any, flags: Any, ignore_unused: Any, kwargs: Any, cache_it: Any) -> Any:
+    """regex._main._compile, its C engine's arguments from the cache when it holds them (see the module doc)."""
+    global _rx_entries, _rx_changed
+    orig, main = _rx_original, _rx_main
+    if orig is None or main is None:  # pragma: no cover - uninstalled meanwhile
+        return sys.modules["regex._main"]._compile(pattern, flags, ignore_unused, kwargs, cache_it)
+    if kwargs or type(pattern) not in (str, bytes) or len(pattern) > MAX_PATTERN or flags & (_RX_DEBUG | _RX_LOCALE):
+        return orig(pattern, flags, ignore_unused, kwargs, cache_it)
+    key = (pattern, int(flags), int(getattr(sys.modules.get("regex"), "DEFAULT_VERSION", 0)))
+    rx = _rx_live.get(key)
+    if rx is not None:
+        return rx
+    if _rx_entries is None:
+        _rx_entries = _rx_load(main)
+    e = _rx_entries.get(key)
+    if e is not None:
+        try:
+            rx = main._regex.real.compile(pattern, *e)
+        except Exception:  # noqa: BLE001 - not what this engine takes: compiled again
+            del _rx_entries[key]
+        else:
+            if len(_rx_live) >= MAX_ENTRIES:
+                _rx_live.clear()
+            _rx_live[key] = rx
+            return rx
+    _rx_seen.args = None
+    rx = orig(pattern, flags, ignore_unused, kwargs, cache_it)
+    args, _rx_seen.args = getattr(_rx_seen, "args", None), None
+    if args is not None and len(args) == 11 and args[0] is pattern and len(_rx_entries) < MAX_ENTRIES:
+        _rx_keep(key, args)     # (else a pattern regex had compiled already, or another layout of its arguments)
+    return rx
+
+
+def _rx_keep(key: tuple, args: tuple) -> None:
+    """Keep what regex's compile of KEY handed its C engine (ARGS, the pattern first), as plain data."""
+    global _rx_changed
+    assert _rx_entries is not None
+    try:
+        e = (int(args[1]), [int(c) for c in args[2]], dict(args[3]), dict(args[4]), args[5], args[6], int(args[7]),
+             None if args[8] is None else tuple(int(c) for c in args[8]), int(args[9]), int(args[10]))
+    except (TypeError, ValueError):  # pragma: no cover - another layout of its arguments
+        return
+    if _rx_valid(key, e) and not e[0] & _RX_LOCALE:
+        _rx_entries[key] = e
+        if not _rx_changed:
+            _rx_changed = True
+            import atexit
+            atexit.register(_rx_save)
+
+
+def regex_imported() -> None:
+    """The `regex` package is imported (match/rx.py says so when it imports it): its compile looks the cache up
+    while this module is installed.  Nothing where its internals are not those this reads."""
+    global _rx_main, _rx_original
+    main: Any = sys.modules.get("regex._main")
+    if _depth == 0 or _rx_main is not None or main is None:
+        return
+    if not callable(getattr(main, "_compile", None)) or not callable(getattr(getattr(main, "_regex", None),
+                                                                             "compile", None)):
+        return  # pragma: no cover - another `regex`
+    _rx_main, _rx_original = main, main._compile
+    main._regex = _Capture(main._regex)
+    main._compile = _rx_compile
+
+
+def _rx_uninstall() -> None:
+    global _rx_main, _rx_original
+    main = _rx_main
+    if main is None:
+        return
+    main._compile = _rx_original
+    if isinstance(main._regex, _Capture):
+        main._regex = main._regex.real
+    _rx_main = _rx_original = None
+    _rx_live.clear()

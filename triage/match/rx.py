@@ -33,6 +33,9 @@ class _Regex:
         if name.startswith("__") and name != "__version__":
             raise AttributeError(name)
         import regex as module
+
+        from .. import recache
+        recache.regex_imported()        # (its compiled patterns kept between runs: recache.py)
         self.__dict__.update(vars(module))
         return getattr(module, name)
 

@@ -20,7 +20,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 FLOORS: List[Tuple[int, Tuple[str, ...]]] = [
     (0, ("triage.__init__", "triage.record", "triage.lazyre", "triage.hashing", "triage.errors", "triage.caps",
          "triage.kinds", "triage.unicode", "triage.term", "triage.procs", "triage.cachefiles", "triage.jobid",
-         "triage.files", "triage.tables", "triage.regexwarm")),
+         "triage.files", "triage.tables", "triage.regexwarm", "triage.recache")),
     (1, ("triage.match",)),
     (2, ("triage.inputs", "triage.redact")),
     (3, ("triage.patterns", "triage.taxonomy", "triage.config.operators", "triage.config.enums", "triage.config.keys",

@@ -80,9 +80,8 @@ def _name() -> str:
 
 
 def _valid(k: Any, v: Any) -> bool:
-    return (type(k) is tuple and len(k) == 2 and type(k[0]) in (str, bytes) and type(k[1]) is int
-            and type(v) is tuple and len(v) == 5 and type(v[0]) is int and type(v[1]) is list
-            and type(v[2]) is int and type(v[3]) is dict and type(v[4]) is tuple)
+    return (type(k) is tuple and tuple(map(type, k)) in ((str, int), (bytes, int))
+            and type(v) is tuple and tuple(map(type, v)) == (int, list, int, dict, tuple))
 
 
 def _load() -> Dict[_Key, _Entry]:
@@ -119,11 +118,13 @@ def save() -> bool:
 
 def _compile(p: Any, flags: int = 0) -> Any:
     """re's compile of P with FLAGS, its code from the cache when it holds it (see the module doc)."""
-    global _entries, _changed, _off
+    global _entries, _off
     orig = _original
     parts = _internals()
-    if orig is None or parts is None or _off or type(p) not in (str, bytes) or len(p) > MAX_PATTERN:
-        return (orig or _fallback())(p, flags)
+    if orig is None or parts is None:  # pragma: no cover - uninstalled meanwhile
+        return _fallback()(p, flags)
+    if _off or type(p) not in (str, bytes) or len(p) > MAX_PATTERN:
+        return orig(p, flags)
     comp, parse, _sre = parts
     flags = int(flags)
     if _entries is None:
@@ -137,6 +138,32 @@ def _compile(p: Any, flags: int = 0) -> Any:
             del _entries[key]
     if flags & 128:                            # (re.DEBUG prints as it compiles: re's own, never kept)
         return orig(p, flags)
+    e = _entry(p, flags, comp, parse)
+    rx = _sre.compile(p, *e)
+    if len(_entries) >= MAX_ENTRIES:
+        return rx
+    # (kept only when it is re's own pattern -- a pattern's equality compares its flags, source and code --
+    # else this Python's re is not what this reads: no cache in this process)
+    own = orig(p, flags)
+    if rx != own:
+        _off = True
+        return own
+    _keep(key, e)
+    return rx
+
+
+def _keep(key: _Key, e: _Entry) -> None:
+    global _changed
+    assert _entries is not None
+    _entries[key] = e
+    if not _changed:
+        _changed = True
+        import atexit
+        atexit.register(save)
+
+
+def _entry(p: Union[str, bytes], flags: int, comp: Any, parse: Any) -> _Entry:
+    """What re's compile of P with FLAGS hands _sre.compile after the pattern (its parse, then its code)."""
     parsed = parse.parse(p, flags)
     code = comp._code(parsed, flags)
     groupindex = dict(parsed.state.groupdict)
@@ -144,22 +171,8 @@ def _compile(p: Any, flags: int = 0) -> Any:
     for name, i in groupindex.items():
         indexgroup[i] = name
     # (plain ints: the opcodes are int subclasses, which marshal does not write)
-    e = (int(flags | parsed.state.flags), [int(c) for c in code], parsed.state.groups - 1, groupindex,
-         tuple(indexgroup))
-    rx = _sre.compile(p, *e)
-    if len(_entries) < MAX_ENTRIES:
-        # (kept only when it is re's own pattern -- a pattern's equality compares its flags, source and code --
-        # else this Python's re is not what this reads: no cache in this process)
-        own = orig(p, flags)
-        if rx != own:
-            _off = True
-            return own
-        _entries[key] = e
-        if not _changed:
-            _changed = True
-            import atexit
-            atexit.register(save)
-    return rx
+    return (int(flags | parsed.state.flags), [int(c) for c in code], parsed.state.groups - 1, groupindex,
+            tuple(indexgroup))
 
 
 def _fallback() -> Callable[..., Any]:  # pragma: no cover - only when uninstalled meanwhile
@@ -244,15 +257,17 @@ def _rx_name(main: Any) -> str:
     return f"{REGEX_PREFIX}{sys.implementation.cache_tag}-{build}.marshal"
 
 
+# the C engine's arguments after the pattern: flags, code, group index, index group, named lists (none), their
+# indexes (none), the required string's offset, characters (or None) and flags, the group count
+_RX_SHAPES = ((int, list, dict, dict, dict, list, int, tuple, int, int),
+              (int, list, dict, dict, dict, list, int, type(None), int, int))
+
+
 def _rx_valid(k: Any, v: Any) -> bool:
-    """An entry as _rx_compile keeps it: (pattern, flags, version) -> the C engine's arguments after the pattern:
-    flags, code, group index, index group, named lists (none), their indexes (none), the required string's
-    offset, characters and flags, the group count."""
-    return (type(k) is tuple and len(k) == 3 and type(k[0]) in (str, bytes) and type(k[1]) is int
-            and type(k[2]) is int and type(v) is tuple and len(v) == 10 and type(v[0]) is int
-            and type(v[1]) is list and all(type(c) is int for c in v[1]) and type(v[2]) is dict
-            and type(v[3]) is dict and v[4] == {} and v[5] == [] and type(v[6]) is int
-            and (v[7] is None or type(v[7]) is tuple) and type(v[8]) is int and type(v[9]) is int)
+    """An entry as _rx_compile keeps it: (pattern, flags, version) -> the C engine's arguments (_RX_SHAPES)."""
+    return (type(k) is tuple and tuple(map(type, k)) in ((str, int, int), (bytes, int, int))
+            and type(v) is tuple and tuple(map(type, v)) in _RX_SHAPES and not v[4] and not v[5]
+            and all(type(c) is int for c in v[1]))
 
 
 def _rx_load(main: Any) -> Dict[tuple, tuple]:
@@ -290,34 +305,47 @@ def _rx_save() -> bool:
 
 def _rx_compile(pattern: Any, flags: Any, ignore_unused: Any, kwargs: Any, cache_it: Any) -> Any:
     """regex._main._compile, its C engine's arguments from the cache when it holds them (see the module doc)."""
-    global _rx_entries, _rx_changed
+    global _rx_entries
     orig, main = _rx_original, _rx_main
-    if orig is None or main is None:  # pragma: no cover - uninstalled meanwhile
-        return sys.modules["regex._main"]._compile(pattern, flags, ignore_unused, kwargs, cache_it)
-    if kwargs or type(pattern) not in (str, bytes) or len(pattern) > MAX_PATTERN or flags & (_RX_DEBUG | _RX_LOCALE):
-        return orig(pattern, flags, ignore_unused, kwargs, cache_it)
+    if orig is None or main is None or not _rx_plain(pattern, flags, kwargs):
+        return (orig or sys.modules["regex._main"]._compile)(pattern, flags, ignore_unused, kwargs, cache_it)
     key = (pattern, int(flags), int(getattr(sys.modules.get("regex"), "DEFAULT_VERSION", 0)))
     rx = _rx_live.get(key)
     if rx is not None:
         return rx
     if _rx_entries is None:
         _rx_entries = _rx_load(main)
-    e = _rx_entries.get(key)
-    if e is not None:
-        try:
-            rx = main._regex.real.compile(pattern, *e)
-        except Exception:  # noqa: BLE001 - not what this engine takes: compiled again
-            del _rx_entries[key]
-        else:
-            if len(_rx_live) >= MAX_ENTRIES:
-                _rx_live.clear()
-            _rx_live[key] = rx
-            return rx
+    rx = _rx_made(main, key)
+    if rx is not None:
+        return rx
     _rx_seen.args = None
     rx = orig(pattern, flags, ignore_unused, kwargs, cache_it)
     args, _rx_seen.args = getattr(_rx_seen, "args", None), None
     if args is not None and len(args) == 11 and args[0] is pattern and len(_rx_entries) < MAX_ENTRIES:
         _rx_keep(key, args)     # (else a pattern regex had compiled already, or another layout of its arguments)
+    return rx
+
+
+def _rx_plain(pattern: Any, flags: Any, kwargs: Any) -> bool:
+    """A compile the cache takes: a str or bytes pattern, no named lists, no locale nor debugging."""
+    return not kwargs and type(pattern) in (str, bytes) and len(pattern) <= MAX_PATTERN and not flags & (
+        _RX_DEBUG | _RX_LOCALE)
+
+
+def _rx_made(main: Any, key: tuple) -> Any:
+    """The pattern KEY made by regex's C engine from the cache's entry, or None (none, or one it refuses)."""
+    assert _rx_entries is not None
+    e = _rx_entries.get(key)
+    if e is None:
+        return None
+    try:
+        rx = main._regex.real.compile(key[0], *e)
+    except Exception:  # noqa: BLE001 - not what this engine takes: compiled again
+        del _rx_entries[key]
+        return None
+    if len(_rx_live) >= MAX_ENTRIES:
+        _rx_live.clear()
+    _rx_live[key] = rx
     return rx
 
 

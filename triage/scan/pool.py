@@ -252,8 +252,6 @@ def _start_tree(target: Any, args: tuple, k: int) -> Tuple[int, List[_Conn]]:
     of their own, led by the first (its pid): the scanner stops them all with one signal (_reap_group).
     Returns (the first worker's pid, the scanner's ends of the K pipes, in order)."""
     pipes = []
-    # (a worker whose parent worker is gone is handed to the scanner, which collects it: _reap_group)
-    adopted = procs.adopt_orphans()
     try:
         for _ in range(k):
             pipes.append(os.pipe())
@@ -262,8 +260,6 @@ def _start_tree(target: Any, args: tuple, k: int) -> Tuple[int, List[_Conn]]:
         for r, w in pipes:
             os.close(r)
             os.close(w)
-        if adopted:
-            procs.give_up_orphans()
         raise
     if pid == 0:                                 # the first worker
         try:
@@ -273,7 +269,9 @@ def _start_tree(target: Any, args: tuple, k: int) -> Tuple[int, List[_Conn]]:
             _tree_worker(target, args, k, [w for _, w in pipes])
         finally:
             os._exit(0)
-    if adopted:
+    # (a worker whose parent worker is gone is handed to the scanner, which collects it: _reap_group; set once
+    # the first worker runs -- ctypes' import and prctl were ~3 ms before it -- and long before any worker ends)
+    if procs.adopt_orphans():
         _ADOPTED.add(pid)
     _group(pid)                                  # (both sides set it: whichever runs first)
     conns = []
@@ -432,11 +430,13 @@ class _Pool:
         self.k = k
         self.conns: List[_Conn] = []
         self.pids: List[int] = []
-        # what every worker and the scanner need for a big input's first lines, made once before the
-        # fork (each worker made it again before its first block, which the scanner waits for): the
-        # `regex` engine's import (~10 ms) and both sides of the rank matchers (~4 ms)
+        # what every worker needs for a big input's first lines, made once before the fork (each worker
+        # made it again before its first block, which the scanner waits for): both sides of the rank
+        # matchers (~1 ms, their regexes from triage's cache: recache.py).  The `regex` engine's import
+        # (~10 ms) is the scanner's after the fork, while the workers prepare their first blocks: a worker
+        # imports it when a block's hit lines are to be searched, a block of a production log mostly has
+        # none (the workers began ~10 ms later, their blocks done as much later)
         RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
-        regex.compile                  # noqa: B018 - (the `regex` engine's import: every worker searches with it)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
         # and run on as a second copy of triage.  The child takes the default actions (procs.as_worker)
@@ -465,6 +465,7 @@ class _Pool:
             for c in self.live:
                 self.poller.register(c.fileno(), select.POLLIN)
             self._hand_out(0)
+            regex.compile                  # noqa: B018 - (the `regex` engine's import, the workers at work)
         except BaseException:               # the workers started so far are stopped and collected
             self.close()
             raise

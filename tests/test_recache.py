@@ -238,3 +238,44 @@ def test_a_run_writes_the_regex_cache_and_the_next_compiles_none(tmp_path):
     assert len(list(tmp_path.glob("regex-code-*.marshal"))) == 1
     assert out[0][3] == "True" and int(out[0][1]) >= 100        # (the catalog's rules validated: a first run's)
     assert out[1][3] == "False" and int(out[1][5]) >= 10         # the second made from the file: none new
+
+
+def test_a_regex_pattern_pickled_while_installed_unpickles_anywhere(rx_cache):
+    """regex pickles a pattern as its C engine's compile and arguments: the stand-in's compile is a function of
+    recache's, a pattern pickled under it unpickles with the hook or without (it was: cannot pickle a module)."""
+    import pickle
+    p = regex.compile(r"(?P<rank>\d+)\]: (.*)", regex.V0)
+    data = pickle.dumps(p)
+    assert _behaviour(pickle.loads(data)) == _behaviour(p)
+    r = subprocess.run([sys.executable, "-c", "import pickle, sys; p = pickle.loads(sys.stdin.buffer.read()); "
+                        "print(p.match('12]: x').group('rank'))"], input=data, capture_output=True, cwd=ROOT,
+                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert r.stdout.strip() == b"12", r.stderr
+
+
+def test_threads_compiling_at_once_keep_each_their_own(rx_cache):
+    """The warmer compiles in a thread while the scanner compiles (regexwarm.py): each thread's capture is its
+    own, so every entry kept is its own pattern's."""
+    import threading
+    pats = [(rf"thread{i}-(\d+)-{'x' * i}", regex.V0) for i in range(60)]
+    errors = []
+
+    def work(part):
+        try:
+            for p, f in part:
+                assert regex.compile(p, f).pattern == p
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(pats[i::3],)) for i in range(3)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    recache._rx_save()
+    _rx_fresh()
+    for p, f in pats:
+        rx = regex.compile(p, f)
+        n = pats.index((p, f))
+        assert rx.match(f"thread{n}-42-{'x' * n}").group(1) == "42"
+    assert len(recache._rx_live) == len(pats)

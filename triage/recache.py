@@ -237,13 +237,19 @@ class _Capture:
 
     def __init__(self, real: Any):
         self.real = real
+        self.compile = capture_compile        # (a function of this module's: a pattern pickled names it)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
 
-    def compile(self, *args: Any) -> Any:
-        _rx_seen.args = args
-        return self.real.compile(*args)
+
+def capture_compile(*args: Any) -> Any:
+    """regex's C engine's compile, its arguments kept for this thread (_Capture).  A pattern pickled while
+    installed names this function (regex pickles a pattern as its C engine's compile and its arguments): it is
+    the C engine's compile wherever it is unpickled."""
+    _rx_seen.args = args
+    from regex import _regex  # type: ignore[attr-defined,unused-ignore]
+    return _regex.compile(*args)  # type: ignore[attr-defined,unused-ignore]
 
 
 def _rx_name(main: Any) -> str:

@@ -240,12 +240,18 @@ def test_a_run_writes_the_regex_cache_and_the_next_compiles_none(tmp_path):
     assert out[1][3] == "False" and int(out[1][5]) >= 10         # the second made from the file: none new
 
 
-def test_a_regex_pattern_pickled_while_installed_unpickles_anywhere(rx_cache):
-    """regex pickles a pattern as its C engine's compile and arguments: the stand-in's compile is a function of
-    recache's, a pattern pickled under it unpickles with the hook or without (it was: cannot pickle a module)."""
+def test_a_regex_pattern_pickled_while_installed_is_regexs_own_pickle(rx_cache):
+    """regex pickles a pattern as its C engine's compile and arguments: the stand-in that captures them is there
+    only while a miss compiles (it was there all along: a pattern could not be pickled -- "cannot pickle 'module'
+    object" -- and then named triage's function), so a pickle made while installed is regex's own."""
     import pickle
     p = regex.compile(r"(?P<rank>\d+)\]: (.*)", regex.V0)
     data = pickle.dumps(p)
+    assert b"triage" not in data and b"regex._regex" in data
+    recache._rx_save()
+    _rx_fresh()
+    q = regex.compile(r"(?P<rank>\d+)\]: (.*)", regex.V0)
+    assert recache._rx_live and pickle.dumps(q) == data       # (made from the file: the same pickle)
     assert _behaviour(pickle.loads(data)) == _behaviour(p)
     r = subprocess.run([sys.executable, "-c", "import pickle, sys; p = pickle.loads(sys.stdin.buffer.read()); "
                         "print(p.match('12]: x').group('rank'))"], input=data, capture_output=True, cwd=ROOT,
@@ -279,3 +285,20 @@ def test_threads_compiling_at_once_keep_each_their_own(rx_cache):
         n = pats.index((p, f))
         assert rx.match(f"thread{n}-42-{'x' * n}").group(1) == "42"
     assert len(recache._rx_live) == len(pats)
+
+
+
+def test_patterns_re_may_warn_of_are_compiled_by_re_each_time(cache):
+    """re's parser warns of a nested set or a set operation to come (FutureWarning): such a pattern is not kept
+    (from the cache it would warn never, compiled here twice), so it warns once, every run."""
+    import warnings
+    for p in (r"[[a]", r"[a-z--b]", r"[a&&b]", r"x[a~~]", r"[a||]"):
+        for _ in range(2):
+            re.purge()
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                re.compile(p)
+            assert [w.category for w in got] == [FutureWarning], (p, got)
+            recache.save()
+            _fresh()
+    assert not recache._entries

@@ -20,9 +20,13 @@ installed.
 The `regex` package's patterns (the catalog's rules, the verdict's and the report's: ~37 compiles, ~12 ms of a
 tiny log's run, its parser and compiler being Python too) are kept the same way: what its compile hands its C
 engine (`regex._regex.compile`) is kept by (pattern, flags, default version) in a file named by the `regex`
-version and the Python build, for the patterns without named lists nor a locale.  Its hook is installed when
-triage first imports `regex` (match/rx.py: a run that needs no rule regex never imports it) while this module
-is installed."""
+version, its C engine's file (place, size, time) and the Python build, for the patterns without named lists nor a
+locale.  Its C engine does not check the code it is given: the file is trusted as the cache directory's other
+files are (the records' compiled code among them).  Its hook is installed when triage first imports `regex`
+(match/rx.py: a run that needs no rule regex never imports it) while this module is installed; what a miss hands
+the C engine is captured by a stand-in put in its place only while that miss compiles (a pattern pickled
+meanwhile by another thread names triage's capture_compile).  A pattern re's parser may warn of is re's own
+each time (_may_warn)."""
 from __future__ import annotations
 
 import sys
@@ -42,6 +46,7 @@ _entries: Optional[Dict[_Key, _Entry]] = None
 _changed = False
 _original: Optional[Callable[..., Any]] = None   # re's own compile, while ours is installed
 _depth = 0
+_lock = threading.Lock()
 _parts: Optional[tuple] = None   # _internals(), once looked up (() where none)
 _off = False                # a pattern compiled here was not re's own: the cache is not used in this process
 
@@ -128,15 +133,17 @@ def _compile(p: Any, flags: int = 0) -> Any:
     comp, parse, _sre = parts
     flags = int(flags)
     if _entries is None:
-        _entries = _load()
+        with _lock:                            # (read once: threads compiling at once keep theirs in one dict)
+            if _entries is None:
+                _entries = _load()
     key = (p, flags)
     e = _entries.get(key)
     if e is not None:
         try:
             return _sre.compile(p, *e)
         except Exception:  # noqa: BLE001 - not code this engine takes (validated by _sre): compiled again
-            del _entries[key]
-    if flags & 128:                            # (re.DEBUG prints as it compiles: re's own, never kept)
+            _entries.pop(key, None)
+    if flags & 128 or _may_warn(p):            # (re.DEBUG prints as it compiles; re's parser may warn: re's own)
         return orig(p, flags)
     e = _entry(p, flags, comp, parse)
     rx = _sre.compile(p, *e)
@@ -160,6 +167,17 @@ def _keep(key: _Key, e: _Entry) -> None:
         _changed = True
         import atexit
         atexit.register(save)
+
+
+# what re's parser may warn of (a FutureWarning: a set nested or a set operation to come, "[[", "--", "&&", "~~",
+# "||"; a DeprecationWarning before 3.11: inline flags not at the start): such a pattern is compiled by re itself
+# each time, its warnings said where re says them (from the cache: never; compiled here: twice)
+_WARNS = ("[[", "--", "&&", "~~", "||")
+
+
+def _may_warn(p: Union[str, bytes]) -> bool:
+    text = p if isinstance(p, str) else p.decode("latin-1")
+    return any(w in text for w in _WARNS) or (sys.version_info < (3, 11) and "(?" in text[1:])
 
 
 def _entry(p: Union[str, bytes], flags: int, comp: Any, parse: Any) -> _Entry:
@@ -228,25 +246,27 @@ _rx_main: Any = None                       # regex._main, while our compile is i
 _rx_original: Optional[Callable[..., Any]] = None    # its own _compile then
 _rx_live: Dict[tuple, Any] = {}            # the patterns made from the cache in this process (regex's own cache's
 #                                            role: a pattern compiled twice is one object)
+_rx_real: Any = None                       # regex's C module (regex._regex), while installed
+_rx_lock = threading.Lock()                # one miss captured at a time (and regex_imported once)
 _rx_seen = threading.local()               # the arguments of this thread's last compile by regex's C engine
 
 
 class _Capture:
-    """Stands in for regex's C module in regex._main while installed: passes everything through, and keeps the
-    arguments of the last pattern this thread compiled (regex's compile hands its C engine plain data)."""
+    """Stands in for regex's C module in regex._main while one miss is compiled (_rx_miss): passes everything
+    through, and keeps the arguments of the pattern this thread compiles (regex's compile hands its C engine
+    plain data).  Only for that while: regex pickles a pattern as its C engine's compile and its arguments, and
+    a pattern pickled then names capture_compile (triage's: unpickled only where triage is importable)."""
 
     def __init__(self, real: Any):
         self.real = real
-        self.compile = capture_compile        # (a function of this module's: a pattern pickled names it)
+        self.compile = capture_compile
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
 
 
 def capture_compile(*args: Any) -> Any:
-    """regex's C engine's compile, its arguments kept for this thread (_Capture).  A pattern pickled while
-    installed names this function (regex pickles a pattern as its C engine's compile and its arguments): it is
-    the C engine's compile wherever it is unpickled."""
+    """regex's C engine's compile, its arguments kept for this thread (_Capture)."""
     _rx_seen.args = args
     from regex import _regex  # type: ignore[attr-defined,unused-ignore]
     return _regex.compile(*args)  # type: ignore[attr-defined,unused-ignore]
@@ -257,8 +277,17 @@ def _rx_name(main: Any) -> str:
         from _blake2 import blake2b  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover - another Python
         from hashlib import blake2b
+    import os
     real = main._regex.real if isinstance(main._regex, _Capture) else main._regex
-    what = f"{sys.version}|{getattr(sys.modules.get('regex'), '__version__', '')}|{getattr(real, 'MAGIC', '')}"
+    # (its C engine's build too -- its file's place, size and time: the code it is handed is not checked by it)
+    try:
+        so = getattr(real, "__file__", "") or ""
+        st = os.stat(so)
+        build = f"{so}|{st.st_size}|{st.st_mtime_ns}"
+    except (OSError, TypeError, ValueError):
+        build = ""
+    what = (f"{sys.version}|{getattr(sys.modules.get('regex'), '__version__', '')}|{getattr(real, 'MAGIC', '')}"
+            f"|{build}")
     build = blake2b(what.encode(), digest_size=6).hexdigest()
     return f"{REGEX_PREFIX}{sys.implementation.cache_tag}-{build}.marshal"
 
@@ -320,14 +349,29 @@ def _rx_compile(pattern: Any, flags: Any, ignore_unused: Any, kwargs: Any, cache
     if rx is not None:
         return rx
     if _rx_entries is None:
-        _rx_entries = _rx_load(main)
+        with _rx_lock:                         # (read once: threads compiling at once kept theirs in one dict)
+            if _rx_entries is None:
+                _rx_entries = _rx_load(main)
     rx = _rx_made(main, key)
     if rx is not None:
         return rx
-    _rx_seen.args = None
-    rx = orig(pattern, flags, ignore_unused, kwargs, cache_it)
-    args, _rx_seen.args = getattr(_rx_seen, "args", None), None
-    if args is not None and len(args) == 11 and args[0] is pattern and len(_rx_entries) < MAX_ENTRIES:
+    if len(_rx_entries) >= MAX_ENTRIES:
+        return orig(pattern, flags, ignore_unused, kwargs, cache_it)
+    return _rx_miss(main, orig, key, (pattern, flags, ignore_unused, kwargs, cache_it))
+
+
+def _rx_miss(main: Any, orig: Callable[..., Any], key: tuple, call: tuple) -> Any:
+    """regex's own compile of CALL, what it hands its C engine captured (_Capture) and kept under KEY."""
+    with _rx_lock:
+        real = main._regex
+        main._regex = _Capture(real)
+        _rx_seen.args = None
+        try:
+            rx = orig(*call)
+        finally:
+            main._regex = real
+        args, _rx_seen.args = getattr(_rx_seen, "args", None), None
+    if args is not None and len(args) == 11 and args[0] is call[0]:
         _rx_keep(key, args)     # (else a pattern regex had compiled already, or another layout of its arguments)
     return rx
 
@@ -345,9 +389,11 @@ def _rx_made(main: Any, key: tuple) -> Any:
     if e is None:
         return None
     try:
-        rx = main._regex.real.compile(key[0], *e)
-    except Exception:  # noqa: BLE001 - not what this engine takes: compiled again
-        del _rx_entries[key]
+        # (the code is regex's own as it was kept: its C engine does not check it, a bad one could crash it; the
+        # file is trusted as the cache directory's others are -- cachefiles.py -- and named by the engine's build)
+        rx = _rx_real.compile(key[0], *e)
+    except Exception:  # noqa: BLE001 - arguments of another layout: compiled again
+        _rx_entries.pop(key, None)
         return None
     if len(_rx_live) >= MAX_ENTRIES:
         _rx_live.clear()
@@ -375,16 +421,18 @@ def _rx_keep(key: tuple, args: tuple) -> None:
 def regex_imported() -> None:
     """The `regex` package is imported (match/rx.py says so when it imports it): its compile looks the cache up
     while this module is installed.  Nothing where its internals are not those this reads."""
-    global _rx_main, _rx_original
+    global _rx_main, _rx_original, _rx_real
     main: Any = sys.modules.get("regex._main")
     if _depth == 0 or _rx_main is not None or main is None:
         return
     if not callable(getattr(main, "_compile", None)) or not callable(getattr(getattr(main, "_regex", None),
                                                                              "compile", None)):
         return  # pragma: no cover - another `regex`
-    _rx_main, _rx_original = main, main._compile
-    main._regex = _Capture(main._regex)
-    main._compile = _rx_compile
+    with _rx_lock:
+        if _rx_main is not None:
+            return
+        _rx_main, _rx_original, _rx_real = main, main._compile, main._regex
+        main._compile = _rx_compile
 
 
 def _rx_uninstall() -> None:
@@ -392,8 +440,7 @@ def _rx_uninstall() -> None:
     main = _rx_main
     if main is None:
         return
-    main._compile = _rx_original
-    if isinstance(main._regex, _Capture):
-        main._regex = main._regex.real
-    _rx_main = _rx_original = None
+    with _rx_lock:
+        main._compile = _rx_original
+        _rx_main = _rx_original = None
     _rx_live.clear()

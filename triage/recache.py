@@ -89,11 +89,12 @@ def _valid(k: Any, v: Any) -> bool:
             and type(v) is tuple and tuple(map(type, v)) == (int, list, int, dict, tuple))
 
 
-def _load() -> Dict[_Key, _Entry]:
+def _read(name: str, valid: Callable[[Any, Any], bool]) -> Dict[Any, Any]:
+    """The entries of cache file NAME that VALID takes ({} for a file that is missing or not the cache's)."""
     import marshal
 
     from . import cachefiles
-    data = cachefiles.read_own(_name(), MAX_BYTES)
+    data = cachefiles.read_own(name, MAX_BYTES)
     if data is None:
         return {}
     try:
@@ -102,7 +103,22 @@ def _load() -> Dict[_Key, _Entry]:
         return {}
     if not isinstance(got, dict):
         return {}
-    return {k: v for k, v in got.items() if _valid(k, v)}
+    return {k: v for k, v in got.items() if valid(k, v)}
+
+
+def _write(name: str, entries: Dict[Any, Any], prefix: str) -> bool:
+    """Write ENTRIES as cache file NAME (best effort, silent: a cache that cannot be written is no cache)."""
+    import marshal
+
+    from . import cachefiles
+    try:
+        return cachefiles.write(name, marshal.dumps(entries), keep=(prefix, ".marshal", 4))
+    except Exception:  # noqa: BLE001 - never a traceback
+        return False
+
+
+def _load() -> Dict[_Key, _Entry]:
+    return _read(_name(), _valid)
 
 
 def save() -> bool:
@@ -110,14 +126,8 @@ def save() -> bool:
     global _changed
     if not _changed or not _entries:
         return False
-    import marshal
-
-    from . import cachefiles
-    try:
-        ok = cachefiles.write(_name(), marshal.dumps(_entries), keep=(PREFIX, ".marshal", 4))
-    except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache, never a traceback
-        return False
-    _changed = False
+    ok = _write(_name(), _entries, PREFIX)
+    _changed = not ok and _changed
     return ok
 
 
@@ -306,19 +316,7 @@ def _rx_valid(k: Any, v: Any) -> bool:
 
 
 def _rx_load(main: Any) -> Dict[tuple, tuple]:
-    import marshal
-
-    from . import cachefiles
-    data = cachefiles.read_own(_rx_name(main), MAX_BYTES)
-    if data is None:
-        return {}
-    try:
-        got = marshal.loads(data)
-    except Exception:  # noqa: BLE001 - not marshal data of this Python: compiled again
-        return {}
-    if not isinstance(got, dict):
-        return {}
-    return {k: v for k, v in got.items() if _rx_valid(k, v)}
+    return _read(_rx_name(main), _rx_valid)
 
 
 def _rx_save() -> bool:
@@ -327,14 +325,8 @@ def _rx_save() -> bool:
     main = sys.modules.get("regex._main")
     if not _rx_changed or not _rx_entries or main is None:
         return False
-    import marshal
-
-    from . import cachefiles
-    try:
-        ok = cachefiles.write(_rx_name(main), marshal.dumps(_rx_entries), keep=(REGEX_PREFIX, ".marshal", 4))
-    except Exception:  # noqa: BLE001 - a cache that cannot be written is no cache, never a traceback
-        return False
-    _rx_changed = False
+    ok = _write(_rx_name(main), _rx_entries, REGEX_PREFIX)
+    _rx_changed = not ok and _rx_changed
     return ok
 
 

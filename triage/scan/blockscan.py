@@ -98,8 +98,10 @@ class _InputScan:
         hi_idx = 0
         pos = lo
         self.seg_start, self.seg_attempt = lo, inp.current()
+        checks = [(o, o.following) for o in followers]      # (bound once a block: a look-up an observer a line)
         while pos < n:
-            following = [o for o in followers if o.following(inp, self.lineno + 1)]
+            nxt = self.lineno + 1
+            following = [o for o, f in checks if f(inp, nxt)]
             if following:
                 start = pos
                 tags = hits.get(start)

@@ -73,6 +73,8 @@ class Followups(Observer):
         self.waiting.setdefault(m.line.source, {})[(m.line.source, m.line.rank)] = last
 
     def following(self, inp: InputState, lineno: int) -> bool:
+        if not self.pending and not self.waiting:      # (nothing of any input's: two look-ups a line saved)
+            return False
         label = inp.inp.label
         if self.pending.get(label):
             return True

@@ -92,7 +92,8 @@ class Feeder(Observer):
 
     def following(self, inp: InputState, lineno: int) -> bool:
         if self._following is None or not self._following():
-            self._since.pop(inp.inp.label, None)
+            if self._since:                     # (a look-up a line saved while nothing is followed)
+                self._since.pop(inp.inp.label, None)
             return False
         first = self._since.setdefault(inp.inp.label, lineno)
         return lineno - first <= FOLLOW_MAX

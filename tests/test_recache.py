@@ -302,3 +302,19 @@ def test_patterns_re_may_warn_of_are_compiled_by_re_each_time(cache):
             recache.save()
             _fresh()
     assert not recache._entries
+
+
+def test_an_engine_that_takes_other_arguments_turns_the_cache_off(cache, monkeypatch):
+    """Where _sre.compile is not what recache reads (another Python's), re compiles as it does, and the cache is
+    off for the process: a miss's compile fails, re's own pattern is returned (a bad pattern is re's own error)."""
+    parts = recache._internals()
+
+    class OtherSre:
+        @staticmethod
+        def compile(*a):
+            raise TypeError("compile() takes 7 arguments")
+    monkeypatch.setattr(recache, "_parts", (parts[0], parts[1], OtherSre))
+    assert re.compile(r"ab(c)").match("abc").group(1) == "c"
+    assert recache._off and not recache._entries
+    with pytest.raises(re.error):
+        re.compile(r"(bad")

@@ -133,7 +133,7 @@ def save() -> bool:
 
 def _compile(p: Any, flags: int = 0) -> Any:
     """re's compile of P with FLAGS, its code from the cache when it holds it (see the module doc)."""
-    global _entries, _off
+    global _entries
     orig = _original
     parts = _internals()
     if orig is None or parts is None:  # pragma: no cover - uninstalled meanwhile
@@ -155,8 +155,22 @@ def _compile(p: Any, flags: int = 0) -> Any:
             _entries.pop(key, None)
     if flags & 128 or _may_warn(p):            # (re.DEBUG prints as it compiles; re's parser may warn: re's own)
         return orig(p, flags)
-    e = _entry(p, flags, comp, parse)
-    rx = _sre.compile(p, *e)
+    return _miss(p, flags, key, orig, comp, parse, _sre)
+
+
+def _miss(p: Union[str, bytes], flags: int, key: _Key, orig: Callable[..., Any], comp: Any, parse: Any,
+          _sre: Any) -> Any:
+    """re's compile of a pattern the cache does not hold: made here, kept when it is re's own pattern."""
+    global _off
+    assert _entries is not None
+    try:
+        e = _entry(p, flags, comp, parse)
+        rx = _sre.compile(p, *e)
+    except Exception as exc:  # noqa: BLE001 - a bad pattern: re's own error; anything else: no cache here
+        import re
+        if not isinstance(exc, re.error):
+            _off = True
+        return orig(p, flags)
     if len(_entries) >= MAX_ENTRIES:
         return rx
     # (kept only when it is re's own pattern -- a pattern's equality compares its flags, source and code --

@@ -434,8 +434,8 @@ class _Pool:
         # made it again before its first block, which the scanner waits for): both sides of the rank
         # matchers (~1 ms, their regexes from triage's cache: recache.py).  The `regex` engine's import
         # (~10 ms) is the scanner's after the fork, while the workers prepare their first blocks: a worker
-        # imports it when a block's hit lines are to be searched, a block of a production log mostly has
-        # none (the workers began ~10 ms later, their blocks done as much later)
+        # imports it when a block's hit lines are to be searched, which a block of a production log mostly
+        # has none of (imported before the fork, it held every worker's start back ~10 ms)
         RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()

@@ -9,13 +9,14 @@ triage's cache directory by (pattern, flags) and given to `_sre.compile` again o
 
 While installed (`installed()`: the CLI's import and its command; importing triage as a library changes
 nothing), re's compile of a string or bytes pattern looks the cache up first.  A miss is compiled as re does
-(its parse, then its code), kept, and the cache is written back once at exit when it grew.  The file is named
-by the Python build (`_sre.MAGIC` and the code's layout change with it), read only as triage/cachefiles.py
-reads any cache file (this user's, nobody else may write it, its own digest), and `_sre.compile` checks the
-code it is given (CPython validates it: a bad one raises, and the pattern is then compiled as re does).  The
-cache holds at most MAX_ENTRIES patterns of at most MAX_PATTERN characters (patterns built from a log's
-content fill it no further).  Where re's internals are not those this reads (another Python), nothing is
-installed.
+(its parse, then its code) and kept only when the pattern equals re's own (a pattern's equality compares its
+source, flags and code; where it does not, or where `_sre.compile` takes other arguments, the cache is off for
+the process); the cache is written back once at exit when it grew.  The file is named by the Python build
+(`_sre.MAGIC` and the code's layout change with it), read only as triage/cachefiles.py reads any cache file
+(this user's, nobody else may write it, its own digest), and `_sre.compile` checks the code it is given
+(CPython validates it: a bad one raises, and the pattern is then compiled as re does).  The cache holds at most
+MAX_ENTRIES patterns of at most MAX_PATTERN characters (patterns built from a log's content fill it at most that
+far).  Where re's internals are not those this reads (another Python), nothing is installed.
 
 The `regex` package's patterns (the catalog's rules, the verdict's and the report's: ~37 compiles, ~12 ms of a
 tiny log's run, its parser and compiler being Python too) are kept the same way: what its compile hands its C

@@ -2,6 +2,7 @@
 tiny log's start-up, ~5 ms more before a big input's workers fork).  What is read back gives the very pattern
 re compiles (a pattern's equality compares its source, flags and code), a file that is not the cache's is
 ignored, and importing triage as a library leaves re as it was."""
+import json
 import marshal
 import os
 import re
@@ -318,3 +319,20 @@ def test_an_engine_that_takes_other_arguments_turns_the_cache_off(cache, monkeyp
     assert recache._off and not recache._entries
     with pytest.raises(re.error):
         re.compile(r"(bad")
+
+
+def test_triage_regex_cache_0_compiles_on_every_run(tmp_path):
+    """TRIAGE_REGEX_CACHE=0: nothing installed, no file written, the same report (as TRIAGE_TEMPLATE_CACHE=0 does
+    for the templates)."""
+    outs = []
+    for value, d in (("0", tmp_path / "off"), ("1", tmp_path / "on")):
+        env = dict(os.environ, TRIAGE_CACHE_DIR=str(d), TRIAGE_REGEX_CACHE=value, PYTHONPATH=ROOT)
+        r = subprocess.run([sys.executable, "-m", "triage", "analyze", IMA, "--format", "json"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=120, env=env)
+        assert r.returncode == 1, r.stderr
+        report = json.loads(r.stdout)
+        report.get("job", {}).pop("analysed_at", None)
+        outs.append(report)
+        names = {p.name.split("-cpython")[0] for p in d.iterdir()} if d.exists() else set()
+        assert ({"re-code", "regex-code"} & names) == (set() if value == "0" else {"re-code", "regex-code"}), names
+    assert outs[0] == outs[1]

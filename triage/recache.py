@@ -225,10 +225,12 @@ def _fallback() -> Callable[..., Any]:  # pragma: no cover - only when uninstall
 
 
 def install() -> None:
-    """re's compile looks the cache up from now on, until as many uninstall() (nested: the outermost installs)."""
+    """re's compile looks the cache up from now on, until as many uninstall() (nested: the outermost installs).
+    Nothing when TRIAGE_REGEX_CACHE is 0 (compiled on every run, as TRIAGE_TEMPLATE_CACHE=0 does the templates)."""
     global _original, _depth
+    import os
     parts = _internals()
-    if parts is None:  # pragma: no cover - another Python
+    if parts is None or os.environ.get("TRIAGE_REGEX_CACHE", "1") == "0":
         return
     if _depth == 0:
         _original = parts[0].compile

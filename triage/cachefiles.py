@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from typing import Optional, Set, Tuple
+from typing import Any, Dict, Optional, Set, Tuple
 
 # Bounds of what a cache file may hold when read back (the largest, the anchor database: ~300 KB).
 MAX_BYTES = 16 << 20
@@ -146,3 +146,27 @@ def prune(d: str, prefix: str, suffix: str, n: int) -> None:
             os.remove(old)
     except OSError:
         pass
+
+
+def read_marshal_dict(name: str, max_bytes: int = MAX_BYTES) -> Optional[Dict[Any, Any]]:
+    """The dict cache file NAME holds as marshal data (read_own's checks), or None: missing, refused, not
+    marshal data of this Python, or not a dict (the caller checks its entries)."""
+    import marshal
+    data = read_own(name, max_bytes)
+    if data is None:
+        return None
+    try:
+        got = marshal.loads(data)
+    except Exception:  # noqa: BLE001 - not marshal data of this Python: made again
+        return None
+    return got if isinstance(got, dict) else None
+
+
+def write_marshal(name: str, obj: Any, prefix: str, keep: int = 4) -> bool:
+    """OBJ written as marshal data to cache file NAME, the KEEP newest of PREFIX...".marshal" kept (best effort,
+    silent: a cache that cannot be written is no cache, never a traceback)."""
+    import marshal
+    try:
+        return write(name, marshal.dumps(obj), keep=(prefix, ".marshal", keep))
+    except Exception:  # noqa: BLE001
+        return False

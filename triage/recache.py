@@ -92,30 +92,14 @@ def _valid(k: Any, v: Any) -> bool:
 
 def _read(name: str, valid: Callable[[Any, Any], bool]) -> Dict[Any, Any]:
     """The entries of cache file NAME that VALID takes ({} for a file that is missing or not the cache's)."""
-    import marshal
-
     from . import cachefiles
-    data = cachefiles.read_own(name, MAX_BYTES)
-    if data is None:
-        return {}
-    try:
-        got = marshal.loads(data)
-    except Exception:  # noqa: BLE001 - not marshal data of this Python: compiled again
-        return {}
-    if not isinstance(got, dict):
-        return {}
-    return {k: v for k, v in got.items() if valid(k, v)}
+    got = cachefiles.read_marshal_dict(name, MAX_BYTES)
+    return {k: v for k, v in got.items() if valid(k, v)} if got is not None else {}
 
 
 def _write(name: str, entries: Dict[Any, Any], prefix: str) -> bool:
-    """Write ENTRIES as cache file NAME (best effort, silent: a cache that cannot be written is no cache)."""
-    import marshal
-
     from . import cachefiles
-    try:
-        return cachefiles.write(name, marshal.dumps(entries), keep=(prefix, ".marshal", 4))
-    except Exception:  # noqa: BLE001 - never a traceback
-        return False
+    return cachefiles.write_marshal(name, entries, prefix)
 
 
 def _load() -> Dict[_Key, _Entry]:

@@ -121,31 +121,18 @@ def _code_name() -> str:
 
 
 def _load_codes() -> Dict[str, CodeType]:
-    import marshal
-
     from . import cachefiles
-    data = cachefiles.read_own(_code_name(), CODE_MAX_BYTES)
-    if data is None:
-        return {}
-    try:
-        codes = marshal.loads(data)
-    except Exception:  # noqa: BLE001 - not marshal data of this Python: compiled again
-        return {}
-    if not isinstance(codes, dict) or not all(isinstance(k, str) and type(v) is CodeType for k, v in codes.items()):
+    codes = cachefiles.read_marshal_dict(_code_name(), CODE_MAX_BYTES)
+    if codes is None or not all(isinstance(k, str) and type(v) is CodeType for k, v in codes.items()):
         return {}
     return codes
 
 
 def _save_codes() -> None:
     """At exit: best effort, silent (a cache that cannot be written is no cache, never a traceback)."""
-    import marshal
-
     from . import cachefiles
-    try:
-        if _codes:
-            cachefiles.write(_code_name(), marshal.dumps(_codes), keep=(CODE_PREFIX, ".marshal", 4))
-    except Exception:  # noqa: BLE001
-        pass
+    if _codes:
+        cachefiles.write_marshal(_code_name(), _codes, CODE_PREFIX)
 
 
 def _compiled(src: str) -> CodeType:

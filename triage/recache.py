@@ -75,14 +75,18 @@ def _internals() -> Optional[Tuple[Any, Any, Any]]:
     return _parts
 
 
-def _name() -> str:
-    import _sre  # type: ignore[import-not-found,unused-ignore]
+def _file_name(prefix: str, build: str) -> str:
+    """A cache file's name: PREFIX, the Python's cache tag, a digest of BUILD (what the code it holds depends on)."""
     try:            # (CPython's builtin module, as cachefiles hashes: hashlib loads OpenSSL)
         from _blake2 import blake2b  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover - another Python
         from hashlib import blake2b
-    build = blake2b(f"{sys.version}|{_sre.MAGIC}|{getattr(_sre, 'CODESIZE', '')}".encode(), digest_size=6).hexdigest()
-    return f"{PREFIX}{sys.implementation.cache_tag}-{build}.marshal"
+    return f"{prefix}{sys.implementation.cache_tag}-{blake2b(build.encode(), digest_size=6).hexdigest()}.marshal"
+
+
+def _name() -> str:
+    import _sre  # type: ignore[import-not-found,unused-ignore]
+    return _file_name(PREFIX, f"{sys.version}|{_sre.MAGIC}|{getattr(_sre, 'CODESIZE', '')}")
 
 
 def _valid(k: Any, v: Any) -> bool:
@@ -97,11 +101,6 @@ def _read(name: str, valid: Callable[[Any, Any], bool]) -> Dict[Any, Any]:
     return {k: v for k, v in got.items() if valid(k, v)} if got is not None else {}
 
 
-def _write(name: str, entries: Dict[Any, Any], prefix: str) -> bool:
-    from . import cachefiles
-    return cachefiles.write_marshal(name, entries, prefix)
-
-
 def _load() -> Dict[_Key, _Entry]:
     return _read(_name(), _valid)
 
@@ -111,7 +110,8 @@ def save() -> bool:
     global _changed
     if not _changed or not _entries:
         return False
-    ok = _write(_name(), _entries, PREFIX)
+    from . import cachefiles
+    ok = cachefiles.write_marshal(_name(), _entries, PREFIX)
     _changed = not ok and _changed
     return ok
 
@@ -284,23 +284,17 @@ def capture_compile(*args: Any) -> Any:
 
 
 def _rx_name(main: Any) -> str:
-    try:            # (CPython's builtin module, as cachefiles hashes: hashlib loads OpenSSL)
-        from _blake2 import blake2b  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - another Python
-        from hashlib import blake2b
     import os
     real = main._regex.real if isinstance(main._regex, _Capture) else main._regex
     # (its C engine's build too -- its file's place, size and time: the code it is handed is not checked by it)
     try:
         so = getattr(real, "__file__", "") or ""
         st = os.stat(so)
-        build = f"{so}|{st.st_size}|{st.st_mtime_ns}"
+        engine = f"{so}|{st.st_size}|{st.st_mtime_ns}"
     except (OSError, TypeError, ValueError):
-        build = ""
-    what = (f"{sys.version}|{getattr(sys.modules.get('regex'), '__version__', '')}|{getattr(real, 'MAGIC', '')}"
-            f"|{build}")
-    build = blake2b(what.encode(), digest_size=6).hexdigest()
-    return f"{REGEX_PREFIX}{sys.implementation.cache_tag}-{build}.marshal"
+        engine = ""
+    return _file_name(REGEX_PREFIX, f"{sys.version}|{getattr(sys.modules.get('regex'), '__version__', '')}|"
+                                    f"{getattr(real, 'MAGIC', '')}|{engine}")
 
 
 # the C engine's arguments after the pattern: flags, code, group index, index group, named lists (none), their
@@ -327,7 +321,8 @@ def _rx_save() -> bool:
     main = sys.modules.get("regex._main")
     if not _rx_changed or not _rx_entries or main is None:
         return False
-    ok = _write(_rx_name(main), _rx_entries, REGEX_PREFIX)
+    from . import cachefiles
+    ok = cachefiles.write_marshal(_rx_name(main), _rx_entries, REGEX_PREFIX)
     _rx_changed = not ok and _rx_changed
     return ok
 

@@ -1303,7 +1303,7 @@ def test_a_built_line_is_read_by_the_block_scan_as_the_line_scan_reads_it(monkey
         assert block_scan([str(p)], bs) == line, bs
 
 
-def _storm_grid_log(path, seed, slow=False, idle=0):
+def _storm_grid_log(path, seed, slow=False, idle=0, long=False):
     """A storm of one message on every rank (seeded): NCCL watchdog timeouts under glog's year-less E header, most
     of them a catalog rule's match and the last a failure form is tried on, interleaved with the shapes that stop a
     run of plain hit lines (blockscan._plain_run, prepare.plain_hits): an exact copy of the line before, the message
@@ -1312,7 +1312,9 @@ def _storm_grid_log(path, seed, slow=False, idle=0):
     ERROR header, an NCCL WARN of no time, torchelastic's restart line, a plain line no anchor hits, an illegal memory
     access under a glog header (another rule, another form), a 29 February of no year, a dated line no anchor hits
     (of the log's year or another); SLOW: lines whose search the test makes slow (the rule is switched off on the
-    way); IDLE: a traceback of rank IDLE left open while 5,200 lines of the others go by, then lines of its rank.
+    way); IDLE: a traceback of rank IDLE left open while 5,200 lines of the others go by, then lines of its rank;
+    LONG: 2,000-3,000 lines, runs of tens to hundreds of plain lines between the shapes that stop them (a worker's
+    runs the scanner takes whole, prepare.plain_runs).
     Synthetic layout, real wordings (ProcessGroupNCCL, glog, CPython, vLLM, NCCL, torchelastic)."""
     import random
     rnd = random.Random(seed)
@@ -1340,12 +1342,14 @@ def _storm_grid_log(path, seed, slow=False, idle=0):
     # the year of the dated lines: the log's, then from the middle on the next one (a year that comes back within a
     # block is read otherwise by the block scan than by the line scan, bench/README.md: older than these runs)
     years = [year]
-    n = rnd.randint(400, 900)
+    n = rnd.randint(2000, 3000) if long else rnd.randint(400, 900)
     for i in range(n):
         if i == n // 2 and year is not None:
             years[0] = year + 1
         r = rnd.randrange(ranks * 16)
         k = rnd.random()
+        if long and k < 0.97:       # (the shapes below then a tenth as often: most runs tens of lines or more)
+            k = 0.0 if rnd.random() < 0.985 else rnd.uniform(0.80, 1.0)
         if k < 0.80:
             out.append(watchdog(r))
         elif k < 0.83:
@@ -1405,47 +1409,64 @@ def _storm_summary(result, seen):
             "timeouts": result.regex_timeouts, "disabled": result.disabled_rules}
 
 
-@pytest.mark.parametrize("jobs,slow,idle", [(0, False, 0), (5, False, 0), (5, True, 0), (5, False, 1)])
-def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypatch, tmp_path, jobs, slow, idle):
+@pytest.mark.parametrize("jobs,slow,idle,long", [(0, False, 0, False), (5, False, 0, False), (5, True, 0, False),
+                                                  (5, False, 1, False), (5, False, 0, True), (5, True, 0, True)])
+def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypatch, tmp_path, jobs, slow, idle,
+                                                                       long):
     """Issue 44's eighth pass: the hit lines a worker found plain (prepare.plain_hits), taken in runs with no Line
     made for each (blockscan._plain_run), leave the block scan's result the line scan's -- matches kept and only
     counted, the failure forms' last hits, error blocks, times -- on a grid of storms with what stops a run; the
     quotas cut small so that each is reached (the matches given context, kept per message, kept in all, the
-    messages counted apart); with workers, lines are taken in runs and runs are stopped."""
-    from triage.scan import blockscan, rules, state
+    messages counted apart); with workers, lines are taken in runs and runs are stopped.  The tenth pass: the runs
+    a worker found (prepare.plain_runs) taken whole (blockscan._plain_bulk) -- and refused, where the scanner's
+    state says so -- leave it so too; LONG storms' runs are mostly so, the lines waiting for the failure form
+    filling their ring (forms.PENDING_MAX, cut small) within a run and the quotas reached within one."""
+    from triage.scan import blockscan, forms, rules, state
     monkeypatch.setattr(rules, "CONTEXT_MATCHES", 12)
     monkeypatch.setattr(state, "MATCHES_PER_KEY", 3)
-    monkeypatch.setattr(state, "MAX_MATCHES", 70)
-    monkeypatch.setattr(state, "MAX_DROPPED_KEYS", 40)
-    taken = {"runs": 0, "lines": 0, "refused": 0}
+    monkeypatch.setattr(state, "MAX_MATCHES", 70 if not long else 400)
+    monkeypatch.setattr(state, "MAX_DROPPED_KEYS", 40 if not long else 700)
+    monkeypatch.setattr(forms, "PENDING_MAX", 256 if not long else 37)
+    taken = {"runs": 0, "lines": 0, "refused": 0, "whole": 0, "whole_lines": 0, "not_whole": 0}
     real = blockscan._InputScan._plain_lines
+    real_bulk = blockscan._InputScan._plain_bulk
 
     def counted(self, *a):
         after = real(self, *a)
         taken["runs" if after else "refused"] += 1
         taken["lines"] += len(a[-1])
         return after
+
+    def counted_bulk(self, *a):
+        after = real_bulk(self, *a)
+        taken["whole" if after else "not_whole"] += 1
+        taken["whole_lines"] += len(a[-1][0]) if after else 0
+        return after
     monkeypatch.setattr(blockscan._InputScan, "_plain_lines", counted)
+    monkeypatch.setattr(blockscan._InputScan, "_plain_bulk", counted_bulk)
     if slow:                        # (0.2 s a search of a marked line: the rule is switched off after three)
         real_search = rules.search_rule
         monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (real_search(r, t, to)[0], 0.2, 0)
                             if "slow-search" in t else real_search(r, t, to))
     if jobs:
         _with_workers(monkeypatch, jobs)
-    for seed in range(2 if idle else 12):
+    for seed in range(2 if idle else 6 if long else 12):
         p = tmp_path / f"storm-{seed}.log"
-        _storm_grid_log(p, seed, slow, idle)
+        _storm_grid_log(p, seed, slow, idle, long)
         s1 = Seen()
         result = Engine(PATS).scan(_tee(iter_inputs([str(p)]), s1))
         line = _storm_summary(result, s1)
         assert len(line["matches"]) > 20 and line["dropped"] and line["exits"], seed
         assert bool(result.disabled_rules) == slow, seed
         assert not idle or result.lines > 5600, seed
+        assert not long or (result.lines > 2000 and (slow or sum(result.dropped.values()) > 1000)), seed
         for bs in (1 << 23, 1 << 14, 1021):
             s2 = Seen()
             block = _storm_summary(Engine(PATS).scan_paths([str(p)], extra=s2.observers(), block_size=bs), s2)
             assert block == line, (seed, bs)
     if jobs:
         assert taken["runs"] > 50 and taken["lines"] > 2000 and taken["refused"] > 20, taken
-    else:
-        assert taken == {"runs": 0, "lines": 0, "refused": 0}
+    if long:
+        assert taken["whole"] > 20 and taken["whole_lines"] > 1000 and taken["not_whole"] > 5, taken
+    if not jobs:
+        assert taken == dict.fromkeys(taken, 0), taken

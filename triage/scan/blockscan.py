@@ -22,7 +22,7 @@ from .blocks import Blocks
 from .blockview import CACHE_KEEP, BlockView
 from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
-from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, PLAIN_ASCII, PLAIN_DASH, RULE_TAG, Body, _batchers
+from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, PLAIN_ASCII, PLAIN_DASH, RULE_TAG, Body, PlainRun, _batchers
 from .rules import Rules
 from .state import Core, Event, InputState, Searched, _wrapper
 
@@ -56,6 +56,7 @@ class _InputScan:
         self.dated_next: List[Tuple[int, float, str]] = []
         self.passable: Dict[int, int] = {}      # a worker's lines to pass by (_worker_view)
         self.plain: Dict[int, int] = {}         # ... its plain hit lines (_worker_view, _plain_run)
+        self.runs: Dict[int, PlainRun] = {}     # ... and runs of them (_worker_view, _plain_bulk)
         self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}   # what a run's tags wake, by id(tags) (_spec)
 
     def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
@@ -153,6 +154,8 @@ class _InputScan:
         self.passable = prepared[13] if n > 13 else {}
         # ... and the hit lines it says may be taken in a run (prepare.plain_hits: offset in the block -> flags)
         self.plain = prepared[15] if n > 15 else {}
+        # ... and the runs of them it says may be taken whole (prepare.plain_runs: first line's offset -> run)
+        self.runs = prepared[16] if n > 16 else {}
         self.plain_spec = {}
 
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
@@ -382,7 +385,10 @@ class _InputScan:
         if forms is not None and key is None:
             return 0
         seen: Deque[_Seen] = deque(maxlen=CACHE_KEEP)      # (the lines a look back may read)
-        after = self._plain_lines(buf, lo, hits, starts, i, index, first, spec, key, seen)
+        run = self.runs.get(starts[i] - lo)
+        after = self._plain_bulk(buf, lo, starts, i, index, first, spec, key, seen, run) if run is not None else 0
+        if not after:
+            after = self._plain_lines(buf, lo, hits, starts, i, index, first, spec, key, seen)
         if not after:
             return 0
         # the run's last lines as line_at would have kept them (a later look back reads them: their times as read now)
@@ -472,6 +478,94 @@ class _InputScan:
             after = end + 1
             j += 1
         return after
+
+    def _plain_bulk(self, buf: bytes, lo: int, starts: List[int], i: int, index: Dict[int, int],  # noqa: C901
+                    first: int, spec: "_PlainSpec", key: Optional[Tuple[str, int]], seen: Deque["_Seen"],
+                    run: PlainRun) -> int:
+        """The run of plain hit lines a worker found from STARTS[I] on (prepare.plain_runs) taken whole, as
+        _plain_lines would take it line by line, when nothing of the scanner's own state stops it before its end:
+        no dated line before its last (its year), its dated lines' times in the year known, no stream of its ranks
+        with a block open, no time of it to read again in the year known, at most one rule counting it, the
+        matches kept in all not reached in it.  Its lines'
+        effects, each in bulk: the streams' and the view's last times per rank, the lines waiting for the form
+        (FailureForms.pend_run: built only where tried), the matches kept per quota key and the others counted
+        (Core.admit_run).  The offset after the run, or 0 when it is not taken so (nothing changed)."""
+        offs, tstarts, ends, ranks, times, idxs, last, dash, keys, dep = run
+        m = len(offs)
+        core, view, inp = self.core, self.view, self.inp
+        form, forms, blocks, rules = spec
+        s0, s_last, e_last = offs[0] + lo, offs[-1] + lo, ends[-1] + lo
+        nl = buf.find(b"\n", s_last)
+        if (i + m > len(starts) or starts[i + m - 1] != s_last or (nl if nl >= 0 else len(buf)) != e_last
+                or (self.dated is not None and self.dated[0] < s_last)):
+            return 0
+        if dash is not None and not view._year_span[0] <= dash[0] <= dash[1] < view._year_span[1]:
+            return 0
+        if dep and reparse_in(view.year, True):       # (its times read again in the year known: line by line)
+            return 0
+        done = self.searched.get(s0)
+        if done is None:
+            return 0
+        disabled = cast(Rules, self.rules_obs).disabled
+        enabled = [r for k in (done[1] if len(done[1]) < 2 else sorted(done[1]))
+                   for r in (rules.get(k),) if r is not None and id(r[1]) not in disabled]
+        if len(enabled) > 1:
+            return 0
+        label, attempt, seq_base = inp.inp.label, inp.inp.attempt, inp.seq_base
+        streams = core.streams
+        if any(st.block is not None for st in (streams.get((label, r)) for r in last) if st is not None):
+            return 0
+        quota = core.run_quota(enabled[0][1], keys) if enabled else None
+        if enabled and quota is None:
+            return 0
+        # (taken: the lines' effects in their order as _plain_lines has them)
+        group = inp.current()
+        for r in last:              # (the streams made in the order of the ranks' first lines)
+            if (label, r) not in streams:
+                core.stream(label, r)
+        st0 = streams[(label, ranks[0])]
+        st0.last_ts = times[0]
+        if blocks is not None and blocks.open.get(label):
+            blocks._close_passed(label, first + idxs[0], st0)
+        for r, ts in last.items():
+            st = streams[(label, r)]
+            st.last_ts = ts
+            if enabled:
+                st.block_matched = True
+        view._ts_rank.update(cast(Dict[Optional[int], float], last))
+        linenos = [first + x for x in idxs]
+        tf = view._ts_from
+        if linenos[0] <= tf <= linenos[-1]:
+            if linenos[-1] - linenos[0] == m - 1:
+                view._ts_from = linenos[-1] + 1
+            else:
+                for ln in linenos:
+                    if ln == tf:
+                        tf += 1
+                view._ts_from = tf
+        if forms is not None and key is not None:
+            raw = cast(FailureForm, form).raw
+
+            def item(k: int) -> Any:
+                norm = buf[offs[k] + lo:ends[k] + lo].decode("ascii")
+                text = norm[tstarts[k] - offs[k]:]
+                return (form, label, linenos[k], ranks[k], text, seq_base + linenos[k], times[k],
+                        (norm if raw else text)[:2000])
+            forms.pend_run(key, m, item)
+        if enabled:
+            texts = list(map(bytes.decode, map(buf.__getitem__, map(slice, (a + lo for a in tstarts),
+                                                                     (e + lo for e in ends)))))
+
+            def line_at(k: int) -> Tuple[Line, int, float]:
+                ln = linenos[k]
+                return (Line(texts[k], label, ln, ranks[k], times[k], buf[offs[k] + lo:ends[k] + lo].decode("ascii"),
+                             attempt), seq_base + ln, times[k])
+            pat, rule = enabled[0]
+            cast(Rules, self.rules_obs).counted_run(pat, rule, cast(list, quota), ranks, texts, line_at, group)
+        for k in range(max(0, m - CACHE_KEEP), m):
+            norm = buf[offs[k] + lo:ends[k] + lo].decode("ascii")
+            seen.append((offs[k] + lo, linenos[k], ranks[k], times[k], norm[tstarts[k] - offs[k]:], norm))
+        return e_last + 1
 
     def _attempt_at(self, buf: bytes, lo: int, start: int, att: int) -> None:
         """The line at START fed is of attempt ATT: a restart when another than the last one's."""

@@ -362,14 +362,14 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: byte
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
     if prepared is not None and lo:      # a worker's offsets are relative to the block
         (h, r, nl_, idx, done, parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable,
-         timed_rt, plain) = prepared
+         timed_rt, plain, runs) = prepared
         prepared = ({k + lo: v for k, v in h.items()},
                     [x if o.batch else {k + lo: v for k, v in x.items()} for (o, _), x in zip(batchers, r)], nl_,
                     {k + lo: v for k, v in idx.items()}, {k + lo: v for k, v in done.items()},
-                    parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable, timed_rt, plain)
+                    parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable, timed_rt, plain, runs)
     # (offsets in the block: BlockView reads them so, and a batch observer's records, _Batch's BASE; from pre_lo;
     # a summary's are the records' order and lines in the block; the bodies' keys, the introducing lines', the
-    # lines to pass by and the plain hit lines', from lo; the timed lines' numbers are the block's)
+    # lines to pass by, the plain hit lines' and their runs', from lo; the timed lines' numbers are the block's)
     if prepared is None:
         prepared = prepare_block(buf, lo, aset, batchers)
     return prepared

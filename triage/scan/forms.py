@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Dict, List, Optional, Tuple
+from itertools import chain
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from .. import tables
 from ..errors import TriageError
@@ -194,9 +195,28 @@ class FailureForms(Observer):
         if len(ring) >= PENDING_MAX:
             self._flush(key)
 
+    def pend_run(self, key: Tuple[str, int], m: int, item: Callable[[int], Pending]) -> None:
+        """pend() of the M lines of a run taken whole (blockscan._InputScan._plain_bulk), ITEM(k) the k-th's:
+        flushed where pend() would flush, an item made only when it is tried or left waiting."""
+        ring = self.pending.get(key, [])
+        k = 0
+        while k < m:
+            room = PENDING_MAX - len(ring)
+            if m - k < room:
+                self.pending[key] = ring + [item(x) for x in range(k, m)]
+                return
+            # (the ring fills: the last of its lines the form matches is kept, the new ones tried first)
+            self.pending.pop(key, None)
+            tried = (item(x) for x in range(k + room - 1, k - 1, -1))
+            self._keep_last(key, chain(tried, reversed(ring)))
+            ring = []
+            k += room
+
     def _flush(self, key: Tuple[str, int]) -> None:
-        ring = self.pending.pop(key, [])
-        for f, source, lineno, rank, text, seq, ts, read in reversed(ring):
+        self._keep_last(key, reversed(self.pending.pop(key, [])))
+
+    def _keep_last(self, key: Tuple[str, int], latest_first: Iterable[Pending]) -> None:
+        for f, source, lineno, rank, text, seq, ts, read in latest_first:
             if self._matches(f, read):
                 self._keep(f, LauncherExit(source, lineno, rank, text[:300], seq, ts, key[1], form=f.id, tail=f.tail))
                 return

@@ -93,16 +93,18 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 searched = prepare.rule_searches(block, h, rules, guard, dense, norms)
                 # (the hit lines the scanner may take in runs: a dense block's, when there are workers to spare)
                 plain = prepare.plain_hits(block, searched, parsed, norms) if dense else {}
+                li = prepare.line_index(block, 0, starts)
+                runs = prepare.plain_runs(block, starts, h, plain, parsed, searched, li) if plain else {}
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
                 conn.send((path, bi, start, len(block),
-                           (h, r, nl, prepare.line_index(block, 0, starts), searched,
+                           (h, r, nl, li, searched,
                             parsed, timed, dated, summ, bodies,
                             prepare.year_changes(block, dated[0], None, ahead=True)
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,
-                            intros, passes, ranks, plain)), g)
+                            intros, passes, ranks, plain, runs)), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

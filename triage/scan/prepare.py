@@ -19,6 +19,7 @@ from ..inputs.sources import (
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
+from . import state as state_
 from .blocks import INTRO_BACK, _opens_block, error_header_of, exc_line, starts_traceback
 from .observer import Feeder, Observer
 from .state import INTRO_TEXT
@@ -412,6 +413,70 @@ def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Pa
         ascii_ = e - s <= MAX_LINE and not buf[s:e].translate(None, _PRINTABLE)
         out[s] = (PLAIN_DASH if "-" in norm[:40] else 0) | (PLAIN_ASCII if ascii_ else 0)
     return out
+
+
+def plain_runs(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], plain: Dict[int, int],
+               parsed: Dict[int, Parsed], searched: Dict[int, "Searched"],
+               index: Dict[int, int]) -> Dict[int, "PlainRun"]:
+    """The runs of RUN_MIN or more plain hit lines (PLAIN, plain_hits') in a row among the block's hit lines
+    (STARTS, sorted) that the scanner may take whole, with no step a line (blockscan._InputScan._plain_bulk): each
+    line printable ASCII, with the same tags, the same rules matched (the searches' one object per set) and no
+    search slow, timed out or skipped.  {the first line's offset: (offsets, texts' starts, ends, ranks, times,
+    line numbers in the block (INDEX), each rank's last time in the order of its first line, the lowest and
+    highest time of the lines with a `-` in their first 40 characters or None, {(rank, the text's bytes with its
+    digits masked): (lines, the first MATCHES_PER_KEY of them by place in the run)} -- Core.admit_of's quota
+    keys --, whether a time of one depends on the year)} (issue 44: a storm of one message on every rank, the
+    scanner's ~3 us a line taking each of a run's lines)."""
+    per_key = state_.MATCHES_PER_KEY      # (read at call time: tests patch the quotas)
+    out: Dict[int, PlainRun] = {}
+    n = len(starts)
+    i = 0
+    while i < n:
+        s0 = starts[i]
+        f0 = plain.get(s0)
+        d0 = searched.get(s0)
+        if f0 is None or not f0 & PLAIN_ASCII or d0 is None or d0[2] or d0[3]:
+            i += 1
+            continue
+        tags, matched = hits[s0], d0[1]
+        j = i + 1
+        while j < n:
+            s = starts[j]
+            f, d = plain.get(s), searched.get(s)
+            if (f is None or not f & PLAIN_ASCII or hits[s] is not tags or d is None or d[1] is not matched
+                    or d[2] or d[3]):
+                break
+            j += 1
+        if j - i >= RUN_MIN:
+            offs = list(starts[i:j])
+            ends = [buf.find(b"\n", s) for s in offs]
+            if ends[-1] < 0:
+                ends[-1] = len(buf)
+            ps = [parsed[s] for s in offs]
+            tstarts = [s + p[0] for s, p in zip(offs, ps)]
+            ranks = cast(List[int], [p[1] for p in ps])       # (plain_hits': each has a rank and a time)
+            times = cast(List[float], [p[2] for p in ps])
+            dashed = [t for s, t in zip(offs, times) if plain[s] & PLAIN_DASH]
+            keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]] = {}
+            for k, (r, a, e) in enumerate(zip(ranks, tstarts, ends)):
+                key = (r, buf[a:e].translate(state_.DIGITS))
+                got = keys.get(key)
+                if got is None:
+                    keys[key] = (1, [k])
+                else:
+                    if len(got[1]) < per_key:
+                        got[1].append(k)
+                    keys[key] = (got[0] + 1, got[1])
+            out[s0] = (offs, tstarts, ends, ranks, times, [index[s] for s in offs], dict(zip(ranks, times)),
+                       (min(dashed), max(dashed)) if dashed else None, keys, any(p[3] for p in ps))
+        i = j
+    return out
+
+
+RUN_MIN = 16               # plain hit lines in a row that plain_runs gives as a run (fewer: the scanner's step a line)
+# a run of plain hit lines (plain_runs)
+PlainRun = Tuple[List[int], List[int], List[int], List[int], List[float], List[int], Dict[int, float],
+                 Optional[Tuple[float, float]], Dict[Tuple[int, bytes], Tuple[int, List[int]]], bool]
 
 
 PLAIN_DASH = 1             # plain_hits' flags of a line: a `-` in its first 40 characters ...

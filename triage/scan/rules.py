@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 from time import thread_time
-from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Hashable, List, Optional, Sequence, Tuple
 
 from ..inputs.sources import Line
 from ..lazyre import lazy_re
@@ -143,6 +143,16 @@ class Rules(Observer):
         of plain hit lines, blockscan._plain_run, make no Line for a line not kept)."""
         if self.core.admit_of(pat.id, rule, rank, text):
             self.core.matches.append(Match(pat, rule, line(), seq, ts, group=group))
+
+    def counted_run(self, pat: Pattern, rule: MatchRule, quota: list, ranks: Sequence[int], texts: Sequence[str],
+                    line_at: Callable[[int], Tuple[Line, int, float]], group: int) -> None:
+        """counted() of a run of lines of RANKS and TEXTS, RULE's matches with nothing to wait for (the block
+        driver's runs taken whole, blockscan._InputScan._plain_bulk), QUOTA Core.run_quota's: the Line, seq and
+        time of each kept made by LINE_AT(its place in the run)."""
+        matches = self.core.matches
+        for k in self.core.admit_run(pat.id, quota, ranks, texts):
+            line, seq, ts = line_at(k)
+            matches.append(Match(pat, rule, line, seq, ts, group=group))
 
     def charge(self, rule: MatchRule, seconds: float, chars: int) -> bool:
         """Count a search of RULE on a line of CHARS characters that took SECONDS when it was slow;

@@ -3,9 +3,10 @@ line driver's View (ring buffers), the Event a driver hands an observer, and Cor
 observers build: matches, blocks, restarts, ranks)."""
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import field
-from typing import Callable, Deque, Dict, Hashable, List, Optional, Set, Tuple
+from itertools import compress, repeat
+from typing import Callable, Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..inputs.sources import (
     Input,
@@ -24,7 +25,7 @@ CONTEXT_LINES = 3          # lines of context kept before / after a match (for t
 MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
 MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)
 MAX_DROPPED_KEYS = 10_000  # distinct dropped messages counted apart; the rest per (pattern, rank)
-_DIGITS = bytes.maketrans(b"0123456789", b"##########")
+DIGITS = bytes.maketrans(b"0123456789", b"##########")
 
 
 @record
@@ -167,7 +168,7 @@ class Core:
         self.form_seen = 0
         self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
-        self.dropped: Dict[Tuple[str, Optional[int], str], int] = {}
+        self.dropped: Counter[Tuple[str, Optional[int], str]] = Counter()
         self.timeouts = Timeouts()          # regex searches of the catalog cut off by rx.TIMEOUT
         self.facts = LogFacts()             # the inputs' first/last timestamps and hosts (block driver)
 
@@ -187,7 +188,7 @@ class Core:
         """admit() of a line of RANK and TEXT (the block driver's runs of plain hit lines make no Line for
         a match that is not kept: blockscan._plain_run)."""
         if len(self.matches) < MAX_MATCHES:
-            key = (id(rule), rank, text.encode("utf-8", "replace").translate(_DIGITS))
+            key = (id(rule), rank, text.encode("utf-8", "replace").translate(DIGITS))
             n = self._kept.get(key, 0)
             if n < MATCHES_PER_KEY:
                 self._kept[key] = n + 1
@@ -197,6 +198,48 @@ class Core:
             dkey = (pattern_id, rank, "")
         self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
         return False
+
+    def run_quota(self, rule: object, keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]]) -> Optional[list]:
+        """What admit_of() would keep of a run of lines, RULE's matches (the block driver's runs taken whole,
+        blockscan._InputScan._plain_bulk), from KEYS (prepare.plain_runs: per rank and text with its digits
+        masked, the lines and the first MATCHES_PER_KEY of them): [(quota key, its count after, the lines kept
+        under it)], or None when the matches kept in all would be reached within the run (its order decides)."""
+        n_kept = len(self.matches)
+        if n_kept >= MAX_MATCHES:
+            return []
+        plan = []
+        total = 0
+        for (rank, masked), (_, first) in keys.items():
+            key = (id(rule), rank, masked)
+            have = self._kept.get(key, 0)
+            if have < MATCHES_PER_KEY:
+                take = first[:MATCHES_PER_KEY - have]
+                plan.append((key, have + len(take), take))
+                total += len(take)
+        return plan if n_kept + total <= MAX_MATCHES else None
+
+    def admit_run(self, pattern_id: str, quota: list, ranks: Sequence[int], texts: Sequence[str]) -> List[int]:
+        """admit_of() of each line of a run (RANKS, TEXTS) in its order, as QUOTA (run_quota's) says: the places
+        of the lines kept, in order; the others counted in `dropped`, as many apart as there is room for."""
+        kept = sorted(k for _, _, take in quota for k in take)
+        for key, n, _ in quota:
+            self._kept[key] = n
+        rows: Iterable[Tuple[str, int, str]] = zip(repeat(pattern_id), ranks, texts)
+        if kept:
+            mask = [True] * len(ranks)
+            for k in kept:
+                mask[k] = False
+            rows = compress(rows, mask)
+        left = list(rows)
+        dropped = self.dropped
+        i = 0
+        if len(dropped) + len(left) > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
+            while i < len(left) and len(dropped) < MAX_DROPPED_KEYS:
+                dropped[left[i]] += 1
+                i += 1
+            left = [k if k in dropped else (k[0], k[1], "") for k in left[i:]]
+        dropped.update(left)
+        return kept
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))

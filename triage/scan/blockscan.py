@@ -415,7 +415,7 @@ class _InputScan:
         pkey, pform = cast(Tuple[str, int], key), cast(FailureForm, form)     # (read only with PEND)
         raw = form is not None and form.raw
         label, attempt, seq_base = inp.inp.label, inp.inp.attempt, inp.seq_base
-        plain, pre, searched, streams = self.plain, view.pre, self.searched, core.streams
+        plain, pre, searched, streams, runs = self.plain, view.pre, self.searched, core.streams, self.runs
         counted = cast(Rules, self.rules_obs).counted
         year = view.year
         reparse = reparse_in(year, True)      # (a time that depends on the year is parsed again in it)
@@ -429,8 +429,8 @@ class _InputScan:
         while j < len(starts):
             s = starts[j]
             flags = plain.get(s - lo)
-            if flags is None or hits[s] is not tags or dated_at < s:
-                break
+            if flags is None or hits[s] is not tags or dated_at < s or (j > i and s - lo in runs):
+                break       # (a worker's run from here: _plain_run tries it whole)
             p = pre.get(s - lo)
             if p is None:
                 break
@@ -553,8 +553,8 @@ class _InputScan:
                         (norm if raw else text)[:2000])
             forms.pend_run(key, m, item)
         if enabled:
-            texts = list(map(bytes.decode, map(buf.__getitem__, map(slice, (a + lo for a in tstarts),
-                                                                     (e + lo for e in ends)))))
+            cuts = map(slice, tstarts, ends) if not lo else map(slice, map(lo.__add__, tstarts), map(lo.__add__, ends))
+            texts = list(map(bytes.decode, map(buf.__getitem__, cuts)))
 
             def line_at(k: int) -> Tuple[Line, int, float]:
                 ln = linenos[k]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import field
 from itertools import compress, repeat
+from operator import itemgetter
 from typing import Callable, Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..inputs.sources import (
@@ -237,7 +238,12 @@ class Core:
             while i < len(left) and len(dropped) < MAX_DROPPED_KEYS:
                 dropped[left[i]] += 1
                 i += 1
-            left = [k if k in dropped else (k[0], k[1], "") for k in left[i:]]
+            left = left[i:]
+            if dropped.keys().isdisjoint(left):     # (a storm's lines: each text its own, all counted per rank)
+                for rank, n in Counter(map(itemgetter(1), left)).items():
+                    dropped[(pattern_id, rank, "")] += n
+                return kept
+            left = [k if k in dropped else (k[0], k[1], "") for k in left]
         dropped.update(left)
         return kept
 

@@ -82,15 +82,17 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 spare = k >= prepare.PARSE_MIN_WORKERS
                 dense = spare and len(h) * prepare.DENSE_HITS_EVERY >= nl
                 timed = prepare.timed_lines(block, nl) if dense else None
+                texts: Dict[int, Tuple[str, str]] = {}       # (the hit lines decoded by parse_hits)
                 if spare:
                     parsed, summ, bodies, intros, passes, followed = _spare_work(block, h, r, starts, timed,
-                                                                                 batchers, file_rank, bi)
+                                                                                 batchers, file_rank, bi, texts)
                 else:
                     parsed, summ, bodies, intros, passes, followed = {}, None, {}, {}, {}, []
                 dated = prepare.first_dated_in(block, 0, None, ahead=True)
                 ranks = prepare.timed_ranks(timed, parsed)
                 norms: Dict[int, str] = {}
-                searched = prepare.rule_searches(block, h, rules, guard, dense, norms)
+                searched = prepare.rule_searches(block, h, rules, guard, dense, norms, texts)
+                texts.clear()
                 # (the hit lines the scanner may take in runs: a dense block's, when there are workers to spare)
                 plain = prepare.plain_hits(block, searched, parsed, norms) if dense else {}
                 li = prepare.line_index(block, 0, starts)
@@ -122,7 +124,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
 
 
 def _spare_work(block: bytes, h: Dict[int, Set[int]], r: list, starts: List[int], timed: Optional[List[int]],
-                batchers, file_rank: Optional[int], bi: int) -> tuple:
+                batchers, file_rank: Optional[int], bi: int,
+                texts: Optional[Dict[int, Tuple[str, str]]] = None) -> tuple:
     """What a worker prepares of block BI when there are workers to spare (prepare.PARSE_MIN_WORKERS): the parse
     of its hit lines, of the lines a look back for a time reads (TIMED) and of those around a traceback's first
     (a log of handled tracebacks read every timed line back once, the scanner parsing each); its step records'
@@ -130,7 +133,7 @@ def _spare_work(block: bytes, h: Dict[int, Set[int]], r: list, starts: List[int]
     replayed); its traceback bodies, introducing lines and lines to pass by -- the bodies' lines' parses then left
     out (the scanner takes them whole); and the lines it looked at around the tracebacks' first."""
     followed = prepare.followed_lines(block, starts)
-    parsed = prepare.parse_hits(block, sorted(set(starts).union(timed or (), followed)), file_rank)
+    parsed = prepare.parse_hits(block, sorted(set(starts).union(timed or (), followed)), file_rank, texts)
     summ = prepare.summaries(block, h, batchers, r)
     if summ and bi:      # (after: the summaries read them)
         prepare.leave_out(r, summ)

@@ -604,13 +604,15 @@ def _body_line(data: bytes, p: Optional[Parsed], file_rank: Optional[int]) -> Tu
     return text, r, ts is None and not dep and not exc_line(text) and not starts_traceback(text)
 
 
-def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> Dict[int, Parsed]:
+def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int],
+               texts: Optional[Dict[int, Tuple[str, str]]] = None) -> Dict[int, Parsed]:
     """The parse of the hit lines at STARTS (sources.make_line's prefix, rank and time), made by a pool
     worker ahead of the scanner (issue 44: the scanner's own parse of each hit was most of its work on a
     dense log): {line start: Parsed}.  The scanner decodes the line itself (C), takes its text, rank and
     time from here, and parses the time again only when it depends on the year and the scanner knows
     one by then other than the default year the worker read it in (glog's and vLLM's headers have
-    none: BlockView.year)."""
+    none: BlockView.year).  TEXTS: filled with the normalised line and its text of each line parsed here (not
+    one parsed as an earlier one: rule_searches reads them, the line decoded once)."""
     out: Dict[int, Parsed] = {}
     n = len(buf)
     seen: Dict[bytes, Parsed] = {}       # a block repeats its lines (warnings on every rank, every step)
@@ -628,6 +630,8 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int]) -> D
                 p = (len(norm) - len(text), rank, ts, dep)
                 if len(data) <= PARSED_TEXT and len(seen) < PARSED_KEEP:
                     seen[data] = p
+                if texts is not None:
+                    texts[s] = (norm, text)
             out[s] = p
             if p[1] is not None or s == 0:
                 break
@@ -666,7 +670,8 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
 
 def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optional["MatchRule"]],
                   guard: Optional["WorkerBudget"] = None, every: bool = False,
-                  norms: Optional[Dict[int, str]] = None) -> Dict[int, "Searched"]:
+                  norms: Optional[Dict[int, str]] = None,
+                  texts: Optional[Dict[int, Tuple[str, str]]] = None) -> Dict[int, "Searched"]:
     """The catalog's rule searches of the block's hit lines, made by a pool worker ahead of the
     scanner, for the rules whose anchors hit a line and whose literals it holds, of the lines whose
     searches took SHIP_SECONDS or more (or timed out; the scanner redoes the others): {line start:
@@ -680,16 +685,19 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
     it off (GUARD: the worker's tally, kept from block to block).  EVERY: every search is sent (a block
     dense in hits when there are workers to spare: the scanner's own searches were most of its work on a
     line, issue 44).  NORMS: filled with the normalised text of each line whose searches are sent (plain_hits
-    reads it: the line decoded once)."""
+    reads it: the line decoded once).  TEXTS: the normalised lines and texts parse_hits made, by offset."""
     guard = guard if guard is not None else WorkerBudget(rules)
     out: Dict[int, "Searched"] = {}
     for start, tags in hits.items():
         ids = [t - RULE_TAG for t in tags if RULE_TAG <= t < ANCHOR_TAG]
         if not ids:
             continue
-        nl = buf.find(b"\n", start)
-        end = nl if nl >= 0 else len(buf)
-        norm, text = scanned(buf[start:min(end, start + MAX_RAW)])
+        got = texts.get(start) if texts is not None else None
+        if got is None:
+            nl = buf.find(b"\n", start)
+            end = nl if nl >= 0 else len(buf)
+            got = scanned(buf[start:min(end, start + MAX_RAW)])
+        norm, text = got
         if not rules_.SOURCE_ECHO.match(text):     # a source-code echo line: the scanner searches nothing
             done, seconds = guard.search(text, ids)
             if every or seconds >= SHIP_SECONDS or done[2]:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..match.rx import lazy, search
+from ..match.literals import derive_literals
+from ..match.rx import LazyRx, lazy, search
 from ..record import record
 from ..scan.results import Match
 from ..tables import load
@@ -68,10 +69,26 @@ def observe(matches: Sequence[Match]) -> List[Observation]:
     return out
 
 
+_LITS: Dict[int, Tuple[str, ...]] = {}
+
+
+def _found(rx: LazyRx, text: str) -> Any:
+    """search(RX, TEXT), skipped when TEXT holds none of the plain text every match of RX holds
+    (derive_literals, worked out at first use): a storm's thousands of kept watchdog lines were ~10 searches
+    each, ~40 us a line, most of them of regexes whose words the line has not."""
+    lits = _LITS.get(id(rx))
+    fold = bool(rx.flags & re.IGNORECASE)
+    if lits is None:
+        lits = _LITS[id(rx)] = tuple(x.lower() if fold else x for x in derive_literals(rx.pattern, fold)[0])
+    if lits and not any(x in (text.lower() if fold else text) for x in lits):
+        return None
+    return search(rx, text)
+
+
 def _pg_of(text: str) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[int]]:
     """(key, id, description, rank in the group) of the process group a line names (logPrefix)."""
     for i, rx in enumerate(_PG):
-        p = search(rx, text)
+        p = _found(rx, text)
         if p is None:
             continue
         if i == len(_PG) - 1:              # the last form ([Rank r]) names no group
@@ -86,11 +103,11 @@ def _observe(text: str, rank: Optional[int], source: str, lineno: int) -> Option
     pg, pg_id, desc, grank = _pg_of(text)
     seq = op = tmo = enq = done = None
     what = "status"
-    w = search(_WORK, text)
-    kind = next((k for k, rx in _WORK_LINES if search(rx, text)), None) if w is not None else None
+    w = _found(_WORK, text)
+    kind = next((k for k, rx in _WORK_LINES if _found(rx, text)), None) if w is not None else None
     if w is not None and kind is not None:
         what, seq, op, tmo = kind, int(w.group("seq")), w.group("op"), int(w.group("tmo"))
-    s = next((m for m in (search(rx, text) for rx in _STATUS) if m is not None), None)
+    s = next((m for m in (_found(rx, text) for rx in _STATUS) if m is not None), None)
     if s is not None:
         gd = s.groupdict()
         enq, done = int(gd["enq"]), int(gd["done"])

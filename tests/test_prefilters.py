@@ -1,0 +1,128 @@
+"""Issue 44's tenth pass: cheap tests before a regex search, checked against the searches themselves on every
+line of the fixture logs (the real ones, and the synthetic ones labelled so; none written for these tests) and on
+the wordings the tables hold.
+
+- sources._parse_ts skips the timestamp forms whose every match holds a `-` on a line of none;
+- collectives._found skips a search when the line lacks the plain text every match holds (derive_literals);
+- prepare.parse_hits hands rule_searches the lines it decoded (TEXTS): the searches are the same."""
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from triage.inputs import sources
+from triage.verdict import collectives
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LOGS = os.path.join(HERE, "fixtures", "logs")
+
+
+def _real_lines():
+    out = []
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                continue
+            with open(os.path.join(root, f), "rb") as fh:
+                data = fh.read(4 << 20)
+            out.extend(sources.normalise(sources.decode_line(x)) for x in data.split(b"\n") if x)
+    return out
+
+
+LINES = _real_lines()
+
+
+def _parse_ts_every_form(text, year):
+    """_parse_ts with every form tried on every line (the skip taken out)."""
+    saved = sources._TS
+    try:
+        sources._TS = [(rx, kind, False) for rx, kind, _ in saved]
+        return sources._parse_ts(text, year)
+    finally:
+        sources._TS = saved
+
+
+def test_fixture_lines_are_many_and_varied():
+    assert len(LINES) > 15_000
+    assert sum("-" in x[:200] for x in LINES) > 1000 and sum("-" not in x[:200] for x in LINES) > 1000
+
+
+@pytest.mark.parametrize("year", [None, 2024])
+def test_timestamps_skipping_dashed_forms_are_every_forms_on_real_lines(year):
+    tried = 0
+    for text in LINES:
+        assert sources._parse_ts(text, year) == _parse_ts_every_form(text, year), text
+        tried += 1
+    # and on each form's own wordings, with and without a dash elsewhere on the line
+    for text in ["E1203 06:40:25.080183771 ProcessGroupNCCL.cpp:689] x", "[2026-12-03 06:41:56.123456] x",
+                 "ERROR 12-04 07:00:05 [core.py:1759] x", "I1203 06:40:25.080183 x - y", "W0229 01:02:03.4 x"]:
+        assert sources._parse_ts(text, year) == _parse_ts_every_form(text, year), text
+    assert tried == len(LINES)
+
+
+def test_a_form_marked_dashless_is_one_whose_matches_may_hold_no_dash():
+    """The table's flag is the truth: each form flagged as holding a `-` has a `-` in every match of its
+    wordings, and the one not flagged matches a line of none."""
+    samples = {"iso": "[2026-12-03 06:41:56.123456] x", "glog": "E1203 06:40:25.080183771 x"}
+    for rx, kind, dashed in sources._TS:
+        if dashed:
+            assert "-" in rx.pattern
+        else:
+            assert rx.search(samples[kind]) is not None and "-" not in samples[kind]
+
+
+def _observe_every_search(text):
+    saved = collectives._found
+    try:
+        collectives._found = lambda rx, t: collectives.search(rx, t)
+        return collectives._observe(text, 3, "log", 1)
+    finally:
+        collectives._found = saved
+
+
+def test_collective_observations_with_literal_prefilters_are_the_searches_on_real_lines():
+    probed = [x for x in LINES if any(p in x for p in collectives._PROBES)]
+    assert len(probed) > 50
+    seen = 0
+    for text in probed + LINES[:5000]:
+        got = collectives._observe(text, 3, "log", 1)
+        assert got == _observe_every_search(text), text
+        seen += got is not None
+    assert seen > 20
+
+
+def test_each_collectives_regex_has_a_literal_prefilter():
+    """derive_literals finds plain text in every wording of the table (else the prefilter is void)."""
+    for rx in [collectives._WORK, *[r for _, r in collectives._WORK_LINES], *collectives._STATUS, *collectives._PG]:
+        collectives._found(rx, "")
+        assert collectives._LITS[id(rx)], rx.pattern
+
+
+def test_parse_hits_texts_give_rule_searches_the_same_searches():
+    """A worker's parse_hits decodes each hit line once and hands rule_searches the text: the searches are
+    the ones rule_searches makes decoding the lines itself (every fixture log's hit lines)."""
+    from triage.patterns import load_all
+    from triage.scan import prepare
+    from triage.scan.engine import Engine
+    eng = Engine(load_all())
+    _, obs, _ = eng.wire([])
+    aset = eng.anchor_set_of(obs)
+    rules = [r for _, r in eng.rules]
+    rnd = random.Random(0)
+    n = 0
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                continue
+            buf = open(os.path.join(root, f), "rb").read(1 << 20)
+            h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+            starts = sorted(h)
+            texts = {}
+            prepare.parse_hits(buf, starts, rnd.choice([None, 3]), texts)
+            a = prepare.rule_searches(buf, h, rules, None, True, {}, texts)
+            b = prepare.rule_searches(buf, h, rules, None, True, {})
+            assert {k: v[:2] for k, v in a.items()} == {k: v[:2] for k, v in b.items()}, f
+            n += len(a)
+    assert n > 500

@@ -1419,15 +1419,17 @@ def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypat
     quotas cut small so that each is reached (the matches given context, kept per message, kept in all, the
     messages counted apart); with workers, lines are taken in runs and runs are stopped.  The tenth pass: the runs
     a worker found (prepare.plain_runs) taken whole (blockscan._plain_bulk) -- and refused, where the scanner's
-    state says so -- leave it so too; LONG storms' runs are mostly so, the lines waiting for the failure form
-    filling their ring (forms.PENDING_MAX, cut small) within a run and the quotas reached within one."""
+    state says so -- leave it so too, and so do the rests of runs the scan came into otherwise (_rest_of_run) and
+    the runs' lines the worker left out of its message made again (_restore_runs); LONG storms' runs are mostly
+    so, the lines waiting for the failure form filling their ring (forms.PENDING_MAX, cut small) within a run and
+    the quotas reached within one."""
     from triage.scan import blockscan, forms, rules, state
     monkeypatch.setattr(rules, "CONTEXT_MATCHES", 12)
     monkeypatch.setattr(state, "MATCHES_PER_KEY", 3)
     monkeypatch.setattr(state, "MAX_MATCHES", 70 if not long else 400)
     monkeypatch.setattr(state, "MAX_DROPPED_KEYS", 40 if not long else 700)
     monkeypatch.setattr(forms, "PENDING_MAX", 256 if not long else 37)
-    taken = {"runs": 0, "lines": 0, "refused": 0, "whole": 0, "whole_lines": 0, "not_whole": 0}
+    taken = {"runs": 0, "lines": 0, "refused": 0, "whole": 0, "whole_lines": 0, "not_whole": 0, "rests": 0}
     real = blockscan._InputScan._plain_lines
     real_bulk = blockscan._InputScan._plain_bulk
 
@@ -1442,8 +1444,15 @@ def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypat
         taken["whole" if after else "not_whole"] += 1
         taken["whole_lines"] += len(a[-1][0]) if after else 0
         return after
+    real_rest = blockscan._InputScan._rest_of_run
+
+    def counted_rest(self, *a):
+        rest = real_rest(self, *a)
+        taken["rests"] += rest is not None
+        return rest
     monkeypatch.setattr(blockscan._InputScan, "_plain_lines", counted)
     monkeypatch.setattr(blockscan._InputScan, "_plain_bulk", counted_bulk)
+    monkeypatch.setattr(blockscan._InputScan, "_rest_of_run", counted_rest)
     if slow:                        # (0.2 s a search of a marked line: the rule is switched off after three)
         real_search = rules.search_rule
         monkeypatch.setattr(rules, "search_rule", lambda r, t, to: (real_search(r, t, to)[0], 0.2, 0)
@@ -1468,5 +1477,6 @@ def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypat
         assert taken["runs"] > 50 and taken["lines"] > 2000 and taken["refused"] > 20, taken
     if long:
         assert taken["whole"] > 20 and taken["whole_lines"] > 1000 and taken["not_whole"] > 5, taken
+        assert taken["rests"] > 10, taken          # (runs taken whole from a line within them: _rest_of_run)
     if not jobs:
         assert taken == dict.fromkeys(taken, 0), taken

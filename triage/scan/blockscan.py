@@ -1,9 +1,10 @@
 """The block driver over one input: feeds the lines of each block that wake an observer, in order."""
 from __future__ import annotations
 
-from bisect import bisect_left
-from collections import deque
+from bisect import bisect_left, bisect_right
+from collections import Counter, deque
 from dataclasses import replace
+from itertools import compress, repeat
 from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..caps import BLOCK_MAX_LINES
@@ -18,13 +19,26 @@ from ..inputs.sources import (
     parse_ts,
     reparse_in,
 )
+from . import state
 from .blocks import Blocks
 from .blockview import CACHE_KEEP, BlockView
 from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
-from .prepare import ANCHOR_STRIDE, ANCHOR_TAG, PLAIN_ASCII, PLAIN_DASH, RULE_TAG, Body, PlainRun, _batchers
+from .prepare import (
+    ANCHOR_STRIDE,
+    ANCHOR_TAG,
+    PLAIN_ASCII,
+    PLAIN_DASH,
+    RULE_TAG,
+    RUN_DASH,
+    RUN_DEP,
+    RUN_MIN,
+    Body,
+    PlainRun,
+    _batchers,
+)
 from .rules import Rules
-from .state import Core, Event, InputState, Searched, _wrapper
+from .state import DIGITS, Core, Event, InputState, Searched, _wrapper
 
 
 class _InputScan:
@@ -57,9 +71,12 @@ class _InputScan:
         self.passable: Dict[int, int] = {}      # a worker's lines to pass by (_worker_view)
         self.plain: Dict[int, int] = {}         # ... its plain hit lines (_worker_view, _plain_run)
         self.runs: Dict[int, PlainRun] = {}     # ... and runs of them (_worker_view, _plain_bulk)
+        self.run_marks: List[Tuple[int, int]] = []     # ... their second lines' offsets in order (_restore_runs)
+        self.run_firsts: List[int] = []                # ... and first lines' (_rest_of_run)
+        self.run_mark = _NEVER
         self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}   # what a run's tags wake, by id(tags) (_spec)
 
-    def block(self, buf: bytes, lo: int, prepared: tuple) -> None:
+    def block(self, buf: bytes, lo: int, prepared: tuple) -> None:  # noqa: C901 - the hot loop, one frame
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
         prepare_block's (hits, batch records, line count), and from a pool worker also the line
         index of the hits (prepare.line_index)."""
@@ -105,6 +122,8 @@ class _InputScan:
             following = [o for o, f in checks if f(inp, nxt)]
             if following:
                 start = pos
+                if start >= self.run_mark:
+                    self._restore_runs(buf, lo, start)
                 tags = hits.get(start)
                 after = self._taken(buf, lo, start, following, followed, bodies) if tags is None else None
                 if after is not None:
@@ -116,6 +135,8 @@ class _InputScan:
                 if hi_idx >= len(starts):
                     break
                 start = starts[hi_idx]
+                if start >= self.run_mark:
+                    self._restore_runs(buf, lo, start)
                 # (pos: the start of line self.lineno + 1)
                 self.lineno = first - 1 + index[start] if index is not None else self.lineno + buf.count(b"\n", pos,
                                                                                                          start)
@@ -154,8 +175,13 @@ class _InputScan:
         self.passable = prepared[13] if n > 13 else {}
         # ... and the hit lines it says may be taken in a run (prepare.plain_hits: offset in the block -> flags)
         self.plain = prepared[15] if n > 15 else {}
-        # ... and the runs of them it says may be taken whole (prepare.plain_runs: first line's offset -> run)
+        # ... and the runs of them it says may be taken whole (prepare.plain_runs: first line's offset -> run); what
+        # it left out of its message of their lines but the first (prepare.strip_runs) is made again from a run when
+        # the scan reaches its second line other than taking it whole (_restore_runs): where, in order
         self.runs = prepared[16] if n > 16 else {}
+        self.run_marks = sorted((r[0][1] + lo, off) for off, r in self.runs.items())
+        self.run_firsts = sorted(self.runs)
+        self.run_mark = self.run_marks[0][0] if self.run_marks else _NEVER
         self.plain_spec = {}
 
     def _end(self, buf: bytes, lo: int, batches: List["_Batch"]) -> None:
@@ -387,8 +413,17 @@ class _InputScan:
         seen: Deque[_Seen] = deque(maxlen=CACHE_KEEP)      # (the lines a look back may read)
         run = self.runs.get(starts[i] - lo)
         after = self._plain_bulk(buf, lo, starts, i, index, first, spec, key, seen, run) if run is not None else 0
-        if not after:
-            after = self._plain_lines(buf, lo, hits, starts, i, index, first, spec, key, seen)
+        if after:
+            self.run_marks.pop(0)       # (taken whole: nothing of it to make again)
+            self.run_mark = self.run_marks[0][0] if self.run_marks else _NEVER
+        else:
+            if run is not None:
+                self._restore_runs(buf, lo, run[0][1] + lo)
+            else:           # (within a run the scan came into otherwise, its first line followed: the rest whole)
+                rest = self._rest_of_run(buf, lo, starts[i] - lo)
+                after = self._plain_bulk(buf, lo, starts, i, index, first, spec, key, seen, rest) if rest else 0
+            if not after:
+                after = self._plain_lines(buf, lo, hits, starts, i, index, first, spec, key, seen)
         if not after:
             return 0
         # the run's last lines as line_at would have kept them (a later look back reads them: their times as read now)
@@ -479,6 +514,57 @@ class _InputScan:
             j += 1
         return after
 
+    def _rest_of_run(self, buf: bytes, lo: int, at: int) -> Optional[PlainRun]:
+        """The lines of a worker's run (prepare.plain_runs) from its line at offset AT (not its first) on, as a
+        run of their own, when RUN_MIN or more: its quota keys counted here (a worker's hold the first
+        MATCHES_PER_KEY lines of each key of the whole run only)."""
+        firsts = self.run_firsts
+        j = bisect_right(firsts, at) - 1
+        if j < 0:
+            return None
+        run = self.runs[firsts[j]]
+        offs = run[0]
+        k = bisect_left(offs, at)
+        if k >= len(offs) or offs[k] != at or len(offs) - k < RUN_MIN:
+            return None
+        _, tstarts, ends, ranks, times, idxs, _, dash, _, dep, flags = run
+        tstarts, ends, ranks, times, flags = tstarts[k:], ends[k:], ranks[k:], times[k:], flags[k:]
+        if dash is not None:
+            dashed = list(compress(times, (f & RUN_DASH for f in flags)))
+            dash = (min(dashed), max(dashed)) if dashed else None
+        cuts = map(slice, tstarts, ends) if not lo else map(slice, map(lo.__add__, tstarts), map(lo.__add__, ends))
+        masked = list(zip(ranks, map(bytes.translate, map(buf.__getitem__, cuts), repeat(DIGITS))))
+        per_key = state.MATCHES_PER_KEY
+        keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]] = {q: (n, []) for q, n in Counter(masked).items()}
+        left = len(keys)         # (each key's first lines: until every key has as many as it may keep)
+        for p, q in enumerate(masked):
+            n, got = keys[q]
+            if len(got) < min(n, per_key):
+                got.append(p)
+                if len(got) == min(n, per_key):
+                    left -= 1
+                    if not left:
+                        break
+        return (offs[k:], tstarts, ends, ranks, times, idxs[k:], dict(zip(ranks, times)), dash, keys,
+                dep and any(f & RUN_DEP for f in flags), flags)
+
+    def _restore_runs(self, buf: bytes, lo: int, upto: int) -> None:
+        """What the worker left out of its message of the runs whose second line is at UPTO or before (the scan
+        reached it other than taking the run whole) made again from the runs: their lines' searches, parses and
+        plain flags as the worker made them (prepare.strip_runs)."""
+        pre, plain, searched = self.view.pre, self.plain, self.searched
+        marks = self.run_marks
+        while marks and marks[0][0] <= upto:
+            _, off0 = marks.pop(0)
+            offs, tstarts, ends, ranks, times, _, _, _, _, _, flags = self.runs[off0]
+            matched = searched[off0 + lo][1]
+            for k in range(1, len(offs)):
+                s, f = offs[k], flags[k]
+                pre[s] = (tstarts[k] - s, ranks[k], times[k], bool(f & RUN_DEP))
+                plain[s] = PLAIN_ASCII | (PLAIN_DASH if f & RUN_DASH else 0)
+                searched[s + lo] = (hash(buf[tstarts[k] + lo:ends[k] + lo].decode("ascii")), matched, (), ())
+        self.run_mark = marks[0][0] if marks else _NEVER
+
     def _plain_bulk(self, buf: bytes, lo: int, starts: List[int], i: int, index: Dict[int, int],  # noqa: C901
                     first: int, spec: "_PlainSpec", key: Optional[Tuple[str, int]], seen: Deque["_Seen"],
                     run: PlainRun) -> int:
@@ -490,7 +576,7 @@ class _InputScan:
         effects, each in bulk: the streams' and the view's last times per rank, the lines waiting for the form
         (FailureForms.pend_run: built only where tried), the matches kept per quota key and the others counted
         (Core.admit_run).  The offset after the run, or 0 when it is not taken so (nothing changed)."""
-        offs, tstarts, ends, ranks, times, idxs, last, dash, keys, dep = run
+        offs, tstarts, ends, ranks, times, idxs, last, dash, keys, dep, _ = run
         m = len(offs)
         core, view, inp = self.core, self.view, self.inp
         form, forms, blocks, rules = spec
@@ -578,6 +664,7 @@ class _InputScan:
 
 
 
+_NEVER = 1 << 62      # (an offset no block reaches: no run's line to make again)
 # what a run of plain hit lines with one set of tags wakes (_InputScan._spec): the `tail` form tried on them and the
 # failure forms' observer (or None, None), the Blocks observer (or None), the rules by index (pattern, rule)
 # a line of such a run that a look back may read: (offset, line number, rank, time, text, normalised text)

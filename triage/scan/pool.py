@@ -99,6 +99,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 runs = prepare.plain_runs(block, starts, h, plain, parsed, searched, li) if plain else {}
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
+                prepare.strip_runs(runs, searched, parsed, plain)
                 conn.send((path, bi, start, len(block),
                            (h, r, nl, li, searched,
                             parsed, timed, dated, summ, bodies,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 # bench/README.md): 256 MiB production-like 1.92 s in one process, 1.40 s with 2, 0.98 s with 4, 0.75 s
 # with 16; 64 MiB dense 1.36 s, 0.98 s with 4 (the scanner's own Python bounds it beyond).
 POOL_MIN_BYTES = int(os.environ.get("TRIAGE_POOL_MIN_BYTES", "") or 0) or (32 << 20)
+DENSE_POOL_MIN_BYTES = 4 << 20      # ... inputs dense in work: from this size (engine._dense)
 MAX_WORKERS = 15           # worker processes at most (the default is the cores, up to this cap)
 
 
@@ -477,13 +478,18 @@ class _Pool:
             raise
 
     @staticmethod
-    def jobs(paths: Sequence[str]) -> int:
-        """Workers to start: one per core beyond the scanner's own, none for small inputs."""
-        if not paths or not hasattr(os, "fork") or sum(_size(p) for p in paths) < POOL_MIN_BYTES:
+    def jobs(paths: Sequence[str], dense: bool = False) -> int:
+        """Workers to start: one per core beyond the scanner's own, none for small inputs (DENSE: inputs dense in
+        hits, engine._dense: none under DENSE_POOL_MIN_BYTES)."""
+        least = min(POOL_MIN_BYTES, DENSE_POOL_MIN_BYTES) if dense else POOL_MIN_BYTES
+        if not paths or not hasattr(os, "fork") or sum(_size(p) for p in paths) < least:
             return 0
         env = os.environ.get("TRIAGE_JOBS", "")
         cores = int(env) if env.isdigit() and int(env) > 0 else min(procs.cores(), MAX_WORKERS + 1)
-        return cores - 1 if cores >= 2 else 0
+        k = cores - 1 if cores >= 2 else 0
+        # (a dense input gains from workers that parse its hit lines too: with fewer, one worker's blocks
+        # cost the scanner as much as its own, here a 4 MiB storm 0.70 -> 0.81 s)
+        return 0 if dense and k < prepare.PARSE_MIN_WORKERS else k
 
     def get(self, path: str, bi: int, start: int, nbytes: int):
         """Block BI of PATH prepared (it starts at offset START of the input and is NBYTES long), or

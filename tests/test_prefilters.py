@@ -126,3 +126,50 @@ def test_parse_hits_texts_give_rule_searches_the_same_searches():
             assert {k: v[:2] for k, v in a.items()} == {k: v[:2] for k, v in b.items()}, f
             n += len(a)
     assert n > 500
+
+
+@pytest.mark.parametrize("pattern,paths", [
+    (r"(?:Watchdog c|\bC)aught collective operation timeout:? ?WorkNCCL\(", 8),
+    (r"x{2,5}y", 4), (r"(?:ab|cd){1,3}", 14), (r"\{literal\}", 1), (r"(?<![\w'\"])CUDA graphs", 1),
+    (r"(a+)+b", 0), (r".*foo", 0), (r"foo\s+bar", 0),              # unbounded
+    (r"(\d{1,12})-\1", 0),                                          # a back-reference
+    (r"a{e<=1}", 0), (r"[{]x", 0),                                  # a `{` no counted repeat (regex: fuzzy)
+    (r"(?:a?){1000}", 0),                                           # past MAX_PATHS
+    (r"\p{L}+", 0),                                                 # regex-only: the stdlib cannot read it
+])
+def test_bounded_paths(pattern, paths):
+    from triage.match import rx
+    assert rx.bounded_paths(pattern) == paths
+
+
+def test_searches_without_the_timeout_find_what_searches_with_it_find_on_real_lines():
+    """Every catalog rule's regex on every fixture line that holds one of its literals: search() (the timeout
+    left out where the work is bounded) finds the same match as the pattern's own search with the timeout."""
+    from triage.match import rx
+    from triage.patterns import load_all
+    from triage.scan.engine import Engine
+    rules = [r for _, r in Engine(load_all()).rules]
+    fast = compared = 0
+    for rule in rules:
+        lits = [x.lower() for x in rule.literals] if rule.ignore_case else list(rule.literals)
+        for text in LINES:
+            hay = text.lower() if rule.ignore_case else text
+            if lits and not any(x in hay for x in lits):
+                continue
+            got = rx.search(rule.rx, text)
+            want = rule.rx.compiled().search(text, timeout=rx.TIMEOUT)
+            assert (got and (got.span(), got.groups())) == (want and (want.span(), want.groups())), (rule.rx.pattern,
+                                                                                                      text)
+            compared += 1
+            fast += rx._bounded(rule.rx, text)
+    assert compared > 1000 and fast > 500, (compared, fast)
+
+
+def test_an_unbounded_pathological_search_is_still_cut_off():
+    """(a|aa)+$ on 60 a's and a b backtracks ~2^40 ways (`regex` cuts (a+)+$ short itself): not bounded, so searched
+    with the timeout -- no match, counted as cut off."""
+    from triage.match import rx
+    r = rx.lazy(r"(a|aa)+$")
+    t = rx.Timeouts()
+    assert not rx._bounded(r, "a" * 60 + "b")
+    assert rx.search(r, "a" * 60 + "b", t) is None and t.count == 1

@@ -8,6 +8,7 @@ imported on first use (_Regex)."""
 from __future__ import annotations
 
 import os
+import re
 from time import thread_time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union, cast
 
@@ -65,12 +66,13 @@ class LazyRx:
     """A compiled-on-first-use `regex` pattern with the search interface the engine uses: the
     methods of `regex.Pattern[str]` below, typed as there (other attributes are looked up on the
     compiled pattern at run time, untyped)."""
-    __slots__ = ("pattern", "flags", "_rx")
+    __slots__ = ("pattern", "flags", "_rx", "paths")
 
     def __init__(self, pattern: str, flags: int, compiled: Optional["regex.Pattern[str]"] = None):
         self.pattern = pattern
         self.flags = flags
         self._rx = compiled
+        self.paths: Optional[int] = None      # bounded_paths(pattern), worked out at its first search (0: none)
 
     def compiled(self) -> "regex.Pattern[str]":
         if self._rx is None:
@@ -282,13 +284,97 @@ def search(rx: Union[LazyRx, "regex.Pattern[str]"], text: str,
     counted in `timeouts` when given).  (TIMEOUT is wall time: on a loaded host a search of microseconds can
     pass it, issue 44's CI -- every search of a line's text goes through here, match or finditer, never raising.
     A search cut off is made again (_again): a host that took the CPU away for TIMEOUT seldom does it twice
-    running, and a pathological line costs 2 x TIMEOUT.)"""
+    running, and a pathological line costs 2 x TIMEOUT.)  A search whose work is bounded (_bounded) is made
+    without the timeout: `regex`'s costs ~1.3 us a search, a storm line's 2-3 searches a third of a worker's time."""
+    if type(rx) is LazyRx and _bounded(rx, text):
+        return rx.compiled().search(text)
     return _within(rx.search, text, timeouts)
 
 
 def match(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> Optional["regex.Match[str]"]:
     """As search, anchored at TEXT's start (a cut not counted in a Timeouts)."""
+    if type(rx) is LazyRx and _bounded(rx, text):
+        return rx.compiled().match(text)
     return _within(rx.match, text, None)
+
+
+BOUNDED_WORK = 1 << 21     # a search of at most this many steps needs no timeout: the pattern's paths from one place
+#                            (bounded_paths) times its length times the text's (a few ms at most; TIMEOUT is 50)
+
+
+def _bounded(rx: LazyRx, text: str) -> bool:
+    """A search of RX on TEXT takes a bounded number of steps, BOUNDED_WORK or fewer."""
+    paths = rx.paths
+    if paths is None:
+        paths = rx.paths = bounded_paths(rx.pattern)
+    return 0 < paths * (len(rx.pattern) + 1) * (len(text) + 1) <= BOUNDED_WORK
+
+
+_PLAIN_BRACES = re.compile(r"\\.|\{(?:\d*,?\d*\})?")
+
+
+def bounded_paths(pattern: str) -> int:
+    """How many ways at most a backtracking matcher tries PATTERN from one place of a text, when that is bounded:
+    no repeat of it unbounded or of many rounds over more than one character, no back-reference; else 0.  (A
+    search's steps are then at most that times the pattern's length times the text's: linear in the text.)  Read
+    with the stdlib's parser; 0 for what it cannot read or may read otherwise than `regex` (a `{` that is no
+    counted repeat: regex's fuzzy matching), and for counts past MAX_PATHS."""
+    if any(m.group().startswith("{") and not m.group().endswith("}") for m in _PLAIN_BRACES.finditer(pattern)):
+        return 0
+    sre_parse, maxrepeat = _stdlib_parser()
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = sre_parse.parse(pattern)
+    except Exception:  # noqa: BLE001 - not the stdlib's dialect
+        return 0
+    n = _paths(list(tree), maxrepeat)
+    return n if n is not None and n <= MAX_PATHS else 0
+
+
+MAX_PATHS = 1 << 12
+_ONE_CHAR = ("LITERAL", "NOT_LITERAL", "IN", "ANY", "CATEGORY")
+
+
+def _repeat_paths(av: Any, maxrepeat: Any) -> Optional[int]:
+    """_paths of a repeat {LO,HI} of SUB (AV): its rounds' ways, each round's ways multiplied."""
+    lo, hi, sub = av
+    sub = list(sub)
+    if hi is maxrepeat or hi > MAX_REPEAT_COUNT:
+        return None
+    if len(sub) == 1 and str(sub[0][0]) in _ONE_CHAR:
+        return int(hi - lo + 1)
+    inner = _paths(sub, maxrepeat)
+    if inner is None:
+        return None
+    return int(sum(inner ** i for i in range(lo, hi + 1))) if inner > 1 else int(hi - lo + 1)
+
+
+def _paths(items: List[_Item], maxrepeat: Any) -> Optional[int]:
+    """bounded_paths of a sequence of parsed items, None when unbounded (or past MAX_PATHS on the way)."""
+    n = 1
+    for op, av in items:
+        name = str(op)
+        if name in _ONE_CHAR or name == "AT":
+            continue
+        if name in _REPEATS:
+            k = _repeat_paths(av, maxrepeat)
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            k = _paths(list(av[-1] if name == "SUBPATTERN" else av), maxrepeat)
+        elif name == "BRANCH":
+            alts = [_paths(list(alt), maxrepeat) for alt in av[1]]
+            k = None if any(a is None for a in alts) else sum(cast(List[int], alts))
+        elif name in ("ASSERT", "ASSERT_NOT"):
+            k = _paths(list(av[1]), maxrepeat)
+        else:                   # (a back-reference, a conditional, what this does not know)
+            return None
+        if k is None:
+            return None
+        n *= max(k, 1)
+        if n > MAX_PATHS:
+            return None
+    return n
 
 
 def _within(call: Callable[..., Any], text: str, timeouts: Optional[Timeouts]) -> Optional["regex.Match[str]"]:

@@ -97,7 +97,7 @@ def test_each_collectives_regex_has_a_literal_prefilter():
     """derive_literals finds plain text in every wording of the table (else the prefilter is void)."""
     for rx in [collectives._WORK, *[r for _, r in collectives._WORK_LINES], *collectives._STATUS, *collectives._PG]:
         collectives._found(rx, "")
-        assert collectives._LITS[id(rx)], rx.pattern
+        assert collectives._LITS[id(rx)][0], rx.pattern
 
 
 def test_parse_hits_texts_give_rule_searches_the_same_searches():

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..match.literals import derive_literals
-from ..match.rx import LazyRx, lazy, search
+from ..match.rx import IGNORECASE, LazyRx, lazy, search
 from ..record import record
 from ..scan.results import Match
 from ..tables import load
@@ -69,19 +69,25 @@ def observe(matches: Sequence[Match]) -> List[Observation]:
     return out
 
 
-_LITS: Dict[int, Tuple[str, ...]] = {}
+_LITS: Dict[int, Tuple[Tuple[str, ...], bool]] = {}
 
 
 def _found(rx: LazyRx, text: str) -> Any:
     """search(RX, TEXT), skipped when TEXT holds none of the plain text every match of RX holds
     (derive_literals, worked out at first use): a storm's thousands of kept watchdog lines were ~10 searches
     each, ~40 us a line, most of them of regexes whose words the line has not."""
-    lits = _LITS.get(id(rx))
-    fold = bool(rx.flags & re.IGNORECASE)
-    if lits is None:
-        lits = _LITS[id(rx)] = tuple(x.lower() if fold else x for x in derive_literals(rx.pattern, fold)[0])
-    if lits and not any(x in (text.lower() if fold else text) for x in lits):
-        return None
+    got = _LITS.get(id(rx))
+    if got is None:
+        fold = bool(rx.flags & IGNORECASE)
+        got = _LITS[id(rx)] = (tuple(x.lower() if fold else x for x in derive_literals(rx.pattern, fold)[0]), fold)
+    lits, fold = got
+    if lits:
+        hay = text.lower() if fold else text
+        for x in lits:
+            if x in hay:
+                break
+        else:
+            return None
     return search(rx, text)
 
 

@@ -14,7 +14,7 @@ dense)
   for f in /tmp/g/storm-*.log /tmp/g/tracebacks-*.log; do for t in .ab/s10 .; do echo "== $(basename $f), tree $t, -j 16"; PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) python bench/scan_phases.py $f -n 2 -j 16 2>&1 | tail -4; done; done
   ;;
 grid)
-  python bench/grid.py --size 256M --big 1G --runs 2 --runs-j1 1 --tree .ab/old --tree . --rg --budget ${BUDGET:-420} --timeout 110 --tmp /tmp/g --out $OUT/grid.md 2>&1 | tail -45
+  python bench/grid.py --size 256M --big 1G --runs 2 --runs-j1 1 --tree .ab/old --tree . --rg --budget ${BUDGET:-420} --timeout 110 --tmp /tmp/g --out $OUT/grid.md --shapes storm,tracebacks,megatron-dense,bench-dense,iter-all,prod,bench,prod-srun,prod-mpirun,prod-tee,prod-bare-k8s,short-lines,long-lines,warn-heavy,hex-heavy,fail-middle,fail-start,healthy 2>&1 | tail -45
   for t in .ab/s10 .; do echo "== tiny log, tree $t, 20 runs (s, sorted)"; for i in $(seq 20); do PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) /usr/bin/time -f "%e" python -P -m triage analyze examples/sample_job.log --format json 2>&1 >/dev/null | tail -1; done | sort -n | tr '\n' ' '; echo; done
   ;;
 esac

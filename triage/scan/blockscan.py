@@ -414,8 +414,10 @@ class _InputScan:
         run = self.runs.get(starts[i] - lo)
         after = self._plain_bulk(buf, lo, starts, i, index, first, spec, key, seen, run) if run is not None else 0
         if after:
-            self.run_marks.pop(0)       # (taken whole: nothing of it to make again)
-            self.run_mark = self.run_marks[0][0] if self.run_marks else _NEVER
+            marks = self.run_marks      # (taken whole: nothing of it to make again)
+            if marks and marks[0][1] == starts[i] - lo:
+                marks.pop(0)
+                self.run_mark = marks[0][0] if marks else _NEVER
         else:
             if run is not None:
                 self._restore_runs(buf, lo, run[0][1] + lo)

@@ -173,3 +173,33 @@ def test_an_unbounded_pathological_search_is_still_cut_off():
     t = rx.Timeouts()
     assert not rx._bounded(r, "a" * 60 + "b")
     assert rx.search(r, "a" * 60 + "b", t) is None and t.count == 1
+
+
+def test_source_echo_first_character_test_is_the_regex_on_every_first_character():
+    """rules.source_echo tests the first character before SOURCE_ECHO: the same answer for every first character
+    up to U+30FF (and a few spaces beyond) followed by what the regex looks for, and on every fixture line."""
+    from triage.scan.rules import SOURCE_ECHO, source_echo
+    texts = [chr(cp) + tail for cp in [*range(0x3100), 0xFEFF, 0x205F, 0x202F, 0x180E, 0x200B]
+             for tail in ("assert x", "^", "", " raise y", "f'x'", " ~~")]
+    for t in texts + LINES:
+        assert source_echo(t) == bool(SOURCE_ECHO.match(t)), repr(t)
+    assert sum(map(source_echo, texts)) > 50
+
+
+def test_quick_searches_are_not_timed_and_find_what_timed_ones_find():
+    """rules.search_rule makes a search bounded to rx.QUICK_WORK steps untimed (0.0 s: never slow) and finds what
+    the timed search finds; a longer text's search is timed."""
+    from triage.match import rx
+    from triage.patterns import load_all
+    from triage.scan import rules
+    from triage.scan.engine import Engine
+    rule = next(r for _, r in Engine(load_all()).rules if "Watchdog c" in r.rx.pattern)
+    line = ("[E1203 06:40:25.080183771 ProcessGroupNCCL.cpp:689] [Rank 1096] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+            "ran for 600020 milliseconds before timing out.")
+    assert rx.quick(rule.rx, line)
+    assert rules.search_rule(rule, line, rx.Timeouts()) == (True, 0.0, 0)
+    long_line = line + " x" * 5000
+    assert not rx.quick(rule.rx, long_line)
+    hit, seconds, cut = rules.search_rule(rule, long_line, rx.Timeouts())
+    assert hit and seconds > 0.0 and cut == 0

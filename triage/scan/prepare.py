@@ -21,7 +21,7 @@ from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts
 from . import rules as rules_  # (read at call time: tests patch its search)
 from . import state as state_
-from .blocks import INTRO_BACK, _opens_block, error_header_of, exc_line, starts_traceback
+from .blocks import INTRO_BACK, _maybe_error, _opens_block, error_header_of, exc_line, starts_traceback
 from .observer import Feeder, Observer
 from .state import INTRO_TEXT
 
@@ -407,8 +407,8 @@ def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Pa
             continue
         norm = norms[s]
         text = norm[p[0]:]
-        if (text[:1] in (" ", "\t") or starts_traceback(text) or _opens_block(text)
-                or error_header_of(norm, text)):
+        if (text[:1] in (" ", "\t") or starts_traceback(text) or (_maybe_error(text) and _opens_block(text))
+                or error_header_of(norm, text)):     # (_maybe_error: _opens_block's own first test, no memo kept)
             continue
         # (printable ASCII no longer than MAX_LINE: its bytes decoded are its normalised text)
         ascii_ = e - s <= MAX_LINE and not buf[s:e].translate(None, _PRINTABLE)
@@ -716,7 +716,7 @@ def rule_searches(buf: bytes, hits: Dict[int, Set[int]], rules: Sequence[Optiona
             end = nl if nl >= 0 else len(buf)
             got = scanned(buf[start:min(end, start + MAX_RAW)])
         norm, text = got
-        if not rules_.SOURCE_ECHO.match(text):     # a source-code echo line: the scanner searches nothing
+        if not rules_.source_echo(text):     # a source-code echo line: the scanner searches nothing
             done, seconds = guard.search(text, ids)
             if every or seconds >= SHIP_SECONDS or done[2]:
                 out[start] = done

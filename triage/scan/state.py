@@ -225,6 +225,12 @@ class Core:
         kept = sorted(k for _, _, take in quota for k in take)
         for key, n, _ in quota:
             self._kept[key] = n
+        dropped = self.dropped
+        if not kept and len(dropped) >= MAX_DROPPED_KEYS and dropped.keys().isdisjoint(
+                zip(repeat(pattern_id), ranks, texts)):      # (a storm's lines, all only counted: per rank, in C)
+            for rank, n in Counter(ranks).items():
+                dropped[(pattern_id, rank, "")] += n
+            return kept
         rows: Iterable[Tuple[str, int, str]] = zip(repeat(pattern_id), ranks, texts)
         if kept:
             mask = [True] * len(ranks)
@@ -232,7 +238,6 @@ class Core:
                 mask[k] = False
             rows = compress(rows, mask)
         left = list(rows)
-        dropped = self.dropped
         i = 0
         if len(dropped) + len(left) > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
             while i < len(left) and len(dropped) < MAX_DROPPED_KEYS:

@@ -129,11 +129,13 @@ def test_parse_hits_texts_give_rule_searches_the_same_searches():
 
 
 @pytest.mark.parametrize("pattern,paths", [
-    (r"(?:Watchdog c|\bC)aught collective operation timeout:? ?WorkNCCL\(", 8),
-    (r"x{2,5}y", 4), (r"(?:ab|cd){1,3}", 14), (r"\{literal\}", 1), (r"(?<![\w'\"])CUDA graphs", 1),
+    # (the ways through it times the longest way's steps, repeats unrolled)
+    (r"(?:Watchdog c|\bC)aught collective operation timeout:? ?WorkNCCL\(", 456),
+    (r"x{2,5}y", 28), (r"(?:ab|cd){1,3}", 98), (r"\{literal\}", 9), (r"(?<![\w'\"])CUDA graphs", 12),
     (r"(a+)+b", 0), (r".*foo", 0), (r"foo\s+bar", 0),              # unbounded
     (r"(\d{1,12})-\1", 0),                                          # a back-reference
     (r"a{e<=1}", 0), (r"[{]x", 0),                                  # a `{` no counted repeat (regex: fuzzy)
+    (r"[[:alpha:]]", 0), (r"[[a-z]--[aeiou]]", 0),                  # a set in a set: regex reads it otherwise
     (r"(?:a?){1000}", 0),                                           # past MAX_PATHS
     (r"\p{L}+", 0),                                                 # regex-only: the stdlib cannot read it
 ])
@@ -163,6 +165,19 @@ def test_searches_without_the_timeout_find_what_searches_with_it_find_on_real_li
             compared += 1
             fast += rx._bounded(rule.rx, text)
     assert compared > 1000 and fast > 500, (compared, fast)
+
+
+@pytest.mark.parametrize("pattern", [
+    r"(?:\w\w){1000}\W", r"(?:a|b){1000}[cd]", r"(?:[ab]{2}){1000}[cd]", r"(?:(a)(b)){1000}[cd]",
+    r"(?:(.)(\w)){1000}\W", r"(?:(.)(\w)(?<=\w)(?=\w)(?<=\w)(?=\w)(?<=\w)(?=\w)(?<=\w)(?=\w)){1000}\W|zqzq!"])
+def test_a_repeat_counts_its_rounds_steps(pattern):
+    """The review: a counted repeat of a body of one way was counted one step, so these ran 20-800 ms on a
+    4,000-character line untimed; a repeat's rounds are its steps now: searched with the timeout there."""
+    from triage.match import rx
+    r = rx.lazy(pattern)
+    assert rx.bounded_paths(pattern) >= 1000
+    for text in ("a" * 4000, "ab" * 2000, "zqzq" + "a" * 3990):
+        assert not rx._bounded(r, text)
 
 
 def test_an_unbounded_pathological_search_is_still_cut_off():

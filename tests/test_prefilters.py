@@ -176,8 +176,12 @@ def test_a_repeat_counts_its_rounds_steps(pattern):
     from triage.match import rx
     r = rx.lazy(pattern)
     assert rx.bounded_paths(pattern) >= 1000
+    for _ in range(rx.READ_AFTER + 1):        # (its bound read once it was searched READ_AFTER times)
+        rx._bounded(r, "a")
+    assert r.paths == rx.bounded_paths(pattern)
     for text in ("a" * 4000, "ab" * 2000, "zqzq" + "a" * 3990):
         assert not rx._bounded(r, text)
+    assert rx._bounded(r, "a" * 40)
 
 
 def test_an_unbounded_pathological_search_is_still_cut_off():
@@ -186,7 +190,8 @@ def test_an_unbounded_pathological_search_is_still_cut_off():
     from triage.match import rx
     r = rx.lazy(r"(a|aa)+$")
     t = rx.Timeouts()
-    assert not rx._bounded(r, "a" * 60 + "b")
+    r.paths = -1                              # (its bound read at its next search)
+    assert not rx._bounded(r, "a" * 60 + "b") and r.paths == 0
     assert rx.search(r, "a" * 60 + "b", t) is None and t.count == 1
 
 
@@ -212,9 +217,19 @@ def test_quick_searches_are_not_timed_and_find_what_timed_ones_find():
     line = ("[E1203 06:40:25.080183771 ProcessGroupNCCL.cpp:689] [Rank 1096] Watchdog caught collective operation "
             "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
             "ran for 600020 milliseconds before timing out.")
-    assert rx.quick(rule.rx, line)
+    assert [rx.quick(rule.rx, line) for _ in range(rx.READ_AFTER + 1)][-1]       # (read after READ_AFTER)
     assert rules.search_rule(rule, line, rx.Timeouts()) == (True, 0.0, 0)
     long_line = line + " x" * 5000
     assert not rx.quick(rule.rx, long_line)
     hit, seconds, cut = rules.search_rule(rule, long_line, rx.Timeouts())
     assert hit and seconds > 0.0 and cut == 0
+
+
+def test_a_patterns_bound_is_read_only_once_it_is_searched_often():
+    """A tiny log searches ~19 patterns a few times each: their bounds are not read (~0.1 ms each); a pattern
+    searched READ_AFTER times is (a storm's rule)."""
+    from triage.match import rx
+    r = rx.lazy(r"x{2,5}y")
+    assert r.paths == -rx.READ_AFTER
+    got = [rx._bounded(r, "xxy") for _ in range(rx.READ_AFTER)]
+    assert got == [False] * (rx.READ_AFTER - 1) + [True] and r.paths == 28

@@ -567,70 +567,26 @@ class _InputScan:
                 searched[s + lo] = (hash(buf[tstarts[k] + lo:ends[k] + lo].decode("ascii")), matched, (), ())
         self.run_mark = marks[0][0] if marks else _NEVER
 
-    def _plain_bulk(self, buf: bytes, lo: int, starts: List[int], i: int, index: Dict[int, int],  # noqa: C901
+    def _plain_bulk(self, buf: bytes, lo: int, starts: List[int], i: int, index: Dict[int, int],
                     first: int, spec: "_PlainSpec", key: Optional[Tuple[str, int]], seen: Deque["_Seen"],
                     run: PlainRun) -> int:
         """The run of plain hit lines a worker found from STARTS[I] on (prepare.plain_runs) taken whole, as
-        _plain_lines would take it line by line, when nothing of the scanner's own state stops it before its end:
-        no dated line before its last (its year), its dated lines' times in the year known, no stream of its ranks
-        with a block open, no time of it to read again in the year known, at most one rule counting it, the
-        matches kept in all not reached in it.  Its lines'
-        effects, each in bulk: the streams' and the view's last times per rank, the lines waiting for the form
-        (FailureForms.pend_run: built only where tried), the matches kept per quota key and the others counted
-        (Core.admit_run).  The offset after the run, or 0 when it is not taken so (nothing changed)."""
-        offs, tstarts, ends, ranks, times, idxs, last, dash, keys, dep, _ = run
+        _plain_lines would take it line by line, when nothing of the scanner's own state stops it before its end
+        (_bulk_rules).  Its lines' effects, each in bulk: the streams' and the view's last times per rank
+        (_bulk_times), the lines waiting for the form (FailureForms.pend_run: made only where tried), the matches
+        kept per quota key and the others counted (Core.admit_run).  The offset after the run, or 0 when it is not
+        taken so (nothing changed)."""
+        got = self._bulk_rules(buf, lo, starts, i, spec, run)
+        if got is None:
+            return 0
+        enabled, quota = got
+        offs, tstarts, ends, ranks, times, _, _, _, _, _, _ = run
         m = len(offs)
-        core, view, inp = self.core, self.view, self.inp
-        form, forms, blocks, rules = spec
-        s0, s_last, e_last = offs[0] + lo, offs[-1] + lo, ends[-1] + lo
-        nl = buf.find(b"\n", s_last)
-        if (i + m > len(starts) or starts[i + m - 1] != s_last or (nl if nl >= 0 else len(buf)) != e_last
-                or (self.dated is not None and self.dated[0] < s_last)):
-            return 0
-        if dash is not None and not view._year_span[0] <= dash[0] <= dash[1] < view._year_span[1]:
-            return 0
-        if dep and reparse_in(view.year, True):       # (its times read again in the year known: line by line)
-            return 0
-        done = self.searched.get(s0)
-        if done is None:
-            return 0
-        disabled = cast(Rules, self.rules_obs).disabled
-        enabled = [r for k in (done[1] if len(done[1]) < 2 else sorted(done[1]))
-                   for r in (rules.get(k),) if r is not None and id(r[1]) not in disabled]
-        if len(enabled) > 1:
-            return 0
+        form, forms, _, _ = spec
+        inp = self.inp
         label, attempt, seq_base = inp.inp.label, inp.inp.attempt, inp.seq_base
-        streams = core.streams
-        if any(st.block is not None for st in (streams.get((label, r)) for r in last) if st is not None):
-            return 0
-        quota = core.run_quota(enabled[0][1], keys) if enabled else None
-        if enabled and quota is None:
-            return 0
-        # (taken: the lines' effects in their order as _plain_lines has them)
         group = inp.current()
-        for r in last:              # (the streams made in the order of the ranks' first lines)
-            if (label, r) not in streams:
-                core.stream(label, r)
-        st0 = streams[(label, ranks[0])]
-        st0.last_ts = times[0]
-        if blocks is not None and blocks.open.get(label):
-            blocks._close_passed(label, first + idxs[0], st0)
-        for r, ts in last.items():
-            st = streams[(label, r)]
-            st.last_ts = ts
-            if enabled:
-                st.block_matched = True
-        view._ts_rank.update(cast(Dict[Optional[int], float], last))
-        linenos = [first + x for x in idxs]
-        tf = view._ts_from
-        if linenos[0] <= tf <= linenos[-1]:
-            if linenos[-1] - linenos[0] == m - 1:
-                view._ts_from = linenos[-1] + 1
-            else:
-                for ln in linenos:
-                    if ln == tf:
-                        tf += 1
-                view._ts_from = tf
+        linenos = self._bulk_times(spec, run, first, bool(enabled))
         if forms is not None and key is not None:
             raw = cast(FailureForm, form).raw
 
@@ -653,7 +609,61 @@ class _InputScan:
         for k in range(max(0, m - CACHE_KEEP), m):
             norm = buf[offs[k] + lo:ends[k] + lo].decode("ascii")
             seen.append((offs[k] + lo, linenos[k], ranks[k], times[k], norm[tstarts[k] - offs[k]:], norm))
-        return e_last + 1
+        return ends[-1] + lo + 1
+
+    def _bulk_rules(self, buf: bytes, lo: int, starts: List[int], i: int, spec: "_PlainSpec",
+                    run: PlainRun) -> Optional[Tuple[List[Tuple[Any, Any]], Optional[list]]]:
+        """(the rules counting RUN's lines -- one at most --, Core.run_quota's plan) when _plain_bulk may take
+        RUN whole: it is the lines from STARTS[I] on, no dated line comes before its last (its year), its dated
+        lines' times are in the year known, none of its times is read again in the year known, no stream of its
+        ranks has a block open, and the matches kept in all are not reached within it; else None."""
+        offs, _, ends, _, _, _, last, dash, keys, dep, _ = run
+        m = len(offs)
+        view = self.view
+        s_last, e_last = offs[-1] + lo, ends[-1] + lo
+        nl = buf.find(b"\n", s_last)
+        if (i + m > len(starts) or starts[i + m - 1] != s_last or (nl if nl >= 0 else len(buf)) != e_last
+                or (self.dated is not None and self.dated[0] < s_last)
+                or (dash is not None and not view._year_span[0] <= dash[0] <= dash[1] < view._year_span[1])
+                or (dep and reparse_in(view.year, True))):
+            return None
+        done = self.searched.get(offs[0] + lo)
+        if done is None:
+            return None
+        rules, disabled = spec[3], cast(Rules, self.rules_obs).disabled
+        enabled = [r for k in (done[1] if len(done[1]) < 2 else sorted(done[1]))
+                   for r in (rules.get(k),) if r is not None and id(r[1]) not in disabled]
+        label, streams = self.inp.inp.label, self.core.streams
+        if len(enabled) > 1 or any(st.block is not None for st in (streams.get((label, r)) for r in last)
+                                   if st is not None):
+            return None
+        quota = self.core.run_quota(enabled[0][1], keys) if enabled else None
+        return None if enabled and quota is None else (enabled, quota)
+
+    def _bulk_times(self, spec: "_PlainSpec", run: PlainRun, first: int, matched: bool) -> List[int]:
+        """A run taken whole (_plain_bulk): its ranks' streams (made in the order of their first lines), their last
+        times and whether a rule matched in them, the blocks its first line passes closed, the view's times per
+        rank and its first line of unknown time.  The run's line numbers."""
+        _, _, _, ranks, times, idxs, last, _, _, _, _ = run
+        core, view = self.core, self.view
+        blocks = spec[2]
+        label, streams = self.inp.inp.label, core.streams
+        for r in last:
+            if (label, r) not in streams:
+                core.stream(label, r)
+        st0 = streams[(label, ranks[0])]
+        st0.last_ts = times[0]
+        if blocks is not None and blocks.open.get(label):
+            blocks._close_passed(label, first + idxs[0], st0)
+        for r, ts in last.items():
+            st = streams[(label, r)]
+            st.last_ts = ts
+            if matched:
+                st.block_matched = True
+        view._ts_rank.update(cast(Dict[Optional[int], float], last))
+        linenos = [first + x for x in idxs]
+        view.timed_through(linenos)
+        return linenos
 
     def _attempt_at(self, buf: bytes, lo: int, start: int, att: int) -> None:
         """The line at START fed is of attempt ATT: a restart when another than the last one's."""

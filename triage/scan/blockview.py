@@ -249,6 +249,20 @@ class BlockView(View):
                 seen.add(ln.rank)
                 ts_rank[ln.rank] = ln.ts
 
+    def timed_through(self, linenos: List[int]) -> None:
+        """Lines LINENOS (in order) were taken, each of a time of its own (a run of plain hit lines taken whole,
+        _InputScan._plain_bulk): the first line of no known time moves past those that reach it in a row."""
+        tf = self._ts_from
+        if not linenos[0] <= tf <= linenos[-1]:
+            return
+        if linenos[-1] - linenos[0] == len(linenos) - 1:
+            self._ts_from = linenos[-1] + 1
+            return
+        for ln in linenos:
+            if ln == tf:
+                tf += 1
+        self._ts_from = tf
+
     def last_ts(self, line: Line, st: Stream) -> Optional[float]:
         """The time of the stream's newest timestamped line before LINE: the lines since the last look
         back (at most WALK_BACK of them) are read once, and the newest time of each rank among them

@@ -429,53 +429,71 @@ def plain_runs(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], pla
     keys --, whether a time of one depends on the year, each line's RUN_DEP and RUN_DASH)} -- the lists arrays (a
     pickle's bytes) -- (issue 44: a storm of one message on every rank, the scanner's ~3 us a line taking each of a
     run's lines)."""
-    per_key = state_.MATCHES_PER_KEY      # (read at call time: tests patch the quotas)
     out: Dict[int, PlainRun] = {}
     n = len(starts)
     i = 0
     while i < n:
-        s0 = starts[i]
-        f0 = plain.get(s0)
-        d0 = searched.get(s0)
-        if f0 is None or not f0 & PLAIN_ASCII or d0 is None or d0[2] or d0[3]:
-            i += 1
-            continue
-        tags, matched = hits[s0], d0[1]
-        j = i + 1
-        while j < n:
-            s = starts[j]
-            f, d = plain.get(s), searched.get(s)
-            if (f is None or not f & PLAIN_ASCII or hits[s] is not tags or d is None or d[1] is not matched
-                    or d[2] or d[3]):
-                break
-            j += 1
+        j = _run_end(starts, i, hits, plain, searched)
         if j - i >= RUN_MIN:
-            offs = starts[i:j]
-            ends = [buf.find(b"\n", s) for s in offs]
-            if ends[-1] < 0:
-                ends[-1] = len(buf)
-            ps = [parsed[s] for s in offs]
-            tstarts = [s + p[0] for s, p in zip(offs, ps)]
-            ranks = cast(List[int], [p[1] for p in ps])       # (plain_hits': each has a rank and a time)
-            times = cast(List[float], [p[2] for p in ps])
-            flags = bytes((RUN_DEP if p[3] else 0) | (RUN_DASH if plain[s] & PLAIN_DASH else 0)
-                          for s, p in zip(offs, ps))
-            dashed = [t for s, t in zip(offs, times) if plain[s] & PLAIN_DASH]
-            keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]] = {}
-            for k, (r, a, e) in enumerate(zip(ranks, tstarts, ends)):
-                key = (r, buf[a:e].translate(state_.DIGITS))
-                got = keys.get(key)
-                if got is None:
-                    keys[key] = (1, [k])
-                else:
-                    if len(got[1]) < per_key:
-                        got[1].append(k)
-                    keys[key] = (got[0] + 1, got[1])
-            out[s0] = (array("q", offs), array("q", tstarts), array("q", ends), array("q", ranks), array("d", times),
-                       array("q", [index[s] for s in offs]), dict(zip(ranks, times)),
-                       (min(dashed), max(dashed)) if dashed else None, keys, any(p[3] for p in ps), flags)
-        i = j
+            out[starts[i]] = _run(buf, starts[i:j], plain, parsed, index)
+        i = max(j, i + 1)
     return out
+
+
+def _run_end(starts: Sequence[int], i: int, hits: Dict[int, Set[int]], plain: Dict[int, int],
+             searched: Dict[int, "Searched"]) -> int:
+    """Where the run of plain hit lines from STARTS[I] on ends (plain_runs: printable ASCII, the same tags and
+    rules matched, no search slow, timed out or skipped); I when STARTS[I] starts none."""
+    s0 = starts[i]
+    f0, d0 = plain.get(s0), searched.get(s0)
+    if f0 is None or not f0 & PLAIN_ASCII or d0 is None or d0[2] or d0[3]:
+        return i
+    tags, matched = hits[s0], d0[1]
+    j = i + 1
+    while j < len(starts):
+        s = starts[j]
+        f, d = plain.get(s), searched.get(s)
+        if (f is None or not f & PLAIN_ASCII or hits[s] is not tags or d is None or d[1] is not matched
+                or d[2] or d[3]):
+            break
+        j += 1
+    return j
+
+
+def _run(buf: bytes, offs: Sequence[int], plain: Dict[int, int], parsed: Dict[int, Parsed],
+         index: Dict[int, int]) -> "PlainRun":
+    """plain_runs' run of the lines at OFFS."""
+    ends = [buf.find(b"\n", s) for s in offs]
+    if ends[-1] < 0:
+        ends[-1] = len(buf)
+    ps = [parsed[s] for s in offs]
+    tstarts = [s + p[0] for s, p in zip(offs, ps)]
+    ranks = cast(List[int], [p[1] for p in ps])       # (plain_hits': each has a rank and a time)
+    times = cast(List[float], [p[2] for p in ps])
+    flags = bytes((RUN_DEP if p[3] else 0) | (RUN_DASH if plain[s] & PLAIN_DASH else 0) for s, p in zip(offs, ps))
+    dashed = [t for s, t in zip(offs, times) if plain[s] & PLAIN_DASH]
+    keys = _quota_keys(buf, ranks, tstarts, ends)
+    return (array("q", offs), array("q", tstarts), array("q", ends), array("q", ranks), array("d", times),
+            array("q", [index[s] for s in offs]), dict(zip(ranks, times)),
+            (min(dashed), max(dashed)) if dashed else None, keys, any(p[3] for p in ps), flags)
+
+
+def _quota_keys(buf: bytes, ranks: Sequence[int], tstarts: Sequence[int],
+                ends: Sequence[int]) -> Dict[Tuple[int, bytes], Tuple[int, List[int]]]:
+    """Core.admit_of's quota keys of a run's lines (rank, text with its digits masked): {key: (lines, the first
+    MATCHES_PER_KEY of them by place in the run)}."""
+    per_key = state_.MATCHES_PER_KEY      # (read at call time: tests patch the quotas)
+    keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]] = {}
+    for k, (r, a, e) in enumerate(zip(ranks, tstarts, ends)):
+        key = (r, buf[a:e].translate(state_.DIGITS))
+        got = keys.get(key)
+        if got is None:
+            keys[key] = (1, [k])
+        else:
+            if len(got[1]) < per_key:
+                got[1].append(k)
+            keys[key] = (got[0] + 1, got[1])
+    return keys
 
 
 def strip_runs(runs: Dict[int, "PlainRun"], searched: Dict[int, "Searched"], parsed: Dict[int, Parsed],

@@ -5,7 +5,7 @@ digits are <n>, `://svc:PASS@db:5432/x` is a <path>), and it would reach the sig
 and every fleet output; redacted, two jobs that differ only in a secret have the same identity."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from .. import hashing as hashlib
 from .. import tables
@@ -41,7 +41,8 @@ _ONE_DIGIT_B = bytes.maketrans(b"0123456789", b"1111111111")
 _ONE_DIGIT_BUT_0_B = bytes.maketrans(b"123456789", b"111111111")
 
 
-MaskMemo = Dict[Union[str, bytes], str]     # the masks of redacted lines already seen, by _mask_key
+# the masks of redacted lines already seen, by _mask_key; and their fingerprints, by (pitfall, _mask_key)
+MaskMemo = Dict[Union[str, bytes, Tuple[str, Union[str, bytes]]], str]
 
 
 def _mask_key(x: str) -> Union[str, bytes]:
@@ -68,13 +69,15 @@ def fingerprint(pitfall: str, text: str, memo: Optional[MaskMemo] = None) -> str
     """The fingerprint of (PITFALL, TEXT masked); MEMO: the masks of redacted texts already seen (by
     _mask_key), for many texts in a row."""
     if memo is None:
-        masked = mask(text)
-    else:
-        x = redact(text)
-        k = _mask_key(x)
+        return hashlib.sha1(f"{pitfall}\x00{mask(text)}".encode("utf-8", "replace")).hexdigest()[:12]
+    x = redact(text)
+    k = _mask_key(x)
+    fp = memo.get((pitfall, k))         # (a storm's 10,000 dropped lines: ~185 keys, a hash each)
+    if fp is None:
         known = memo.get(k)
         masked = known if known is not None else memo.setdefault(k, _mask(x))
-    return hashlib.sha1(f"{pitfall}\x00{masked}".encode("utf-8", "replace")).hexdigest()[:12]
+        fp = memo[(pitfall, k)] = hashlib.sha1(f"{pitfall}\x00{masked}".encode("utf-8", "replace")).hexdigest()[:12]
+    return fp
 
 
 def signature_id(signature: str) -> str:

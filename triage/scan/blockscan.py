@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import Counter, deque
+from collections import deque
 from dataclasses import replace
-from itertools import compress, repeat
 from typing import Any, Deque, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..caps import BLOCK_MAX_LINES
@@ -19,7 +18,6 @@ from ..inputs.sources import (
     parse_ts,
     reparse_in,
 )
-from . import state
 from .blocks import Blocks
 from .blockview import CACHE_KEEP, BlockView
 from .forms import FailureForm, FailureForms
@@ -36,9 +34,10 @@ from .prepare import (
     Body,
     PlainRun,
     _batchers,
+    run_of,
 )
 from .rules import Rules
-from .state import DIGITS, Core, Event, InputState, Searched, _wrapper
+from .state import Core, Event, InputState, Searched, _wrapper
 
 
 class _InputScan:
@@ -518,8 +517,7 @@ class _InputScan:
 
     def _rest_of_run(self, buf: bytes, lo: int, at: int) -> Optional[PlainRun]:
         """The lines of a worker's run (prepare.plain_runs) from its line at offset AT (not its first) on, as a
-        run of their own, when RUN_MIN or more: its quota keys counted here (a worker's hold the first
-        MATCHES_PER_KEY lines of each key of the whole run only)."""
+        run of their own (prepare.run_of), when RUN_MIN or more."""
         firsts = self.run_firsts
         j = bisect_right(firsts, at) - 1
         if j < 0:
@@ -529,26 +527,8 @@ class _InputScan:
         k = bisect_left(offs, at)
         if k >= len(offs) or offs[k] != at or len(offs) - k < RUN_MIN:
             return None
-        _, tstarts, ends, ranks, times, idxs, _, dash, _, dep, flags = run
-        tstarts, ends, ranks, times, flags = tstarts[k:], ends[k:], ranks[k:], times[k:], flags[k:]
-        if dash is not None:
-            dashed = list(compress(times, (f & RUN_DASH for f in flags)))
-            dash = (min(dashed), max(dashed)) if dashed else None
-        cuts = map(slice, tstarts, ends) if not lo else map(slice, map(lo.__add__, tstarts), map(lo.__add__, ends))
-        masked = list(zip(ranks, map(bytes.translate, map(buf.__getitem__, cuts), repeat(DIGITS))))
-        per_key = state.MATCHES_PER_KEY
-        keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]] = {q: (n, []) for q, n in Counter(masked).items()}
-        left = len(keys)         # (each key's first lines: until every key has as many as it may keep)
-        for p, q in enumerate(masked):
-            n, got = keys[q]
-            if len(got) < min(n, per_key):
-                got.append(p)
-                if len(got) == min(n, per_key):
-                    left -= 1
-                    if not left:
-                        break
-        return (offs[k:], tstarts, ends, ranks, times, idxs[k:], dict(zip(ranks, times)), dash, keys,
-                dep and any(f & RUN_DEP for f in flags), flags)
+        _, tstarts, ends, ranks, times, idxs, _, _, _, _, flags = run
+        return run_of(buf, lo, offs[k:], tstarts[k:], ends[k:], ranks[k:], times[k:], idxs[k:], flags[k:])
 
     def _restore_runs(self, buf: bytes, lo: int, upto: int) -> None:
         """What the worker left out of its message of the runs whose second line is at UPTO or before (the scan

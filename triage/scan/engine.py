@@ -344,9 +344,11 @@ def _plan(all_paths: List[str], block_size: int, max_bytes: int, aset: Optional[
     get workers when dense in hits (_dense, with the anchor set ASET and the batch observers BATCHERS)."""
     from ..inputs.sources import BLOCK_SIZE
     k0 = _Pool.jobs(all_paths)
-    dense = not k0 and aset is not None and _Pool.jobs(all_paths, dense=True) > 0 and _dense(all_paths, aset, batchers)
-    if dense:
-        k0 = _Pool.jobs(all_paths, dense=True)
+    dense = False
+    if not k0 and aset is not None:
+        kd = _Pool.jobs(all_paths, dense=True)
+        dense = kd > 0 and _dense(all_paths, aset, batchers)
+        k0 = kd if dense else 0
     if not k0:
         return [], 0, block_size
     bs = block_size or pool_block_size(sum(_size(p) for p in all_paths), k0)

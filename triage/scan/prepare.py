@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 from array import array
+from itertools import compress
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
 
 from ..inputs.sources import (
@@ -467,25 +468,33 @@ def _run(buf: bytes, offs: Sequence[int], plain: Dict[int, int], parsed: Dict[in
     if ends[-1] < 0:
         ends[-1] = len(buf)
     ps = [parsed[s] for s in offs]
-    tstarts = [s + p[0] for s, p in zip(offs, ps)]
-    ranks = cast(List[int], [p[1] for p in ps])       # (plain_hits': each has a rank and a time)
-    times = cast(List[float], [p[2] for p in ps])
-    flags = bytes((RUN_DEP if p[3] else 0) | (RUN_DASH if plain[s] & PLAIN_DASH else 0) for s, p in zip(offs, ps))
-    dashed = [t for s, t in zip(offs, times) if plain[s] & PLAIN_DASH]
-    keys = _quota_keys(buf, ranks, tstarts, ends)
-    return (array("q", offs), array("q", tstarts), array("q", ends), array("q", ranks), array("d", times),
-            array("q", [index[s] for s in offs]), dict(zip(ranks, times)),
-            (min(dashed), max(dashed)) if dashed else None, keys, any(p[3] for p in ps), flags)
+    return run_of(buf, 0, array("q", offs), array("q", [s + p[0] for s, p in zip(offs, ps)]), array("q", ends),
+                  array("q", cast(List[int], [p[1] for p in ps])),       # (plain_hits': each has a rank and a time)
+                  array("d", cast(List[float], [p[2] for p in ps])), array("q", [index[s] for s in offs]),
+                  bytes((RUN_DEP if p[3] else 0) | (RUN_DASH if plain[s] & PLAIN_DASH else 0)
+                        for s, p in zip(offs, ps)))
 
 
-def _quota_keys(buf: bytes, ranks: Sequence[int], tstarts: Sequence[int],
+def run_of(buf: bytes, lo: int, offs: "array[int]", tstarts: "array[int]", ends: "array[int]", ranks: "array[int]",
+           times: "array[float]", idxs: "array[int]", flags: bytes) -> "PlainRun":
+    """A run (plain_runs') of the lines whose columns are given (offsets from LO in BUF), what it holds of them
+    worked out: each rank's last time, the lowest and highest time of its dated lines, its quota keys, whether a
+    time of one depends on the year (the worker's runs; the rest of one from a line within it,
+    blockscan._InputScan._rest_of_run)."""
+    dashed = list(compress(times, (f & RUN_DASH for f in flags)))
+    return (offs, tstarts, ends, ranks, times, idxs, dict(zip(ranks, times)),
+            (min(dashed), max(dashed)) if dashed else None, _quota_keys(buf, lo, ranks, tstarts, ends),
+            any(f & RUN_DEP for f in flags), flags)
+
+
+def _quota_keys(buf: bytes, lo: int, ranks: Sequence[int], tstarts: Sequence[int],
                 ends: Sequence[int]) -> Dict[Tuple[int, bytes], Tuple[int, List[int]]]:
-    """Core.admit_of's quota keys of a run's lines (rank, text with its digits masked): {key: (lines, the first
-    MATCHES_PER_KEY of them by place in the run)}."""
+    """Core.admit_of's quota keys of a run's lines (rank, text with its digits masked; the texts at TSTARTS to ENDS
+    from LO in BUF): {key: (lines, the first MATCHES_PER_KEY of them by place in the run)}."""
     per_key = state_.MATCHES_PER_KEY      # (read at call time: tests patch the quotas)
     keys: Dict[Tuple[int, bytes], Tuple[int, List[int]]] = {}
     for k, (r, a, e) in enumerate(zip(ranks, tstarts, ends)):
-        key = (r, buf[a:e].translate(state_.DIGITS))
+        key = (r, buf[a + lo:e + lo].translate(state_.DIGITS))
         got = keys.get(key)
         if got is None:
             keys[key] = (1, [k])
@@ -500,7 +509,7 @@ def strip_runs(runs: Dict[int, "PlainRun"], searched: Dict[int, "Searched"], par
                plain: Dict[int, int]) -> None:
     """Leave out of a worker's message what RUNS (plain_runs') hold of their lines but the first: their
     searches, parses and plain flags (the scanner makes them again from the run when it does not take it whole,
-    blockscan._InputScan._restore_run: the message of a storm's block 0.78 -> 0.30 MB, its unpickling 3.6 ->
+    blockscan._InputScan._restore_runs: a 2 MiB block of a storm's message 0.78 -> 0.30 MB, its unpickling 3.6 ->
     0.8 ms)."""
     for run in runs.values():
         for s in run[0][1:]:

@@ -95,16 +95,13 @@ def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Search:
     worker runs ahead of the scanner), with the CPU time it took and the searches that timed out.  Searches
     bounded to a few steps (rx.quick) are not timed: 0.0 seconds, never slow, in the worker and the scanner
     alike."""
-    if quick(rule.rx, text) and all(quick(n, text) for n in rule.negative):
-        m = search(rule.rx, text)
-        return (m is not None and not any(search(n, text) for n in rule.negative) and (
-            rule.min_share is None or share_of(m) >= rule.min_share)), 0.0, 0
+    timed = not (quick(rule.rx, text) and all(quick(n, text) for n in rule.negative))
     t0 = timeouts.count
-    c0 = thread_time()
+    c0 = thread_time() if timed else 0.0
     m = search(rule.rx, text, timeouts)
     hit = m is not None and not any(search(n, text, timeouts) for n in rule.negative) and (
         rule.min_share is None or share_of(m) >= rule.min_share)
-    return hit, thread_time() - c0, timeouts.count - t0
+    return hit, (thread_time() - c0 if timed else 0.0), timeouts.count - t0
 
 
 class Tally:

@@ -225,32 +225,32 @@ class Core:
         kept = sorted(k for _, _, take in quota for k in take)
         for key, n, _ in quota:
             self._kept[key] = n
-        dropped = self.dropped
-        if not kept and len(dropped) >= MAX_DROPPED_KEYS and dropped.keys().isdisjoint(
-                zip(repeat(pattern_id), ranks, texts)):      # (a storm's lines, all only counted: per rank, in C)
-            for rank, n in Counter(ranks).items():
-                dropped[(pattern_id, rank, "")] += n
-            return kept
         rows: Iterable[Tuple[str, int, str]] = zip(repeat(pattern_id), ranks, texts)
         if kept:
             mask = [True] * len(ranks)
             for k in kept:
                 mask[k] = False
             rows = compress(rows, mask)
-        left = list(rows)
-        i = 0
-        if len(dropped) + len(left) > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
-            while i < len(left) and len(dropped) < MAX_DROPPED_KEYS:
-                dropped[left[i]] += 1
-                i += 1
-            left = left[i:]
-            if dropped.keys().isdisjoint(left):     # (a storm's lines: each text its own, all counted per rank)
-                for rank, n in Counter(map(itemgetter(1), left)).items():
-                    dropped[(pattern_id, rank, "")] += n
-                return kept
-            left = [k if k in dropped else (k[0], k[1], "") for k in left]
-        dropped.update(left)
+        self._count_dropped(pattern_id, list(rows))
         return kept
+
+    def _count_dropped(self, pattern_id: str, rows: List[Tuple[str, int, str]]) -> None:
+        """admit_of()'s count of ROWS (pattern id, rank, text) not kept, in their order: each apart while there is
+        room for distinct ones, then one of its own or its rank's ("") -- a storm's lines, each text its own, all
+        counted per rank in C."""
+        dropped = self.dropped
+        if len(dropped) + len(rows) > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
+            i = 0
+            while i < len(rows) and len(dropped) < MAX_DROPPED_KEYS:
+                dropped[rows[i]] += 1
+                i += 1
+            rows = rows[i:]
+            if dropped.keys().isdisjoint(rows):
+                for rank, n in Counter(map(itemgetter(1), rows)).items():
+                    dropped[(pattern_id, rank, "")] += n
+                return
+            rows = [k if k in dropped else (k[0], k[1], "") for k in rows]
+        dropped.update(rows)
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))

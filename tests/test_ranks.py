@@ -7,6 +7,7 @@ The short logs built below are SYNTHETIC: layouts written here from lines of tho
 """
 import json
 import os
+import re
 
 from helpers import analyse_path, analyse_text
 from click.testing import CliRunner
@@ -215,3 +216,45 @@ def test_ranks_of_a_block_decode_no_line_whose_prefix_names_its_rank(monkeypatch
     buf += b"[PG ID 0 PG GUID 0 Rank 11] Watchdog caught collective operation timeout\n"
     assert reader.ranks_in(buf, 0, len(buf), None) == set(range(8)) | {11}
     assert len(decoded) == 1
+
+
+def test_distinct_ranks_are_the_same_whatever_order_or_size_and_compile_once():
+    """distinct_ranks (issue 44): a small segment by one findall, a big one by searches excluding the ranks found,
+    their patterns kept by the ranks sorted -- every order of the same ranks finds them all, and the patterns
+    compiled stay those of the sets met, not one per order."""
+    import random
+
+    from triage.inputs import ranks as R
+    probe, head, tail = R.RANKS.kinds[0]
+    rnd = random.Random(7)
+    for size in (64 << 10, R.ELIMINATE_MIN_BYTES + (64 << 10)):
+        for ranks in ([3], [0, 1, 2, 3, 4, 5, 6, 7], list(range(100))):
+            lines = []
+            n = 0
+            while n < size:
+                r = rnd.choice(ranks)
+                ln = b"[rank%d]: NCCL INFO line %d" % (r, n)
+                lines.append(ln)
+                n += len(ln) + 1
+            seg = b"\n" + b"\n".join(lines)
+            want = {int(x) for x in re.findall(head + tail, seg)}
+            assert R.distinct_ranks(seg, head, tail) == want
+    R._EXCLUDING.clear()
+    eight = [b"[rank%d]: x" % r for r in range(8)]
+    for _ in range(20):
+        rnd.shuffle(eight)
+        seg = b"\n" + b"\n".join(eight * ((R.ELIMINATE_MIN_BYTES // 80) + 1))
+        assert R.distinct_ranks(seg, head, tail) == set(range(8))
+    # (each order adds at most its own chain of sets; sorted, 20 orders of 8 ranks met far fewer than 20 * 9)
+    assert len(R._EXCLUDING) <= 2 ** 8
+
+
+def test_a_control_byte_anywhere_sends_the_segment_the_dirty_way():
+    from triage.inputs.ranks import RANKS
+    clean = b"[rank1]: a\n[rank2]: b\n"
+    assert RANKS.ranks_in(clean, 0, len(clean), None) == {1, 2}
+    for c in [*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f]:
+        # (the control byte alone, before the prefix: only the dirty way, which normalises the line, sees rank 2)
+        lead = b"\x1b[0m" if c == 0x1b else bytes([c])       # (ESC opens a colour code)
+        dirty = b"[rank1]: a\n" + lead + b"[rank2]: b\n"
+        assert RANKS.ranks_in(dirty, 0, len(dirty), None) == {1, 2}, c

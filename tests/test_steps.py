@@ -231,3 +231,56 @@ def test_a_garbled_warmup_setting_is_no_crash(tmp_path):
     r = subprocess.run([sys.executable, "-m", "triage", "analyze", str(p), "--format", "json"], capture_output=True,
                        text=True)
     assert r.returncode in (0, 1, 3), r.stderr[-400:]
+
+
+def _reference_records(buf: bytes, starts):
+    """What scan_lines claims of each plain step line, read the long way: _MEGATRON_B's search from the line's start,
+    its numbers as _num reads them, and the number after the line's first "lm loss:" (the records it made before
+    issue 44's one match at the first "iteration")."""
+    from triage.verdict import steps as S
+    out = {}
+    for ls in starts:
+        le = buf.find(b"\n", ls)
+        le = len(buf) if le < 0 else le
+        m = S._MEGATRON_B.search(buf, ls, le)
+        if m is None:
+            continue
+        ms, tf = S._num(m.group(2)), S._num(m.group(3)) if m.group(3) else None
+        if ms is None or (m.group(3) and tf is None):
+            continue
+        li = buf.find(b"lm loss:", ls, le)
+        n = S._LOSS_B.match(buf, li + 8, le) if li >= 0 else None
+        out[ls] = (int(m.group(1)), ms, tf, le - ls, S._num(n.group(1)) if n else None)
+    return out
+
+
+def test_step_lines_of_every_layout_read_as_the_long_way_reads_them():
+    """scan_lines' one match at a line's first "iteration" (issue 44) against the search from the line's start, on a
+    grid of layouts: the header's spacing, a second "iteration" before the header, the keys' order, numbers that are
+    no numbers ("1.2.3"), a loss before the step's time, two losses, a loss that reads as none, no throughput."""
+    heads = [b" iteration        7/ 5000000 |", b"iteration 7/5000000|", b"iteration\t7 / 50 |",
+             b"data iteration time | iteration 7/ 50 |", b"iteration 7/ 50 | iteration 8/ 50 |"]
+    times = [b" elapsed time per iteration (ms): 5092.0 |", b" elapsed time per iteration (ms):1.2.3 |",
+             b" elapsed time per iteration (ms): 12 | elapsed time per iteration (ms): 13 |",
+             b" elapsed time per iteration (ms): x | elapsed time per iteration (ms): 14 |"]
+    tfs = [b"", b" throughput per GPU (TFLOP/s/GPU): 471.3 |", b" throughput per GPU (TFLOP/s/GPU): 4.7.1 |",
+           b" throughput per GPU (TFLOP/s/GPU): | throughput per GPU (TFLOP/s/GPU): 5 |"]
+    losses = [b"", b" lm loss: 1.057388E+01 |", b" lm loss: nan |", b" lm loss: -x | lm loss: 2.0 |"]
+    lines = []
+    for h in heads:
+        for t in times:
+            for f in tfs:
+                for lo in losses:
+                    lines.append(b"[rank7]: " + h + b" consumed samples: 1024 |" + t + f + b" learning rate: 3E-04 |"
+                                 + lo + b" loss scale: 1.0 |")
+                    lines.append(b"[rank7]: " + lo + h + t + f)          # the loss first
+    buf = b"\n".join(lines) + b"\n"
+    starts, pos = [], 0
+    for ln in lines:
+        starts.append(pos)
+        pos += len(ln) + 1
+    got = StepLog().scan_lines(buf, starts)
+    want = _reference_records(buf, starts)
+    assert {k: repr(v) for k, v in got.items() if v[0] is not None} == {k: repr(v) for k, v in want.items()}  # (nan)
+    assert len(want) > len(lines) // 4          # (the grid holds step lines of every kind, not only rejects)
+    assert any(r[4] is None for r in want.values()) and any(r[2] is None for r in want.values())

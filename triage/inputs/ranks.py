@@ -27,7 +27,9 @@ from .text import normalise
 
 _QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
 _QUOTE_B = rb"(?:> ?)"
-_CTRL_B = lazy_re(rb"[\x00-\x08\x0b-\x1f\x7f]")
+# the control bytes (_DIRTY_LINE_B's class): a segment holds one when deleting them shortens it (bytes.translate: ~0.7
+# ms a 2 MiB segment here, where a search of the class took ~10 ms: `triage watch` at 1 MB/s spent ~1% of a core on it)
+_CTRL_BYTES = bytes([*range(0x00, 0x09), *range(0x0b, 0x20), 0x7f])
 _DIRTY_LINE_B = lazy_re(rb"\n[^\n]*[\x00-\x08\x0b-\x1f\x7f][^\n]*")
 MAX_NESTED = 3            # prefixes read off one line ("[default0]:[rank0]: ..." nests)
 MAX_ELIMINATE = 64        # past this many ranks in one block, one findall is cheaper
@@ -321,7 +323,7 @@ class RankReader:
             return set()
         seg = b"\n" + buf[lo:hi]
         out: Set[int] = set()
-        if _CTRL_B.search(seg):
+        if len(seg.translate(None, _CTRL_BYTES)) != len(seg):
             seg = self.dirty_ranks(seg, file_rank, out)
             if seg in (b"", b"\n"):
                 return out
@@ -393,16 +395,40 @@ class RankReader:
 def distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:
     """The ranks of HEAD + TAIL (TAIL starts with the rank group) in SEG: each search finds a line of
     a rank not seen yet (a lookahead excludes the known ones), up to MAX_ELIMINATE, then one findall."""
+    if len(seg) < ELIMINATE_MIN_BYTES:
+        return {int(k) for k in set(_excluding(head, tail, ()).findall(seg))}
     known: List[bytes] = []
     pos = 0
     while len(known) <= MAX_ELIMINATE:
-        ex = b"(?!(?:" + b"|".join(known) + b")\\D)" if known else b""
-        m = re.compile(head + ex + tail).search(seg, pos)
+        m = _excluding(head, tail, tuple(sorted(known))).search(seg, pos)
         if m is None:
             return {int(k) for k in known}
         known.append(m.group(1))
         pos = m.start()
     return {int(k) for k in known} | {int(k) for k in re.findall(head + tail, seg[pos:])}
+
+
+# (issue 44: each segment found its ranks in its own order, with a pattern of its own at each step, compiled anew past
+# `re`'s cache: `triage watch` of a quiet 8-rank log at 1 MB/s spent about half its CPU, ~3% of a core, compiling
+# them.  A pattern takes ~0.2-0.4 ms to compile and a findall of the whole segment ~2 us a KiB: a segment under
+# ELIMINATE_MIN_BYTES (a watched log's poll, a small block) takes one findall; a bigger one its searches, their
+# patterns kept by the known ranks sorted)
+ELIMINATE_MIN_BYTES = 1 << 20
+_EXCLUDING: Dict[Tuple[bytes, bytes, Tuple[bytes, ...]], "re.Pattern[bytes]"] = {}
+EXCLUDING_KEPT = 1024     # patterns kept (a dict: emptied when full)
+
+
+def _excluding(head: bytes, tail: bytes, known: Tuple[bytes, ...]) -> "re.Pattern[bytes]":
+    """HEAD + TAIL where TAIL's rank is none of KNOWN (sorted: the alternation's order changes no match), compiled
+    once."""
+    key = (head, tail, known)
+    rx = _EXCLUDING.get(key)
+    if rx is None:
+        if len(_EXCLUDING) >= EXCLUDING_KEPT:
+            _EXCLUDING.clear()
+        ex = b"(?!(?:" + b"|".join(known) + b")\\D)" if known else b""
+        rx = _EXCLUDING[key] = re.compile(head + ex + tail)
+    return rx
 
 
 RANKS = RankReader()                 # the shipped tables' matchers

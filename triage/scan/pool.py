@@ -76,8 +76,10 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                     raise NotPlain()
                 if added:
                     block += b"\n"
-                h, r, nl = prepare.prepare_block(block, 0, aset, batchers, ahead=True)
+                h, r, _ = prepare.prepare_block(block, 0, aset, batchers, ahead=True, count=False)
                 starts = sorted(h)
+                li = prepare.line_index(block, 0, starts)
+                nl = prepare.block_lines(block, starts, li)
                 # the scanner's parse of the hit lines made here when there are workers to spare,
                 # and its look backs for a block dense in hits (prepare.DENSE_HITS_EVERY)
                 spare = k >= prepare.PARSE_MIN_WORKERS
@@ -96,7 +98,6 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 texts.clear()
                 # (the hit lines the scanner may take in runs: a dense block's, when there are workers to spare)
                 plain = prepare.plain_hits(block, searched, parsed, norms) if dense else {}
-                li = prepare.line_index(block, 0, starts)
                 runs = prepare.plain_runs(block, starts, h, plain, parsed, searched, li) if plain else {}
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
@@ -139,8 +140,9 @@ def _spare_work(block: bytes, h: Dict[int, Set[int]], r: list, starts: List[int]
     summ = prepare.summaries(block, h, batchers, r)
     if summ and bi:      # (after: the summaries read them)
         prepare.leave_out(r, summ)
-    bodies = prepare.tb_bodies(block, h, parsed, file_rank)
-    intros = prepare.tb_intros(block, h, parsed)
+    firsts = prepare.tb_firsts(block, h)          # (the tracebacks' first lines)
+    bodies = prepare.tb_bodies(block, h, parsed, file_rank, firsts)
+    intros = prepare.tb_intros(block, parsed, firsts)
     passes = prepare.passable(block, followed, h, parsed, bodies)
     prepare.drop_bodies(block, parsed, bodies)
     return parsed, summ, bodies, intros, passes, followed

@@ -77,14 +77,15 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
 
 
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
-                  ahead: bool = False) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
+                  ahead: bool = False, count: bool = True) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
     (those leave the hits when they wake nobody else), the records of the lines an observer may
     follow (Feeder.records: no hit is taken) and the block's line count (AHEAD: a pool worker's, which
     parses more of a record than the scanner would need: what the scanner then parses no more).  Offsets are
     offsets in buf.  (The scanner counts the lines before a hit itself: an index per hit line
-    cost a dict entry per line of a block of dense hits.)"""
+    cost a dict entry per line of a block of dense hits.)  COUNT false: the line count is -1 (a pool worker's,
+    which counts the lines with its line index: block_lines)."""
     # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
     data = cast(bytes, memoryview(buf)[lo:]) if lo else buf
     hits = aset.scan(data, lo, buf)
@@ -100,7 +101,14 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
         for ls in recs:
             del hits[ls]
         recs_all.append(recs)
-    return hits, recs_all, buf.count(b"\n", lo)
+    return hits, recs_all, buf.count(b"\n", lo) if count else -1
+
+
+def block_lines(buf: bytes, starts: Sequence[int], index: Dict[int, int]) -> int:
+    """The lines of BUF (its newlines) from its line INDEX of the sorted STARTS (line_index from 0): only the bytes
+    after the last counted again (issue 44: a pool worker counted its whole block twice, ~0.3 ms a MiB of its ~2
+    on the 16-core host)."""
+    return index[starts[-1]] + buf.count(b"\n", starts[-1]) if starts else buf.count(b"\n")
 
 
 # an ISO date and time after a year's four digits (BlockView.first_dated: the block's first dated line); the
@@ -321,7 +329,23 @@ def timed_ranks(timed: Optional[Sequence[int]], parsed: Dict[int, Parsed]) -> Op
     return out
 
 
-def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) -> Dict[int, str]:
+_TB_START_B = b"Traceback (most recent call last):"
+
+
+def tb_firsts(buf: bytes, hits: Dict[int, Set[int]]) -> List[Tuple[int, int]]:
+    """(start, end) of each hit line of BUF that holds a traceback's first line, in HITS' order: for tb_bodies and
+    tb_intros both (issue 44: each made two finds a hit line, a dense block's ~10,000; a search of the whole block
+    for the words first costs ~0.3 ms a 2 MiB block here, where a production block's hits are mostly none)."""
+    find = buf.find
+    out = []
+    for s in hits:
+        e = find(b"\n", s)
+        if e >= 0 and find(_TB_START_B, s, e) >= 0:
+            out.append((s, e))
+    return out
+
+
+def tb_intros(buf: bytes, parsed: Dict[int, Parsed], firsts: List[Tuple[int, int]]) -> Dict[int, str]:
     """The text of the line introducing each traceback that opens at a hit line of BUF (Blocks._traceback_start:
     the newest of the INTRO_BACK lines before it of its rank, "" when none is), by the offset of the traceback's
     first line, where the worker's parse answers it as BlockView.newest_of_rank would: the traceback's line and
@@ -329,10 +353,7 @@ def tb_intros(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed]) 
     parsed the two lines before each of a log's handled tracebacks; where this gives no answer, it still does)."""
     out: Dict[int, str] = {}
     find = buf.find
-    for s in hits:
-        e = find(b"\n", s)
-        if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
-            continue
+    for s, e in firsts:
         p = parsed.get(s)
         # (a line of a progress bar's updates opens its traceback with the Line of an update, whose rank may be
         # another than the whole line's: the review)
@@ -593,7 +614,7 @@ Body = Tuple[int, int, Tuple[str, ...]]
 
 
 def tb_bodies(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
-              file_rank: Optional[int]) -> Dict[int, Body]:
+              file_rank: Optional[int], firsts: List[Tuple[int, int]]) -> Dict[int, Body]:
     """The bodies of the tracebacks that open at the hit lines of BUF (PARSED: parse_hits' parse of
     them), for the scanner to join each at once to its traceback's error block (Blocks.take_body)
     instead of feeding it line by line (issue 44: every line is fed while a traceback is open, a log
@@ -607,10 +628,7 @@ def tb_bodies(buf: bytes, hits: Dict[int, Set[int]], parsed: Dict[int, Parsed],
     out: Dict[int, Body] = {}
     find = buf.find
     seen: Dict[bytes, Tuple[str, Optional[int], bool]] = {}
-    for s in hits:
-        e = find(b"\n", s)
-        if e < 0 or find(b"Traceback (most recent call last):", s, e) < 0:
-            continue
+    for s, e in firsts:
         p = parsed.get(s)
         if p is None or p[1] is None:
             continue

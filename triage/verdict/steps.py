@@ -221,7 +221,7 @@ class StepLog:
         *[Anchor(x, 0) for x in NCCL_GRAPH_LINES],
     ]
 
-    def scan_lines(self, buf: bytes, starts: Sequence[int], ahead: bool = False) -> Dict[int, tuple]:
+    def scan_lines(self, buf: bytes, starts: Sequence[int], ahead: bool = False) -> Dict[int, tuple]:  # noqa: C901 - a hot loop, one frame
         """Parse the Megatron step lines among the lines starting at `starts`: {line start: record}.
 
         The block scanner's batch path: only plain lines are claimed (ASCII, no carriage return

@@ -53,8 +53,8 @@ def started(monkeypatch):
     out = Started()
     real = pool._start_tree
 
-    def start(target, args, k):
-        pid, conns = real(target, args, k)
+    def start(target, args, k, **kw):
+        pid, conns = real(target, args, k, **kw)
         out.append(pid)
         out.workers += len(conns)
         return pid, conns
@@ -111,8 +111,8 @@ def test_ctrl_c_while_the_workers_start_stops_those_started(started, monkeypatch
     workers started are stopped and collected (no zombie, no orphan scanning on)."""
     real = pool._start_tree
 
-    def start(*a):
-        out = real(*a)
+    def start(*a, **kw):
+        out = real(*a, **kw)
         if len(started) == 1:               # (the fixture's wrapper recorded the group already)
             # to this thread (the scanner's, which holds it): a process-wide kill may be taken by
             # another thread of a multi-threaded process (pytest-xdist's) and raised at once
@@ -237,9 +237,9 @@ def test_the_workers_are_forked_with_what_every_one_needs_made(tmp_path):
         "pool.POOL_MIN_BYTES = 0\n"
         "os.environ['TRIAGE_JOBS'] = '3'\n"
         "real, at_fork, started = pool._start_tree, [], []\n"
-        "def start(*a):\n"
+        "def start(*a, **kw):\n"
         "    at_fork.append(('regex' in sys.modules, {'starts', 'kinds'} <= set(vars(ranks.RANKS))))\n"
-        "    return real(*a)\n"
+        "    return real(*a, **kw)\n"
         "pool._start_tree = start\n"
         "init = pool._Pool.__init__\n"
         "def pool_init(self, *a, **k):\n"
@@ -587,3 +587,35 @@ def test_a_header_announcing_gigabytes_allocates_none_of_them():
         conn.recv()
     conn.close()
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000     # KiB (Linux)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the child subreaper is Linux's")
+def test_the_scanner_adopts_its_workers_orphans_once_they_have_tickets(started, monkeypatch):
+    """The scanner becomes its workers' orphans' adopter (pool._adopt) after it handed out their first tickets
+    (issue 44: ctypes' import and prctl held every worker's first block back), before any worker ends; it gives
+    the role up when the workers are collected."""
+    import ctypes
+    order = []
+    real_hand_out, real_adopt = pool._Pool._hand_out, pool._adopt
+
+    def hand_out(self, g):
+        order.append("tickets")
+        return real_hand_out(self, g)
+
+    def adopt(pid):
+        libc = ctypes.CDLL(None)
+        was = ctypes.c_int(0)
+        libc.prctl(37, ctypes.byref(was), 0, 0, 0)          # PR_GET_CHILD_SUBREAPER
+        order.append(("adopt", was.value, pool._collected(pid)))
+        real_adopt(pid)
+        libc.prctl(37, ctypes.byref(was), 0, 0, 0)
+        order.append(("adopted", was.value, pid in pool._ADOPTED))
+    monkeypatch.setattr(pool._Pool, "_hand_out", hand_out)
+    monkeypatch.setattr(pool, "_adopt", adopt)
+    r = _scan()
+    assert r.matches and started.workers == 2
+    assert order[0] == "tickets" and order[1] == ("adopt", 0, False) and order[2] == ("adopted", 1, True)
+    assert not pool._ADOPTED and started.all_gone()
+    was = ctypes.c_int(0)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(was), 0, 0, 0)
+    assert was.value == 0

@@ -138,7 +138,7 @@ def _compile(p: Any, flags: int = 0) -> Any:
             return _sre.compile(p, *e)
         except Exception:  # noqa: BLE001 - not code this engine takes (validated by _sre): compiled again
             _entries.pop(key, None)
-    if flags & 128 or _may_warn(p):            # (re.DEBUG prints as it compiles; re's parser may warn: re's own)
+    if flags & 128 or _may_warn(p, flags):            # (re.DEBUG prints as it compiles; re's parser may warn: re's own)
         return orig(p, flags)
     return _miss(p, flags, key, orig, comp, parse, _sre)
 
@@ -184,9 +184,49 @@ def _keep(key: _Key, e: _Entry) -> None:
 _WARNS = ("[[", "--", "&&", "~~", "||")
 
 
-def _may_warn(p: Union[str, bytes]) -> bool:
+def _may_warn(p: Union[str, bytes], flags: int = 0) -> bool:
     text = p if isinstance(p, str) else p.decode("latin-1")
-    return any(w in text for w in _WARNS) or (sys.version_info < (3, 11) and "(?" in text[1:])
+    if sys.version_info < (3, 11) and "(?" in text[1:]:
+        return True
+    if not any(w in text for w in _WARNS):
+        return False
+    # (a verbose pattern's comments may hold brackets: taken as they are; issue 44: "\[[0-9]" -- an escaped bracket
+    # before a set -- held "[[", and the launcher rows' rank matchers, ~14 ms of compiles here, were never kept)
+    return bool(flags & 64) or "(?x" in text or _set_warns(text)
+
+
+def _set_warns(t: str) -> bool:
+    """Where re's parser may warn in the sets of the pattern T (re/_parser.py, 3.9-3.13): a set that opens with
+    "[", or two of one of "-&~|" in a row within a set (wider than re's tests: a pattern it says may warn is
+    compiled by re each time, never wrongly kept).  An escape is two characters; a set's "]" right after its "["
+    (or "[^") is a member."""
+    i, n = 0, len(t)
+    while i < n:
+        c = t[i]
+        if c == "\\":
+            i += 2
+            continue
+        i += 1
+        if c != "[":
+            continue
+        if t[i:i + 1] == "[":
+            return True
+        if t[i:i + 1] == "^":
+            i += 1
+        first = True
+        while i < n:
+            c = t[i]
+            if c == "\\":
+                i += 2
+            elif c == "]" and not first:
+                i += 1
+                break
+            elif c in "-&~|" and t[i + 1:i + 2] == c:
+                return True
+            else:
+                i += 1
+            first = False
+    return False
 
 
 def _entry(p: Union[str, bytes], flags: int, comp: Any, parse: Any) -> _Entry:

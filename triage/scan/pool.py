@@ -252,14 +252,15 @@ class _Conn:
 _ADOPTED: Set[int] = set()      # the groups (first workers' pids) this process adopts the orphans of
 
 
-def _start_tree(target: Any, args: tuple, k: int) -> Tuple[int, List[_Conn]]:
+def _start_tree(target: Any, args: tuple, k: int, adopt: bool = True) -> Tuple[int, List[_Conn]]:
     """Fork K workers, each running TARGET(its end of its own pipe, *ARGS, w, k) for its index w: the scanner
     forks the first only, and the workers fork the others in a binomial tree (worker w forks w + 2**j for
     each j >= w.bit_length() below k: 15 workers in four rounds of forks, each fork copying the page tables
     of a process of ~80 MB; issue 44: the scanner's 15 forks in a row were ~30 ms of its start on the
     16-core host, the scanner's thread being the scan's critical path).  The workers are a process group
     of their own, led by the first (its pid): the scanner stops them all with one signal (_reap_group).
-    Returns (the first worker's pid, the scanner's ends of the K pipes, in order)."""
+    ADOPT false: the caller makes this process the orphans' adopter itself (_adopt), when it has given the workers
+    their first tickets.  Returns (the first worker's pid, the scanner's ends of the K pipes, in order)."""
     pipes = []
     try:
         for _ in range(k):
@@ -278,16 +279,23 @@ def _start_tree(target: Any, args: tuple, k: int) -> Tuple[int, List[_Conn]]:
             _tree_worker(target, args, k, [w for _, w in pipes])
         finally:
             os._exit(0)
-    # (a worker whose parent worker is gone is handed to the scanner, which collects it: _reap_group; set once
-    # the first worker runs -- ctypes' import and prctl were ~3 ms before it -- and long before any worker ends)
-    if procs.adopt_orphans():
-        _ADOPTED.add(pid)
+    if adopt:
+        _adopt(pid)
     _group(pid)                                  # (both sides set it: whichever runs first)
     conns = []
     for r, w in pipes:
         os.close(w)
         conns.append(_Conn(r, False))
     return pid, conns
+
+
+def _adopt(pid: int) -> None:
+    """A worker of the group PID whose parent worker is gone is handed to the scanner, which collects it
+    (_reap_group).  Set once the first worker runs and long before any worker ends: once the workers have their
+    first tickets (_Pool; issue 44: ctypes' import and prctl, ~3 ms on the 16-core host and ~5 ms here, held every
+    worker's first block back)."""
+    if procs.adopt_orphans():
+        _ADOPTED.add(pid)
 
 
 def _group(pid: int) -> None:
@@ -463,7 +471,8 @@ class _Pool:
         try:
             try:
                 self.tickets = os.pipe()
-                pid, self.conns = _start_tree(_worker, (list(plan), aset, batchers, list(rules), self.tickets), k)
+                pid, self.conns = _start_tree(_worker, (list(plan), aset, batchers, list(rules), self.tickets), k,
+                                              adopt=False)
                 self.pids.append(pid)
             finally:
                 procs.release_signals(held)      # (a Ctrl-C held meanwhile is raised here)
@@ -474,6 +483,7 @@ class _Pool:
             for c in self.live:
                 self.poller.register(c.fileno(), select.POLLIN)
             self._hand_out(0)
+            _adopt(pid)
             regex.compile                  # noqa: B018 - (the `regex` engine's import, the workers at work)
         except BaseException:               # the workers started so far are stopped and collected
             self.close()

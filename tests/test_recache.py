@@ -336,3 +336,29 @@ def test_triage_regex_cache_0_compiles_on_every_run(tmp_path):
         names = {p.name.split("-cpython")[0] for p in d.iterdir()} if d.exists() else set()
         assert ({"re-code", "regex-code"} & names) == (set() if value == "0" else {"re-code", "regex-code"}), names
     assert outs[0] == outs[1]
+
+
+def test_an_escaped_bracket_before_a_set_is_kept_and_what_re_warns_of_never_is(cache):
+    """_may_warn reads the sets (issue 44): "\\[[0-9]" -- an escaped bracket, then a set -- holds "[[" but warns of
+    nothing, and is kept (the launcher rows' rank matchers were compiled anew every run); on random patterns of
+    brackets, escapes and set operators, every pattern re warns of is one _may_warn says may warn."""
+    import random
+    import warnings
+    for p in (r"\[[0-9]{1,10}\]:", r"x\[[VIWEF]\]", r"a--b", r"(?:x||y)"):
+        re.compile(p)
+        assert (p, 0) in recache._entries, p
+    alpha = ["[", "]", "^", "-", "&", "~", "|", "\\", "a", "\\[", "\\]", "(", ")"]
+    rnd = random.Random(44)
+    warned = 0
+    for _ in range(20000):
+        p = "".join(rnd.choice(alpha) for _ in range(rnd.randint(1, 8)))
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            try:
+                recache._original(p)
+            except re.error:
+                continue
+        if got:
+            warned += 1
+            assert recache._may_warn(p), p
+    assert warned > 20

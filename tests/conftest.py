@@ -124,9 +124,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 # The test modules that hold the tests marked `timing` (the README's second command, `-m timing`,
-# collects only these: four tests need not have every worker import the 76 modules); a timing test
+# collects only these: eight tests need not have every worker import the 76 modules); a timing test
 # in any other module is a collection error of the main run, which says to add its module here.
-TIMING_MODULES = ("test_watch.py",)
+TIMING_MODULES = ("test_watch.py", "test_bombs_early.py")
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -62,6 +62,7 @@ def _analyze(path, how):
     return float(took), int(rss_kb) >> 10, rest
 
 
+@pytest.mark.timing        # a CPU budget: bz2's 3.7 s here rose to 6.6 s beside the whole suite (tests/conftest.py)
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_bomb_file_is_stopped_on_its_ratio_in_seconds(tmp_path, kind):
     import json

@@ -2,8 +2,8 @@
 ~25-50 s of CPU: a 147 KB .zst).  Synthetic bombs, made here (no fixture file): 1,024 copies of one
 compressed member of 2 MiB of Megatron-like iteration lines (200 distinct lines repeated: no run of
 copies the scan could skip), 2 GiB out of 6 KiB (zstd) to 16 MB (gzip); concatenated members are a
-valid gzip / bzip2 / xz / zstd stream.  Each file is stopped with the bomb note in <= 5 s of CPU and little
-memory (before: 25-27 s for the xz and zstd ones).  Piped on stdin (no size to project from) a bomb
+valid gzip / bzip2 / xz / zstd stream.  Each file is stopped with the bomb note in <= 5 s of CPU beside the
+decompression of the bytes it decides on, and little memory (before: 25-27 s for the xz and zstd ones).  Piped on stdin (no size to project from) a bomb
 is stopped at 1 GiB: before, never (a pipe has no tell(): the ratio was never measured).  A log that
 is only repetitive is read whole."""
 import bz2
@@ -62,15 +62,40 @@ def _analyze(path, how):
     return float(took), int(rss_kb) >> 10, rest
 
 
+def _decompress_cpu(p, kind, n):
+    """CPU seconds to decompress N bytes of P in this process (what deciding on the ratio cannot avoid)."""
+    opener = {"gz": gzip.open, "bz2": bz2.open, "xz": lzma.open}.get(kind)
+    if opener is None:
+        zstandard = pytest.importorskip("zstandard")
+        f = zstandard.ZstdDecompressor().stream_reader(open(p, "rb"))
+    else:
+        f = opener(p, "rb")
+    t = time.process_time()
+    with f:
+        got = 0
+        while got < n:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            got += len(b)
+    return time.process_time() - t
+
+
 @pytest.mark.timing        # a CPU budget: bz2's 3.7 s here rose to 6.6 s beside the whole suite (tests/conftest.py)
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_a_bomb_file_is_stopped_on_its_ratio_in_seconds(tmp_path, kind):
     import json
+
+    from triage.inputs.sources import EARLY_AFTER
     p = _bomb(tmp_path, kind)
     took, rss_mb, out = _analyze(p, "file")
     notes = json.loads(out).get("notes", [])
     assert any("decompression bomb" in n for n in notes), notes
-    assert took <= 5, (kind, took)                 # was 25-27 s (xz, zstd: stopped at 1 GiB)
+    # 5 s for the run, beside the decompression of the EARLY_AFTER bytes it decides on (bz2's ~1.4 s on a slow
+    # 2-core machine, where its run took 3.7 s alone and 5.5 s beside the suite); was 25-27 s (xz, zstd: stopped
+    # at 1 GiB)
+    budget = 5 + _decompress_cpu(p, kind, EARLY_AFTER)
+    assert took <= budget, (kind, took, budget)
     assert rss_mb <= 300, (kind, rss_mb)
 
 

@@ -138,7 +138,7 @@ def _compile(p: Any, flags: int = 0) -> Any:
             return _sre.compile(p, *e)
         except Exception:  # noqa: BLE001 - not code this engine takes (validated by _sre): compiled again
             _entries.pop(key, None)
-    if flags & 128 or _may_warn(p, flags):            # (re.DEBUG prints as it compiles; re's parser may warn: re's own)
+    if flags & 128 or _may_warn(p, flags):     # (re.DEBUG prints as it compiles; re's parser may warn: re's own)
         return orig(p, flags)
     return _miss(p, flags, key, orig, comp, parse, _sre)
 

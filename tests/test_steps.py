@@ -284,3 +284,12 @@ def test_step_lines_of_every_layout_read_as_the_long_way_reads_them():
     assert {k: repr(v) for k, v in got.items() if v[0] is not None} == {k: repr(v) for k, v in want.items()}  # (nan)
     assert len(want) > len(lines) // 4          # (the grid holds step lines of every kind, not only rejects)
     assert any(r[4] is None for r in want.values()) and any(r[2] is None for r in want.values())
+    # the one step-line parse `watch` calls reads each line as scan_lines does, and watch's Progress its rank and step
+    from triage.verdict.steps import step_of
+    from triage.watch.progress import Progress
+    prog = Progress(clock=lambda: 0.0)
+    for ls in starts:
+        le = buf.index(b"\n", ls)
+        r = step_of(buf, ls, le)
+        assert (r is None) == (ls not in want) and (r is None or r == want[ls][:3]), buf[ls:le]
+        assert prog._parse(buf, ls, le, None) == (None if r is None else (7, r[0], str(r[1]).encode()))

@@ -41,9 +41,6 @@ _MEGATRON = lazy(
     r"iteration\s+(\d+)\s*/\s*\d+\s*\|.*?elapsed time per iteration \(ms\):\s*([\d.]+)"
     r"(?:.*?throughput per GPU \(TFLOP/s/GPU\):\s*([\d.]+))?"
 )
-# (compiled at import: _parse_step matches them on every step line, and a lazy pattern costs ~20 ns a call)
-_HEAD_B = re.compile(rb"iteration[ \t\x0b\x0c]+(\d+)[ \t\x0b\x0c]*/[ \t\x0b\x0c]*\d+[ \t\x0b\x0c]*\|")
-_NUM_B = re.compile(rb"[ \t\x0b\x0c]*([\d.]+)")
 _MS_KEY = b"elapsed time per iteration (ms):"
 _LOSS_KEY = b"lm loss:"
 _LOSS_B = re.compile(rb"[ \t\x0b\x0c]*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Inf))")
@@ -127,29 +124,21 @@ def _num(s) -> Optional[float]:
         return None
 
 
-def _parse_step(buf: bytes, ls: int, le: int) -> Optional[Tuple[int, float, Optional[float]]]:
-    """_MEGATRON_B on one plain line with a few C-level finds (the usual layout: the first
-    "iteration" starts the header, the first "elapsed ..." and "throughput ..." carry numbers);
-    None when the layout is any other, and the caller runs the regex."""
+def step_of(buf: bytes, ls: int, le: int) -> Optional[Tuple[int, float, Optional[float]]]:
+    """The Megatron step line buf[ls:le]'s (iteration, ms, TFLOP/s or None), or None when it is none: _MEGATRON_B
+    matched at the line's first "iteration", else searched from the line's start when the line holds
+    "elapsed time per iteration (ms):" (which it requires).  The one step-line parse: StepLog.scan_lines runs the
+    same steps inline (its hot loop; a test holds the two equal on a grid of layouts), `watch` calls this."""
     i = buf.find(b"iteration", ls, le)
-    h = _HEAD_B.match(buf, i, le) if i >= 0 else None
-    if h is None:
-        return None
-    e = buf.find(_MS_KEY, h.end(), le)
-    n = _NUM_B.match(buf, e + len(_MS_KEY), le) if e >= 0 else None
-    if n is None:
-        return None
-    tf = None
-    t = buf.find(_TF_KEY, n.end(), le)
-    if t >= 0:
-        n2 = _NUM_B.match(buf, t + len(_TF_KEY), le)
-        if n2 is None:
+    m = _MEGATRON_B.match(buf, i, le) if i >= 0 else None
+    if m is None:
+        m = _MEGATRON_B.search(buf, ls, le) if buf.find(_MS_KEY, ls, le) >= 0 else None
+        if m is None:
             return None
-    try:                                # ("1.2.3" fits [\d.]+ but is no number: the regex path then)
-        if t >= 0 and n2 is not None:
-            tf = float(n2.group(1))
-        return int(h.group(1)), float(n.group(1)), tf
-    except ValueError:
+    it, ms_s, tf_s = m.groups()
+    try:
+        return int(it), float(ms_s), float(tf_s) if tf_s else None
+    except ValueError:                  # ("1.2.3" fits [\d.]+ but is no number: no step line)
         return None
 
 
@@ -244,10 +233,11 @@ class StepLog:
             le = len(buf) if le < 0 else le
             if le - ls > MAX_LINE or (cr and find(b"\r", ls, le) >= 0) or not (ascii_block or buf[ls:le].isascii()):
                 continue
-            # one match at the line's first "iteration", where _MEGATRON_B's search from the line's start matches
-            # when it matches there (issue 44: a step line took ~11 C calls, ~5 us here, in a pool worker of a
-            # production log about what its Hyperscan scan took; ~5.0 -> ~4.5 us here); else that search, when the line
-            # has "elapsed time per iteration (ms):", which it requires (none: a capture line, or no record)
+            # step_of's steps, inline: one match at the line's first "iteration", where _MEGATRON_B's search from
+            # the line's start matches when it matches there (issue 44: a step line took ~11 C calls, ~5 us here, in
+            # a pool worker of a production log about what its Hyperscan scan took; ~5.0 -> ~4.5 us here); else that
+            # search, when the line has "elapsed time per iteration (ms):", which it requires (none: a capture line,
+            # or no record)
             i = find(b"iteration", ls, le)
             m = step(buf, i, le) if i >= 0 else None
             if m is None:

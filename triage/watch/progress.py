@@ -14,10 +14,9 @@ from collections import deque
 from typing import Callable, Deque, Dict, List, Optional, Tuple
 
 from ..inputs.ranks import RANKS
-from ..verdict.steps import _parse_step
+from ..verdict.steps import step_of
 
 _STEP_KEYS = (b"elapsed time per iteration", b"train_step_timing")
-_MEGATRON_STEP = re.compile(rb"iteration\s+(\d+)\s*/\s*\d+\s*\|[^\n]*?elapsed time per iteration \(ms\):\s*([\d.]+)")
 _NEMO_STEP = re.compile(rb"global_step[=:]\s*(\d+)(?:\.\d+)?[^\n]*?train_step_timing in s[=:]\s*([\d.]+)|"
                         rb"train_step_timing in s[=:]\s*([\d.]+)[^\n]*?global_step[=:]\s*(\d+)")
 # a checkpoint save or an evaluation pass: the steps stop advancing for a while, and that is no hang
@@ -132,12 +131,9 @@ class Progress:
 
     def _parse(self, data: bytes, ls: int, le: int, file_rank: Optional[int]) -> Optional[Tuple[int, int, bytes]]:
         """(rank (-1: none), step, step time in ms) of the step line data[ls:le], or None."""
-        rec = _parse_step(data, ls, le)
-        m = _MEGATRON_STEP.search(data, ls, le) if rec is None else None
+        rec = step_of(data, ls, le)
         if rec is not None:
             it, ms = rec[0], str(rec[1]).encode()
-        elif m is not None:
-            it, ms = int(m.group(1)), m.group(2)
         else:
             n = _NEMO_STEP.search(data, ls, le)
             if n is None:

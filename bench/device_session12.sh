@@ -1,0 +1,26 @@
+#!/bin/bash
+# Issue 44, twelfth pass: device calls.  MODE=grid: the grid A/B against .ab/old (7a762e8), SHAPES= a subset,
+# BIG=1G adds prod at 1 GiB, and the tiny log, 20 runs a tree; MODE=ab: this tree against .ab/s12 (8326a60, the
+# pass's start) on the logs LOGS= (grid names, made when missing), -j 16, alternating, FILES runs each.  Prints numbers.
+. bench/device_venv.sh triage .ab/old/triage .ab/s12/triage
+case "${MODE:-grid}" in
+grid)
+  big=""; [ -n "$BIG" ] && big="--big $BIG"
+  python bench/grid.py --size 256M $big --runs 2 --runs-j1 1 --tree .ab/old --tree . --rg --budget ${BUDGET:-420} --timeout 110 --tmp /tmp/g --out $OUT/grid.md --shapes ${SHAPES:-storm,tracebacks,megatron-dense,bench-dense,iter-all,prod,bench,prod-srun,prod-mpirun,prod-tee,prod-bare-k8s,short-lines,long-lines,warn-heavy,hex-heavy,fail-middle,fail-start,healthy} 2>&1 | tail -45
+  if [ -n "$TINY" ]; then
+    for t in .ab/old .; do echo "== tiny log, tree $t, 20 runs (s, sorted)"; for i in $(seq 20); do PYTHONPATH=$t TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) /usr/bin/time -f "%e" python -P -m triage analyze examples/sample_job.log --format json 2>&1 >/dev/null | tail -1; done | sort -n | tr '\n' ' '; echo; done
+  fi
+  ;;
+ab)
+  for spec in ${LOGS:-storm:256M tracebacks:256M prod:256M}; do
+    shape=${spec%%:*}; size=${spec##*:}; f=/tmp/g/$shape-$size.log
+    [ -f $f ] || python bench/gen_grid.py --size $size $shape $f >/dev/null
+    a=""; b=""
+    for i in $(seq ${RUNS:-4}); do
+      a="$a $(PYTHONPATH=.ab/s12 TRIAGE_CACHE_DIR=/tmp/tc-s12 /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
+      b="$b $(PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
+    done
+    echo "== $shape $size ($(stat -c %s $f) bytes) -j 16 alternating: s12$a | main$b"
+  done
+  ;;
+esac

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 44, twelfth pass: device calls.  MODE=grid: the grid A/B against .ab/old (7a762e8), SHAPES= a subset,
 # BIG=1G adds prod at 1 GiB, and the tiny log, 20 runs a tree; MODE=ab: this tree against .ab/s12 (8326a60, the
-# pass's start) on the logs LOGS= (grid names, made when missing), -j 16, alternating, FILES runs each.  Prints numbers.
+# pass's start) on the logs LOGS= (grid names, made when missing), -j 16, alternating, RUNS runs each; MODE=scaling:
+# bench/host_scaling.py on prod 256 MiB, and prod, healthy, fail-middle at -j 16 in turn.  Prints numbers.
 . bench/device_venv.sh triage .ab/old/triage .ab/s12/triage
 case "${MODE:-grid}" in
 grid)
@@ -22,5 +23,11 @@ ab)
     done
     echo "== $shape $size ($(stat -c %s $f) bytes) -j 16 alternating: s12$a | main$b"
   done
+  ;;
+scaling)
+  f=/tmp/g/prod-256M.log; [ -f $f ] || python bench/gen_grid.py --size 256M prod $f >/dev/null
+  python bench/host_scaling.py $f 1 2 4 8 12 15 16 2>&1 | grep -v '^triage:'
+  for s in prod healthy fail-middle; do g=/tmp/g/$s-256M.log; [ -f $g ] || python bench/gen_grid.py --size 256M $s $g >/dev/null; done
+  for i in 1 2 3; do for s in prod healthy fail-middle; do echo "$s $(TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e s" python -P -m triage analyze /tmp/g/$s-256M.log --format json -j 16 2>&1 >/dev/null | tail -1)"; done; done
   ;;
 esac

@@ -93,3 +93,33 @@ def test_the_watchdogs_follow_up_line_is_a_timeout_of_its_rank(tmp_path):
     code, d = _report(tmp_path, [WATCHDOG_FOLLOWUP])
     assert d["outcome"] == "pitfall" and d["primary"] == "nccl-watchdog-timeout", d["summary"]
     assert d["findings"][0]["rank"] == 3 and not d["unmatched"]
+
+
+def test_kept_blocks_of_the_same_lines_read_as_each_one_alone():
+    """A log of handled tracebacks keeps hundreds of blocks of the same lines: their signatures, boilerplate tests
+    and first-line tests are remembered by text (issue 44) -- the unexplained signature, its ranks and each block's
+    crash are what each block gives read alone, and a clean exit or a process that went on is no crash either way."""
+    from triage import hashing
+    from triage.scan.results import ErrorBlock
+    from triage.verdict.crashes import crash_of
+    from triage.verdict.fingerprint import mask_lines
+    from triage.verdict.unexplained import _unmatched, one_per_traceback
+    tb = ["Traceback (most recent call last):", '  File "/usr/lib/python3.12/ssl.py", line 1232, in sendall',
+          "    v = self.send(byte_view[count:])", "", "ConnectionResetError: [Errno 104] Connection reset by peer"]
+    blocks = [ErrorBlock("job.log", r % 8, 100 * r, 100 * r + 4, list(tb), 100 * r, None) for r in range(300)]
+    alone = one_per_traceback(blocks[:1])
+    assert alone[0].lines == [x for x in tb if x]              # (the empty line is boilerplate, left out)
+    got, omitted = _unmatched(blocks)
+    want = hashing.sha1("\n".join(mask_lines(alone[0].lines)).encode()).hexdigest()[:12]
+    assert omitted == 0 and len(got) == 1 and got[0].fingerprint == want
+    assert got[0].count == 8 and sorted(got[0].ranks) == list(range(8))
+    for b in blocks[:20]:
+        assert crash_of(b, after=1000) is None                 # the process went on
+        c = crash_of(b, after=2)
+        assert c is not None and c.kind == "uncaught-exception" and c.rank == b.rank and "ConnectionReset" in c.message
+    clean = ErrorBlock("job.log", 0, 1, 3, [tb[0], tb[1], "SystemExit: 0"], 1, None)
+    assert crash_of(clean, after=2) is None and crash_of(clean, after=1000) is None
+    srun = ErrorBlock("job.log", None, 1, 1, ["srun: error: node-3: task 5: Exited with exit code 1"], 1, None)
+    for _ in range(2):                                          # (the second read from the memo)
+        c = crash_of(srun, after=1000)
+        assert c is not None and c.kind == "srun" and c.rank == 5

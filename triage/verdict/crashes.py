@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Dict, FrozenSet, Optional, Tuple, Union
 
-from ..match.rx import lazy, search
+from ..match.rx import TextMemo, lazy, search
 from ..scan.blocks import EXC_LINE
 from ..scan.forms import FailureForm, failure_forms
 from ..scan.results import ErrorBlock, ScanResult
@@ -62,6 +62,10 @@ _ENGINE_DEATH = lazy(r"Worker proc \S+ died unexpectedly|RayWorkerProc rank=\S+ 
 # SIGNAL %s" / "DUE TO TASK FAILURE" from 25.05: tests/fixtures/wordings/slurm.tsv)
 _SLURM_END = lazy(r"\*\*\* (?:JOB|STEP) \S+ ON \S+ (?:CANCELLED AT \S+(?: DUE (?:TO|to) .+?)?|FAILED \(.*?\)) \*\*\*")
 _CLEAN_EXIT = lazy(r"^(?:builtins\.)?SystemExit(?:: 0)?\s*$")
+# a block's first line is one of the four above: remembered by text (a log of handled tracebacks keeps hundreds of
+# blocks of the same first line; their four searches took ~20 ms here, issue 44)
+_said_first = TextMemo(lambda first: _FATAL_PY.match(first) or _SRUN.match(first)
+                       or search(_ENGINE_DEATH, first[:400]) or search(_SLURM_END, first[:300]))
 
 
 def _input_ends(scan: ScanResult) -> Dict[str, Optional[int]]:
@@ -94,21 +98,22 @@ def crash_of(b: ErrorBlock, after: Optional[int], ended: bool = False, named: bo
     lines = b.lines
     first = lines[0] if lines else ""
     order = _block_order(b)
-    if _FATAL_PY.match(first):
-        return Crash("fatal-python-error", b.rank, b.source, b.start, first[:200], list(lines), order, 0)
-    m = _SRUN.match(first)
-    if m:
-        what = m.group(4)
-        if what == "Completed" or what.startswith("Exited with exit code 0"):
-            return None
-        rank = b.rank
-        if rank is None and m.group(2) == "task" and m.group(3).isdigit():
-            rank = int(m.group(3))         # a Slurm task id: the rank when srun starts one task per rank
-        return Crash("srun", rank, b.source, b.start, first[:200], list(lines), order, 1)
-    if search(_ENGINE_DEATH, first[:400]):
-        return Crash("error", b.rank, b.source, b.start, first[:200], list(lines), order, 1)
-    if search(_SLURM_END, first[:300]):
-        return Crash("slurm", b.rank, b.source, b.start, first[:200], list(lines), order, 2)
+    if _said_first(first):             # (most blocks' first line is none of these four)
+        if _FATAL_PY.match(first):
+            return Crash("fatal-python-error", b.rank, b.source, b.start, first[:200], list(lines), order, 0)
+        m = _SRUN.match(first)
+        if m:
+            what = m.group(4)
+            if what == "Completed" or what.startswith("Exited with exit code 0"):
+                return None
+            rank = b.rank
+            if rank is None and m.group(2) == "task" and m.group(3).isdigit():
+                rank = int(m.group(3))         # a Slurm task id: the rank when srun starts one task per rank
+            return Crash("srun", rank, b.source, b.start, first[:200], list(lines), order, 1)
+        if search(_ENGINE_DEATH, first[:400]):
+            return Crash("error", b.rank, b.source, b.start, first[:200], list(lines), order, 1)
+        if search(_SLURM_END, first[:300]):
+            return Crash("slurm", b.rank, b.source, b.start, first[:200], list(lines), order, 2)
     left = None if (ended or named) else after      # lines the input went on for after the block
     crash = _exception_crash(b, first, order, left, logged)
     if crash is None or isinstance(crash, Crash):
@@ -123,11 +128,11 @@ def _exception_crash(b: ErrorBlock, first: str, order: Tuple[float, int], left: 
     logged), False when the block is neither."""
     lines = b.lines
     if first.startswith(_TB_HEAD):
+        if left is not None and left > (LOGGED_TAIL if logged else TAIL_LINES):
+            return None                    # the process went on: a caught exception it printed
         exc = exception_line(lines)
         if (exc is not None and _CLEAN_EXIT.match(exc)) or b.intro.startswith(_UNRAISABLE):
             return None                    # a clean exit, or one CPython reports and ignores
-        if left is not None and left > (LOGGED_TAIL if logged else TAIL_LINES):
-            return None                    # the process went on: a caught exception it printed
         return Crash("uncaught-exception", b.rank, b.source, b.start, block_message(lines, b.source, b.end),
                      list(lines), order, 0)
     if EXC_LINE.match(first) and not _CLEAN_EXIT.match(first) and not b.intro.startswith(_UNRAISABLE):

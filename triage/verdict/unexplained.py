@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import hashing as hashlib
 from ..inputs.sources import TORCH_CUDA_HINTS
-from ..match.rx import lazy, search
+from ..match.rx import TextMemo, lazy, search
 from ..scan.blocks import EXC_LINE
 from ..scan.blocks import LOG_RECORD as _LOG_RECORD
 from ..scan.results import ErrorBlock, Match
@@ -150,7 +150,14 @@ _INTRO_MAX = 1
 
 def is_boilerplate(line: str) -> bool:
     """PyTorch's hint, chain, caret or empty line around an error: never an error's message."""
-    return bool(_BOILERPLATE.match(line))
+    return _boilerplate(line)
+
+
+# (remembered by text: a log of handled tracebacks keeps hundreds of blocks of the same lines, and a `regex` match
+# costs microseconds where a look-up costs tens of nanoseconds -- its 500 kept blocks took ~47 ms here in
+# _unmatched, issue 44)
+_boilerplate = TextMemo(lambda line: _BOILERPLATE.match(line))
+_chains = TextMemo(lambda line: _CHAIN.match(line))
 
 
 def _starts_tb(b: ErrorBlock) -> bool:
@@ -167,8 +174,8 @@ def one_per_traceback(blocks: Sequence[ErrorBlock]) -> List[ErrorBlock]:
     chained: Dict[Tuple[str, Optional[int]], bool] = {}  # ... and that boilerplate chains a traceback to it
     for b in sorted(blocks, key=lambda b: b.seq):
         key = (b.source, b.rank)
-        lines = [ln for ln in b.lines if not is_boilerplate(ln)]
-        chain = any(_CHAIN.match(ln) for ln in b.lines)
+        lines = [ln for ln in b.lines if not _boilerplate(ln)]
+        chain = any(map(_chains, b.lines))
         prev = last.get(key)
         near = prev is not None and 0 < b.start - reach.get(key, prev.end) <= TB_CHAIN_GAP
         if not lines:
@@ -199,10 +206,14 @@ def _unmatched(blocks: List[ErrorBlock], limit: int = UNMATCHED_MAX) -> Tuple[Li
     by_fp: Dict[str, Unmatched] = {}
     streams: Dict[str, set] = {}
     masked: MaskMemo = {}
+    fps: Dict[Tuple[str, ...], str] = {}        # (a block's signature by its lines: kept blocks repeat theirs)
     for b in sorted(one_per_traceback(blocks), key=_block_order):
         stream = (b.source if b.rank is None else None, b.rank)
-        sig = mask_lines(b.lines, masked)       # secrets redacted first (fingerprint.py)
-        fp = hashlib.sha1("\n".join(sig).encode("utf-8", "replace")).hexdigest()[:12]
+        key = tuple(b.lines)
+        fp = fps.get(key)
+        if fp is None:
+            sig = mask_lines(b.lines, masked)       # secrets redacted first (fingerprint.py)
+            fp = fps[key] = hashlib.sha1("\n".join(sig).encode("utf-8", "replace")).hexdigest()[:12]
         u = by_fp.get(fp)
         if u is None:
             by_fp[fp] = Unmatched(b.source, b.start, b.rank, [b.rank] if b.rank is not None else [], 1,

@@ -193,3 +193,23 @@ def test_hostile_plain_data_is_bounded(tmp_path):
     t0 = time.monotonic()
     d = read_dump(str(big))
     assert time.monotonic() - t0 < 20 and d.entries and d.entries[0].seq == 1
+
+
+def test_flight_recorder_lines_found_by_their_words_first():
+    """_flight_recorder searches a kept line only when it holds "dump" or "light " (issue 44: a storm's thousands of
+    kept lines were a search each): every wording of _FLIGHT holds one of them, and the lines found are the lines
+    the search alone finds."""
+    from types import SimpleNamespace
+
+    from triage.inputs.sources import Line
+    from triage.match.rx import search
+    from triage.verdict.hangs import _FLIGHT, _flight_recorder
+    assert all("dump" in alt or "light " in alt for alt in _FLIGHT.pattern.split("|"))
+    texts = ["[PG ID 0 PG GUID 0 Rank 3] Received a dump signal due to a collective timeout from this local rank",
+             "Flight Recorder dump written", "flight recorder is enabled", "dumping debug info to /tmp/nccl_trace",
+             "dump debug info failed", "[Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2)",
+             "a dumpster fire", "lightweight recorder", "Flight recorder"]
+    ms = [SimpleNamespace(line=Line(t, "job.log", i + 1, i, None)) for i, t in enumerate(texts)]
+    fr = _flight_recorder(ms)
+    want = [i for i, t in enumerate(texts) if search(_FLIGHT, t)]
+    assert fr is not None and fr.ranks == want and len(want) == 6

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from triage import redact as R
-from triage.redact import MARK, name_class, redact, redact_lines, redact_obj
+from triage.redact import MARK, name_class, redact, redact_each, redact_lines, redact_obj
 import inproc  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -181,7 +181,9 @@ def _views(text: str) -> dict:
                     "first_failure": {"message": text}})
     return {"string": redact(text), "lines": redact_lines(["[rank0]: step 3", text])[1],
             "report list": d["unmatched"][0]["lines"][1], "report string": d["first_failure"]["message"],
-            "text report": redact("    | " + text)}
+            "text report": redact("    | " + text),
+            # (many dropped lines at once: one Hyperscan scan of them all, issue 44)
+            "each of many": redact_each([f"[rank{i}]: step {i}" for i in range(12)] + [text])[text]}
 
 
 @pytest.mark.parametrize("case, text, secrets", MISSES, ids=[m[0] for m in MISSES])
@@ -316,3 +318,12 @@ def test_a_control_character_in_a_file_name_cannot_forge_a_report_line(tmp_path,
     assert "rank_0.log\\nPRIMARY fake:1" in outs["text"] or sep != "\n"
     d = json.loads(triage("analyze", str(ima), "--format", "json").stdout)
     assert d["findings"][0]["source"] == str(ima)                                  # the JSON keeps it exact
+
+
+def test_redact_each_is_redact_of_each(engine):
+    """redact_each (the dropped lines' fingerprints: their hints in one scan) gives what redact gives each string:
+    on every miss and near miss above, mixed with plain lines, a non-ASCII one and duplicates."""
+    texts = [t for _, t, _ in MISSES] + KEPT + [f"[rank{i}]: NCCL INFO step {i}" for i in range(20)]
+    texts += ["Passwort: geheim=ü" + MISSES[0][1], "", MISSES[0][1], "x" * 70]
+    got = redact_each(texts)
+    assert set(got) == set(texts) and all(got[t] == redact(t) for t in texts)

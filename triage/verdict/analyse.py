@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
+from ..redact import redact_each
 from ..scan.blocks import EXC_LINE
 from ..scan.jobfacts import LogFacts
 from ..scan.results import ErrorBlock, LauncherExit, Match, ScanResult
@@ -12,7 +13,7 @@ from .analysis import Analysis
 from .collectives import observe
 from .crashes import FORM_WEIGHT, OWN_FORM_WEIGHT, _input_ends, crash_of, own_forms
 from .engine import fit_advice, log_engine
-from .fingerprint import MaskMemo, fingerprint
+from .fingerprint import MaskMemo, fingerprint_redacted
 from .grouping import _group
 from .hangs import _flight_recorder, _peers
 from .timeline import timeline
@@ -23,9 +24,9 @@ from .unexplained import _unmatched, logged_tracebacks, merge_continuations
 def _dropped_into(by_fp: Dict[str, Finding], by_pid: Dict[str, List[Finding]], pid: str, rank: Optional[int],
                   text: str, memo: MaskMemo, ranks: Callable[[Finding], Set[int]]) -> Optional[Finding]:
     """The finding that dropped lines of (PID, RANK, TEXT) count in (see _add_dropped), if any (MEMO:
-    fingerprint's, for all the dropped texts; RANKS: a finding's ranks so far)."""
+    fingerprint's, for all the dropped texts; RANKS: a finding's ranks so far; TEXT: redacted, redact_each)."""
     if text:
-        return by_fp.get(fingerprint(pid, text, memo))
+        return by_fp.get(fingerprint_redacted(pid, text, memo))
     cands = by_pid.get(pid) or []
     return next((x for x in cands if rank in ranks(x)), cands[0] if cands else None)
 
@@ -79,8 +80,9 @@ def _add_dropped(cases: List[Case], dropped: Dict[Tuple[str, Optional[int], str]
     total = 0
     memo: MaskMemo = {}
     tally = _RankTally()
+    redacted = redact_each([text for (_, _, text) in dropped if text])
     for (pid, rank, text), n in dropped.items():
-        f = _dropped_into(by_fp, by_pid, pid, rank, text, memo, tally.ranks)
+        f = _dropped_into(by_fp, by_pid, pid, rank, redacted[text] if text else text, memo, tally.ranks)
         if f is None:
             continue
         f.matched_lines += n

@@ -70,7 +70,11 @@ def fingerprint(pitfall: str, text: str, memo: Optional[MaskMemo] = None) -> str
     _mask_key), for many texts in a row."""
     if memo is None:
         return hashlib.sha1(f"{pitfall}\x00{mask(text)}".encode("utf-8", "replace")).hexdigest()[:12]
-    x = redact(text)
+    return fingerprint_redacted(pitfall, redact(text), memo)
+
+
+def fingerprint_redacted(pitfall: str, x: str, memo: MaskMemo) -> str:
+    """fingerprint(PITFALL, TEXT, MEMO) of the text whose redaction (redact) is X."""
     k = _mask_key(x)
     fp = memo.get((pitfall, k))         # (a storm's 10,000 dropped lines: ~185 keys, a hash each)
     if fp is None:

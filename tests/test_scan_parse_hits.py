@@ -83,3 +83,49 @@ def test_timed_lines_of_a_block_mostly_timed_are_not_sent():
     buf = b"".join(b"[2026-12-03 06:41:%02d] step %d\n" % (i % 60, i) for i in range(100)) + b"plain\n" * 10
     assert timed_lines(buf, 110) is None
     assert timed_lines(buf, 400) == _starts(buf)[:100]
+
+
+PREFIXES = ["", "[rank3]:", "[default3]:[rank3]:", "3: ", "  12: ", "[1,3]<stdout>:", "(VllmWorker rank=3 pid=412) ",
+            "(EngineCore_DP0 pid=2210) ", "[2026-12-03 06:41:56 TP3] ", "[12/03/2026-06:41:56] [TRT-LLM] [RANK 3] [E] ",
+            "2026-12-03T06:41:56.123456789Z ", "2026-12-03T06:41:56.123456789Z stdout F ", "[pod/trainer-0/main] ",
+            "> ", "> > [rank3]: ", "(pid=12, ip=10.0.0.3) ", "[NeMo W 2026-12-03 06:41:56 exp_manager:12] "]
+MESSAGES = ["[E1203 06:40:19.930319803 ProcessGroupNCCL.cpp:689] [Rank 3] Watchdog caught collective operation",
+            "[2026-12-03 06:41:56.123456] iteration        3/ 5000000 | elapsed time per iteration (ms): 5135.9",
+            "ERROR 12-04 07:00:05 [core.py:1759] EngineCore encountered a fatal error.", "W1203 06:40:19.930319 12 x.cc:12]",
+            "2026-12-03 06:41:56,123 - root - ERROR - global rank 7 failed", "node-0:24310:24310 [0] NCCL INFO AllReduce",
+            "no time here [rank: 5]", "E0229 08:32:05.443767990 a 2026-02-29 10:00:00 b", "12:34:56 only a time"]
+
+
+def test_a_line_read_by_its_layout_is_read_as_each_line_alone(monkeypatch):
+    """parse_hits reads a printable line by its layout (issue 44: sources.parse_template, a storm's lines the same
+    but for their digits): on every launcher prefix and timestamp kind, each with random digits -- months, days,
+    hours and seconds out of range, 29 Februaries, ranks of other lengths --, its parse and texts are those of the
+    line read alone, whichever line of a layout came first."""
+    import random
+
+    import triage.scan.prepare as prepare
+    from triage.inputs.ranks import RANKS, digit_blind
+    from triage.inputs.sources import templates_ok
+    assert templates_ok() and RANKS.digit_blind()         # (the regexes are digit-blind: the layouts are used)
+    assert digit_blind(r"\[rank(\d+)\]:") and not digit_blind(r"\[1,(\d+)\]") and not digit_blind(r"[0-5]\d")
+    rnd = random.Random(44)
+    lines = []
+    for pre in PREFIXES:
+        for msg in MESSAGES:
+            line = pre + msg
+            for _ in range(6):      # the same layout, other digits (the same count: one layout)
+                lines.append("".join(rnd.choice("0123456789") if c.isdigit() and rnd.random() < 0.7 else c
+                                     for c in line))
+    buf = ("\n".join(lines) + "\n").encode()
+    starts = _starts(buf)
+    for file_rank in (None, 9):
+        prepare._LAYOUTS.clear()
+        texts_fast: dict = {}
+        fast = parse_hits(buf, starts, file_rank, texts_fast)
+        assert prepare._LAYOUTS                                # (read by their layouts)
+        monkeypatch.setattr(prepare, "templates_ok", lambda: False)
+        texts_slow: dict = {}
+        slow = parse_hits(buf, starts, file_rank, texts_slow)
+        monkeypatch.undo()
+        assert fast == slow and texts_fast == texts_slow
+        assert any(p[2] is None for p in slow.values()) and any(p[2] is not None for p in slow.values())

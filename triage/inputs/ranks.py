@@ -139,6 +139,50 @@ def _in_class(av) -> Set[str]:
     return {c for c in _ALL if test(c)}
 
 
+_DIGITS = "0123456789"
+_BLIND_OPS = frozenset(("ANY", "AT", "CATEGORY", "SUBPATTERN", "BRANCH", "MAX_REPEAT", "MIN_REPEAT",
+                        "POSSESSIVE_REPEAT", "ASSERT", "ASSERT_NOT", "ATOMIC_GROUP", "LITERAL", "NOT_LITERAL", "IN"))
+
+
+def digit_blind(rx: str, flags: int = 0) -> bool:
+    """Whether RX tells no ASCII digit from another: no digit of its own (a literal, a class holding some digits
+    but not all), no back-reference, nothing the stdlib's parser does not read.  Two texts the same but for their
+    digits are then matched alike -- where, and what each group spans --, as every step of a match tests a
+    character against a literal that is no digit, or a class holding every digit or none (issue 44: a storm's
+    lines parsed once a layout, sources.parse_template)."""
+    try:
+        return _blind(list(_sre_parse(rx, flags)))
+    except _Unknown:
+        return False
+
+
+def _blind(items) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name not in _BLIND_OPS:
+            return False
+        if name in ("LITERAL", "NOT_LITERAL", "IN"):
+            test = _item_chars(("LITERAL" if name == "NOT_LITERAL" else name, av))
+            if test is None or len({bool(test(d)) for d in _DIGITS}) != 1:
+                return False
+        elif not all(_blind(sub) for sub in _subs(name, av)):
+            return False
+    return True
+
+
+def _subs(name: str, av) -> list:
+    """The item sequences inside one parsed item (a group, an alternation, a repeat, a lookaround)."""
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return [av[2]]
+    if name == "BRANCH":
+        return list(av[1])
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [av[1]]
+    if name == "SUBPATTERN":
+        return [av[-1]]
+    return [av] if name == "ATOMIC_GROUP" else []
+
+
 def _folded(chars: Set[str]) -> Set[str]:
     return chars | {c.swapcase() for c in chars}
 
@@ -267,14 +311,25 @@ class RankReader:
     # --- str: one line ------------------------------------------------------------------------
     def split_prefix(self, text: str) -> Tuple[str, Optional[int]]:
         """Remove launcher rank prefixes; return (text, rank)."""
-        rank = None
+        cut, rank, _ = self.split_at(text)
+        return text[cut:], rank
+
+    def split_at(self, text: str) -> Tuple[int, Optional[int], Optional[Tuple[int, int]]]:
+        """split_prefix's reading of TEXT: where its text starts, its rank, and where in TEXT the rank's digits
+        are (None: no rank, or the rows read each in turn)."""
+        rank = span = None
+        off = 0
         if text[:1] == ">":
-            text = _QUOTE.sub("", text, count=1)
+            q = _QUOTE.match(text)
+            if q is not None:
+                off = q.end()
+                text = text[off:]
         if text[:1] not in self.starts:
-            return text, None
+            return off, None, None
         any_ = self.prefix_any
         if any_ is None:                  # (rows that cannot be one alternation: each in turn)
-            return self._split_each(text)
+            rest, rank = self._split_each(text)
+            return off + len(text) - len(rest), rank, None
         of = self.prefix_of
         for _ in range(MAX_NESTED):
             m = any_.match(text)
@@ -283,12 +338,16 @@ class RankReader:
             rank_at, stops = of[m.lastgroup or ""]      # (the row's own group closes last: lastgroup is it)
             if rank is None and rank_at is not None:
                 rank = int(m.group(rank_at))
-            text = text[m.end():]
+                a, b = m.span(rank_at)
+                span = (off + a, off + b)
+            e = m.end()
+            text = text[e:]
+            off += e
             if stops:                     # a logger's header (NeMo): the message starts here
-                return text, rank
+                return off, rank, span
             if text and text[:1] not in self.starts:
                 break
-        return text, rank
+        return off, rank, span
 
     def _split_each(self, text: str) -> Tuple[str, Optional[int]]:
         """split_prefix with each row's regex in turn (the rows' order), a quote already taken off."""
@@ -315,6 +374,27 @@ class RankReader:
         if not m:
             return None
         return next(int(g) for g in m.groups() if g is not None)
+
+    def inner_rank_at(self, text: str) -> Optional[Tuple[int, int]]:
+        """Where in TEXT the digits of the rank inner_rank reads are, or None."""
+        if self.inner_probe not in text:
+            return None
+        m = self.inner_rx.search(text)
+        if not m:
+            return None
+        return next(m.span(i + 1) for i, g in enumerate(m.groups()) if g is not None)
+
+    def digit_blind(self) -> bool:
+        """split_at and inner_rank_at read two texts the same but for their digits alike (digit_blind: the
+        launcher rows' and the inner ranks' regexes, the quote, the first characters and the probe)."""
+        got = self.__dict__.get("_digit_blind")
+        if got is None:
+            got = self._digit_blind = (
+                self.prefix_any is not None and digit_blind(self.prefix_any.pattern, self.prefix_any.flags)
+                and digit_blind(self.inner_rx.pattern, self.inner_rx.flags)
+                and digit_blind(_QUOTE.pattern) and len({d in self.starts for d in _DIGITS}) == 1
+                and not any(d in self.inner_probe for d in _DIGITS))
+        return got
 
     # --- bytes: a block -----------------------------------------------------------------------
     def ranks_in(self, buf: bytes, lo: int, hi: int, file_rank: Optional[int]) -> Set[int]:
@@ -434,4 +514,6 @@ def _excluding(head: bytes, tail: bytes, known: Tuple[bytes, ...]) -> "re.Patter
 RANKS = RankReader()                 # the shipped tables' matchers
 split_prefix = RANKS.split_prefix
 inner_rank = RANKS.inner_rank
+split_at = RANKS.split_at
+inner_rank_at = RANKS.inner_rank_at
 ranks_in = RANKS.ranks_in

@@ -29,6 +29,7 @@ from typing import (
     Tuple,
     Type,
     Union,
+    cast,
 )
 
 from ..lazyre import lazy_re
@@ -40,7 +41,7 @@ from .dcgm import flatten as dcgm_flatten
 from .frdump import looks_like_dump
 from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
 from .paste import PASTE_MAX, reshape, undressed_note, wrapped_note
-from .ranks import inner_rank, split_prefix
+from .ranks import RANKS, digit_blind, inner_rank, inner_rank_at, split_at, split_prefix
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
 from .text import MAX_LINE, clip_keeping_error, normalise
 
@@ -110,14 +111,14 @@ class _MinuteMemo:
     MAX = 4096
 
     def __init__(self) -> None:
-        self._d: Dict[Tuple[str, int, str], Optional[int]] = {}
+        self.memo: Dict[Tuple[str, int, str], Optional[int]] = {}
 
-    def get(self, key: Tuple[str, int, str], m: "re.Match[str]") -> Optional[int]:
-        t = self._d.get(key, -1)
+    def get(self, key: Tuple[str, int, str], groups: Sequence[Optional[str]]) -> Optional[int]:
+        t = self.memo.get(key, -1)
         if t == -1:
-            t = self._d[key] = _epoch(m, key[0], key[1])
-            if len(self._d) > self.MAX:
-                self._d.clear()
+            t = self.memo[key] = _epoch(groups, key[0], key[1])
+            if len(self.memo) > self.MAX:
+                self.memo.clear()
         return t
 
 
@@ -168,29 +169,107 @@ def _parse_ts(text: str, year_hint: Optional[int]) -> Tuple[Optional[float], boo
         m = rx_.search(probe)
         if not m:
             continue
-        if kind == "iso":
-            y, sec_i, frac = 0, 6, m.group(7)
-            minute = probe[m.start(1):m.end(5)]
-        else:
-            y, sec_i, frac = (year_hint or _DEFAULT_YEAR), 5, m.group(6)
-            minute = probe[m.start(1):m.end(4)]
-            dep = True
-        key = (kind, y, minute)
-        t = _MINUTES.get(key, m)
-        s = int(m.group(sec_i))
-        if t is None or s >= 61:
-            continue
-        return t + min(s, 59) + (float("0." + frac) if frac else 0.0), dep
+        dep = dep or kind != "iso"
+        t = _ts_of(kind, m.groups(), probe[m.start(1):m.end(5 if kind == "iso" else 4)], year_hint)
+        if t is not None:
+            return t, dep
     return None, dep
 
 
-def _epoch(m: "re.Match[str]", kind: str, year: int) -> Optional[int]:
-    """Epoch seconds of the minute a timestamp match names (None when it is no valid date)."""
+def _ts_of(kind: str, groups: Sequence[Optional[str]], minute: str, year_hint: Optional[int]) -> Optional[float]:
+    """The time a timestamp match of KIND says (GROUPS: its groups; MINUTE: its text from the month or year to the
+    minute), None when it is no valid time."""
+    if kind == "iso":
+        return _time(_MINUTES.get((kind, 0, minute), groups), groups[5], groups[6])
+    return _time(_MINUTES.get((kind, year_hint or _DEFAULT_YEAR, minute), groups), groups[4], groups[5])
+
+
+def _time(minute: Optional[int], sec: Optional[str], frac: Optional[str]) -> Optional[float]:
+    """The time MINUTE's epoch seconds (None: no valid date) and a match's SEC and FRAC say (None: no valid time)."""
+    s = int(sec)            # type: ignore[arg-type]  # (a match's seconds: never None)
+    if minute is None or s >= 61:
+        return None
+    return minute + min(s, 59) + (float("0." + frac) if frac else 0.0)
+
+
+# --- a line's parse by its layout (issue 44) ---------------------------------------------------------------
+# A storm of one message on every rank is lines the same but for their digits (the rank, the time): the
+# rank and time regexes, blind to which digit is which (ranks.digit_blind), read them alike, so a line's
+# reading -- where its text starts, where the digits of its rank and of each time match are -- is made once
+# a layout and the digits read off each line (parse_hits: ~14 us a storm line in a pool worker).
+# (cut, the rank's digits by its prefix, the rank's digits its message names, each time match that the probe
+# holds: (kind, its minute's span, its seconds', its fraction's, its groups' spans)); positions in the normalised line
+Template = Tuple[int, Optional[Tuple[int, int]], Optional[Tuple[int, int]],
+                 Tuple[Tuple[str, Tuple[int, int], Tuple[int, int], Tuple[int, int], Tuple[Tuple[int, int], ...]], ...]]
+
+
+def templates_ok() -> bool:
+    """Whether lines are read by their layout: every regex a line's rank and time are read with is digit-blind."""
+    if _TEMPLATES_OK[0] is None:
+        _TEMPLATES_OK[0] = RANKS.digit_blind() and all(
+            digit_blind(rx_.pattern, rx_.flags) for rx_, _, _ in _TS)
+    return bool(_TEMPLATES_OK[0])
+
+
+_TEMPLATES_OK: List[Optional[bool]] = [None]
+
+
+def parse_template(norm: str, file_rank: Optional[int]) -> Tuple[Tuple[int, Optional[int], Optional[float], bool],
+                                                                 Template]:
+    """The normalised line NORM's (prefix length, rank, parse_ts_ahead's time and year dependence) -- what
+    text_and_rank and parse_ts_ahead say of it -- and its Template (templates_ok: a line of the same layout but
+    other digits is then read by from_template)."""
+    cut, rank, span = split_at(norm)
+    inner = inner_rank_at(norm[cut:])
+    inner_span = (inner[0] + cut, inner[1] + cut) if inner is not None else None
+    cands = []
+    probe = norm[:200]
+    if ":" in probe:
+        dash = "-" in probe
+        for rx_, kind, dashed in _TS:
+            if dashed and not dash:
+                continue
+            m = rx_.search(probe)
+            if m:
+                sec = 6 if kind == "iso" else 5
+                cands.append((kind, (m.start(1), m.end(sec - 1)), m.span(sec), m.span(sec + 1),
+                              tuple(m.span(i) for i in range(1, len(m.groups()) + 1))))
+    tpl: Template = (cut, span, inner_span, tuple(cands))
+    return from_template(tpl, norm, file_rank), tpl
+
+
+def from_template(tpl: Template, norm: str, file_rank: Optional[int]) -> Tuple[int, Optional[int], Optional[float],
+                                                                                bool]:
+    """parse_template's parse of NORM, a line of TPL's layout: its digits read where TPL says they are."""
+    cut, span, inner_span, cands = tpl
+    if span is not None:
+        rank: Optional[int] = int(norm[span[0]:span[1]])
+    elif file_rank is not None:
+        rank = file_rank
+    else:
+        rank = int(norm[inner_span[0]:inner_span[1]]) if inner_span is not None else None
+    dep = False
+    memo = _MINUTES.memo
+    for kind, (a, b), (c, d), (e, f), spans in cands:
+        iso = kind == "iso"
+        dep = dep or not iso
+        key = (kind, 0 if iso else _DEFAULT_YEAR, norm[a:b])
+        t = memo.get(key, -1)
+        if t == -1:
+            t = _MINUTES.get(key, [norm[x:y] if x >= 0 else None for x, y in spans])
+        got = _time(t, norm[c:d], norm[e:f] if e >= 0 else None)
+        if got is not None:
+            return cut, rank, got, dep
+    return cut, rank, None, dep
+
+
+def _epoch(groups: Sequence[Optional[str]], kind: str, year: int) -> Optional[int]:
+    """Epoch seconds of the minute a timestamp match's GROUPS name (None when it is no valid date)."""
     try:
         if kind == "iso":
-            y, mo, d, h, mi = (int(g) for g in m.groups()[:5])
+            y, mo, d, h, mi = (int(cast(str, g)) for g in groups[:5])
         else:
-            mo, d, h, mi = (int(g) for g in m.groups()[:4])
+            mo, d, h, mi = (int(cast(str, g)) for g in groups[:4])
             y = year
         if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60):
             return None

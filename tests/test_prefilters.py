@@ -233,3 +233,42 @@ def test_a_patterns_bound_is_read_only_once_it_is_searched_often():
     assert r.paths == -rx.READ_AFTER
     got = [rx._bounded(r, "xxy") for _ in range(rx.READ_AFTER)]
     assert got == [False] * (rx.READ_AFTER - 1) + [True] and r.paths == 28
+
+
+def test_a_rule_gives_a_line_what_it_gave_a_line_of_its_layout(monkeypatch):
+    """A worker's rule blind to which digit is which gives a line what it gave a line of the same layout, its
+    digits zeroed (issue 44: prepare.WorkerBudget's layouts): every fixture hit line and copies of it with other
+    digits, searched with the layouts kept, match the rules they match searched each alone; a rule with a digit of
+    its own (Xid 79, c10d::, a version) or a size share is never blind."""
+    from triage.patterns import load_all
+    from triage.scan import prepare
+    from triage.scan.engine import Engine
+    eng = Engine(load_all())
+    _, obs, _ = eng.wire([])
+    aset = eng.anchor_set_of(obs)
+    rules = [r for _, r in eng.rules]
+    blind = [prepare._digit_blind_rule(r) for r in rules if r is not None]
+    assert sum(blind) > len(blind) // 2 and not all(blind)
+    assert not any(prepare._digit_blind_rule(r) for r in rules if r is not None and (
+        r.min_share is not None or "Xid" in r.rx.pattern or "c10d::" in r.rx.pattern))
+    rnd = random.Random(44)
+    lines = []
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                continue
+            buf = open(os.path.join(root, f), "rb").read(1 << 20)
+            h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+            for s in sorted(h):
+                line = buf[s:buf.find(b"\n", s) if buf.find(b"\n", s) >= 0 else len(buf)]
+                lines.append(line)
+                lines.append(bytes(rnd.choice(b"0123456789") if 48 <= c <= 57 else c for c in line))
+    buf = b"\n".join(lines) + b"\n"
+    h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+    guard = prepare.WorkerBudget(rules)
+    with_layouts = prepare.rule_searches(buf, h, rules, guard, True, {})
+    assert 0 < len(guard.layouts) < len(h)          # (lines of one layout read from it)
+    monkeypatch.setattr(prepare, "_digit_blind_rule", lambda rule: False)
+    alone = prepare.rule_searches(buf, h, rules, prepare.WorkerBudget(rules), True, {})
+    assert len(alone) > 1000 and any(v[1] for v in alone.values())
+    assert {k: v[:2] for k, v in with_layouts.items()} == {k: v[:2] for k, v in alone.items()}

@@ -332,6 +332,13 @@ def quick(rx: Union[LazyRx, "regex.Pattern[str]"], text: str) -> bool:
 _PLAIN_BRACES = re.compile(r"\\.|\{(?:\d*,?\d*\})?")
 
 
+def stdlib_reads_alike(pattern: str) -> bool:
+    """The stdlib's parser reads PATTERN as `regex` does, as far as can be told: no `{` that is no counted repeat
+    (regex's fuzzy matching), no set in a set (a POSIX class)."""
+    return "[[" not in pattern and not any(m.group().startswith("{") and not m.group().endswith("}")
+                                           for m in _PLAIN_BRACES.finditer(pattern))
+
+
 def bounded_paths(pattern: str) -> int:
     """How many steps at most a backtracking matcher takes trying PATTERN from one place of a text, when that is
     bounded: the ways through it times the longest way (repeats unrolled: x{100} is 100 steps, (?:ab){100} 200); no
@@ -340,8 +347,7 @@ def bounded_paths(pattern: str) -> int:
     `{` that is no counted repeat -- regex's fuzzy matching --, a set in a set -- a POSIX class), and past
     MAX_PATHS.  (The review: counting a repeat's rounds as one step let (?:\\w\\w){1000}\\W run 40 ms on a
     4,000-character line untimed.)"""
-    if "[[" in pattern or any(m.group().startswith("{") and not m.group().endswith("}")
-                              for m in _PLAIN_BRACES.finditer(pattern)):
+    if not stdlib_reads_alike(pattern):
         return 0
     sre_parse, maxrepeat = _stdlib_parser()
     try:

@@ -90,12 +90,17 @@ def has_literal(rule: MatchRule, text: str, lower: str) -> bool:
     return False
 
 
+def quick_rule(rule: MatchRule, text: str) -> bool:
+    """RULE's searches of TEXT are bounded to a few steps (rx.quick): never slow, never timed, never cut off."""
+    return quick(rule.rx, text) and all(quick(n, text) for n in rule.negative)
+
+
 def search_rule(rule: MatchRule, text: str, timeouts: Timeouts) -> Search:
     """RULE's regex, `not` regexes and min_share on TEXT: a pure function of the line (what a pool
     worker runs ahead of the scanner), with the CPU time it took and the searches that timed out.  Searches
     bounded to a few steps (rx.quick) are not timed: 0.0 seconds, never slow, in the worker and the scanner
     alike."""
-    timed = not (quick(rule.rx, text) and all(quick(n, text) for n in rule.negative))
+    timed = not quick_rule(rule, text)
     t0 = timeouts.count
     c0 = thread_time() if timed else 0.0
     m = search(rule.rx, text, timeouts)

@@ -272,3 +272,43 @@ def test_a_rule_gives_a_line_what_it_gave_a_line_of_its_layout(monkeypatch):
     alone = prepare.rule_searches(buf, h, rules, prepare.WorkerBudget(rules), True, {})
     assert len(alone) > 1000 and any(v[1] for v in alone.values())
     assert {k: v[:2] for k, v in with_layouts.items()} == {k: v[:2] for k, v in alone.items()}
+
+
+def test_plain_hit_lines_read_by_their_layout_are_each_lines_own(monkeypatch):
+    """A worker's plain_hits flags of a printable line are its layout's (issue 44: prepare._PLAIN_LAYOUTS, its
+    tests digit-blind): every fixture hit line and copies with other digits -- a time out of range among them, which
+    no layout tells -- get the flags they get each alone."""
+    from triage.patterns import load_all
+    from triage.scan import prepare
+    from triage.scan.engine import Engine
+    assert prepare._plain_blind()
+    eng = Engine(load_all())
+    _, obs, _ = eng.wire([])
+    aset = eng.anchor_set_of(obs)
+    rules = [r for _, r in eng.rules]
+    rnd = random.Random(7)
+    lines = []
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                continue
+            buf = open(os.path.join(root, f), "rb").read(1 << 20)
+            h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+            for s in sorted(h):
+                e = buf.find(b"\n", s)
+                line = buf[s:e if e >= 0 else len(buf)]
+                lines += [line, bytes(rnd.choice(b"0123456789") if 48 <= c <= 57 else c for c in line)]
+    buf = b"\n".join(lines) + b"\n"
+    h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+    starts = sorted(h)
+    got = []
+    for blind in (True, False):
+        monkeypatch.setattr(prepare, "_plain_blind", lambda: blind)
+        prepare._PLAIN_LAYOUTS.clear()
+        texts: dict = {}
+        norms: dict = {}
+        parsed = prepare.parse_hits(buf, starts, None, texts)
+        searched = prepare.rule_searches(buf, h, rules, None, True, norms, texts)
+        got.append(prepare.plain_hits(buf, searched, parsed, norms))
+        assert bool(prepare._PLAIN_LAYOUTS) == blind
+    assert got[0] == got[1] and len(got[0]) > 200

@@ -24,6 +24,7 @@ _ERR_HEAD = lazy_re(r"(?:^|[\s\[|])(?:ERROR|CRITICAL|FATAL)(?:[\]:|]|\s)")
 _ERROR_LINE = lazy(
     r"(?:^|\s|\])(?:ERROR|FATAL|Error|error)(?:\]|:|\s)|^E\d{4} \d\d:\d\d:\d\d|^\S+:\d+:\d+ \[\d+\] .*NCCL WARN"
 )
+ERR_HEAD, ERROR_LINE = _ERR_HEAD, _ERROR_LINE      # (read by a pool worker's plain_hits: prepare._plain_blind)
 # where a traceback longer than BLOCK_MAX_LINES lost its middle lines (indented as a source line: never
 # a block's message)
 TB_CUT = "    [... traceback lines not kept ...]"

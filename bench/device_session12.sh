@@ -1,11 +1,12 @@
 #!/bin/bash
 # Issue 44, twelfth pass: device calls.  MODE=grid: the grid A/B against .ab/old (7a762e8), SHAPES= a subset,
 # BIG=1G adds prod at 1 GiB, and the tiny log, 20 runs a tree; MODE=ab: this tree against .ab/s12 (8326a60, the
-# pass's start) on the logs LOGS= (grid names, made when missing), -j 16, alternating, RUNS runs each; MODE=scaling:
+# pass's start) on the logs LOGS= (grid names, made when missing), -j 16, alternating, RUNS runs each; MODE=all: ab, then scaling; MODE=scaling:
 # bench/host_scaling.py on prod 256 MiB; prod, healthy, fail-middle, prod-bare-k8s, hex-heavy at -j 16 in turn, and
 # their phases.  Prints numbers.
 . bench/device_venv.sh triage .ab/old/triage .ab/s12/triage
-case "${MODE:-grid}" in
+run_mode() {
+case "$1" in
 grid)
   big=""; [ -n "$BIG" ] && big="--big $BIG"
   python bench/grid.py --size 256M $big --runs 2 --runs-j1 1 --tree .ab/old --tree . --rg --budget ${BUDGET:-420} --timeout 110 --tmp /tmp/g --out $OUT/grid.md --shapes ${SHAPES:-storm,tracebacks,megatron-dense,bench-dense,iter-all,prod,bench,prod-srun,prod-mpirun,prod-tee,prod-bare-k8s,short-lines,long-lines,warn-heavy,hex-heavy,fail-middle,fail-start,healthy} 2>&1 | tail -45
@@ -30,6 +31,8 @@ scaling)
   python bench/host_scaling.py $f 1 2 4 8 12 15 16 2>&1 | grep -v '^triage:'
   for s in prod healthy fail-middle prod-bare-k8s hex-heavy tracebacks; do g=/tmp/g/$s-256M.log; [ -f $g ] || python bench/gen_grid.py --size 256M $s $g >/dev/null; done
   for i in 1 2 3; do for s in prod healthy fail-middle prod-bare-k8s hex-heavy; do echo "$s $(TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e s" python -P -m triage analyze /tmp/g/$s-256M.log --format json -j 16 2>&1 >/dev/null | tail -1)"; done; done
-  for s in prod healthy fail-middle prod-bare-k8s hex-heavy tracebacks; do echo "== phases $s"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py /tmp/g/$s-256M.log -n 2 -j 16 2>&1 | tail -8; done
+  for s in prod healthy fail-middle prod-bare-k8s hex-heavy tracebacks storm; do echo "== phases $s"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py /tmp/g/$s-256M.log -n 2 -j 16 2>&1 | tail -8; done
   ;;
 esac
+}
+if [ "${MODE:-grid}" = all ]; then run_mode ab; run_mode scaling; else run_mode "${MODE:-grid}"; fi

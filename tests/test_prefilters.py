@@ -103,28 +103,19 @@ def test_each_collectives_regex_has_a_literal_prefilter():
 def test_parse_hits_texts_give_rule_searches_the_same_searches():
     """A worker's parse_hits decodes each hit line once and hands rule_searches the text: the searches are
     the ones rule_searches makes decoding the lines itself (every fixture log's hit lines)."""
-    from triage.patterns import load_all
     from triage.scan import prepare
-    from triage.scan.engine import Engine
-    eng = Engine(load_all())
-    _, obs, _ = eng.wire([])
-    aset = eng.anchor_set_of(obs)
-    rules = [r for _, r in eng.rules]
+    aset, rules = _catalog_scan()
     rnd = random.Random(0)
     n = 0
-    for root, _, files in os.walk(LOGS):
-        for f in sorted(files):
-            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
-                continue
-            buf = open(os.path.join(root, f), "rb").read(1 << 20)
-            h, _, _ = prepare.prepare_block(buf, 0, aset, [])
-            starts = sorted(h)
-            texts = {}
-            prepare.parse_hits(buf, starts, rnd.choice([None, 3]), texts)
-            a = prepare.rule_searches(buf, h, rules, None, True, {}, texts)
-            b = prepare.rule_searches(buf, h, rules, None, True, {})
-            assert {k: v[:2] for k, v in a.items()} == {k: v[:2] for k, v in b.items()}, f
-            n += len(a)
+    for f, buf in _fixture_blocks():
+        h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+        starts = sorted(h)
+        texts = {}
+        prepare.parse_hits(buf, starts, rnd.choice([None, 3]), texts)
+        a = prepare.rule_searches(buf, h, rules, None, True, {}, texts)
+        b = prepare.rule_searches(buf, h, rules, None, True, {})
+        assert {k: v[:2] for k, v in a.items()} == {k: v[:2] for k, v in b.items()}, f
+        n += len(a)
     assert n > 500
 
 
@@ -235,35 +226,50 @@ def test_a_patterns_bound_is_read_only_once_it_is_searched_often():
     assert got == [False] * (rx.READ_AFTER - 1) + [True] and r.paths == 28
 
 
+def _catalog_scan():
+    """The catalog's anchor set and rules, as a scan wires them."""
+    from triage.patterns import load_all
+    from triage.scan.engine import Engine
+    eng = Engine(load_all())
+    _, obs, _ = eng.wire([])
+    return eng.anchor_set_of(obs), [r for _, r in eng.rules]
+
+
+def _hit_lines_and_other_digits(aset, seed: int) -> bytes:
+    """Every fixture log's hit lines, each followed by a copy with other digits (the same layout), as a block."""
+    from triage.scan import prepare
+    rnd = random.Random(seed)
+    lines = []
+    for _, buf in _fixture_blocks():
+        h, _, _ = prepare.prepare_block(buf, 0, aset, [])
+        for s in sorted(h):
+            e = buf.find(b"\n", s)
+            line = buf[s:e if e >= 0 else len(buf)]
+            lines += [line, bytes(rnd.choice(b"0123456789") if 48 <= c <= 57 else c for c in line)]
+    return b"\n".join(lines) + b"\n"
+
+
+def _fixture_blocks():
+    """(name, its first MiB) of every plain fixture log."""
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if not f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                with open(os.path.join(root, f), "rb") as fh:
+                    yield f, fh.read(1 << 20)
+
+
 def test_a_rule_gives_a_line_what_it_gave_a_line_of_its_layout(monkeypatch):
     """A worker's rule blind to which digit is which gives a line what it gave a line of the same layout, its
     digits zeroed (issue 44: prepare.WorkerBudget's layouts): every fixture hit line and copies of it with other
     digits, searched with the layouts kept, match the rules they match searched each alone; a rule with a digit of
     its own (Xid 79, c10d::, a version) or a size share is never blind."""
-    from triage.patterns import load_all
     from triage.scan import prepare
-    from triage.scan.engine import Engine
-    eng = Engine(load_all())
-    _, obs, _ = eng.wire([])
-    aset = eng.anchor_set_of(obs)
-    rules = [r for _, r in eng.rules]
+    aset, rules = _catalog_scan()
     blind = [prepare._digit_blind_rule(r) for r in rules if r is not None]
     assert sum(blind) > len(blind) // 2 and not all(blind)
     assert not any(prepare._digit_blind_rule(r) for r in rules if r is not None and (
         r.min_share is not None or "Xid" in r.rx.pattern or "c10d::" in r.rx.pattern))
-    rnd = random.Random(44)
-    lines = []
-    for root, _, files in os.walk(LOGS):
-        for f in sorted(files):
-            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
-                continue
-            buf = open(os.path.join(root, f), "rb").read(1 << 20)
-            h, _, _ = prepare.prepare_block(buf, 0, aset, [])
-            for s in sorted(h):
-                line = buf[s:buf.find(b"\n", s) if buf.find(b"\n", s) >= 0 else len(buf)]
-                lines.append(line)
-                lines.append(bytes(rnd.choice(b"0123456789") if 48 <= c <= 57 else c for c in line))
-    buf = b"\n".join(lines) + b"\n"
+    buf = _hit_lines_and_other_digits(aset, 44)
     h, _, _ = prepare.prepare_block(buf, 0, aset, [])
     guard = prepare.WorkerBudget(rules)
     with_layouts = prepare.rule_searches(buf, h, rules, guard, True, {})
@@ -278,27 +284,10 @@ def test_plain_hit_lines_read_by_their_layout_are_each_lines_own(monkeypatch):
     """A worker's plain_hits flags of a printable line are its layout's (issue 44: prepare._PLAIN_LAYOUTS, its
     tests digit-blind): every fixture hit line and copies with other digits -- a time out of range among them, which
     no layout tells -- get the flags they get each alone."""
-    from triage.patterns import load_all
     from triage.scan import prepare
-    from triage.scan.engine import Engine
     assert prepare._plain_blind()
-    eng = Engine(load_all())
-    _, obs, _ = eng.wire([])
-    aset = eng.anchor_set_of(obs)
-    rules = [r for _, r in eng.rules]
-    rnd = random.Random(7)
-    lines = []
-    for root, _, files in os.walk(LOGS):
-        for f in sorted(files):
-            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
-                continue
-            buf = open(os.path.join(root, f), "rb").read(1 << 20)
-            h, _, _ = prepare.prepare_block(buf, 0, aset, [])
-            for s in sorted(h):
-                e = buf.find(b"\n", s)
-                line = buf[s:e if e >= 0 else len(buf)]
-                lines += [line, bytes(rnd.choice(b"0123456789") if 48 <= c <= 57 else c for c in line)]
-    buf = b"\n".join(lines) + b"\n"
+    aset, rules = _catalog_scan()
+    buf = _hit_lines_and_other_digits(aset, 7)
     h, _, _ = prepare.prepare_block(buf, 0, aset, [])
     starts = sorted(h)
     got = []

@@ -25,6 +25,9 @@ ab)
     done
     echo "== $shape $size ($(stat -c %s $f) bytes) -j 16 alternating: s12$a | main$b"
   done
+  for spec in $PHASES; do   # (shape:size of a log made above: this tree's phases at -j 16)
+    echo "== phases ${spec%%:*}"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py /tmp/g/${spec%%:*}-${spec##*:}.log -n 1 -j 16 2>&1 | tail -5
+  done
   ;;
 scaling)
   f=/tmp/g/prod-256M.log; [ -f $f ] || python bench/gen_grid.py --size 256M prod $f >/dev/null

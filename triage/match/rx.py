@@ -335,8 +335,11 @@ _PLAIN_BRACES = re.compile(r"\\.|\{(?:\d*,?\d*\})?")
 def stdlib_reads_alike(pattern: str) -> bool:
     """The stdlib's parser reads PATTERN as `regex` does, as far as can be told: no `{` that is no counted repeat
     (regex's fuzzy matching), no set in a set (a POSIX class)."""
-    return "[[" not in pattern and not any(m.group().startswith("{") and not m.group().endswith("}")
-                                           for m in _PLAIN_BRACES.finditer(pattern))
+    return "[[" not in _ESCAPED.sub("", pattern) and not any(m.group().startswith("{") and not m.group().endswith("}")
+                                                         for m in _PLAIN_BRACES.finditer(pattern))
+
+
+_ESCAPED = re.compile(r"\\.", re.S)       # (an escaped bracket before a set, `\[[^\]]`, is no set in a set)
 
 
 def bounded_paths(pattern: str) -> int:

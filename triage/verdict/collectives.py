@@ -10,12 +10,14 @@ about the group is behind too (the job's ranks: those the log shows).
 Nothing here is a guess from timing: a log without sequence numbers gives no sentence."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..inputs.ranks import digit_blind
 from ..match.literals import derive_literals
-from ..match.rx import IGNORECASE, LazyRx, lazy, search
+from ..match.rx import IGNORECASE, LazyRx, lazy, search, stdlib_reads_alike
 from ..record import record
 from ..scan.results import Match
 from ..tables import load
@@ -55,13 +57,25 @@ class Observation:
 
 
 def observe(matches: Sequence[Match]) -> List[Observation]:
-    """The observations of the matched lines of one attempt (bounded)."""
+    """The observations of the matched lines of one attempt (bounded).  A line's reading is its layout's (its
+    digits zeroed) when the collectives' regexes are blind to which digit is which (_blind): a storm's thousands of
+    kept watchdog lines, the same but for their ranks, were ~10 searches each (issue 44)."""
     out: List[Observation] = []
+    layouts: Optional[Dict[bytes, Optional[_Recipe]]] = {} if _blind() else None
     for m in matches:
         text = m.line.text
         if not any(p in text for p in _PROBES):
             continue
-        o = _observe(text[:MAX_TEXT], m.line.rank, m.line.source, m.line.lineno)
+        text = text[:MAX_TEXT]
+        if layouts is not None and text.isascii():
+            key = text.encode("ascii").translate(_ZERO_DIGITS)
+            if key in layouts:
+                r = layouts[key]
+            else:
+                r = layouts[key] = _recipe(text)
+        else:
+            r = _recipe(text)
+        o = _made(r, text, m.line.rank, m.line.source, m.line.lineno) if r is not None else None
         if o is not None:
             out.append(o)
             if len(out) >= MAX_OBS:
@@ -91,38 +105,83 @@ def _found(rx: LazyRx, text: str) -> Any:
     return search(rx, text)
 
 
-def _pg_of(text: str) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[int]]:
-    """(key, id, description, rank in the group) of the process group a line names (logPrefix)."""
+Span = Optional[Tuple[int, int]]
+# where a line's observation is in it: the spans of its group's key, id, description (stripped when made) and the
+# rank in the group; of the work it failed on, its op and timeout; of its last enqueued and completed work; what it is
+_Recipe = Tuple[Span, Span, Span, Span, Span, Span, Span, Span, Span, str]
+_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _pg_of(text: str) -> Tuple[Span, Span, Span, Span]:
+    """(key, id, description, rank in the group) of the process group a line names (logPrefix), as spans in TEXT."""
     for i, rx in enumerate(_PG):
         p = _found(rx, text)
         if p is None:
             continue
         if i == len(_PG) - 1:              # the last form ([Rank r]) names no group
-            return None, None, None, int(p.group("grank"))
+            return None, None, None, p.span("grank")
         gd = p.groupdict()
-        desc = (gd.get("desc") or "").strip() or None
-        return gd.get("guid") or gd.get("id"), gd.get("id"), desc, int(gd["grank"])
+        key = "guid" if gd.get("guid") else "id"
+        return (_span(p, key) if gd.get(key) else None), _span(p, "id"), _span(p, "desc"), p.span("grank")
     return None, None, None, None
 
 
-def _observe(text: str, rank: Optional[int], source: str, lineno: int) -> Optional[Observation]:
+def _span(m: Any, name: str) -> Span:
+    """The span of M's group NAME, None when it has none or did not take part."""
+    if name not in m.re.groupindex:
+        return None
+    a, b = m.span(name)
+    return (a, b) if a >= 0 else None
+
+
+def _recipe(text: str) -> Optional[_Recipe]:
+    """Where TEXT's observation is in it (_Recipe), None when it makes none."""
     pg, pg_id, desc, grank = _pg_of(text)
     seq = op = tmo = enq = done = None
     what = "status"
     w = _found(_WORK, text)
     kind = next((k for k, rx in _WORK_LINES if _found(rx, text)), None) if w is not None else None
     if w is not None and kind is not None:
-        what, seq, op, tmo = kind, int(w.group("seq")), w.group("op"), int(w.group("tmo"))
+        what, seq, op, tmo = kind, w.span("seq"), w.span("op"), w.span("tmo")
     s = next((m for m in (_found(rx, text) for rx in _STATUS) if m is not None), None)
     if s is not None:
-        gd = s.groupdict()
-        enq, done = int(gd["enq"]), int(gd["done"])
-        if seq is None and gd.get("seq") is not None:
-            seq = int(gd["seq"])
+        enq, done = s.span("enq"), s.span("done")
+        if seq is None:
+            seq = _span(s, "seq")
     if seq is None and enq is None:
         return None
-    return Observation(rank if rank is not None else grank, pg, pg_id, desc, seq, op, tmo, enq, done, what,
-                       source, lineno, text)
+    return pg, pg_id, desc, grank, seq, op, tmo, enq, done, what
+
+
+def _made(r: _Recipe, text: str, rank: Optional[int], source: str, lineno: int) -> Observation:
+    """The observation recipe R reads off TEXT (a line of its layout)."""
+    pg, pg_id, desc, grank, seq, op, tmo, enq, done, what = r
+
+    def cut(sp: Span) -> Optional[str]:
+        return text[sp[0]:sp[1]] if sp is not None else None
+
+    def num(sp: Span) -> Optional[int]:
+        return int(text[sp[0]:sp[1]]) if sp is not None else None
+    return Observation(rank if rank is not None else num(grank), cut(pg), cut(pg_id), (cut(desc) or "").strip() or None,
+                       num(seq), cut(op), num(tmo), num(enq), num(done), what, source, lineno, text)
+
+
+def _observe(text: str, rank: Optional[int], source: str, lineno: int) -> Optional[Observation]:
+    """The observation of one line (None: it makes none)."""
+    r = _recipe(text)
+    return _made(r, text, rank, source, lineno) if r is not None else None
+
+
+@functools.lru_cache(maxsize=None)
+def _blind() -> bool:
+    """A line's observation is its layout's: the collectives' regexes are digit-blind, and so are their literal
+    prefilters (_found) and the probes (no digit in them)."""
+    rxs = [*_PG, _WORK, *(rx for _, rx in _WORK_LINES), *_STATUS]
+    for rx in rxs:
+        _found(rx, "")                     # (its literals worked out)
+    return (all(stdlib_reads_alike(rx.pattern) and digit_blind(rx.pattern) for rx in rxs)
+            and not any(c.isdigit() for rx in rxs for lit in _LITS[id(rx)][0] for c in lit)
+            and not any(c.isdigit() for p in _PROBES for c in p))
 
 
 def group_kind(desc: Optional[str], pg_id: Optional[str]) -> Tuple[str, str]:

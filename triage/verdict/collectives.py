@@ -26,6 +26,7 @@ from .types import EVIDENCE_MAX, Evidence, HangDetail, rank_ranges
 
 MAX_TEXT = 4000          # characters of a line read
 MAX_OBS = 50_000         # observations kept per attempt (a line each; the matches are capped before this)
+LAYOUTS_AFTER = 64       # lines read each by itself before the rest are read by their layout (observe)
 NAMED_MAX = 8            # ranks named in the sentence (the rest counted)
 
 _T = load("verdict/collectives")
@@ -61,12 +62,16 @@ def observe(matches: Sequence[Match]) -> List[Observation]:
     digits zeroed) when the collectives' regexes are blind to which digit is which (_blind): a storm's thousands of
     kept watchdog lines, the same but for their ranks, were ~10 searches each (issue 44)."""
     out: List[Observation] = []
-    layouts: Optional[Dict[bytes, Optional[_Recipe]]] = {} if _blind() else None
+    layouts: Optional[Dict[bytes, Optional[_Recipe]]] = None
+    read = 0
     for m in matches:
         text = m.line.text
         if not any(p in text for p in _PROBES):
             continue
         text = text[:MAX_TEXT]
+        read += 1
+        if read == LAYOUTS_AFTER:           # (a small log's few lines: no blindness read, ~2 ms of its start)
+            layouts = {} if _blind() else None
         if layouts is not None and text.isascii():
             key = text.encode("ascii").translate(_ZERO_DIGITS)
             if key in layouts:

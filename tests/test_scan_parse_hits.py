@@ -104,7 +104,8 @@ def test_a_line_read_by_its_layout_is_read_as_each_line_alone(monkeypatch):
     import random
 
     import triage.scan.prepare as prepare
-    from triage.inputs.ranks import RANKS, digit_blind
+    from triage.inputs.ranks import RANKS
+    from triage.match.rx import digit_blind
     from triage.inputs.sources import templates_ok
     assert templates_ok() and RANKS.digit_blind()         # (the regexes are digit-blind: the layouts are used)
     assert digit_blind(r"\[rank(\d+)\]:") and not digit_blind(r"\[1,(\d+)\]") and not digit_blind(r"[0-5]\d")

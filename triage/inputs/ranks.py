@@ -19,7 +19,7 @@ import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..lazyre import lazy_re
-from ..match.rx import ASCII, V0, _stdlib_parser
+from ..match.rx import ASCII, V0, _stdlib_parser, digit_blind
 from ..match.rx import _chars as _item_chars
 from ..match.rx import regex as _regex
 from .launchers import GROUP_NUMBER, INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
@@ -137,50 +137,6 @@ def _in_class(av) -> Set[str]:
     if test is None:
         raise _Unknown("a class")
     return {c for c in _ALL if test(c)}
-
-
-_DIGITS = "0123456789"
-_BLIND_OPS = frozenset(("ANY", "AT", "CATEGORY", "SUBPATTERN", "BRANCH", "MAX_REPEAT", "MIN_REPEAT",
-                        "POSSESSIVE_REPEAT", "ASSERT", "ASSERT_NOT", "ATOMIC_GROUP", "LITERAL", "NOT_LITERAL", "IN"))
-
-
-def digit_blind(rx: str, flags: int = 0) -> bool:
-    """Whether RX tells no ASCII digit from another: no digit of its own (a literal, a class holding some digits
-    but not all), no back-reference, nothing the stdlib's parser does not read.  Two texts the same but for their
-    digits are then matched alike -- where, and what each group spans --, as every step of a match tests a
-    character against a literal that is no digit, or a class holding every digit or none (issue 44: a storm's
-    lines parsed once a layout, sources.parse_template)."""
-    try:
-        return _blind(list(_sre_parse(rx, flags)))
-    except _Unknown:
-        return False
-
-
-def _blind(items) -> bool:
-    for op, av in items:
-        name = str(op)
-        if name not in _BLIND_OPS:
-            return False
-        if name in ("LITERAL", "NOT_LITERAL", "IN"):
-            test = _item_chars(("LITERAL" if name == "NOT_LITERAL" else name, av))
-            if test is None or len({bool(test(d)) for d in _DIGITS}) != 1:
-                return False
-        elif not all(_blind(sub) for sub in _subs(name, av)):
-            return False
-    return True
-
-
-def _subs(name: str, av) -> list:
-    """The item sequences inside one parsed item (a group, an alternation, a repeat, a lookaround)."""
-    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-        return [av[2]]
-    if name == "BRANCH":
-        return list(av[1])
-    if name in ("ASSERT", "ASSERT_NOT"):
-        return [av[1]]
-    if name == "SUBPATTERN":
-        return [av[-1]]
-    return [av] if name == "ATOMIC_GROUP" else []
 
 
 def _folded(chars: Set[str]) -> Set[str]:
@@ -392,8 +348,8 @@ class RankReader:
             got = self._digit_blind = (
                 self.prefix_any is not None and digit_blind(self.prefix_any.pattern, self.prefix_any.flags)
                 and digit_blind(self.inner_rx.pattern, self.inner_rx.flags)
-                and digit_blind(_QUOTE.pattern) and len({d in self.starts for d in _DIGITS}) == 1
-                and not any(d in self.inner_probe for d in _DIGITS))
+                and digit_blind(_QUOTE.pattern) and len({d in self.starts for d in "0123456789"}) == 1
+                and not any(c.isdigit() for c in self.inner_probe))
         return got
 
     # --- bytes: a block -----------------------------------------------------------------------

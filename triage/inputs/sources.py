@@ -33,7 +33,7 @@ from typing import (
 )
 
 from ..lazyre import lazy_re
-from ..match.rx import IGNORECASE, lazy
+from ..match.rx import IGNORECASE, digit_blind, lazy
 from ..match.rx import search as _search
 from ..record import record
 from . import remote
@@ -41,7 +41,7 @@ from .dcgm import flatten as dcgm_flatten
 from .frdump import looks_like_dump
 from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
 from .paste import PASTE_MAX, reshape, undressed_note, wrapped_note
-from .ranks import RANKS, digit_blind, inner_rank, inner_rank_at, split_at, split_prefix
+from .ranks import RANKS, inner_rank, inner_rank_at, split_at, split_prefix
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
 from .text import MAX_LINE, clip_keeping_error, normalise
 
@@ -194,7 +194,7 @@ def _time(minute: Optional[int], sec: Optional[str], frac: Optional[str]) -> Opt
 
 # --- a line's parse by its layout (issue 44) ---------------------------------------------------------------
 # A storm of one message on every rank is lines the same but for their digits (the rank, the time): the
-# rank and time regexes, blind to which digit is which (ranks.digit_blind), read them alike, so a line's
+# rank and time regexes, blind to which digit is which (rx.digit_blind), read them alike, so a line's
 # reading -- where its text starts, where the digits of its rank and of each time match are -- is made once
 # a layout and the digits read off each line (parse_hits: ~14 us a storm line in a pool worker).
 # (cut, the rank's digits by its prefix, the rank's digits its message names, each time match that the probe

@@ -342,6 +342,45 @@ def stdlib_reads_alike(pattern: str) -> bool:
 _ESCAPED = re.compile(r"\\.", re.S)       # (an escaped bracket before a set, `\[[^\]]`, is no set in a set)
 
 
+def digit_blind(pattern: str, flags: int = 0) -> bool:
+    """Whether PATTERN tells no ASCII digit from another: read by the stdlib's parser as `regex` reads it
+    (stdlib_reads_alike), no digit of its own (a literal, a class holding some digits but not all), no
+    back-reference, nothing the parser's tree holds that this does not know.  Two texts the same but for their digits
+    are then matched alike -- where, and what each group spans --, as every step of a match tests a character
+    against a literal that is no digit or a class holding every digit or none (issue 44: a storm's lines read once a
+    layout, sources.parse_template, prepare.WorkerBudget, collectives.observe)."""
+    if not stdlib_reads_alike(pattern):
+        return False
+    sre_parse, _ = _stdlib_parser()
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = sre_parse.parse(pattern, flags)
+    except Exception:  # noqa: BLE001 - not the stdlib's dialect
+        return False
+    return _digit_blind(list(tree))
+
+
+def _digit_blind(items: List[_Item]) -> bool:
+    for op, av in items:
+        name = str(op)
+        if name in ("LITERAL", "NOT_LITERAL", "IN"):
+            test = _chars(("LITERAL" if name == "NOT_LITERAL" else name, av))
+            if test is None or len({bool(test(d)) for d in "0123456789"}) != 1:
+                return False
+        elif name in _REPEATS:
+            if not _digit_blind(list(av[2])):
+                return False
+        elif name in ("SUBPATTERN", "BRANCH", "ASSERT", "ASSERT_NOT", "ATOMIC_GROUP"):
+            subs = [list(av)] if name == "ATOMIC_GROUP" else _children(name, av)
+            if not all(_digit_blind(list(sub)) for sub in subs):
+                return False
+        elif name not in ("ANY", "AT", "CATEGORY"):
+            return False
+    return True
+
+
 def bounded_paths(pattern: str) -> int:
     """How many steps at most a backtracking matcher takes trying PATTERN from one place of a text, when that is
     bounded: the ways through it times the longest way (repeats unrolled: x{100} is 100 steps, (?:ab){100} 200); no

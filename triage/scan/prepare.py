@@ -8,7 +8,6 @@ from array import array
 from itertools import compress
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
 
-from ..inputs.ranks import digit_blind
 from ..inputs.sources import (
     MAX_LINE,
     MAX_RAW,
@@ -24,7 +23,7 @@ from ..inputs.sources import (
     text_and_rank,
 )
 from ..match.anchors import Anchor, AnchorSet
-from ..match.rx import Timeouts, stdlib_reads_alike
+from ..match.rx import Timeouts, digit_blind
 from . import rules as rules_  # (read at call time: tests patch its search)
 from . import state as state_
 from .blocks import (
@@ -445,8 +444,9 @@ def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Pa
             continue
         # (printable ASCII no longer than MAX_LINE: its bytes decoded are its normalised text; what follows is then
         # its layout's, the tests below blind to which digit is which: a storm's lines, ~5 us each, issue 44)
-        ascii_ = e - s <= MAX_LINE and not buf[s:e].translate(None, _PRINTABLE)
-        key = buf[s:e].translate(_ZERO_DIGITS) if by_layout and ascii_ and e - s <= PARSED_TEXT else None
+        line = buf[s:e]
+        ascii_ = e - s <= MAX_LINE and not line.translate(None, _PRINTABLE)
+        key = line.translate(state_.DIGITS) if by_layout and ascii_ and e - s <= PARSED_TEXT else None
         got = _PLAIN_LAYOUTS.get(key) if key is not None else None
         if got is None:
             norm = norms[s]
@@ -456,9 +456,7 @@ def plain_hits(buf: bytes, searched: Dict[int, "Searched"], parsed: Dict[int, Pa
                          or error_header_of(norm, text)) else (
                 (PLAIN_DASH if "-" in norm[:40] else 0) | (PLAIN_ASCII if ascii_ else 0))
             if key is not None:
-                if len(_PLAIN_LAYOUTS) >= PARSED_KEEP:
-                    _PLAIN_LAYOUTS.clear()
-                _PLAIN_LAYOUTS[key] = got
+                _remember(_PLAIN_LAYOUTS, key, got)
         if got >= 0:
             out[s] = got
     return out
@@ -471,7 +469,7 @@ _PLAIN_LAYOUTS: Dict[bytes, int] = {}     # a worker's plain_hits flags by a lin
 def _plain_blind() -> bool:
     """plain_hits' tests read two lines the same but for their digits alike: the exception line's, the error line's
     and the logger header's regexes are digit-blind (the rest are words with no digit)."""
-    return all(stdlib_reads_alike(rx.pattern) and digit_blind(rx.pattern) for rx in (EXC_LINE, ERROR_LINE, ERR_HEAD))
+    return all(digit_blind(rx.pattern) for rx in (EXC_LINE, ERROR_LINE, ERR_HEAD))
 
 
 def plain_runs(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], plain: Dict[int, int],
@@ -703,21 +701,26 @@ def _body_line(data: bytes, p: Optional[Parsed], file_rank: Optional[int]) -> Tu
     return text, r, ts is None and not dep and not exc_line(text) and not starts_traceback(text)
 
 
-# a pool worker's line layouts (their digits zeroed) and how a line of each is read (sources.parse_template)
+# a pool worker's line layouts (their digits masked, state.DIGITS) and how a line of each is read
+# (sources.parse_template)
 _LAYOUTS: Dict[bytes, Template] = {}
-_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def _remember(memo: Dict[Any, Any], key: Any, value: Any) -> None:
+    """MEMO[KEY] = VALUE, MEMO cleared first when it holds PARSED_KEEP entries (a worker's layouts, bounded)."""
+    if len(memo) >= PARSED_KEEP:
+        memo.clear()
+    memo[key] = value
 
 
 def _by_layout(data: bytes, norm: str, file_rank: Optional[int]) -> Parsed:
     """parse_hits' parse of the printable line DATA (NORM: it decoded), read by its layout."""
-    key = data.translate(_ZERO_DIGITS)
+    key = data.translate(state_.DIGITS)
     tpl = _LAYOUTS.get(key)
     if tpl is not None:
         return from_template(tpl, norm, file_rank)
     p, tpl = parse_template(norm, file_rank)
-    if len(_LAYOUTS) >= PARSED_KEEP:
-        _LAYOUTS.clear()
-    _LAYOUTS[key] = tpl
+    _remember(_LAYOUTS, key, tpl)
     return p
 
 
@@ -848,7 +851,7 @@ class WorkerBudget:
     def search(self, text: str, ids: List[int]) -> Tuple["Searched", float]:  # noqa: C901 - a hot loop, one frame
         """The searches of TEXT by the rules IDS (state.Searched) and the CPU time they took.  A rule blind to
         which digit is which (_digit_blind_rule) gives a line what it gave a line of the same layout (its digits
-        zeroed) it searched untimed (rules.quick_rule): a storm's lines, one message on every rank, were ~9 us of a
+        masked) it searched untimed (rules.quick_rule): a storm's lines, one message on every rank, were ~9 us of a
         worker's each, issue 44."""
         lower: Optional[str] = None
         key: Optional[bytes] = None
@@ -865,7 +868,7 @@ class WorkerBudget:
                 blind = self.blind[i] = _digit_blind_rule(rule)
             if blind and i not in self.off:
                 if key is None:
-                    key = text.encode("utf-8", "surrogatepass").translate(_ZERO_DIGITS)
+                    key = text.encode("utf-8", "surrogatepass").translate(state_.DIGITS)
                 known = self.layouts.get((i, key))
                 if known is not None:
                     if known:
@@ -875,7 +878,7 @@ class WorkerBudget:
                 lower = text.lower()
             if not rules_.has_literal(rule, text, lower):
                 if blind and key is not None:
-                    self._learn(i, key, False)
+                    _remember(self.layouts, (i, key), False)
                 continue
             if i in self.off:
                 skipped.append(i)
@@ -889,7 +892,7 @@ class WorkerBudget:
             if hit:
                 matched.append(i)
             if blind and key is not None and not n_out and seconds == 0.0 and rules_.quick_rule(rule, text):
-                self._learn(i, key, hit)
+                _remember(self.layouts, (i, key), hit)
             if n_out or rules_.slow(seconds, len(text)):
                 costly.append((i, seconds, n_out))
                 over = self.tally.searched(i, seconds, len(text))
@@ -898,15 +901,10 @@ class WorkerBudget:
         m = tuple(matched)      # (one object per distinct set of rules matched: pickled once a message, not per line)
         return (hash(text), self.shared.setdefault(m, m), tuple(costly), tuple(skipped)), total
 
-    def _learn(self, i: int, key: bytes, hit: bool) -> None:
-        if len(self.layouts) >= PARSED_KEEP:
-            self.layouts.clear()
-        self.layouts[(i, key)] = hit
-
 
 def _digit_blind_rule(rule: "MatchRule") -> bool:
-    """RULE matches two lines the same but for their digits alike: its regexes digit-blind (ranks.digit_blind, read
-    by the stdlib's parser as `regex` reads them), no digit in its literals, no min_share (a size's digits)."""
+    """RULE matches two lines the same but for their digits alike: its regexes digit-blind (rx.digit_blind), no digit
+    in its literals, no min_share (a size's digits)."""
     pats = [rule.rx.pattern, *(n.pattern for n in rule.negative)]
     return (rule.min_share is None and not any(c.isdigit() for lit in rule.literals for c in lit)
-            and all(stdlib_reads_alike(p) and digit_blind(p) for p in pats))
+            and all(map(digit_blind, pats)))

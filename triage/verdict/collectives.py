@@ -15,11 +15,11 @@ import re
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..inputs.ranks import digit_blind
 from ..match.literals import derive_literals
-from ..match.rx import IGNORECASE, LazyRx, lazy, search, stdlib_reads_alike
+from ..match.rx import IGNORECASE, LazyRx, digit_blind, lazy, search
 from ..record import record
 from ..scan.results import Match
+from ..scan.state import DIGITS
 from ..tables import load
 from .frtrace import FRFinding
 from .types import EVIDENCE_MAX, Evidence, HangDetail, rank_ranges
@@ -59,7 +59,7 @@ class Observation:
 
 def observe(matches: Sequence[Match]) -> List[Observation]:
     """The observations of the matched lines of one attempt (bounded).  A line's reading is its layout's (its
-    digits zeroed) when the collectives' regexes are blind to which digit is which (_blind): a storm's thousands of
+    digits masked) when the collectives' regexes are blind to which digit is which (_blind): a storm's thousands of
     kept watchdog lines, the same but for their ranks, were ~10 searches each (issue 44)."""
     out: List[Observation] = []
     layouts: Optional[Dict[bytes, Optional[_Recipe]]] = None
@@ -73,7 +73,7 @@ def observe(matches: Sequence[Match]) -> List[Observation]:
         if read == LAYOUTS_AFTER:           # (a small log's few lines: no blindness read, ~2 ms of its start)
             layouts = {} if _blind() else None
         if layouts is not None and text.isascii():
-            key = text.encode("ascii").translate(_ZERO_DIGITS)
+            key = text.encode("ascii").translate(DIGITS)
             if key in layouts:
                 r = layouts[key]
             else:
@@ -114,7 +114,6 @@ Span = Optional[Tuple[int, int]]
 # where a line's observation is in it: the spans of its group's key, id, description (stripped when made) and the
 # rank in the group; of the work it failed on, its op and timeout; of its last enqueued and completed work; what it is
 _Recipe = Tuple[Span, Span, Span, Span, Span, Span, Span, Span, Span, str]
-_ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _pg_of(text: str) -> Tuple[Span, Span, Span, Span]:
@@ -184,7 +183,7 @@ def _blind() -> bool:
     rxs = [*_PG, _WORK, *(rx for _, rx in _WORK_LINES), *_STATUS]
     for rx in rxs:
         _found(rx, "")                     # (its literals worked out)
-    return (all(stdlib_reads_alike(rx.pattern) and digit_blind(rx.pattern) for rx in rxs)
+    return (all(digit_blind(rx.pattern) for rx in rxs)
             and not any(c.isdigit() for rx in rxs for lit in _LITS[id(rx)][0] for c in lit)
             and not any(c.isdigit() for p in _PROBES for c in p))
 

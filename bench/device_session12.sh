@@ -5,6 +5,7 @@
 # bench/host_scaling.py on prod 256 MiB; prod, healthy, fail-middle, prod-bare-k8s, hex-heavy at -j 16 in turn, and
 # their phases.  Prints numbers.
 . bench/device_venv.sh triage .ab/old/triage .ab/s12/triage
+mkdir -p /tmp/g
 run_mode() {
 case "$1" in
 grid)
@@ -33,7 +34,7 @@ scaling)
   f=/tmp/g/prod-256M.log; [ -f $f ] || python bench/gen_grid.py --size 256M prod $f >/dev/null
   python bench/host_scaling.py $f 1 2 4 8 12 15 16 2>&1 | grep -v '^triage:'
   for s in prod healthy fail-middle prod-bare-k8s hex-heavy tracebacks; do g=/tmp/g/$s-256M.log; [ -f $g ] || python bench/gen_grid.py --size 256M $s $g >/dev/null; done
-  for i in 1 2 3; do for s in prod healthy fail-middle prod-bare-k8s hex-heavy; do echo "$s $(TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e s" python -P -m triage analyze /tmp/g/$s-256M.log --format json -j 16 2>&1 >/dev/null | tail -1)"; done; done
+  for i in 1 2 3; do for s in prod healthy fail-middle prod-bare-k8s hex-heavy; do echo "$s $(PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e s" python -P -m triage analyze /tmp/g/$s-256M.log --format json -j 16 2>&1 >/dev/null | tail -1)"; done; done
   for s in prod healthy fail-middle prod-bare-k8s hex-heavy tracebacks storm; do echo "== phases $s"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py /tmp/g/$s-256M.log -n 2 -j 16 2>&1 | tail -8; done
   ;;
 esac

@@ -130,3 +130,25 @@ def test_a_line_read_by_its_layout_is_read_as_each_line_alone(monkeypatch):
         monkeypatch.undo()
         assert fast == slow and texts_fast == texts_slow
         assert any(p[2] is None for p in slow.values()) and any(p[2] is not None for p in slow.values())
+
+
+def test_a_line_without_hh_mm_ss_is_not_searched_for_a_time(monkeypatch):
+    """Every timestamp regex's match holds "\\d\\d:\\d\\d:\\d\\d", so a line without one is not searched (issue 44: a log
+    of handled tracebacks, most lines of no time, searched each with every regex).  The time and year dependence
+    parse_ts_ahead, parse_ts and parse_template give are those of every regex searched -- on every prefix and message
+    above, on near misses, and on lines whose digits are not ASCII (`\\d` reads them; the C test does not)."""
+    import triage.inputs.sources as sources
+    near = ["12:34:5 x", "1:23:45 y", "12:3456:78", "12:34:56", "E1203 06:40:19.930319 x", "ERROR 12-04 07:00:05 [a]",
+            "2026-12-03 06:41:56", "١٢:٣٤:٥٦ arabic-indic", "E١٢٠٣ ٠٦:٤٠:١٩.٩٣٠٣ glog", "2026-12-03 ٠٦:٤١:٥٦ mixed",
+            "café 2026-12-03 06:41:56,1 - non-ascii before", "１２:３４:５６ fullwidth", "[rank3]:: : : 00:00:0",
+            "a:b:c", "", ":"]
+    lines = [pre + msg for pre in PREFIXES for msg in MESSAGES + near]
+    gated = [(sources.parse_ts_ahead(x), sources.parse_ts(x, 2024), sources.parse_template(x, None)[0])
+             for x in lines]
+    monkeypatch.setattr(sources, "_holds_hms", lambda probe: True)
+    searched = [(sources.parse_ts_ahead(x), sources.parse_ts(x, 2024), sources.parse_template(x, None)[0])
+                for x in lines]
+    assert gated == searched
+    assert sum(g[0][0] is not None for g in gated) > len(PREFIXES) * 3     # (times were found: the test reads some)
+    monkeypatch.undo()
+    assert not sources._holds_hms("12:34:5 x") and sources._holds_hms("١٢:٣٤:٥٦") and sources._holds_hms("a 00:00:00")

@@ -103,6 +103,10 @@ _TS = [     # (pattern, kind, whether a match holds a `-`: a line of none is not
      "glog", True),
 ]
 _DEFAULT_YEAR = 2026
+# Every _TS regex holds "(\d\d):(\d\d):(\d\d)": a probe with no such run holds no time (_holds_hms; issue 44: a
+# log of handled tracebacks, most lines of no time, searched each with every regex, ~10 us a line)
+_HMS = lazy_re(r"\d\d:\d\d:\d\d")
+_ZEROED = bytes.maketrans(b"123456789", b"000000000")
 
 
 class _MinuteMemo:
@@ -155,11 +159,19 @@ def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
     return _parse_ts(text, year_hint)[0]
 
 
+def _holds_hms(probe: str) -> bool:
+    """Whether PROBE holds what every _TS regex's match holds, "\\d\\d:\\d\\d:\\d\\d" (a printable one: its digits
+    zeroed, a substring test in C)."""
+    if probe.isascii():
+        return b"00:00:00" in probe.encode("ascii").translate(_ZEROED)
+    return _HMS.search(probe) is not None
+
+
 def _parse_ts(text: str, year_hint: Optional[int]) -> Tuple[Optional[float], bool]:
     """The time of TEXT's first 200 characters, and whether a year-less header was read on the way (the
     time then depends on the year: another year gives another time, or a 29 February none)."""
     probe = text[:200]
-    if ":" not in probe:
+    if ":" not in probe or not _holds_hms(probe):
         return None, False
     dep = False
     dash = "-" in probe
@@ -224,7 +236,7 @@ def parse_template(norm: str, file_rank: Optional[int]) -> Tuple[Tuple[int, Opti
     inner_span = (inner[0] + cut, inner[1] + cut) if inner is not None else None
     cands = []
     probe = norm[:200]
-    if ":" in probe:
+    if ":" in probe and _holds_hms(probe):
         dash = "-" in probe
         for rx_, kind, dashed in _TS:
             if dashed and not dash:

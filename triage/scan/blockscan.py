@@ -19,7 +19,7 @@ from ..inputs.sources import (
     reparse_in,
 )
 from .blocks import Blocks
-from .blockview import CACHE_KEEP, BlockView
+from .blockview import CACHE_KEEP, WALK_BACK, BlockView
 from .forms import FailureForm, FailureForms
 from .observer import Feeder, Observer
 from .prepare import (
@@ -409,7 +409,7 @@ class _InputScan:
         key = forms.deferring(cast(FailureForm, form), inp.current()) if forms is not None else None
         if forms is not None and key is None:
             return 0
-        seen: Deque[_Seen] = deque(maxlen=CACHE_KEEP)      # (the lines a look back may read)
+        seen: Deque[_Seen] = deque(maxlen=RUN_SEEN)        # (the lines a look back may read)
         run = self.runs.get(starts[i] - lo)
         after = self._plain_bulk(buf, lo, starts, i, index, first, spec, key, seen, run) if run is not None else 0
         if after:
@@ -586,7 +586,7 @@ class _InputScan:
                              attempt), seq_base + ln, times[k])
             pat, rule = enabled[0]
             cast(Rules, self.rules_obs).counted_run(pat, rule, cast(list, quota), ranks, texts, line_at, group)
-        for k in range(max(0, m - CACHE_KEEP), m):
+        for k in range(max(0, m - RUN_SEEN), m):
             norm = buf[offs[k] + lo:ends[k] + lo].decode("ascii")
             seen.append((offs[k] + lo, linenos[k], ranks[k], times[k], norm[tstarts[k] - offs[k]:], norm))
         return ends[-1] + lo + 1
@@ -656,6 +656,13 @@ class _InputScan:
 
 
 
+# The lines of a run taken (_plain_run) put in the view's cache, its last ones: a look back from a later line reads
+# WALK_BACK lines at most (BlockView._back, _times_back), and the rank of a line it reads is looked for further back
+# only through lines of no rank of their own (line_at) -- a run's lines each have one, so such a search stops at
+# the run's last line.  Its lines further back than WALK_BACK + 1 from the line after it are never read again (the
+# view keeps CACHE_KEEP lines for the ranks of lines of no rank; a storm's runs made ~860 Lines each, ~460 read by
+# nothing: issue 44, the scanner's work a run).
+RUN_SEEN = WALK_BACK + 2
 _NEVER = 1 << 62      # (an offset no block reaches: no run's line to make again)
 # what a run of plain hit lines with one set of tags wakes (_InputScan._spec): the `tail` form tried on them and the
 # failure forms' observer (or None, None), the Blocks observer (or None), the rules by index (pattern, rule)

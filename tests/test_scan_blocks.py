@@ -1480,3 +1480,76 @@ def test_runs_of_plain_hit_lines_are_the_line_scan_on_a_grid_of_storms(monkeypat
         assert taken["rests"] > 10, taken          # (runs taken whole from a line within them: _rest_of_run)
     if not jobs:
         assert taken == dict.fromkeys(taken, 0), taken
+
+
+def test_a_pooled_scans_first_chunks_ramp_up_to_its_block_size():
+    """Issue 44: a pooled scan's scanner waited on its first block's worker before it fed anything (a storm's 1 MiB
+    block ~90 ms on the 16-core host): its first chunks are smaller (geometry.chunk_edges), an eighth of the block
+    size, each next 5/4 of the one before in 64 KiB steps up to it; unramped, every chunk is the block size; a block
+    size under RAMP_MIN is not ramped."""
+    from triage.scan.geometry import RAMP_FIRST, RAMP_MIN, RAMP_STEP, chunk_edges
+    for size in (0, 1, 5 << 20, (64 << 20) + 12345, 1 << 30):
+        for b in (1021, 1 << 16, RAMP_MIN - 1, RAMP_MIN, 1 << 20, 2 << 20, 3 << 20, 8 << 20):
+            even = chunk_edges(size, b, False)
+            assert even == [min((j + 1) * b, size) for j in range(-(-size // b))]
+            ramped = chunk_edges(size, b, True)
+            if b < RAMP_MIN:
+                assert ramped == even
+                continue
+            steps = [e - a for a, e in zip([0] + ramped, ramped)]
+            assert (ramped[-1] if ramped else 0) == size and all(s > 0 for s in steps)
+            full = steps[:-1]                       # (the last one: what is left)
+            assert all(s % RAMP_STEP == 0 and s <= b for s in full)
+            assert full == sorted(full) and (not full or full[0] == max(RAMP_STEP, b // RAMP_FIRST // RAMP_STEP
+                                                                        * RAMP_STEP))
+            if size >= 64 << 20:                    # (reaches the block size within a dozen chunks)
+                assert steps[12] == b and steps[0] < b
+                assert len(ramped) - len(even) <= 8
+
+
+def test_a_file_over_paste_max_split_among_ramped_workers_is_the_serial_report(monkeypatch, tmp_path):
+    """The scanner reads a pooled input over PASTE_MAX in the ramped chunks the workers' plan has (engine._plan,
+    geometry.open_plain): every block is a worker's (none refused as another cut: the pool is not broken) and the
+    JSON report is the serial one byte for byte, production-like and dense."""
+    import importlib.util
+    import json as _json
+
+    from triage.inputs.paste import PASTE_MAX
+    from triage.patterns import load_all
+    from triage.pipeline import Options, triage
+    from triage.report import render
+    from triage.scan import engine, pool
+    spec = importlib.util.spec_from_file_location("gen_biglog", os.path.join(os.path.dirname(HERE), "bench",
+                                                                             "gen_biglog.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    pats = load_all()
+
+    def report(path):
+        d = _json.loads(render(triage([path], Options(pats=tuple(pats))), "json"))
+        d.pop("job", None)
+        return d
+    for dense in (False, True):
+        p = str(tmp_path / f"big-{dense}.log")
+        gen.generate(p, PASTE_MAX + (2 << 20), dense, 11)
+        monkeypatch.setenv("TRIAGE_JOBS", "1")
+        serial = report(p)
+        monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
+        monkeypatch.setattr(pool, "MIN_POOL_BLOCK", 1 << 20)
+        monkeypatch.setenv("TRIAGE_JOBS", "3")
+        got = {"blocks": [], "broken": 0, "own": 0}
+        real_get, real_prepare = pool._Pool.get, engine.prepare_block
+
+        def get(self, path, bi, start, nbytes):
+            r = real_get(self, path, bi, start, nbytes)
+            got["blocks"].append(nbytes)
+            got["broken"] += self.broken
+            return r
+        monkeypatch.setattr(pool._Pool, "get", get)
+        monkeypatch.setattr(engine, "prepare_block", lambda *a: got.__setitem__("own", got["own"] + 1)
+                            or real_prepare(*a))
+        assert report(p) == serial
+        assert not got["broken"] and not got["own"], got
+        assert got["blocks"][0] < got["blocks"][-2] and got["blocks"][0] <= 160 << 10, got["blocks"][:4]
+        monkeypatch.setattr(pool._Pool, "get", real_get)
+        monkeypatch.setattr(engine, "prepare_block", real_prepare)

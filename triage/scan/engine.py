@@ -273,7 +273,10 @@ class Engine:
         path = inp.inp.path
 
         # (a small input is read whole by the reader: a hard-wrapped paste is joined there, paste.py)
-        plain = open_plain(path, block_size, core.max_bytes) if _size(path) > max(block_size, PASTE_MAX) else None
+        # (a pooled scan's chunks ramped up to its block size, as the workers' plan's: geometry.chunk_edges; a file
+        # of PASTE_MAX or less is read by sources' reader, in even chunks, and so in the plan)
+        plain = (open_plain(path, block_size, core.max_bytes, pool is not None)
+                 if _size(path) > max(block_size, PASTE_MAX) else None)
 
         def make(notes, prog):
             if plain is not None:      # one read per block (geometry.py), the same blocks
@@ -352,7 +355,7 @@ def _plan(all_paths: List[str], block_size: int, max_bytes: int, aset: Optional[
     if not k0:
         return [], 0, block_size
     bs = block_size or pool_block_size(sum(_size(p) for p in all_paths), k0)
-    plan = plain_inputs(all_paths, bs or BLOCK_SIZE, max_bytes)
+    plan = plain_inputs(all_paths, bs or BLOCK_SIZE, max_bytes, ramp=True)
     k = _Pool.jobs([p for p, _ in plan], dense=dense)
     return plan, k, (bs if k else block_size)
 

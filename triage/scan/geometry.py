@@ -16,6 +16,27 @@ class NotPlain(Exception):
 
 
 TAIL_PROBE = 64 << 10      # bytes read back from a chunk's end to find its last newline
+# A pooled scan's first chunks are smaller (issue 44): its scanner waits on the first block's worker before it feeds
+# anything (a storm's 1 MiB block ~90 ms, tracebacks' 2 MiB ~100 ms on the 16-core host, most of it the scanner
+# idle); the first chunk is RAMP_FIRST-th of the block size, each next one RAMP_GROWTH times the one before (in
+# RAMP_STEP steps) up to it, where the block size is RAMP_MIN or more (a smaller one is cut evenly).
+RAMP_FIRST = 8
+RAMP_GROWTH = (5, 4)       # (x 5 / 4)
+RAMP_STEP = 64 << 10
+RAMP_MIN = RAMP_FIRST * RAMP_STEP
+
+
+def chunk_edges(size: int, block_size: int, ramp: bool) -> List[int]:
+    """The end of each chunk the reader reads of SIZE bytes: every BLOCK_SIZE bytes, or ramped (RAMP_FIRST)."""
+    if not ramp or block_size < RAMP_MIN:
+        return [min(size, at) for at in range(block_size, size + block_size, block_size)] if size else []
+    edges: List[int] = []
+    at, step = 0, block_size // RAMP_FIRST
+    while at < size:
+        at = min(size, at + max(RAMP_STEP, min(block_size, step // RAMP_STEP * RAMP_STEP)))
+        edges.append(at)
+        step = step * RAMP_GROWTH[0] // RAMP_GROWTH[1]
+    return edges
 
 
 class Geometry:
@@ -30,7 +51,7 @@ class Geometry:
     and a file changed between the reads are caught by the scanner, which checks each block's
     offset and size against its own (_Pool.get)."""
 
-    def __init__(self, fd: int, block_size: int, max_bytes: int):
+    def __init__(self, fd: int, block_size: int, max_bytes: int, ramp: bool = False):
         self.fd = fd
         self.b = block_size
         size = os.fstat(fd).st_size
@@ -44,7 +65,8 @@ class Geometry:
         head = head[:probe]
         if b"\n" not in head and _lone_cr(os.pread(fd, probe, 0)):     # (a newline in it: no lone CRs)
             raise NotPlain()
-        self.n_chunks = -(-self.size // block_size)
+        self.edges = chunk_edges(self.size, block_size, ramp)      # (chunk j: edges[j - 1] or 0 to edges[j])
+        self.n_chunks = len(self.edges)
         self._ends: Dict[int, int] = {-1: 0}
 
     def end(self, j: int) -> int:
@@ -52,7 +74,7 @@ class Geometry:
         e = self._ends.get(j)
         if e is not None:
             return e
-        lo, hi = j * self.b, min((j + 1) * self.b, self.size)
+        lo, hi = self.edges[j - 1] if j else 0, self.edges[j]
         at = hi
         e = -1
         while at > lo:                      # back from the chunk's end, a probe at a time
@@ -73,7 +95,7 @@ class Geometry:
         start = 0
         for j in range(self.n_chunks):
             e = self.end(j)
-            hi = min((j + 1) * self.b, self.size)
+            hi = self.edges[j]
             if e < 0:
                 if j < self.n_chunks - 1:
                     raise NotPlain()       # a chunk without a newline: the reader clips a line
@@ -106,9 +128,10 @@ class PlainFile:
             os.close(self.fd)
 
 
-def open_plain(path: str, block_size: int, max_bytes: int) -> Optional[PlainFile]:
+def open_plain(path: str, block_size: int, max_bytes: int, ramp: bool = False) -> Optional[PlainFile]:
     """PATH opened as a PlainFile, or None when it is not one (sources' reader reads it, and says
-    why it cannot when it cannot)."""
+    why it cannot when it cannot).  RAMP: its first chunks ramped up to the block size (chunk_edges) where the
+    scanner reads it so too: over PASTE_MAX and the block size (smaller, sources' reader reads it, in even chunks)."""
     if path == "-" or "://" in path or not hasattr(os, "pread"):     # (no pread: Windows)
         return None
     try:
@@ -118,7 +141,7 @@ def open_plain(path: str, block_size: int, max_bytes: int) -> Optional[PlainFile
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotPlain()
-        geo = Geometry(fd, block_size, max_bytes)
+        geo = Geometry(fd, block_size, max_bytes, ramp and os.fstat(fd).st_size > max(block_size, PASTE_MAX))
         return PlainFile(fd, path, geo, list(geo.blocks()))
     except (OSError, NotPlain):
         os.close(fd)
@@ -131,7 +154,7 @@ def _read(fd: int, label: str, geo: "Geometry", spans: List[Tuple[int, int, bool
     prev = b""                       # the block before, with its tail; it starts at offset p
     p = 0
     for j in range(geo.n_chunks):    # the reader's chunk j, then the block of its lines
-        _chunk_read(label, min((j + 1) * geo.b, geo.size), progress, max_bytes, notes, consumed)
+        _chunk_read(label, geo.edges[j], progress, max_bytes, notes, consumed)
         if j >= len(spans) or spans[j][2]:
             break
         start, stop, _ = spans[j]
@@ -200,13 +223,14 @@ def _joined(fd: int) -> bool:
     return dcgm_flatten(data) is not None or reshape(data) is not None
 
 
-def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int) -> List[Tuple[str, List[Span]]]:
-    """The PATHS the workers can cut into blocks (see Geometry), each with its blocks, cut once
+def plain_inputs(paths: Sequence[str], block_size: int, max_bytes: int,
+                 ramp: bool = False) -> List[Tuple[str, List[Span]]]:
+    """The PATHS the workers can cut into blocks (see Geometry; RAMP: open_plain's), each with its blocks, cut once
     here for every worker; the scanner prepares the blocks of the others (compressed, UTF-16,
     pipes, URLs, ...)."""
     out = []
     for p in paths:
-        f = open_plain(p, block_size, max_bytes)
+        f = open_plain(p, block_size, max_bytes, ramp)
         if f is not None and _joined(f.fd):
             os.close(f.fd)              # a hard-wrapped paste: the scanner's reader joins its lines
             continue

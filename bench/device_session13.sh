@@ -1,11 +1,37 @@
 #!/bin/bash
 # Issue 44, thirteenth pass: device calls.  MODE=ab: this tree against .ab/s13 (31aec9f, the pass's start) on the
-# logs LOGS= (grid names: shape:size, made when missing), -j 16, alternating, RUNS runs each, then this tree's phases
-# of PHASES= (shape:size of a log made above); MODE=grid: bench/grid.py's grid A/B against .ab/old (7a762e8), SHAPES=
-# a subset, BIG=1G adds prod at 1 GiB, TINY=1 the tiny log, 20 runs a tree.  Prints numbers.
+# logs LOGS= (grid names: shape:size, made when missing), -j 16, alternating, RUNS runs each; MODE=phases: each tree's
+# phases of PHASES= (shape:size), alternating, twice; MODE=tiny: the tiny log's wall (perf_counter, ms) under
+# 7a762e8, 31aec9f and this tree, 30 runs alternating; MODE=grid: bench/grid.py's grid A/B against .ab/old
+# (7a762e8), SHAPES= a subset, BIG=1G adds prod at 1 GiB, TINY=1 the tiny log, 20 runs a tree; MODE=all: ab, phases,
+# tiny.  Prints numbers.
 . bench/device_venv.sh triage .ab/old/triage .ab/s13/triage
 mkdir -p /tmp/g
-case "${MODE:-ab}" in
+run_mode() {
+case "$1" in
+phases)
+  for r in 1 2; do for spec in ${PHASES:-tracebacks:256M storm:256M}; do for t in .ab/s13 .; do
+    f=/tmp/g/${spec%%:*}-${spec##*:}.log; [ -f $f ] || python bench/gen_grid.py --size ${spec##*:} ${spec%%:*} $f >/dev/null
+    echo "== phases ${spec%%:*} tree $t: $(cd $t && TRIAGE_CACHE_DIR=/tmp/tc-$(basename $t) python bench/scan_phases.py $f -n 1 -j 16 2>&1 | grep -o "exec -> start wall [0-9]* ms\|start -> scan wall [0-9]* ms\|scan -> scanned wall [0-9]* ms\|scanned -> render wall [0-9]* ms\|blocks fed x[0-9]*: wall [0-9]* ms, cpu [0-9]*\|results taken x[0-9]*: wall [0-9]* ms\|first [0-9]* ms, last [0-9]* ms\|workers cpu [0-9]* ms\|last sent [0-9-]*" | tr '\n' ' ')"
+  done; done; done
+  ;;
+tiny)
+  python - <<'PY'
+import os, statistics, subprocess, time
+trees = [".ab/old", ".ab/s13", "."]
+got = {t: [] for t in trees}
+for _ in range(30):
+    for t in trees:
+        env = dict(os.environ, PYTHONPATH=t, TRIAGE_CACHE_DIR="/tmp/tc-tiny-" + os.path.basename(os.path.realpath(t)))
+        t0 = time.perf_counter()
+        subprocess.run(["python", "-P", "-m", "triage", "analyze", "examples/sample_job.log", "--format", "json"],
+                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        got[t].append((time.perf_counter() - t0) * 1e3)
+for t in trees:
+    v = sorted(got[t])
+    print(f"== tiny log {t}: median {statistics.median(v):.1f} ms, min {v[0]:.1f}, q1 {v[len(v) // 4]:.1f}, q3 {v[3 * len(v) // 4]:.1f}")
+PY
+  ;;
 ab)
   for spec in ${LOGS:-storm:256M tracebacks:256M prod:256M healthy:256M}; do
     shape=${spec%%:*}; size=${spec##*:}; f=/tmp/g/$shape-$size.log
@@ -17,9 +43,6 @@ ab)
     done
     echo "== $shape $size ($(stat -c %s $f) bytes) -j 16 alternating: s13$a | main$b"
   done
-  for spec in $PHASES; do
-    echo "== phases ${spec%%:*}"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py /tmp/g/${spec%%:*}-${spec##*:}.log -n 2 -j 16 2>&1 | tail -8
-  done
   ;;
 grid)
   big=""; [ -n "$BIG" ] && big="--big $BIG"
@@ -29,3 +52,5 @@ grid)
   fi
   ;;
 esac
+}
+if [ "${MODE:-ab}" = all ]; then run_mode ab; run_mode phases; run_mode tiny; else run_mode "${MODE:-ab}"; fi

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Issue 44, twelfth pass: device calls.  MODE=grid: the grid A/B against .ab/old (7a762e8), SHAPES= a subset,
 # BIG=1G adds prod at 1 GiB, and the tiny log, 20 runs a tree; MODE=ab: this tree against .ab/s12 (8326a60, the
-# pass's start) on the logs LOGS= (grid names, made when missing), -j 16, alternating, RUNS runs each; MODE=all: ab, then scaling; MODE=scaling:
+# pass's start; BASE=s13: .ab/s13) on the logs LOGS= (grid names, made when missing), -j 16, alternating, RUNS runs each; MODE=all: ab, then scaling; MODE=scaling:
 # bench/host_scaling.py on prod 256 MiB; prod, healthy, fail-middle, prod-bare-k8s, hex-heavy at -j 16 in turn, and
 # their phases.  Prints numbers.
 . bench/device_venv.sh triage .ab/old/triage .ab/s12/triage
@@ -21,10 +21,10 @@ ab)
     [ -f $f ] || python bench/gen_grid.py --size $size $shape $f >/dev/null
     a=""; b=""
     for i in $(seq ${RUNS:-4}); do
-      a="$a $(PYTHONPATH=.ab/s12 TRIAGE_CACHE_DIR=/tmp/tc-s12 /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
+      a="$a $(PYTHONPATH=.ab/${BASE:-s12} TRIAGE_CACHE_DIR=/tmp/tc-${BASE:-s12} /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
       b="$b $(PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
     done
-    echo "== $shape $size ($(stat -c %s $f) bytes) -j 16 alternating: s12$a | main$b"
+    echo "== $shape $size ($(stat -c %s $f) bytes) -j 16 alternating: ${BASE:-s12}$a | main$b"
   done
   for spec in $PHASES; do   # (shape:size of a log made above: this tree's phases at -j 16)
     echo "== phases ${spec%%:*}"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py /tmp/g/${spec%%:*}-${spec##*:}.log -n 1 -j 16 2>&1 | tail -5

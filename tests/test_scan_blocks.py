@@ -464,30 +464,39 @@ def test_ranks_seen_regressions_found_by_the_property_tests(tmp_path):
         assert block == line and block["ranks"] == ranks, (data, block["ranks"], line["ranks"])
 
 
+def _gen_biglog():
+    """bench/gen_biglog.py, imported from its file."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen_biglog", os.path.join(os.path.dirname(HERE), "bench",
+                                                                             "gen_biglog.py"))
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
+def _json_report_of():
+    """A function giving a log's JSON report (as a dict, less its `job`: its analysis time) with the catalog."""
+    import json as _json
+
+    from triage.patterns import load_all
+    from triage.pipeline import Options, triage
+    from triage.report import render
+    pats = load_all()
+
+    def report(path):
+        d = _json.loads(render(triage([path], Options(pats=tuple(pats))), "json"))
+        d.pop("job", None)
+        return d
+    return report
+
+
 @pytest.mark.parametrize("jobs,block", [("2", 4096), ("4", 65536)])
 def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatch, tmp_path, jobs, block):
     """Issue 27: one big input's blocks prepared by worker processes (anchor hits, step lines, the
     line index of the hits) give the single-process JSON report byte for byte, production-like and
     dense, whatever the block size."""
-    import importlib.util
-    import json as _json
-
-    from triage.pipeline import Options, triage
-    from triage.report import render
     from triage.scan import pool
-    spec = importlib.util.spec_from_file_location("gen_biglog", os.path.join(os.path.dirname(HERE), "bench",
-                                                                             "gen_biglog.py"))
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-
-    from triage.patterns import load_all
-    pats = load_all()
-
-    def report(path):
-        a = triage([path], Options(pats=tuple(pats)))
-        d = _json.loads(render(a, "json"))
-        d.pop("job", None)              # its analysis time
-        return d
+    gen, report = _gen_biglog(), _json_report_of()
     for dense in (False, True):
         p = str(tmp_path / f"big-{dense}.log")
         gen.generate(p, 3 << 20, dense, 7)
@@ -1511,24 +1520,9 @@ def test_a_file_over_paste_max_split_among_ramped_workers_is_the_serial_report(m
     """The scanner reads a pooled input over PASTE_MAX in the ramped chunks the workers' plan has (engine._plan,
     geometry.open_plain): every block is a worker's (none refused as another cut: the pool is not broken) and the
     JSON report is the serial one byte for byte, production-like and dense."""
-    import importlib.util
-    import json as _json
-
     from triage.inputs.paste import PASTE_MAX
-    from triage.patterns import load_all
-    from triage.pipeline import Options, triage
-    from triage.report import render
     from triage.scan import engine, pool
-    spec = importlib.util.spec_from_file_location("gen_biglog", os.path.join(os.path.dirname(HERE), "bench",
-                                                                             "gen_biglog.py"))
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    pats = load_all()
-
-    def report(path):
-        d = _json.loads(render(triage([path], Options(pats=tuple(pats))), "json"))
-        d.pop("job", None)
-        return d
+    gen, report = _gen_biglog(), _json_report_of()
     for dense in (False, True):
         p = str(tmp_path / f"big-{dense}.log")
         gen.generate(p, PASTE_MAX + (2 << 20), dense, 11)

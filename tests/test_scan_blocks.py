@@ -1547,3 +1547,57 @@ def test_a_file_over_paste_max_split_among_ramped_workers_is_the_serial_report(m
         assert got["blocks"][0] < got["blocks"][-2] and got["blocks"][0] <= 160 << 10, got["blocks"][:4]
         monkeypatch.setattr(pool._Pool, "get", real_get)
         monkeypatch.setattr(engine, "prepare_block", real_prepare)
+
+
+def test_no_look_back_reaches_a_taken_runs_lines_past_what_it_keeps(monkeypatch, tmp_path):
+    """A run taken whole keeps its last RUN_SEEN lines in the view's cache (blockscan.RUN_SEEN, WALK_BACK + 2), the
+    ones a later look back may read, as they were read then.  A storm of eight ranks' watchdog timeouts, each run of
+    it followed by PyTorch's warning that the process group was not destroyed, whose rule looks for a capture line
+    up to 1,000 lines back (graph-cleanup-missing: BlockView.newest_before, WALK_BACK at most): with workers, every
+    line a look back reads (BlockView.line_at) of a taken run is at most RUN_SEEN - 1 lines before the line looking,
+    look backs do reach that deep, and the scan is the line scan.  Synthetic layout, real wordings
+    (ProcessGroupNCCL's watchdog and destructor warning)."""
+    from triage.scan import blockscan, blockview, rules
+    monkeypatch.setattr(rules, "CONTEXT_MATCHES", 400)
+    us = [0]
+
+    def glog():
+        us[0] += 137_313
+        sec, frac = divmod(us[0], 1_000_000)
+        return f"E1203 06:{40 + sec // 60 % 20:02d}:{sec % 60:02d}.{frac:06d} ProcessGroupNCCL.cpp:689]"
+    lines = ["[rank0]:[2026-12-03 06:39:59,806] INFO:megatron.training:the job starts"]
+    for i in range(10):     # (the rule follows 1,000 lines after its match for its context: no run is taken there)
+        for k in range(1000 + blockview.WALK_BACK + 60):
+            r = k % 8
+            lines.append(f"[rank{r}]:[{glog()}] [Rank {r}] Watchdog caught collective operation timeout: "
+                         f"WorkNCCL(SeqNum={i + 2}, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, "
+                         "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+        lines.append(f"[rank9]:[W1203 06:41:{i:02d}.000000000 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process "
+                     "group has NOT been destroyed before we destruct ProcessGroupNCCL. On normal program exit, the "
+                     "application should call destroy_process_group to ensure that any pending NCCL operations have "
+                     "finished in this process. (function operator())")
+    p = tmp_path / "storm.log"
+    p.write_text("\n".join(lines) + "\n")
+    line = line_scan([str(p)])
+    _with_workers(monkeypatch, 5)
+    taken = set()                           # line numbers of the lines of the runs taken whole
+    real_times = blockscan._InputScan._bulk_times
+
+    def bulk_times(self, spec, run, first, matched):
+        linenos = real_times(self, spec, run, first, matched)
+        taken.update(linenos)
+        return linenos
+    far = [0, 0]                            # the deepest read of a taken run's line, and how many reads
+    real_line_at = blockview.BlockView.line_at
+
+    def line_at(self, off, lineno):
+        if lineno in taken and lineno < self.cur_lineno:
+            far[0] = max(far[0], self.cur_lineno - lineno)
+            far[1] += 1
+        return real_line_at(self, off, lineno)
+    monkeypatch.setattr(blockscan._InputScan, "_bulk_times", bulk_times)
+    monkeypatch.setattr(blockview.BlockView, "line_at", line_at)
+    for bs in (1 << 16, 1 << 20):
+        assert block_scan([str(p)], bs) == line, bs
+    assert len(taken) > 2000 and far[1] > 1000, (len(taken), far)
+    assert blockview.WALK_BACK - 10 < far[0] < blockscan.RUN_SEEN, far

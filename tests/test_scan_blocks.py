@@ -1519,13 +1519,20 @@ def test_a_pooled_scans_first_chunks_ramp_up_to_its_block_size():
 def test_a_file_over_paste_max_split_among_ramped_workers_is_the_serial_report(monkeypatch, tmp_path):
     """The scanner reads a pooled input over PASTE_MAX in the ramped chunks the workers' plan has (engine._plan,
     geometry.open_plain): every block is a worker's (none refused as another cut: the pool is not broken) and the
-    JSON report is the serial one byte for byte, production-like and dense."""
+    JSON report is the serial one byte for byte, production-like and dense; and one with a 300 KiB line among its
+    first lines, which no ramped chunk holds whole (cut evenly then, by both), too."""
     from triage.inputs.paste import PASTE_MAX
     from triage.scan import engine, pool
     gen, report = _gen_biglog(), _json_report_of()
-    for dense in (False, True):
-        p = str(tmp_path / f"big-{dense}.log")
+    for dense, long_line in ((False, False), (True, False), (False, True)):
+        p = str(tmp_path / f"big-{dense}-{long_line}.log")
         gen.generate(p, PASTE_MAX + (2 << 20), dense, 11)
+        if long_line:               # (a config dumped on one line, say)
+            with open(p, "rb") as f:
+                head = f.readline()
+                rest = f.read()
+            with open(p, "wb") as f:
+                f.write(head + b"[rank0]:config: " + b"x=1, " * ((300 << 10) // 5) + b"\n" + rest)
         monkeypatch.setenv("TRIAGE_JOBS", "1")
         serial = report(p)
         monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)
@@ -1544,7 +1551,10 @@ def test_a_file_over_paste_max_split_among_ramped_workers_is_the_serial_report(m
                             or real_prepare(*a))
         assert report(p) == serial
         assert not got["broken"] and not got["own"], got
-        assert got["blocks"][0] < got["blocks"][-2] and got["blocks"][0] <= 160 << 10, got["blocks"][:4]
+        if long_line:               # (cut evenly: every block but the last the block size's)
+            assert min(got["blocks"][:-1]) > 900 << 10, got["blocks"][:4]
+        else:
+            assert got["blocks"][0] < got["blocks"][-2] and got["blocks"][0] <= 160 << 10, got["blocks"][:4]
         monkeypatch.setattr(pool._Pool, "get", real_get)
         monkeypatch.setattr(engine, "prepare_block", real_prepare)
 

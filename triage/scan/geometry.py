@@ -131,7 +131,9 @@ class PlainFile:
 def open_plain(path: str, block_size: int, max_bytes: int, ramp: bool = False) -> Optional[PlainFile]:
     """PATH opened as a PlainFile, or None when it is not one (sources' reader reads it, and says
     why it cannot when it cannot).  RAMP: its first chunks ramped up to the block size (chunk_edges) where the
-    scanner reads it so too: over PASTE_MAX and the block size (smaller, sources' reader reads it, in even chunks)."""
+    scanner reads it so too: over PASTE_MAX and the block size (smaller, sources' reader reads it, in even chunks);
+    and where a ramped chunk holds no newline (a line of 64 KiB to 1 MiB among the first ones), cut evenly as
+    without RAMP (the plan and the scanner both open it so: the same blocks)."""
     if path == "-" or "://" in path or not hasattr(os, "pread"):     # (no pread: Windows)
         return None
     try:
@@ -141,8 +143,16 @@ def open_plain(path: str, block_size: int, max_bytes: int, ramp: bool = False) -
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise NotPlain()
-        geo = Geometry(fd, block_size, max_bytes, ramp and os.fstat(fd).st_size > max(block_size, PASTE_MAX))
-        return PlainFile(fd, path, geo, list(geo.blocks()))
+        ramped = ramp and os.fstat(fd).st_size > max(block_size, PASTE_MAX)
+        try:
+            geo = Geometry(fd, block_size, max_bytes, ramped)
+            spans = list(geo.blocks())
+        except NotPlain:
+            if not ramped:
+                raise
+            geo = Geometry(fd, block_size, max_bytes, False)      # (a ramped chunk with no newline: cut evenly)
+            spans = list(geo.blocks())
+        return PlainFile(fd, path, geo, spans)
     except (OSError, NotPlain):
         os.close(fd)
         return None

@@ -9,6 +9,7 @@ any fsspec URL) is expanded and opened by remote.py and then read here like a lo
 """
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -33,7 +34,7 @@ from typing import (
 )
 
 from ..lazyre import lazy_re
-from ..match.rx import IGNORECASE, digit_blind, lazy
+from ..match.rx import DIGITS, IGNORECASE, digit_blind, lazy
 from ..match.rx import search as _search
 from ..record import record
 from . import remote
@@ -106,7 +107,6 @@ _DEFAULT_YEAR = 2026
 # Every _TS regex holds "(\d\d):(\d\d):(\d\d)": a probe with no such run holds no time (_holds_hms; issue 44: a
 # log of handled tracebacks, most lines of no time, searched each with every regex, ~10 us a line)
 _HMS = lazy_re(r"\d\d:\d\d:\d\d")
-_ZEROED = bytes.maketrans(b"123456789", b"000000000")
 
 
 class _MinuteMemo:
@@ -160,27 +160,38 @@ def parse_ts(text: str, year_hint: Optional[int] = None) -> Optional[float]:
 
 
 def _holds_hms(probe: str) -> bool:
-    """Whether PROBE holds what every _TS regex's match holds, "\\d\\d:\\d\\d:\\d\\d" (a printable one: its digits
-    zeroed, a substring test in C)."""
+    """Whether PROBE holds what every _TS regex's match holds, "\\d\\d:\\d\\d:\\d\\d" (an ASCII one: its digits
+    masked, a substring test in C)."""
     if probe.isascii():
-        return b"00:00:00" in probe.encode("ascii").translate(_ZEROED)
+        return b"##:##:##" in probe.encode("ascii").translate(DIGITS)
     return _HMS.search(probe) is not None
+
+
+def _may_hold_time(probe: str) -> bool:
+    """Whether a _TS regex may match PROBE: it holds a `:` (a test in C first) and an HH:MM:SS run."""
+    return ":" in probe and _holds_hms(probe)
+
+
+def _ts_matches(probe: str) -> Iterator[Tuple[str, "re.Match[str]"]]:
+    """(kind, match) of each _TS regex that PROBE (a line's first 200 characters, _may_hold_time) holds, in _TS's
+    order; one a `-` of which PROBE has none is not searched."""
+    dash = "-" in probe
+    for rx_, kind, dashed in _TS:
+        if dashed and not dash:
+            continue
+        m = rx_.search(probe)
+        if m:
+            yield kind, m
 
 
 def _parse_ts(text: str, year_hint: Optional[int]) -> Tuple[Optional[float], bool]:
     """The time of TEXT's first 200 characters, and whether a year-less header was read on the way (the
     time then depends on the year: another year gives another time, or a 29 February none)."""
     probe = text[:200]
-    if ":" not in probe or not _holds_hms(probe):
+    if not _may_hold_time(probe):
         return None, False
     dep = False
-    dash = "-" in probe
-    for rx_, kind, dashed in _TS:
-        if dashed and not dash:
-            continue
-        m = rx_.search(probe)
-        if not m:
-            continue
+    for kind, m in _ts_matches(probe):
         dep = dep or kind != "iso"
         t = _ts_of(kind, m.groups(), probe[m.start(1):m.end(5 if kind == "iso" else 4)], year_hint)
         if t is not None:
@@ -215,15 +226,10 @@ Template = Tuple[int, Optional[Tuple[int, int]], Optional[Tuple[int, int]],
                  Tuple[Tuple[str, Tuple[int, int], Tuple[int, int], Tuple[int, int], Tuple[Tuple[int, int], ...]], ...]]
 
 
+@functools.lru_cache(maxsize=None)
 def templates_ok() -> bool:
     """Whether lines are read by their layout: every regex a line's rank and time are read with is digit-blind."""
-    if _TEMPLATES_OK[0] is None:
-        _TEMPLATES_OK[0] = RANKS.digit_blind() and all(
-            digit_blind(rx_.pattern, rx_.flags) for rx_, _, _ in _TS)
-    return bool(_TEMPLATES_OK[0])
-
-
-_TEMPLATES_OK: List[Optional[bool]] = [None]
+    return RANKS.digit_blind() and all(digit_blind(rx_.pattern, rx_.flags) for rx_, _, _ in _TS)
 
 
 def parse_template(norm: str, file_rank: Optional[int]) -> Tuple[Tuple[int, Optional[int], Optional[float], bool],
@@ -236,16 +242,10 @@ def parse_template(norm: str, file_rank: Optional[int]) -> Tuple[Tuple[int, Opti
     inner_span = (inner[0] + cut, inner[1] + cut) if inner is not None else None
     cands = []
     probe = norm[:200]
-    if ":" in probe and _holds_hms(probe):
-        dash = "-" in probe
-        for rx_, kind, dashed in _TS:
-            if dashed and not dash:
-                continue
-            m = rx_.search(probe)
-            if m:
-                sec = 6 if kind == "iso" else 5
-                cands.append((kind, (m.start(1), m.end(sec - 1)), m.span(sec), m.span(sec + 1),
-                              tuple(m.span(i) for i in range(1, len(m.groups()) + 1))))
+    for kind, m in _ts_matches(probe) if _may_hold_time(probe) else ():
+        sec = 6 if kind == "iso" else 5
+        cands.append((kind, (m.start(1), m.end(sec - 1)), m.span(sec), m.span(sec + 1),
+                      tuple(m.span(i) for i in range(1, len(m.groups()) + 1))))
     tpl: Template = (cut, span, inner_span, tuple(cands))
     return from_template(tpl, norm, file_rank), tpl
 

@@ -342,6 +342,11 @@ def stdlib_reads_alike(pattern: str) -> bool:
 _ESCAPED = re.compile(r"\\.", re.S)       # (an escaped bracket before a set, `\[[^\]]`, is no set in a set)
 
 
+# every ASCII digit masked alike: a line's layout (digit_blind's regexes read two lines of one layout alike), the
+# quota keys of the matches kept (scan.state), a time's HH:MM:SS run (inputs.sources._holds_hms)
+DIGITS = bytes.maketrans(b"0123456789", b"##########")
+
+
 def digit_blind(pattern: str, flags: int = 0) -> bool:
     """Whether PATTERN tells no ASCII digit from another: read by the stdlib's parser as `regex` reads it
     (stdlib_reads_alike), no digit of its own (a literal, a class holding some digits but not all), no

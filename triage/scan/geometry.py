@@ -53,7 +53,6 @@ class Geometry:
 
     def __init__(self, fd: int, block_size: int, max_bytes: int, ramp: bool = False):
         self.fd = fd
-        self.b = block_size
         size = os.fstat(fd).st_size
         self.size_at_open = size
         self.size = min(size, max_bytes) if max_bytes else size

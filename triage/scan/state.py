@@ -13,6 +13,7 @@ from ..inputs.sources import (
     Input,
     Line,
 )
+from ..match.rx import DIGITS as DIGITS  # noqa: F401 - (the mask, read here as state.DIGITS)
 from ..match.rx import TextMemo, Timeouts, lazy, search
 from ..record import record
 from .jobfacts import LogFacts
@@ -26,7 +27,6 @@ CONTEXT_LINES = 3          # lines of context kept before / after a match (for t
 MATCHES_PER_KEY = 50       # matches kept per (rule, rank, message up to its digits)
 MAX_MATCHES = 20_000       # matches kept in all; the rest are counted (ScanResult.dropped)
 MAX_DROPPED_KEYS = 10_000  # distinct dropped messages counted apart; the rest per (pattern, rank)
-DIGITS = bytes.maketrans(b"0123456789", b"##########")
 
 
 @record

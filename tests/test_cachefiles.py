@@ -188,3 +188,63 @@ def test_how_a_database_is_made_is_pinned_to_its_format():
     flags = (hyperscan.HS_FLAG_MULTILINE, hyperscan.HS_FLAG_CASELESS)
     digest = hashlib.sha256(repr((made, flags)).encode()).hexdigest()[:16]
     assert (anchors.DB_FORMAT, digest) == (4, "afda0135c4b38f59")
+
+
+def test_digit_blind_answers_are_kept_between_runs_and_read_back_only_when_trusted(cache, monkeypatch):
+    """rx.BLIND (issue 44): digit_blind's answers are those of the stdlib's parser, written at exit by the process that
+    found them, and read back by the next one instead of parsing again -- but not from a file others can write."""
+    pats = [r"\[rank(\d+)\]:", r"\[1,(\d+)\]", r"[0-5]\d", r"(\w+) (?:done|failed)", r"x{2,3}\d", r"[[:digit:]]"]
+    want = {p: rx._read_blind(p, 0) for p in pats}
+    assert want[pats[0]] and not want[pats[1]] and not want[pats[2]] and want[pats[3]] and not want[pats[5]]
+    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())
+    assert {p: rx.digit_blind(p) for p in pats} == want
+    assert rx.BLIND.save()                          # (at exit: atexit)
+    (f,) = [p for p in cache.iterdir() if p.name.startswith("digit-blind-")]
+    assert stat.S_IMODE(os.stat(f).st_mode) == 0o600
+
+    def parse(p, flags):
+        raise AssertionError(f"{p!r} parsed again")
+    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())        # the next run: read back, nothing parsed
+    monkeypatch.setattr(rx, "_read_blind", parse)
+    assert {p: rx.digit_blind(p) for p in pats} == want
+    assert not rx.BLIND.changed                                 # (nothing new: nothing written at its exit)
+    os.chmod(f, 0o666)
+    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())        # others may write it: not trusted, parsed again
+    with pytest.raises(AssertionError, match="parsed again"):
+        rx.digit_blind(pats[0])
+
+
+def test_a_pool_asks_what_its_workers_parse_with_before_the_fork(cache, monkeypatch):
+    """prepare.warm_blind, which the pool calls before it forks workers that parse hit lines (scan/pool.py): every
+    digit_blind answer a worker's first parse asks for (the layouts' regexes, plain_hits') is then in rx.BLIND, which
+    the workers inherit -- none of them reads a pattern with the stdlib's parser again (~5-7 ms each)."""
+    from triage.inputs import sources
+    from triage.scan import pool, prepare
+    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())
+    sources.templates_ok.cache_clear()
+    prepare._plain_blind.cache_clear()
+    calls = []
+    real = rx._read_blind
+    monkeypatch.setattr(rx, "_read_blind", lambda p, f: calls.append(p) or real(p, f))
+    prepare.warm_blind()
+    assert calls
+    calls.clear()
+    sources.templates_ok.cache_clear()             # (a worker: what the scanner had, nothing of its own)
+    prepare._plain_blind.cache_clear()
+    assert sources.templates_ok() and prepare._plain_blind()
+    assert calls == []
+    order = []
+
+    class Stop(Exception):
+        pass
+
+    def start_tree(*a, **k):
+        order.append("fork")
+        raise Stop
+    monkeypatch.setattr(prepare, "warm_blind", lambda: order.append("warm"))
+    monkeypatch.setattr(pool, "_start_tree", start_tree)
+    for k, want in ((prepare.PARSE_MIN_WORKERS, ["warm", "fork"]), (prepare.PARSE_MIN_WORKERS - 1, ["fork"])):
+        order.clear()
+        with pytest.raises(Stop):
+            pool._Pool([], None, [], k, [])
+        assert order == want

@@ -902,6 +902,16 @@ class WorkerBudget:
         return (hash(text), self.shared.setdefault(m, m), tuple(costly), tuple(skipped)), total
 
 
+def warm_blind() -> None:
+    """What each of a pool's workers asks of digit_blind before its first block's hit lines are parsed (the layouts'
+    regexes: templates_ok; plain_hits': _plain_blind), asked once before the fork: each worker read them with the
+    stdlib's parser again, ~5-7 ms of its start here (issue 44), and the answers are kept between runs only by the
+    scanner's process (rx.BLIND: a worker's additions go with it).  (A rule's, _digit_blind_rule, is asked by a
+    worker only of the rules its hit lines wake, a few of the ~200: all of them read here cost ~100 ms once.)"""
+    templates_ok()
+    _plain_blind()
+
+
 def _digit_blind_rule(rule: "MatchRule") -> bool:
     """RULE matches two lines the same but for their digits alike: its regexes digit-blind (rx.digit_blind), no digit
     in its literals, no min_share (a size's digits)."""

@@ -215,9 +215,10 @@ def test_digit_blind_answers_are_kept_between_runs_and_read_back_only_when_trust
 
 
 def test_a_pool_asks_what_its_workers_parse_with_before_the_fork(cache, monkeypatch):
-    """prepare.warm_blind, which the pool calls before it forks workers that parse hit lines (scan/pool.py): every
-    digit_blind answer a worker's first parse asks for (the layouts' regexes, plain_hits') is then in rx.BLIND, which
-    the workers inherit -- none of them reads a pattern with the stdlib's parser again (~5-7 ms each)."""
+    """prepare.warm_workers, which the pool calls before it forks workers (scan/pool.py), with workers to spare (they
+    then parse hit lines): every digit_blind answer a worker's first parse asks for (the layouts' regexes,
+    plain_hits') is then in rx.BLIND, which the workers inherit -- none of them reads a pattern with the stdlib's
+    parser again (~5-7 ms each)."""
     from triage.inputs import sources
     from triage.scan import pool, prepare
     monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())
@@ -226,7 +227,7 @@ def test_a_pool_asks_what_its_workers_parse_with_before_the_fork(cache, monkeypa
     calls = []
     real = rx._read_blind
     monkeypatch.setattr(rx, "_read_blind", lambda p, f: calls.append(p) or real(p, f))
-    prepare.warm_blind()
+    prepare.warm_workers([], spare=True)
     assert calls
     calls.clear()
     sources.templates_ok.cache_clear()             # (a worker: what the scanner had, nothing of its own)
@@ -241,10 +242,40 @@ def test_a_pool_asks_what_its_workers_parse_with_before_the_fork(cache, monkeypa
     def start_tree(*a, **k):
         order.append("fork")
         raise Stop
-    monkeypatch.setattr(prepare, "warm_blind", lambda: order.append("warm"))
+    monkeypatch.setattr(prepare, "warm_workers", lambda batchers, spare: order.append(("warm", spare)))
     monkeypatch.setattr(pool, "_start_tree", start_tree)
-    for k, want in ((prepare.PARSE_MIN_WORKERS, ["warm", "fork"]), (prepare.PARSE_MIN_WORKERS - 1, ["fork"])):
+    for k, spare in ((prepare.PARSE_MIN_WORKERS, True), (prepare.PARSE_MIN_WORKERS - 1, False)):
         order.clear()
         with pytest.raises(Stop):
             pool._Pool([], None, [], k, [])
-        assert order == want
+        assert order == [("warm", spare), "fork"]
+
+
+def test_the_records_a_pool_worker_makes_are_made_before_the_fork(cache, monkeypatch):
+    """record.ready, called by prepare.warm_workers before a pool forks (issue 44): the classes a worker makes
+    instances of -- the input's description, the step log's summaries -- have their __init__ made (and its code kept
+    for the next run by the scanner's process); a worker made each again, ~0.5 ms a class, a cache miss every run."""
+    from triage import record
+    from triage.inputs.sources import Input
+    from triage.scan import prepare
+    from triage.scan.observer import Feeder
+    from triage.verdict.steps import BlockDeltas, StepDelta, StepLog
+
+    @record.record(frozen=True)
+    class Fresh:
+        a: int
+        b: str = "x"
+    assert getattr(Fresh.__dict__["__init__"], "make", None) is not None       # (a stand-in until made)
+    record.ready(Fresh)
+    assert getattr(Fresh.__dict__["__init__"], "make", None) is None
+    assert Fresh(1) == Fresh(1, "x") and Fresh(2).b == "x"
+    record.ready(Fresh)                                                         # (made once)
+    steps = Feeder(StepLog(), StepLog.ANCHORS, batch=True)
+    made = []
+    real = record._init
+    monkeypatch.setattr(record, "_init", lambda cls, frozen: made.append(cls) or real(cls, frozen))
+    assert steps.summarises and set(StepLog.worker_records()) == {StepDelta, BlockDeltas}
+    prepare.warm_workers([(steps, 0)], spare=False)
+    for cls in (Input, StepDelta, BlockDeltas):
+        assert getattr(cls.__dict__["__init__"], "make", None) is None
+    assert set(made) <= {Input, StepDelta, BlockDeltas}

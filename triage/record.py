@@ -155,11 +155,15 @@ def _compiled(src: str) -> CodeType:
 def _lazy_methods(cls: Any, frozen: bool) -> Dict[str, Callable[..., Any]]:
     """Stand-ins that generate the real method on their first call, then call it (frozen: __hash__ too,
     the hash of the fields that __eq__ compares)."""
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def make_init() -> Callable[..., None]:
         init = _init(cls, frozen)
         init.__qualname__ = f"{cls.__qualname__}.__init__"
         cls.__init__ = init
-        init(self, *args, **kwargs)
+        return init
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        make_init()(self, *args, **kwargs)
+    __init__.make = make_init           # type: ignore[attr-defined]  # (ready())
 
     def __repr__(self: Any) -> str:
         _install(cls, ("__repr__",), False, init=False, repr=True, eq=False)
@@ -178,6 +182,16 @@ def _lazy_methods(cls: Any, frozen: bool) -> Dict[str, Callable[..., Any]]:
     if frozen:
         out["__hash__"] = __hash__
     return out
+
+
+def ready(*classes: type) -> None:
+    """Each record class's __init__ made now, as its first instance would make it (from the code cache): before a
+    fork whose children make instances (a scan's pool workers, issue 44), so that each child does not make it again
+    -- and its code is in the cache the parent writes at exit (a child writes none)."""
+    for cls in classes:
+        make = getattr(cls.__dict__.get("__init__"), "make", None)
+        if make is not None:
+            make()
 
 
 def _frozen_methods(cls: Any) -> Dict[str, Callable[..., Any]]:

@@ -454,8 +454,7 @@ class _Pool:
         # imports it when a block's hit lines are to be searched, which a block of a production log mostly
         # has none of (imported before the fork, it held every worker's start back ~10 ms)
         RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
-        if k >= prepare.PARSE_MIN_WORKERS:      # (the workers then parse and search the hit lines: _spare_work)
-            prepare.warm_blind()
+        prepare.warm_workers(batchers, k >= prepare.PARSE_MIN_WORKERS)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
         # _worker would raise the parent's KeyboardInterrupt (cli's SIGTERM handler) out of fork()
         # and run on as a second copy of triage.  The child takes the default actions (procs.as_worker)

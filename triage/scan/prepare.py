@@ -902,14 +902,21 @@ class WorkerBudget:
         return (hash(text), self.shared.setdefault(m, m), tuple(costly), tuple(skipped)), total
 
 
-def warm_blind() -> None:
-    """What each of a pool's workers asks of digit_blind before its first block's hit lines are parsed (the layouts'
-    regexes: templates_ok; plain_hits': _plain_blind), asked once before the fork: each worker read them with the
-    stdlib's parser again, ~5-7 ms of its start here (issue 44), and the answers are kept between runs only by the
-    scanner's process (rx.BLIND: a worker's additions go with it).  (A rule's, _digit_blind_rule, is asked by a
-    worker only of the rules its hit lines wake, a few of the ~200: all of them read here cost ~100 ms once.)"""
-    templates_ok()
-    _plain_blind()
+def warm_workers(batchers: Sequence[Tuple[Feeder, int]], spare: bool) -> None:
+    """What each of a pool's workers makes before its first block's results, made once before the fork (issue 44: each
+    made it again, ~5-8 ms of its start here, the scanner waiting on the first): the record classes it makes instances
+    of (record.ready: the input's description, the batch observers' summaries, Feeder.obj.worker_records); with
+    workers to SPARE (they parse the hit lines: _spare_work), what it asks of digit_blind (the layouts' regexes:
+    templates_ok; plain_hits': _plain_blind) -- each worker read them with the stdlib's parser again, ~5-7 ms, and
+    the answers are kept between runs only by the scanner's process (rx.BLIND: a worker's additions go with it).
+    (A rule's, _digit_blind_rule, is asked by a worker only of the rules its hit lines wake, a few of the ~200: all of
+    them read here cost ~100 ms once.)"""
+    from ..inputs.sources import Input
+    from ..record import ready
+    ready(Input, *(c for o, _ in batchers if o.summarises for c in getattr(o.obj, "worker_records", tuple)()))
+    if spare:
+        templates_ok()
+        _plain_blind()
 
 
 def _digit_blind_rule(rule: "MatchRule") -> bool:

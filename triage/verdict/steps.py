@@ -402,6 +402,11 @@ class StepLog:
     # one by one in the scanner's process, its critical path) ----
 
     @staticmethod
+    def worker_records() -> Tuple[type, ...]:
+        """The record classes summarise makes (a pool worker's: record.ready before the fork, scan/prepare.py)."""
+        return (StepDelta, BlockDeltas)
+
+    @staticmethod
     def summarise(buf: bytes, recs: Dict[int, tuple], cuts: Sequence[int] = ()) -> Optional[
             Dict[int, Tuple[int, "BlockDeltas"]]]:
         """What the records RECS of a block (scan_lines') do to a step log, worked out from the block

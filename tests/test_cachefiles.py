@@ -190,28 +190,46 @@ def test_how_a_database_is_made_is_pinned_to_its_format():
     assert (anchors.DB_FORMAT, digest) == (4, "afda0135c4b38f59")
 
 
-def test_digit_blind_answers_are_kept_between_runs_and_read_back_only_when_trusted(cache, monkeypatch):
-    """rx.BLIND (issue 44): digit_blind's answers are those of the stdlib's parser, written at exit by the process that
-    found them, and read back by the next one instead of parsing again -- but not from a file others can write."""
-    pats = [r"\[rank(\d+)\]:", r"\[1,(\d+)\]", r"[0-5]\d", r"(\w+) (?:done|failed)", r"x{2,3}\d", r"[[:digit:]]"]
-    want = {p: rx._read_blind(p, 0) for p in pats}
-    assert want[pats[0]] and not want[pats[1]] and not want[pats[2]] and want[pats[3]] and not want[pats[5]]
-    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())
-    assert {p: rx.digit_blind(p) for p in pats} == want
-    assert rx.BLIND.save()                          # (at exit: atexit)
-    (f,) = [p for p in cache.iterdir() if p.name.startswith("digit-blind-")]
+def _memos():
+    """(module, its Memo's name, the function it keeps, the one that reads, arguments to ask) of each cachefiles.Memo."""
+    from triage.inputs import ranks
+    from triage.match import literals
+    return [
+        (rx, "BLIND", lambda p: rx.digit_blind(p), "_read_blind", lambda p: rx._read_blind(p, 0),
+         [r"\[rank(\d+)\]:", r"\[1,(\d+)\]", r"[0-5]\d", r"(\w+) (?:done|failed)", r"x{2,3}\d", r"[[:digit:]]"]),
+        (literals, "DERIVED", lambda p: literals.derive_literals(p), "_derive", lambda p: literals._derive(p, False),
+         [r"NCCL WARN (\w+)", r"(?:Caught signal|core dumped) \d+", r"a|b", r"(?:torch|pytorch) version", r"[["]),
+        (ranks, "FIRST_CHARS", lambda p: ranks._first_chars(p), "_sre_parse", lambda p: ranks._first_chars(p),
+         [r"\[rank(?P<rank>\d+)\]:", r"(?P<rank>\d+): ", r"\[1,(?P<rank>\d+)\]<std(?:out|err)>:", r"x*"]),
+    ]
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["digit_blind", "derive_literals", "first_chars"])
+def test_pattern_readings_are_kept_between_runs_and_read_back_only_when_trusted(cache, monkeypatch, which):
+    """cachefiles.Memo (issue 44): what triage reads of a regex with the stdlib's parser -- rx.digit_blind,
+    literals.derive_literals, ranks._first_chars -- is what the parser's reading gives, written at exit by the
+    process that found it, and read back by the next one instead of parsing again; a file others can write is not
+    read (parsed again)."""
+    mod, name, ask, reader, direct, args = _memos()[which]
+    want = {p: direct(p) for p in args}
+    monkeypatch.setattr(mod, name, cachefiles.Memo(getattr(mod, name).prefix, mod.__file__, getattr(mod, name).valid))
+    assert {p: ask(p) for p in args} == want
+    memo = getattr(mod, name)
+    assert memo.save()                              # (at exit: atexit)
+    (f,) = [p for p in cache.iterdir() if p.name.startswith(memo.prefix)]
     assert stat.S_IMODE(os.stat(f).st_mode) == 0o600
 
-    def parse(p, flags):
-        raise AssertionError(f"{p!r} parsed again")
-    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())        # the next run: read back, nothing parsed
-    monkeypatch.setattr(rx, "_read_blind", parse)
-    assert {p: rx.digit_blind(p) for p in pats} == want
-    assert not rx.BLIND.changed                                 # (nothing new: nothing written at its exit)
+    def parse(*a):
+        raise AssertionError("parsed again")
+    memo.reset()                                    # the next run: read back, nothing parsed
+    monkeypatch.setattr(mod, reader, parse)
+    kept = [p for p in args if memo.get(p if which == 2 else (p, False) if which == 1 else (p, 0)) is not None]
+    assert {p: ask(p) for p in kept} == {p: want[p] for p in kept} and kept == args
+    assert not memo.changed                         # (nothing new: nothing written at its exit)
     os.chmod(f, 0o666)
-    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())        # others may write it: not trusted, parsed again
+    memo.reset()                                    # others may write it: not trusted, parsed again
     with pytest.raises(AssertionError, match="parsed again"):
-        rx.digit_blind(pats[0])
+        ask(args[0])
 
 
 def test_a_pool_asks_what_its_workers_parse_with_before_the_fork(cache, monkeypatch):
@@ -221,7 +239,7 @@ def test_a_pool_asks_what_its_workers_parse_with_before_the_fork(cache, monkeypa
     parser again (~5-7 ms each)."""
     from triage.inputs import sources
     from triage.scan import pool, prepare
-    monkeypatch.setattr(rx, "BLIND", rx.AnalysisMemo())
+    monkeypatch.setattr(rx, "BLIND", cachefiles.Memo(rx.BLIND.prefix, rx.__file__, rx.BLIND.valid))
     sources.templates_ok.cache_clear()
     prepare._plain_blind.cache_clear()
     calls = []

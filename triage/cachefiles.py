@@ -1,6 +1,6 @@
 """triage's cache directory: what one run keeps for the next (the compiled anchor database, the parsed
 catalog, the regex sources known to compile, the compiled HTML templates, the records' compiled
-`__init__` code).
+`__init__` code, what pure readings of the patterns found: Memo).
 
 Every file is written whole or not at all (a temporary file of this user's only, then renamed), and
 read back only when it is a regular file of this user that nobody else can write, with no other name,
@@ -170,3 +170,60 @@ def write_marshal(name: str, obj: Any, prefix: str, keep: int = 4) -> bool:
         return write(name, marshal.dumps(obj), keep=(prefix, ".marshal", keep))
     except Exception:  # noqa: BLE001
         return False
+
+
+class Memo:
+    """A pure function's answers kept between runs, by their arguments (issue 44: what triage reads of its own
+    regexes with the stdlib's parser -- which are digit-blind, their literals, the characters a launcher's prefix
+    starts with -- ~10 ms of every run, and of every pool worker again).  In cache file PREFIX + a digest of SOURCE
+    (the file of the module that computes them: its code and the Python build, whose parser it reads with, name
+    the answers) + ".marshal", read on the first look-up, written back at exit when this process added to it (a
+    pool worker's additions go with it: the scanner asks before the fork what its workers ask).  VALID(key, value)
+    keeps what is read back (a file of other data is ignored).  `reset()` forgets what was read (tests simulate a
+    new process)."""
+    MAX_ENTRIES = 4096
+
+    def __init__(self, prefix: str, source: str, valid: Any):
+        self.prefix, self.source, self.valid = prefix, source, valid
+        self.known: Optional[Dict[Any, Any]] = None
+        self.changed = False
+
+    def reset(self) -> None:
+        self.known, self.changed = None, False
+
+    def name(self) -> str:
+        from .hashing import sha256
+        try:
+            with open(self.source, "rb") as f:
+                own = f.read()
+        except OSError:
+            own = b""
+        build = f"{sys.version}\0{sys.implementation.cache_tag}\0".encode() + own
+        return f"{self.prefix}{sha256(build).hexdigest()[:16]}.marshal"
+
+    def get(self, key: Any) -> Any:
+        """The answer kept for KEY, or None."""
+        if self.known is None:
+            got = read_marshal_dict(self.name()) or {}
+            self.known = {k: v for k, v in got.items() if self.valid(k, v)}
+        return self.known.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        if self.known is None:
+            self.get(key)
+        assert self.known is not None
+        if len(self.known) >= self.MAX_ENTRIES:
+            return
+        self.known[key] = value
+        if not self.changed:
+            self.changed = True
+            import atexit
+            atexit.register(self.save)
+
+    def save(self) -> bool:
+        """Write what this process added (at exit: best effort, silent); False when not written."""
+        if not self.changed or not self.known:
+            return False
+        ok = write_marshal(self.name(), self.known, self.prefix, keep=4)
+        self.changed = self.changed and not ok
+        return ok

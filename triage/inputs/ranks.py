@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
+from ..cachefiles import Memo
 from ..lazyre import lazy_re
 from ..match.rx import ASCII, V0, _stdlib_parser, digit_blind
 from ..match.rx import _chars as _item_chars
@@ -45,6 +46,12 @@ def _numbered(prefix: str) -> str:
     return prefix.replace(RANK_GROUP, "(")
 
 
+# _first_chars' answers read off the parser's tree, kept between runs (cachefiles.Memo: the launcher rows' ~17 prefixes
+# read again at every run's start, ~2-3 ms; an answer asked of the `regex` engine is not kept)
+FIRST_CHARS = Memo("first-chars-", __file__, lambda k, v: (type(k) is str and type(v) is frozenset
+                                                           and all(type(c) is str for c in v)))
+
+
 def _first_chars(rx: str) -> FrozenSet[str]:
     """The ASCII characters a line matching RX at its start can begin with (at least: a class is read as
     match.rx reads it, whose \\s also holds \\x1c-\\x1f; more is only more lines tried): read off the parse
@@ -52,9 +59,14 @@ def _first_chars(rx: str) -> FrozenSet[str]:
     engine, a partial match of each character.  Lines starting with anything else skip the prefix
     regexes (issue 44: the `regex` engine's compile of the 17 launcher rows took ~11 ms of every big
     input's start, before the workers were forked)."""
+    got = FIRST_CHARS.get(rx)
+    if got is not None:
+        return got
     try:
         chars, nullable = _first_of(_sre_parse(rx, re.ASCII))
-        return _ALL if nullable else frozenset(chars)     # (one that matches nothing matches before any)
+        got = _ALL if nullable else frozenset(chars)      # (one that matches nothing matches before any)
+        FIRST_CHARS.put(rx, got)
+        return got
     except _Unknown:
         compiled = _regex.compile(rx, ASCII | V0)
         return frozenset(c for c in map(chr, range(128)) if compiled.match(c, partial=True))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
+from ..cachefiles import Memo
+
 MIN_DERIVED_LITERAL = 4     # a derived prefilter shorter than this is refused: give a `literal`
 
 
@@ -70,10 +72,28 @@ def _branch_literals(branches: Any) -> List[str]:
     return lits
 
 
+# derive_literals' answers kept between runs, by (regex, ignore_case) (cachefiles.Memo: the failure forms' and the
+# collectives' ~25 regexes read again every run, ~5 ms of a tiny log's, issue 44)
+DERIVED = Memo("derived-literals-", __file__, lambda k, v: (
+    type(k) is tuple and len(k) == 2 and type(k[0]) is str and type(k[1]) is bool and type(v) is tuple
+    and len(v) == 2 and type(v[0]) is list and all(type(x) is str for x in v[0]) and type(v[1]) is str))
+
+
 def derive_literals(src: str, ignore_case: bool = False) -> Tuple[List[str], str]:
     """The prefilter for a regex: the longest run of plain characters that every match contains
     (one per alternative when the whole regex is an alternation).  ([], why) when none of at least
-    MIN_DERIVED_LITERAL characters exists or the regex is beyond the stdlib parser used to read it."""
+    MIN_DERIVED_LITERAL characters exists or the regex is beyond the stdlib parser used to read it.
+    Kept between runs (DERIVED)."""
+    key = (src, bool(ignore_case))
+    got = DERIVED.get(key)
+    if got is None:
+        got = _derive(*key)
+        DERIVED.put(key, (list(got[0]), got[1]))
+    return list(got[0]), got[1]
+
+
+def _derive(src: str, ignore_case: bool) -> Tuple[List[str], str]:
+    """derive_literals, read with the stdlib's parser."""
     parsed, why = _parse_rx(src, ignore_case)
     if parsed is None:
         return [], why

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, 
 
 from .. import hashing as hashlib
 from .. import regexwarm
+from ..cachefiles import Memo
 
 if TYPE_CHECKING:
     import regex
@@ -347,60 +348,10 @@ _ESCAPED = re.compile(r"\\.", re.S)       # (an escaped bracket before a set, `\
 DIGITS = bytes.maketrans(b"0123456789", b"##########")
 
 
-class AnalysisMemo:
-    """digit_blind's answers kept between runs, as recache.py keeps compiled patterns (issue 44: each pool worker read
-    the same ~20 patterns with the stdlib's parser before its first block's lines were parsed, ~5-7 ms of every
-    worker's start, the scanner waiting on the first).  By (pattern, flags), in a cache file named by this module's
-    own bytes and the Python build (what the answer is computed with); read on the first look-up, written back at
-    exit when this process added to it (a pool's workers add nothing: the scanner warms it before the fork,
-    scan/pool.py).  `reset()` forgets what was read (tests simulate a new process)."""
-    MAX_ENTRIES = 4096
-
-    def __init__(self) -> None:
-        self.known: Optional[Dict[Tuple[str, int], bool]] = None
-        self.changed = False
-
-    def reset(self) -> None:
-        self.known, self.changed = None, False
-
-    def name(self) -> str:
-        import sys
-        try:
-            with open(__file__, "rb") as f:
-                own = f.read()
-        except OSError:
-            own = b""
-        build = f"{sys.version}\0{sys.implementation.cache_tag}\0".encode() + own
-        return f"digit-blind-{hashlib.sha1(build).hexdigest()[:16]}.marshal"
-
-    def get(self, pattern: str, flags: int) -> Optional[bool]:
-        if self.known is None:
-            from ..cachefiles import read_marshal_dict
-            got = read_marshal_dict(self.name()) or {}
-            self.known = {k: v for k, v in got.items()
-                          if type(k) is tuple and len(k) == 2 and type(k[0]) is str and type(k[1]) is int
-                          and type(v) is bool}
-        return self.known.get((pattern, flags))
-
-    def put(self, pattern: str, flags: int, value: bool) -> None:
-        if self.known is None or len(self.known) >= self.MAX_ENTRIES:
-            return
-        self.known[(pattern, flags)] = value
-        if not self.changed:
-            self.changed = True
-            import atexit
-            atexit.register(self.save)
-
-    def save(self) -> bool:
-        if not self.changed or not self.known:
-            return False
-        from ..cachefiles import write_marshal
-        ok = write_marshal(self.name(), self.known, "digit-blind-", keep=4)
-        self.changed = self.changed and not ok
-        return ok
-
-
-BLIND = AnalysisMemo()
+# digit_blind's answers kept between runs, by (pattern, flags) (cachefiles.Memo: ~20 patterns a pool worker read with the
+# stdlib's parser before its first block's lines were parsed, ~5-7 ms of every worker's start, issue 44)
+BLIND = Memo("digit-blind-", __file__, lambda k, v: (type(k) is tuple and len(k) == 2 and type(k[0]) is str
+                                                     and type(k[1]) is int and type(v) is bool))
 
 
 def digit_blind(pattern: str, flags: int = 0) -> bool:
@@ -410,11 +361,11 @@ def digit_blind(pattern: str, flags: int = 0) -> bool:
     are then matched alike -- where, and what each group spans --, as every step of a match tests a character
     against a literal that is no digit or a class holding every digit or none (issue 44: a storm's lines read once a
     layout, sources.parse_template, prepare.WorkerBudget, collectives.observe).  Kept between runs (BLIND)."""
-    flags = int(flags)
-    got = BLIND.get(pattern, flags)
+    key = (pattern, int(flags))
+    got = BLIND.get(key)
     if got is None:
-        got = _read_blind(pattern, flags)
-        BLIND.put(pattern, flags, got)
+        got = _read_blind(*key)
+        BLIND.put(key, got)
     return got
 
 

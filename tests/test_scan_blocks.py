@@ -1611,3 +1611,45 @@ def test_no_look_back_reaches_a_taken_runs_lines_past_what_it_keeps(monkeypatch,
         assert block_scan([str(p)], bs) == line, bs
     assert len(taken) > 2000 and far[1] > 1000, (len(taken), far)
     assert blockview.WALK_BACK - 10 < far[0] < blockscan.RUN_SEEN, far
+
+
+def _dropped_one_by_one(runs, most):
+    """The reference: Core.admit_of's count of each line not kept, one by one, MOST distinct keys apart."""
+    from collections import Counter
+    dropped = Counter()
+    for pid, ranks, texts in runs:
+        for rank, text in zip(ranks, texts):
+            key = (pid, rank, text)
+            if key not in dropped and len(dropped) >= most:
+                key = (pid, rank, "")
+            dropped[key] += 1
+    return dropped
+
+
+def test_a_runs_lines_are_counted_as_one_by_one_with_their_texts_looked_up_as_they_are(monkeypatch):
+    """Core._count_dropped (issue 44: a storm's runs taken whole count their lines not kept per rank once the distinct
+    keys are full, their texts looked up in the texts already kept apart -- no key made of each): the counts are those
+    of admit_of line by line, whichever runs fill the keys, repeat texts of another rank or of another pattern, hold
+    an empty text, or come with lines made one by one (admit_of) between them."""
+    import random
+    from triage.scan import state
+    rnd = random.Random(44)
+    for trial in range(300):
+        most = rnd.choice([1, 3, 8, 20, 50])
+        monkeypatch.setattr(state, "MAX_DROPPED_KEYS", most)
+        core = state.Core()
+        core.matches.extend([None] * state.MAX_MATCHES)       # (every match counted, none kept)
+        texts = [f"msg {i}" for i in range(rnd.choice([2, 5, 30]))] + [""]
+        ref = []
+        for _ in range(rnd.randint(1, 8)):
+            pid = rnd.choice(["a", "b"])
+            n = rnd.randint(1, 40)
+            ranks = [rnd.choice([0, 1, 2, None]) for _ in range(n)]
+            tx = [rnd.choice(texts) for _ in range(n)]
+            if rnd.random() < 0.3:                              # a line made one by one
+                core.admit_of(pid, None, ranks[0], tx[0])
+                ref.append((pid, ranks[:1], tx[:1]))
+                ranks, tx = ranks[1:], tx[1:]
+            core.admit_run(pid, [], ranks, tx)
+            ref.append((pid, ranks, tx))
+        assert core.dropped == _dropped_one_by_one(ref, most), trial

@@ -348,8 +348,8 @@ _ESCAPED = re.compile(r"\\.", re.S)       # (an escaped bracket before a set, `\
 DIGITS = bytes.maketrans(b"0123456789", b"##########")
 
 
-# digit_blind's answers kept between runs, by (pattern, flags) (cachefiles.Memo: ~20 patterns a pool worker read with the
-# stdlib's parser before its first block's lines were parsed, ~5-7 ms of every worker's start, issue 44)
+# digit_blind's answers kept between runs, by (pattern, flags) (cachefiles.Memo: ~20 patterns a pool worker read with
+# the stdlib's parser before its first block's lines were parsed, ~5-7 ms of every worker's start, issue 44)
 BLIND = Memo("digit-blind-", __file__, lambda k, v: (type(k) is tuple and len(k) == 2 and type(k[0]) is str
                                                      and type(k[1]) is int and type(v) is bool))
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import field
 from itertools import compress, repeat
-from operator import itemgetter
-from typing import Callable, Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Deque, Dict, Hashable, List, Optional, Sequence, Set, Tuple
 
 from ..inputs.sources import (
     Input,
@@ -170,6 +169,9 @@ class Core:
         self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Counter[Tuple[str, Optional[int], str]] = Counter()
+        # per pattern id, the texts of its keys in `dropped` (a superset: what a run's lines are looked up in first,
+        # _count_dropped, before making a key of each)
+        self._dropped_texts: Dict[str, Set[str]] = {}
         self.timeouts = Timeouts()          # regex searches of the catalog cut off by rx.TIMEOUT
         self.facts = LogFacts()             # the inputs' first/last timestamps and hosts (block driver)
 
@@ -195,8 +197,10 @@ class Core:
                 self._kept[key] = n + 1
                 return True
         dkey = (pattern_id, rank, text)
-        if dkey not in self.dropped and len(self.dropped) >= MAX_DROPPED_KEYS:
-            dkey = (pattern_id, rank, "")
+        if dkey not in self.dropped:
+            if len(self.dropped) >= MAX_DROPPED_KEYS:
+                dkey = (pattern_id, rank, "")
+            self._dropped_texts.setdefault(pattern_id, set()).add(dkey[2])
         self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
         return False
 
@@ -225,32 +229,39 @@ class Core:
         kept = sorted(k for _, _, take in quota for k in take)
         for key, n, _ in quota:
             self._kept[key] = n
-        rows: Iterable[Tuple[str, int, str]] = zip(repeat(pattern_id), ranks, texts)
         if kept:
             mask = [True] * len(ranks)
             for k in kept:
                 mask[k] = False
-            rows = compress(rows, mask)
-        self._count_dropped(pattern_id, list(rows))
+            ranks, texts = list(compress(ranks, mask)), list(compress(texts, mask))
+        self._count_dropped(pattern_id, ranks, texts)
         return kept
 
-    def _count_dropped(self, pattern_id: str, rows: List[Tuple[str, int, str]]) -> None:
-        """admit_of()'s count of ROWS (pattern id, rank, text) not kept, in their order: each apart while there is
+    def _count_dropped(self, pattern_id: str, ranks: Sequence[Optional[int]], texts: Sequence[str]) -> None:
+        """admit_of()'s count of the lines of RANKS and TEXTS not kept, in their order: each apart while there is
         room for distinct ones, then one of its own or its rank's ("") -- a storm's lines, each text its own, all
-        counted per rank in C."""
+        counted per rank in C, their texts looked up as they are (_dropped_texts: no key made of each, issue 44)."""
         dropped = self.dropped
-        if len(dropped) + len(rows) > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
+        seen = self._dropped_texts.setdefault(pattern_id, set())
+        n = len(ranks)
+        if len(dropped) + n > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
             i = 0
-            while i < len(rows) and len(dropped) < MAX_DROPPED_KEYS:
-                dropped[rows[i]] += 1
+            while i < n and len(dropped) < MAX_DROPPED_KEYS:
+                dropped[(pattern_id, ranks[i], texts[i])] += 1
+                seen.add(texts[i])
                 i += 1
-            rows = rows[i:]
-            if dropped.keys().isdisjoint(rows):
-                for rank, n in Counter(map(itemgetter(1), rows)).items():
-                    dropped[(pattern_id, rank, "")] += n
+            if i:
+                ranks, texts = ranks[i:], texts[i:]
+            seen.add("")
+            if seen.isdisjoint(texts):              # (no key of theirs can be in: each its rank's)
+                for rank, c in Counter(ranks).items():
+                    dropped[(pattern_id, rank, "")] += c
                 return
-            rows = [k if k in dropped else (k[0], k[1], "") for k in rows]
-        dropped.update(rows)
+            dropped.update([k if k in dropped else (pattern_id, k[1], "")
+                            for k in zip(repeat(pattern_id), ranks, texts)])
+            return
+        dropped.update(zip(repeat(pattern_id), ranks, texts))
+        seen.update(texts)
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))

@@ -1653,3 +1653,24 @@ def test_a_runs_lines_are_counted_as_one_by_one_with_their_texts_looked_up_as_th
             core.admit_run(pid, [], ranks, tx)
             ref.append((pid, ranks, tx))
         assert core.dropped == _dropped_one_by_one(ref, most), trial
+
+
+@pytest.mark.parametrize("jobs", [1, 5])
+def test_a_line_looked_back_to_is_read_in_its_own_year_not_a_later_dated_lines(monkeypatch, tmp_path, jobs):
+    """A year-less line (glog's W1203 ...) before a dated line of another year (2025-08-01) is in the year it was in
+    where it stands (none yet: the default), as the line scan reads it when it passes it -- not in the year the
+    dated line tells the lines after it, when a later line's time is looked back for it (BlockView.year_of; found by
+    the property test above: the block scan read it as 2025's).  Also with the year changing again after."""
+    _with_workers(monkeypatch, jobs)
+    for tail in ([], ["[2024-02-01 10:00:31 TP0] Load weight end.", "W1203 07:40:00.000000 2866 run.py:874] again",
+                      "AssertionError: mlp cuda graph is only supported for dense layers, but not found in the model."]):
+        p = tmp_path / "years.log"
+        p.write_text("\n".join(['W1203 07:39:37.432000 2866 torch/distributed/run.py:874] ',
+                                '[2025-08-01 10:00:31 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16',
+                                'torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ',
+                                'AssertionError: mlp cuda graph is only supported for dense layers, but not found in the '
+                                'model.'] + tail) + "\n", encoding="utf-8")
+        line = line_scan([str(p)])
+        assert line["matches"]
+        for bs in (64, 200, 4096):
+            assert block_scan([str(p)], bs) == line, (bs, tail)

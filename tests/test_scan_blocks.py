@@ -1627,10 +1627,11 @@ def _dropped_one_by_one(runs, most):
 
 
 def test_a_runs_lines_are_counted_as_one_by_one_with_their_texts_looked_up_as_they_are(monkeypatch):
-    """Core._count_dropped (issue 44: a storm's runs taken whole count their lines not kept per rank once the distinct
-    keys are full, their texts looked up in the texts already kept apart -- no key made of each): the counts are those
-    of admit_of line by line, whichever runs fill the keys, repeat texts of another rank or of another pattern, hold
-    an empty text, or come with lines made one by one (admit_of) between them."""
+    """Core.admit_run (issue 44: a storm's runs taken whole count their lines not kept per rank once the distinct
+    keys are full, their texts' hashes looked up in those of the texts already kept apart -- no key made of each, and
+    no text at all when the run gives its hashes): the counts are those of admit_of line by line, whichever runs fill
+    the keys, repeat texts of another rank or of another pattern, hold an empty text, or come with lines made one by
+    one (admit_of) between them."""
     import random
     from triage.scan import state
     rnd = random.Random(44)
@@ -1650,7 +1651,15 @@ def test_a_runs_lines_are_counted_as_one_by_one_with_their_texts_looked_up_as_th
                 core.admit_of(pid, None, ranks[0], tx[0])
                 ref.append((pid, ranks[:1], tx[:1]))
                 ranks, tx = ranks[1:], tx[1:]
-            core.admit_run(pid, [], ranks, tx)
+            how = rnd.random()
+            if how < 0.3:                                       # (the texts as they are)
+                core.admit_run(pid, [], ranks, tx)
+            else:                                               # (made only when needed, their hashes given)
+                made = []
+                full = len(core.dropped) >= most
+                before = {k[2] for k in core.dropped if k[0] == pid}
+                core.admit_run(pid, [], ranks, lambda tx=tx: made.append(1) or tx, [hash(t) for t in tx])
+                assert made or (full and not set(tx) & before)      # (no text made: counted per rank)
             ref.append((pid, ranks, tx))
         assert core.dropped == _dropped_one_by_one(ref, most), trial
 

@@ -527,8 +527,8 @@ class _InputScan:
         k = bisect_left(offs, at)
         if k >= len(offs) or offs[k] != at or len(offs) - k < RUN_MIN:
             return None
-        _, tstarts, ends, ranks, times, idxs, _, _, _, _, flags = run
-        return run_of(buf, lo, offs[k:], tstarts[k:], ends[k:], ranks[k:], times[k:], idxs[k:], flags[k:])
+        _, tstarts, ends, ranks, times, idxs, _, _, _, _, flags, hashes = run
+        return run_of(buf, lo, offs[k:], tstarts[k:], ends[k:], ranks[k:], times[k:], idxs[k:], flags[k:], hashes[k:])
 
     def _restore_runs(self, buf: bytes, lo: int, upto: int) -> None:
         """What the worker left out of its message of the runs whose second line is at UPTO or before (the scan
@@ -538,13 +538,13 @@ class _InputScan:
         marks = self.run_marks
         while marks and marks[0][0] <= upto:
             _, off0 = marks.pop(0)
-            offs, tstarts, ends, ranks, times, _, _, _, _, _, flags = self.runs[off0]
+            offs, tstarts, ends, ranks, times, _, _, _, _, _, flags, hashes = self.runs[off0]
             matched = searched[off0 + lo][1]
             for k in range(1, len(offs)):
                 s, f = offs[k], flags[k]
                 pre[s] = (tstarts[k] - s, ranks[k], times[k], bool(f & RUN_DEP))
                 plain[s] = PLAIN_ASCII | (PLAIN_DASH if f & RUN_DASH else 0)
-                searched[s + lo] = (hash(buf[tstarts[k] + lo:ends[k] + lo].decode("ascii")), matched, (), ())
+                searched[s + lo] = (hashes[k], matched, (), ())
         self.run_mark = marks[0][0] if marks else _NEVER
 
     def _plain_bulk(self, buf: bytes, lo: int, starts: List[int], i: int, index: Dict[int, int],
@@ -560,7 +560,7 @@ class _InputScan:
         if got is None:
             return 0
         enabled, quota = got
-        offs, tstarts, ends, ranks, times, _, _, _, _, _, _ = run
+        offs, tstarts, ends, ranks, times, _, _, _, _, _, _, hashes = run
         m = len(offs)
         form, forms, _, _ = spec
         inp = self.inp
@@ -577,15 +577,18 @@ class _InputScan:
                         (norm if raw else text)[:2000])
             forms.pend_run(key, m, item)
         if enabled:
-            cuts = map(slice, tstarts, ends) if not lo else map(slice, map(lo.__add__, tstarts), map(lo.__add__, ends))
-            texts = list(map(bytes.decode, map(buf.__getitem__, cuts)))
+            def texts() -> List[str]:       # (made when the lines counted need them: Core.admit_run)
+                cuts = (map(slice, tstarts, ends) if not lo else
+                        map(slice, map(lo.__add__, tstarts), map(lo.__add__, ends)))
+                return list(map(bytes.decode, map(buf.__getitem__, cuts)))
 
             def line_at(k: int) -> Tuple[Line, int, float]:
                 ln = linenos[k]
-                return (Line(texts[k], label, ln, ranks[k], times[k], buf[offs[k] + lo:ends[k] + lo].decode("ascii"),
-                             attempt), seq_base + ln, times[k])
+                norm = buf[offs[k] + lo:ends[k] + lo].decode("ascii")
+                return (Line(norm[tstarts[k] - offs[k]:], label, ln, ranks[k], times[k], norm, attempt), seq_base + ln,
+                        times[k])
             pat, rule = enabled[0]
-            cast(Rules, self.rules_obs).counted_run(pat, rule, cast(list, quota), ranks, texts, line_at, group)
+            cast(Rules, self.rules_obs).counted_run(pat, rule, cast(list, quota), ranks, texts, line_at, group, hashes)
         for k in range(max(0, m - RUN_SEEN), m):
             norm = buf[offs[k] + lo:ends[k] + lo].decode("ascii")
             seen.append((offs[k] + lo, linenos[k], ranks[k], times[k], norm[tstarts[k] - offs[k]:], norm))
@@ -597,7 +600,7 @@ class _InputScan:
         RUN whole: it is the lines from STARTS[I] on, no dated line comes before its last (its year), its dated
         lines' times are in the year known, none of its times is read again in the year known, no stream of its
         ranks has a block open, and the matches kept in all are not reached within it; else None."""
-        offs, _, ends, _, _, _, last, dash, keys, dep, _ = run
+        offs, _, ends, _, _, _, last, dash, keys, dep, _, _ = run
         m = len(offs)
         view = self.view
         s_last, e_last = offs[-1] + lo, ends[-1] + lo
@@ -624,7 +627,7 @@ class _InputScan:
         """A run taken whole (_plain_bulk): its ranks' streams (made in the order of their first lines), their last
         times and whether a rule matched in them, the blocks its first line passes closed, the view's times per
         rank and its first line of unknown time.  The run's line numbers."""
-        _, _, _, ranks, times, idxs, last, _, _, _, _ = run
+        _, _, _, ranks, times, idxs, last, _, _, _, _, _ = run
         core, view = self.core, self.view
         blocks = spec[2]
         label, streams = self.inp.inp.label, core.streams

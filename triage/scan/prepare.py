@@ -491,7 +491,7 @@ def plain_runs(buf: bytes, starts: Sequence[int], hits: Dict[int, Set[int]], pla
     while i < n:
         j = _run_end(starts, i, hits, plain, searched)
         if j - i >= RUN_MIN:
-            out[starts[i]] = _run(buf, starts[i:j], plain, parsed, index)
+            out[starts[i]] = _run(buf, starts[i:j], plain, parsed, index, searched)
         i = max(j, i + 1)
     return out
 
@@ -517,8 +517,8 @@ def _run_end(starts: Sequence[int], i: int, hits: Dict[int, Set[int]], plain: Di
 
 
 def _run(buf: bytes, offs: Sequence[int], plain: Dict[int, int], parsed: Dict[int, Parsed],
-         index: Dict[int, int]) -> "PlainRun":
-    """plain_runs' run of the lines at OFFS."""
+         index: Dict[int, int], searched: Dict[int, "Searched"]) -> "PlainRun":
+    """plain_runs' run of the lines at OFFS (SEARCHED: their searches, whose texts' hashes it carries)."""
     ends = [buf.find(b"\n", s) for s in offs]
     if ends[-1] < 0:
         ends[-1] = len(buf)
@@ -527,19 +527,20 @@ def _run(buf: bytes, offs: Sequence[int], plain: Dict[int, int], parsed: Dict[in
                   array("q", cast(List[int], [p[1] for p in ps])),       # (plain_hits': each has a rank and a time)
                   array("d", cast(List[float], [p[2] for p in ps])), array("q", [index[s] for s in offs]),
                   bytes((RUN_DEP if p[3] else 0) | (RUN_DASH if plain[s] & PLAIN_DASH else 0)
-                        for s, p in zip(offs, ps)))
+                        for s, p in zip(offs, ps)),
+                  array("q", [searched[s][0] for s in offs]))
 
 
 def run_of(buf: bytes, lo: int, offs: "array[int]", tstarts: "array[int]", ends: "array[int]", ranks: "array[int]",
-           times: "array[float]", idxs: "array[int]", flags: bytes) -> "PlainRun":
-    """A run (plain_runs') of the lines whose columns are given (offsets from LO in BUF), what it holds of them
-    worked out: each rank's last time, the lowest and highest time of its dated lines, its quota keys, whether a
-    time of one depends on the year (the worker's runs; the rest of one from a line within it,
-    blockscan._InputScan._rest_of_run)."""
+           times: "array[float]", idxs: "array[int]", flags: bytes, hashes: "array[int]") -> "PlainRun":
+    """A run (plain_runs') of the lines whose columns are given (offsets from LO in BUF; HASHES: the hashes of their
+    texts, as the searches made them), what it holds of them worked out: each rank's last time, the lowest and
+    highest time of its dated lines, its quota keys, whether a time of one depends on the year (the worker's runs;
+    the rest of one from a line within it, blockscan._InputScan._rest_of_run)."""
     dashed = list(compress(times, (f & RUN_DASH for f in flags)))
     return (offs, tstarts, ends, ranks, times, idxs, dict(zip(ranks, times)),
             (min(dashed), max(dashed)) if dashed else None, _quota_keys(buf, lo, ranks, tstarts, ends),
-            any(f & RUN_DEP for f in flags), flags)
+            any(f & RUN_DEP for f in flags), flags, hashes)
 
 
 def _quota_keys(buf: bytes, lo: int, ranks: Sequence[int], tstarts: Sequence[int],
@@ -576,7 +577,7 @@ RUN_DEP, RUN_DASH = 1, 2    # a run's flags of a line: its time depends on the y
 # a run of plain hit lines (plain_runs)
 PlainRun = Tuple["array[int]", "array[int]", "array[int]", "array[int]", "array[float]", "array[int]",
                  Dict[int, float], Optional[Tuple[float, float]], Dict[Tuple[int, bytes], Tuple[int, List[int]]], bool,
-                 bytes]
+                 bytes, "array[int]"]
 
 
 PLAIN_DASH = 1             # plain_hits' flags of a line: a `-` in its first 40 characters ...

@@ -159,13 +159,14 @@ class Rules(Observer):
         if self.core.admit_of(pat.id, rule, rank, text):
             self.core.matches.append(Match(pat, rule, line(), seq, ts, group=group))
 
-    def counted_run(self, pat: Pattern, rule: MatchRule, quota: list, ranks: Sequence[int], texts: Sequence[str],
-                    line_at: Callable[[int], Tuple[Line, int, float]], group: int) -> None:
-        """counted() of a run of lines of RANKS and TEXTS, RULE's matches with nothing to wait for (the block
-        driver's runs taken whole, blockscan._InputScan._plain_bulk), QUOTA Core.run_quota's: the Line, seq and
-        time of each kept made by LINE_AT(its place in the run)."""
+    def counted_run(self, pat: Pattern, rule: MatchRule, quota: list, ranks: Sequence[int],
+                    texts: Callable[[], Sequence[str]], line_at: Callable[[int], Tuple[Line, int, float]], group: int,
+                    hashes: Sequence[int]) -> None:
+        """counted() of a run of lines of RANKS and TEXTS() (made when needed; HASHES: theirs), RULE's matches with
+        nothing to wait for (the block driver's runs taken whole, blockscan._InputScan._plain_bulk), QUOTA
+        Core.run_quota's: the Line, seq and time of each kept made by LINE_AT(its place in the run)."""
         matches = self.core.matches
-        for k in self.core.admit_run(pat.id, quota, ranks, texts):
+        for k in self.core.admit_run(pat.id, quota, ranks, texts, hashes):
             line, seq, ts = line_at(k)
             matches.append(Match(pat, rule, line, seq, ts, group=group))
 

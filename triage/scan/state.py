@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import field
 from itertools import compress, repeat
-from typing import Callable, Deque, Dict, Hashable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Deque, Dict, Hashable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..inputs.sources import (
     Input,
@@ -169,9 +169,9 @@ class Core:
         self.max_bytes = 0
         # (pattern id, rank, text of the first dropped line) -> matches not kept (see add_match)
         self.dropped: Counter[Tuple[str, Optional[int], str]] = Counter()
-        # per pattern id, the texts of its keys in `dropped` (a superset: what a run's lines are looked up in first,
-        # _count_dropped, before making a key of each)
-        self._dropped_texts: Dict[str, Set[str]] = {}
+        # per pattern id, the hashes of the texts of its keys in `dropped` (what a run's lines are looked up in first,
+        # _count_dropped, before a key is made of each, or their texts at all: admit_run)
+        self._dropped_hashes: Dict[str, Set[int]] = {}
         self.timeouts = Timeouts()          # regex searches of the catalog cut off by rx.TIMEOUT
         self.facts = LogFacts()             # the inputs' first/last timestamps and hosts (block driver)
 
@@ -200,7 +200,7 @@ class Core:
         if dkey not in self.dropped:
             if len(self.dropped) >= MAX_DROPPED_KEYS:
                 dkey = (pattern_id, rank, "")
-            self._dropped_texts.setdefault(pattern_id, set()).add(dkey[2])
+            self._dropped_hashes.setdefault(pattern_id, set()).add(hash(dkey[2]))
         self.dropped[dkey] = self.dropped.get(dkey, 0) + 1
         return False
 
@@ -223,16 +223,32 @@ class Core:
                 total += len(take)
         return plan if n_kept + total <= MAX_MATCHES else None
 
-    def admit_run(self, pattern_id: str, quota: list, ranks: Sequence[int], texts: Sequence[str]) -> List[int]:
-        """admit_of() of each line of a run (RANKS, TEXTS) in its order, as QUOTA (run_quota's) says: the places
-        of the lines kept, in order; the others counted in `dropped`, as many apart as there is room for."""
+    def admit_run(self, pattern_id: str, quota: list, ranks: Sequence[int],
+                  texts: Union[Sequence[str], Callable[[], Sequence[str]]],
+                  hashes: Optional[Sequence[int]] = None) -> List[int]:
+        """admit_of() of each line of a run (RANKS, TEXTS -- or TEXTS() -- and HASHES, their texts' hashes) in its
+        order, as QUOTA (run_quota's) says: the places of the lines kept, in order; the others counted in
+        `dropped`, as many apart as there is room for.  Once there is no room left and none of the lines' hashes is
+        one of a text counted apart, each is its rank's: counted with no text made (a storm's runs, issue 44)."""
         kept = sorted(k for _, _, take in quota for k in take)
         for key, n, _ in quota:
             self._kept[key] = n
+        mask: Optional[List[bool]] = None
         if kept:
             mask = [True] * len(ranks)
             for k in kept:
                 mask[k] = False
+        if hashes is not None and len(self.dropped) >= MAX_DROPPED_KEYS:
+            seen = self._dropped_hashes.setdefault(pattern_id, set())
+            if seen.isdisjoint(compress(hashes, mask) if mask else hashes):
+                dropped = self.dropped
+                for rank, c in Counter(compress(ranks, mask) if mask else ranks).items():
+                    dropped[(pattern_id, rank, "")] += c
+                seen.add(hash(""))
+                return kept
+        if callable(texts):
+            texts = texts()
+        if mask:
             ranks, texts = list(compress(ranks, mask)), list(compress(texts, mask))
         self._count_dropped(pattern_id, ranks, texts)
         return kept
@@ -240,20 +256,20 @@ class Core:
     def _count_dropped(self, pattern_id: str, ranks: Sequence[Optional[int]], texts: Sequence[str]) -> None:
         """admit_of()'s count of the lines of RANKS and TEXTS not kept, in their order: each apart while there is
         room for distinct ones, then one of its own or its rank's ("") -- a storm's lines, each text its own, all
-        counted per rank in C, their texts looked up as they are (_dropped_texts: no key made of each, issue 44)."""
+        counted per rank in C, their texts' hashes looked up (_dropped_hashes: no key made of each, issue 44)."""
         dropped = self.dropped
-        seen = self._dropped_texts.setdefault(pattern_id, set())
+        seen = self._dropped_hashes.setdefault(pattern_id, set())
         n = len(ranks)
         if len(dropped) + n > MAX_DROPPED_KEYS:     # (may fill: one by one while there is room)
             i = 0
             while i < n and len(dropped) < MAX_DROPPED_KEYS:
                 dropped[(pattern_id, ranks[i], texts[i])] += 1
-                seen.add(texts[i])
+                seen.add(hash(texts[i]))
                 i += 1
             if i:
                 ranks, texts = ranks[i:], texts[i:]
-            seen.add("")
-            if seen.isdisjoint(texts):              # (no key of theirs can be in: each its rank's)
+            seen.add(hash(""))
+            if seen.isdisjoint(map(hash, texts)):   # (no key of theirs can be in: each its rank's)
                 for rank, c in Counter(ranks).items():
                     dropped[(pattern_id, rank, "")] += c
                 return
@@ -261,7 +277,7 @@ class Core:
                             for k in zip(repeat(pattern_id), ranks, texts)])
             return
         dropped.update(zip(repeat(pattern_id), ranks, texts))
-        seen.update(texts)
+        seen.update(map(hash, texts))
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))

@@ -1683,3 +1683,52 @@ def test_a_line_looked_back_to_is_read_in_its_own_year_not_a_later_dated_lines(m
         assert line["matches"]
         for bs in (64, 200, 4096):
             assert block_scan([str(p)], bs) == line, (bs, tail)
+
+
+def test_a_runs_lines_waiting_for_a_tail_form_are_made_only_when_tried(monkeypatch):
+    """FailureForms.pend_run (issue 44): the lines of a run taken whole that are left waiting for a `tail` form are
+    made (ITEM) only when tried -- newest first, at a full ring or the block's end -- and the line kept is the one the
+    lines made at once kept: the newest that matches, whichever lines match, however the runs and single lines
+    (pend) come and fill the ring."""
+    import random
+    from triage.scan import forms as forms_mod
+    from triage.scan import state
+    rnd = random.Random(7)
+    monkeypatch.setattr(forms_mod, "PENDING_MAX", 8)
+    form = next(f for f in forms_mod.failure_forms() if f.id == "error-last-line")
+    for trial in range(200):
+        core = state.Core()
+        obs = forms_mod.FailureForms(core)
+        key = (form.id, 0)
+        made, ref = [], []
+        n = 0
+        for _ in range(rnd.randint(1, 6)):
+            m = rnd.randint(1, 30)
+            hits = {k for k in range(m) if rnd.random() < 0.2}
+
+            def item(k, base=n, hits=hits):
+                made.append(1)
+                text = "ERROR: lost" if k in hits else "all well"
+                return (form, "x.log", base + k, 0, text, base + k, 1.0, text)
+            if rnd.random() < 0.3:
+                obs.pend(key, item(0))
+                ref.append(item(0))
+                del made[-2:]
+            else:
+                obs.pend_run(key, m, item)
+                ref.extend(item(k) for k in range(m))
+                del made[-m:]
+            n += m
+        obs.block_done()
+        got = core.form_hits.get(key, [])
+        want = [x for x in ref if x[4] == "ERROR: lost"]
+        assert (got[-1].line if got else None) == (want[-1][2] if want else None), trial
+        assert len(made) <= n
+    core = state.Core()
+    obs = forms_mod.FailureForms(core)
+    made = []
+    obs.pend_run((form.id, 0), 5, lambda k: made.append(k) or (form, "x.log", k, 0, "ERROR: lost", k, 1.0,
+                                                               "ERROR: lost"))
+    assert made == []                       # (waiting: none made)
+    obs.block_done()
+    assert made == [4] and core.form_hits[(form.id, 0)][-1].line == 4      # (the newest tried first: it matches)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from itertools import chain
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union, cast
 
 from .. import tables
 from ..errors import TriageError
@@ -98,6 +98,24 @@ def _literals_of(rx: Optional[LazyRx]) -> Tuple[str, ...]:
     return tuple(derive_literals(rx.pattern)[0])
 
 
+class _Later:
+    """Lines K to M - 1 of a run taken whole, waiting for a `tail` form (FailureForms.pend_run): ITEM(x) makes the
+    x-th's Pending when it is tried (before the block's end: ITEM reads the block)."""
+    __slots__ = ("item", "k", "m")
+
+    def __init__(self, item: Callable[[int], Pending], k: int, m: int):
+        self.item, self.k, self.m = item, k, m
+
+
+def _newest_first(ring: List[Union[Pending, _Later]]) -> Iterator[Pending]:
+    """The lines waiting in RING, newest first, each made as it is read."""
+    for e in reversed(ring):
+        if type(e) is _Later:
+            yield from map(e.item, range(e.m - 1, e.k - 1, -1))
+        else:
+            yield cast(Pending, e)
+
+
 @core_observer(40)
 class FailureForms(Observer):
     """The regex forms: of the lines that hold one, the first and the last of each form (and attempt) are
@@ -119,8 +137,10 @@ class FailureForms(Observer):
         self.neg_lits = {id(f): _literals_of(f.negative) for f in self.forms if f.negative is not None}
         every = sorted({x for p in self.lits for x in p})
         self.any_lit = re.compile("|".join(map(re.escape, every))) if every else None
-        # a `tail` form's lines after its first hit, not tried yet (see _defer), per (form, attempt)
-        self.pending: Dict[Tuple[str, int], List[Pending]] = {}
+        # a `tail` form's lines after its first hit, not tried yet (see _defer), per (form, attempt), oldest first: each
+        # a Pending, or the lines of a run taken whole not made yet (_Later, pend_run); how many lines in all
+        self.pending: Dict[Tuple[str, int], List[Union[Pending, "_Later"]]] = {}
+        self._waiting: Dict[Tuple[str, int], int] = {}
 
     def feed(self, line: Line, ev: Event) -> None:
         exits = self.core.exits
@@ -190,30 +210,35 @@ class FailureForms(Observer):
     def pend(self, key: Tuple[str, int], item: Pending) -> None:
         """A line kept to try later (_defer; the block driver's runs of plain hit lines, blockscan._plain_run):
         (form, source, line number, rank, text, seq, time, the text the form reads)."""
-        ring = self.pending.setdefault(key, [])
-        ring.append(item)
-        if len(ring) >= PENDING_MAX:
+        self.pending.setdefault(key, []).append(item)
+        n = self._waiting[key] = self._waiting.get(key, 0) + 1
+        if n >= PENDING_MAX:
             self._flush(key)
 
     def pend_run(self, key: Tuple[str, int], m: int, item: Callable[[int], Pending]) -> None:
         """pend() of the M lines of a run taken whole (blockscan._InputScan._plain_bulk), ITEM(k) the k-th's:
-        flushed where pend() would flush, an item made only when it is tried or left waiting."""
+        flushed where pend() would flush, an item made only when it is tried (the lines left waiting at the run's
+        end: _Later; issue 44, a storm's runs made ~230 items each that a newer line's match made needless)."""
         ring = self.pending.get(key, [])
+        n = self._waiting.get(key, 0)
         k = 0
         while k < m:
-            room = PENDING_MAX - len(ring)
+            room = PENDING_MAX - n
             if m - k < room:
-                self.pending[key] = ring + [item(x) for x in range(k, m)]
+                ring.append(_Later(item, k, m))
+                self.pending[key], self._waiting[key] = ring, n + m - k
                 return
             # (the ring fills: the last of its lines the form matches is kept, the new ones tried first)
             self.pending.pop(key, None)
+            self._waiting.pop(key, None)
             tried = (item(x) for x in range(k + room - 1, k - 1, -1))
-            self._keep_last(key, chain(tried, reversed(ring)))
-            ring = []
+            self._keep_last(key, chain(tried, _newest_first(ring)))
+            ring, n = [], 0
             k += room
 
     def _flush(self, key: Tuple[str, int]) -> None:
-        self._keep_last(key, reversed(self.pending.pop(key, [])))
+        self._waiting.pop(key, None)
+        self._keep_last(key, _newest_first(self.pending.pop(key, [])))
 
     def _keep_last(self, key: Tuple[str, int], latest_first: Iterable[Pending]) -> None:
         for f, source, lineno, rank, text, seq, ts, read in latest_first:

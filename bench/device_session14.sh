@@ -16,7 +16,8 @@ ab)
 starts)
   for r in 1 2; do for spec in ${STARTS:-prod:256M hex-heavy:256M}; do for t in .ab/s14 .; do
     f=/tmp/g/${spec%%:*}-${spec##*:}.log; [ -f $f ] || python bench/gen_grid.py --size ${spec##*:} ${spec%%:*} $f >/dev/null
-    echo "== phases ${spec%%:*} tree $t: $(cd $t && TRIAGE_CACHE_DIR=/tmp/tc-$(basename $(realpath $t)) python bench/scan_phases.py $f -n 1 -j 16 2>&1 | grep -o "exec -> start wall [0-9]* ms\|start -> scan wall [0-9]* ms\|scan -> scanned wall [0-9]* ms\|scanned -> render wall [0-9]* ms\|first [0-9]* ms, last [0-9]* ms\|workers cpu [0-9]* ms\|began [0-9-]*\|last sent [0-9-]*\|busy [0-9-]*" | tr '\n' ' ')"
+    c=/tmp/tc-$( [ $t = . ] && echo main || echo s14 )
+    echo "== phases ${spec%%:*} tree $t: $(cd $t && TRIAGE_CACHE_DIR=$c python bench/scan_phases.py $f -n 1 -j 16 2>&1 | grep -o "exec -> start wall [0-9]* ms\|start -> scan wall [0-9]* ms\|scan -> scanned wall [0-9]* ms\|scanned -> render wall [0-9]* ms\|blocks fed x[0-9]*: wall [0-9]* ms, cpu [0-9]*\|results taken x[0-9]*: wall [0-9]* ms, cpu [0-9]*\|first [0-9]* ms, last [0-9]* ms\|workers cpu [0-9]* ms\|began [0-9-]*\|last sent [0-9-]*\|busy [0-9-]*" | tr '\n' ' ')"
   done; done; done
   ;;
 grid)

@@ -16,21 +16,7 @@ phases)
   done; done; done
   ;;
 tiny)
-  python - <<'PY'
-import os, statistics, subprocess, time
-trees = [".ab/old", ".ab/s13", "."]
-got = {t: [] for t in trees}
-for _ in range(30):
-    for t in trees:
-        env = dict(os.environ, PYTHONPATH=t, TRIAGE_CACHE_DIR="/tmp/tc-tiny-" + os.path.basename(os.path.realpath(t)))
-        t0 = time.perf_counter()
-        subprocess.run(["python", "-P", "-m", "triage", "analyze", "examples/sample_job.log", "--format", "json"],
-                       env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        got[t].append((time.perf_counter() - t0) * 1e3)
-for t in trees:
-    v = sorted(got[t])
-    print(f"== tiny log {t}: median {statistics.median(v):.1f} ms, min {v[0]:.1f}, q1 {v[len(v) // 4]:.1f}, q3 {v[3 * len(v) // 4]:.1f}")
-PY
+  python bench/tiny_ab.py .ab/old .ab/s13 . -n 30
   ;;
 ab)            # (the twelfth pass's A/B, against .ab/s13)
   BASE=s13 LOGS="${LOGS:-storm:256M tracebacks:256M prod:256M healthy:256M}" PHASES= MODE=ab bash bench/device_session12.sh

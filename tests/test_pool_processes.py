@@ -360,9 +360,10 @@ def test_a_free_worker_takes_the_next_block_and_results_merge_in_block_order(sta
             #                 however a loaded host schedules the workers -- a full suite on 2 cores once had none)
 
             def prepare_block(*a, **kw):
-                # (0.06 s a block: at 0.02 a fresh-clone CI run on a loaded 2-core machine, its other workers as slow
-                # with five of them, once had two lanes of 49 blocks and one of 93)
-                time.sleep(first.pop() if first else 0.06)
+                # (0.12 s a block: at 0.02 a fresh-clone CI run on a loaded 2-core machine, its other workers as slow
+                # with five of them, once had two lanes of 49 blocks and one of 93; at 0.06 a full suite run beside a
+                # benchmark on 2 cores once had lanes of 43, 63 and 85)
+                time.sleep(first.pop() if first else 0.12)
                 return real_prepare(*a, **kw)
             pool.prepare.prepare_block = prepare_block
         real_worker(conn, plan, aset, batchers, rules, tickets, w, k)

@@ -176,11 +176,11 @@ class Memo:
     """A pure function's answers kept between runs, by their arguments (issue 44: what triage reads of its own
     regexes with the stdlib's parser -- which are digit-blind, their literals, the characters a launcher's prefix
     starts with -- ~10 ms of every run, and of every pool worker again).  In cache file PREFIX + a digest of SOURCE
-    (the file of the module that computes them: its code and the Python build, whose parser it reads with, name
-    the answers) + ".marshal", read on the first look-up, written back at exit when this process added to it (a
-    pool worker's additions go with it: the scanner asks before the fork what its workers ask).  VALID(key, value)
-    keeps what is read back (a file of other data is ignored).  `reset()` forgets what was read (tests simulate a
-    new process)."""
+    (the file of the module that computes them: its code, triage's version and the Python build, whose parser it
+    reads with, name the answers) + ".marshal", read on the first look-up, written back at exit when this process
+    added to it (a pool worker's additions go with it: the scanner asks before the fork what its workers ask).
+    VALID(key, value) keeps what is read back (a file of other data is ignored).  `reset()` forgets what was read
+    (tests simulate a new process)."""
     MAX_ENTRIES = 4096
 
     def __init__(self, prefix: str, source: str, valid: Any):
@@ -192,13 +192,14 @@ class Memo:
         self.known, self.changed = None, False
 
     def name(self) -> str:
+        from . import __version__
         from .hashing import sha256
         try:
             with open(self.source, "rb") as f:
                 own = f.read()
-        except OSError:
+        except OSError:                 # (a module not read from a file: its version names it)
             own = b""
-        build = f"{sys.version}\0{sys.implementation.cache_tag}\0".encode() + own
+        build = f"{sys.version}\0{sys.implementation.cache_tag}\0{__version__}\0".encode() + own
         return f"{self.prefix}{sha256(build).hexdigest()[:16]}.marshal"
 
     def get(self, key: Any) -> Any:

@@ -106,8 +106,11 @@ class BlockView(View):
         """The year the line at buffer offset OFF is read in: the one the last dated line before it told (a line read
         after a later dated line told another -- a look back -- is not read in that one: the line driver read it
         before; issue 44's property test, a year-less glog line before a 2025 line read as 2025's)."""
-        i = bisect.bisect_right(self._year_marks, off)
-        return self._year_before[i] if i < len(self._year_marks) else self.year
+        marks = self._year_marks
+        if not marks:
+            return self.year
+        i = bisect.bisect_right(marks, off)
+        return self._year_before[i] if i < len(marks) else self.year
 
     def _parse(self, off: int, lineno: int) -> Line:
         buf = self.buf
@@ -115,7 +118,7 @@ class BlockView(View):
         end = nl if nl >= 0 else len(buf)
         data = buf[off:min(end, off + MAX_RAW)]
         inp = self.inp
-        year = self.year_of(off) if self._year_marks else self.year
+        year = self.year_of(off)
         memo = self._parsed.get(data)          # a repeated line is parsed once (see _parsed)
         if memo is not None and memo[0] == year:
             _, text, rank, ts, norm = memo
@@ -241,8 +244,7 @@ class BlockView(View):
         ln = self.cache.get(at + self.pre_lo)
         if ln is None:
             p = self.pre.get(at)
-            if p is not None and p[1] is not None and not reparse_in(
-                    self.year_of(at + self.pre_lo) if self._year_marks else self.year, p[3]):
+            if p is not None and p[1] is not None and not reparse_in(self.year_of(at + self.pre_lo), p[3]):
                 return (p[1], p[2]) if p[2] is not None else ()
             ln = self.line_at(at + self.pre_lo, lineno)
         return (ln.rank, ln.ts) if ln.ts is not None else ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import field
 from itertools import compress, repeat
-from typing import Callable, Deque, Dict, Hashable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..inputs.sources import (
     Input,
@@ -241,10 +241,7 @@ class Core:
         if hashes is not None and len(self.dropped) >= MAX_DROPPED_KEYS:
             seen = self._dropped_hashes.setdefault(pattern_id, set())
             if seen.isdisjoint(compress(hashes, mask) if mask else hashes):
-                dropped = self.dropped
-                for rank, c in Counter(compress(ranks, mask) if mask else ranks).items():
-                    dropped[(pattern_id, rank, "")] += c
-                seen.add(hash(""))
+                self._per_rank(pattern_id, compress(ranks, mask) if mask else ranks, seen)
                 return kept
         if callable(texts):
             texts = texts()
@@ -268,16 +265,23 @@ class Core:
                 i += 1
             if i:
                 ranks, texts = ranks[i:], texts[i:]
-            seen.add(hash(""))
             if seen.isdisjoint(map(hash, texts)):   # (no key of theirs can be in: each its rank's)
-                for rank, c in Counter(ranks).items():
-                    dropped[(pattern_id, rank, "")] += c
+                self._per_rank(pattern_id, ranks, seen)
                 return
+            seen.add(hash(""))
             dropped.update([k if k in dropped else (pattern_id, k[1], "")
                             for k in zip(repeat(pattern_id), ranks, texts)])
             return
         dropped.update(zip(repeat(pattern_id), ranks, texts))
         seen.update(map(hash, texts))
+
+    def _per_rank(self, pattern_id: str, ranks: Iterable[Optional[int]], seen: Set[int]) -> None:
+        """Lines of RANKS not kept, none of whose texts is counted apart, with no room left: each counted as its
+        rank's (the text ""), in C; SEEN: the hashes of the pattern's texts counted apart."""
+        dropped = self.dropped
+        for rank, c in Counter(ranks).items():
+            dropped[(pattern_id, rank, "")] += c
+        seen.add(hash(""))
 
     def stream(self, source: str, rank: Optional[int]) -> Stream:
         st = self.streams.get((source, rank))

@@ -56,14 +56,14 @@ def _count_callbacks(monkeypatch):
     calls = [0]
     real = anchors.AnchorSet._scan_hs
 
-    def counting(self, db, data, base, whole):
+    def counting(self, db, data, base, whole, facts=None):
         class Db:
             def scan(self, data, match_event_handler, scratch):
                 def handler(*a):
                     calls[0] += 1
                     return match_event_handler(*a)
                 return db.scan(data, match_event_handler=handler, scratch=scratch)
-        return real(self, Db(), data, base, whole)
+        return real(self, Db(), data, base, whole, facts)
     monkeypatch.setattr(anchors.AnchorSet, "_scan_hs", counting)
     return calls
 

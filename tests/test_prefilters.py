@@ -322,3 +322,127 @@ def test_collective_observations_by_layout_are_each_lines_own(monkeypatch):
     alone = collectives.observe(ms)
     assert len(alone) > 20 and by_layout == alone
     assert len({(o.seq, o.rank) for o in alone}) > 10             # (other digits read as other numbers)
+
+
+def _raw_lines():
+    out = []
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if not f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                with open(os.path.join(root, f), "rb") as fh:
+                    out.extend(x for x in fh.read(4 << 20).split(b"\n") if x)
+    return out
+
+
+def _yearless_facts(aset, raw: bytes) -> bool:
+    """Whether prepare.year_changes takes the block of the line RAW for one that may hold a year-less time: the
+    facts of its anchor pass, or a digit of another script."""
+    from triage.scan import prepare
+    facts: set = set()
+    prepare.prepare_block(raw + b"\n", 0, aset, [], facts=facts)
+    return prepare._may_read_a_year(raw + b"\n", facts)
+
+
+def _depends_on_year(raw: bytes) -> bool:
+    """Whether the line scan's time of the line RAW depends on the year (a year-less header read)."""
+    return sources.parse_ts_ahead(sources.normalise(sources.decode_line(raw)))[1]
+
+
+def test_a_line_whose_time_depends_on_the_year_holds_a_yearless_fact_on_real_lines():
+    """Issue 44: the block scan looks for a year that changes and comes back inside a block only in a block whose
+    facts (sources.YEARLESS_FORMS, in the anchor pass) say it may hold a year-less time.  Every fixture line whose
+    time the line scan reads with a year-less header holds one; most other lines none."""
+    aset, _ = _catalog_scan()
+    dep = other = quiet = 0
+    for raw in _raw_lines():
+        facts = _yearless_facts(aset, raw)
+        if _depends_on_year(raw):
+            assert facts, raw
+            dep += 1
+        else:
+            other += 1
+            quiet += not facts
+    assert dep > 200 and other > 10_000
+    if aset.engine == "hyperscan":
+        assert quiet > 0.9 * other, (quiet, other)
+
+
+def test_lines_made_of_header_pieces_hold_a_yearless_fact_where_their_time_depends_on_the_year():
+    """Property: glog and vLLM headers in digits of any script (a str regex's \\d reads them), with ANSI colours,
+    control bytes, carriage returns or spaces between their parts, after and before other text -- wherever the
+    line scan reads a year-less time, the block's facts say so."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as hs
+    aset, _ = _catalog_scan()
+    digits = ["0123456789", "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669",
+              "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19"]
+
+    def num(n):
+        return hs.tuples(hs.sampled_from(digits), hs.lists(hs.integers(0, 9), min_size=n, max_size=n)).map(
+            lambda d: "".join(d[0][k] for k in d[1]).encode())
+    noise = hs.sampled_from([b""] * 12 + [b"\x1b[31m", b"\x1b[0m", b"\x01", b"\x0c", b"\x7f", b"\r", b" "])
+    glog = hs.tuples(hs.sampled_from([b"E", b"I", b"W", b"F"]), num(4), hs.just(b" "), num(2), hs.just(b":"),
+                     num(2), hs.just(b":"), num(2), hs.just(b"."), num(6))
+    vllm = hs.tuples(hs.sampled_from([b"ERROR", b"INFO", b"CRITICAL"]), hs.just(b" "), num(2), hs.just(b"-"), num(2),
+                     hs.just(b" "), num(2), hs.just(b":"), num(2), hs.just(b":"), num(2), hs.just(b" "))
+    around = hs.sampled_from([b"", b"[rank1]:", b"\x1b[1;32m", b"[2024-02-28 ", b"\r", b"x "])
+    seen = []
+
+    @settings(max_examples=300, deadline=None)
+    @given(around, hs.one_of(glog, vllm).flatmap(lambda parts: hs.lists(noise, min_size=len(parts),
+                                                                        max_size=len(parts)).map(
+        lambda ns: b"".join(n + p for n, p in zip(ns, parts)))), around)
+    def check(head, header, tail):
+        raw = head + header + tail + b"x.py:1] boom"
+        if _depends_on_year(raw):
+            seen.append(raw)
+            assert _yearless_facts(aset, raw), raw
+    check()
+    assert len(seen) > 20, len(seen)
+
+
+def test_an_anchor_sets_facts_hit_no_line_and_the_fallback_says_each_may_hold(monkeypatch):
+    """AnchorSet's facts: searched in the anchors' pass, each reported once, no line hit by them (the hits are
+    those of the set without facts); without Hyperscan every fact may hold."""
+    from triage.match import anchors
+    a = [anchors.Anchor("RuntimeError", 3), anchors.Anchor(r"E\d{4} ", 4, regex=True)]
+    facts = (rb"[IWEF]\d{4} \d\d:", rb"never here")
+    block = b"x\nE0229 23:00:03.0 RuntimeError: boom\nI0101 10:00:00.1 ok\nRuntimeError\n"
+    got: set = set()
+    with_facts = anchors.AnchorSet(a, facts)
+    assert with_facts.scan(block, facts=got) == anchors.AnchorSet(a).scan(block) == {2: {3, 4}, 58: {3}}
+    if with_facts.engine == "hyperscan":
+        assert got == {0}
+        assert with_facts.scan(b"plain\n", facts=got) == {} and got == {0}
+    monkeypatch.setattr(anchors, "_hs", None)
+    fallback, got = anchors.AnchorSet(a, facts), set()
+    assert fallback.engine == "re"
+    assert fallback.scan(block, facts=got) == {2: {3, 4}, 58: {3}} and got == {0, 1}
+
+
+def test_a_block_with_a_digit_of_another_script_says_so():
+    """Property: sources.other_digits_in(B) is true wherever B decoded as a line holds a digit that is not ASCII (a
+    str regex's \\d reads it: a year-less header in such digits is a time), among bytes of every kind -- stray
+    UTF-8 lead and continuation bytes, ASCII between them -- and false on ASCII bytes."""
+    import re
+    from hypothesis import given, settings
+    from hypothesis import strategies as hs
+    digit = re.compile(r"\d")
+    piece = hs.sampled_from([b"a", b"7", b" ", b"\n", b"\xd9", b"\xa2", b"\xe0", b"\xa5", b"\xbc", b"\xef",
+                             b"\xf0", b"\x9d", b"\x9f", "\u0662".encode(), "\u0966".encode(), "\uff11".encode(),
+                             "\U0001d7ce".encode(), "\u2026".encode(), "\u2588".encode(), "\U0001f680".encode(),
+                             "\u00e9".encode(), b"\x00"])
+    found = []
+
+    @settings(max_examples=500, deadline=None)
+    @given(hs.lists(piece, max_size=30).map(b"".join))
+    def check(raw):
+        text = raw.decode("utf-8", "replace")
+        if any(digit.match(c) and not c.isascii() for c in text):
+            found.append(raw)
+            assert sources.other_digits_in(raw), raw
+        if raw.isascii():
+            assert not sources.other_digits_in(raw)
+    check()
+    assert found
+    assert not sources.other_digits_in("caf\u00e9 \u2026 \u2588 \U0001f680 12:00".encode())

@@ -314,7 +314,7 @@ def test_worker_processes_merge_exactly_as_a_serial_scan(monkeypatch):
                or flatten(open(p, "rb").read()) for p in others)
     calls = []
     real_prepare = engine.prepare_block
-    monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
+    monkeypatch.setattr(engine, "prepare_block", lambda *a, **k: calls.append(1) or real_prepare(*a, **k))
     line, block = both(paths, 512)                         # several inputs, many blocks each
     assert block == line
     # every block of a plain input came from a worker (their calls are in their processes)
@@ -404,7 +404,7 @@ def test_a_worker_that_disagrees_is_ignored(monkeypatch, tmp_path):
     path = os.path.join(LOGS, "real", "gpu", "illegal_memory_access.log")
     calls = []
     real_prepare = engine.prepare_block
-    monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
+    monkeypatch.setattr(engine, "prepare_block", lambda *a, **k: calls.append(1) or real_prepare(*a, **k))
     line, block = both([path], 256)
     assert block == line
     assert calls                     # the scanner prepared the blocks itself
@@ -508,7 +508,7 @@ def test_a_big_generated_log_split_among_workers_is_the_serial_report(monkeypatc
         from triage.scan import engine
         calls = []
         real_prepare = engine.prepare_block
-        monkeypatch.setattr(engine, "prepare_block", lambda *a: calls.append(1) or real_prepare(*a))
+        monkeypatch.setattr(engine, "prepare_block", lambda *a, **k: calls.append(1) or real_prepare(*a, **k))
         assert report(p) == serial
         # the workers prepared the blocks (one worker: the scanner takes every MAIN_EVERY-th itself)
         assert len(calls) <= (os.path.getsize(p) // block) // pool.MAIN_EVERY + 1 if jobs == "2" else calls == []
@@ -852,6 +852,27 @@ YEAR_AND_SCOPE_LOGS = {
         "[rank0]: [2028-01-01 00:00:01] INFO: step done", "[rank1]: [2027-12-31 23:59:59] INFO: late clock",
         "[rank1]:E0101 00:00:02.000000 123 x.py:1] RuntimeError: boom",
         "[rank0]: [2028-01-01 00:00:03] INFO: step done", "[rank0]:E0229 00:00:04.000000 123 x.py:1] ValueError: x"],
+    # (a year that goes and comes back inside one block -- logs of two years interleaved, clocks astride a New
+    # Year's midnight -- read by the line scan at each dated line; the block scan took a block whose first and last
+    # dates agree for a block of one year: the year-less 29 February was a time of 2024's, not none of 2025's)
+    "year-back-in-a-block": ["[rank0]: [2024-02-28 23:00:00] INFO: step done",
+                             "[rank1]: [2025-02-28 23:00:01] INFO: a log of another year",
+                             "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom",
+                             "[rank0]: [2024-02-28 23:00:05] INFO: step done"],
+    # (... its year-less header in ANSI colours, found in the line normalised; vLLM's; in other digits, which a
+    # str regex's \d reads)
+    "year-back-coloured": ["[rank0]: [2024-02-28 23:00:00] INFO: step done",
+                           "[rank1]: [2025-02-28 23:00:01] INFO: a log of another year",
+                           "[rank1]:\x1b[31mE0229\x1b[0m 23:00:03.000000 123 x.py:1] RuntimeError: boom",
+                           "[rank0]: [2024-02-28 23:00:05] INFO: step done"],
+    "year-back-vllm": ["[rank0]: [2024-02-28 23:00:00] INFO: step done",
+                       "[rank1]: [2025-02-28 23:00:01] INFO: a log of another year",
+                       "[rank1]: ERROR 02-29 23:00:03 [core.py:1] RuntimeError: boom",
+                       "[rank0]: [2024-02-28 23:00:05] INFO: step done"],
+    "year-back-other-digits": ["[rank0]: [2024-02-28 23:00:00] INFO: step done",
+                               "[rank1]: [2025-02-28 23:00:01] INFO: a log of another year",
+                               "[rank1]:E\u0660\u0662\u0662\u0669 23:00:03.000000 123 x.py:1] RuntimeError: boom",
+                               "[rank0]: [2024-02-28 23:00:05] INFO: step done"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],
@@ -1547,8 +1568,8 @@ def test_a_file_over_paste_max_split_among_ramped_workers_is_the_serial_report(m
             got["broken"] += self.broken
             return r
         monkeypatch.setattr(pool._Pool, "get", get)
-        monkeypatch.setattr(engine, "prepare_block", lambda *a: got.__setitem__("own", got["own"] + 1)
-                            or real_prepare(*a))
+        monkeypatch.setattr(engine, "prepare_block", lambda *a, **k: got.__setitem__("own", got["own"] + 1)
+                            or real_prepare(*a, **k))
         assert report(p) == serial
         assert not got["broken"] and not got["own"], got
         if long_line:               # (cut evenly: every block but the last the block size's)

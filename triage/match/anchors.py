@@ -132,10 +132,14 @@ def _put(out: Dict[int, Set[int]], canon: Dict[FrozenSet[int], Set[int]], start:
 
 
 class AnchorSet:
-    """Compiled anchors; `scan(data)` returns {line start: set of tags} for the lines they hit."""
+    """Compiled anchors; `scan(data)` returns {line start: set of tags} for the lines they hit.  FACTS: regexes
+    (bytes) searched in the same pass that hit no line: `scan(..., facts=S)` adds to S the index of each one
+    the block may hold (Hyperscan: each found, reported once a block; the stdlib fallback searches none and
+    adds them all -- a fact is what a block MAY hold)."""
 
-    def __init__(self, anchors: Sequence[Anchor]):
+    def __init__(self, anchors: Sequence[Anchor], facts: Sequence[bytes] = ()):
         self.anchors = list(anchors)
+        self.facts = tuple(facts)
         self.engine = "hyperscan" if _hs is not None else "re"
         self._db: Optional[Database] = None
         if _hs is not None and self.anchors:
@@ -152,7 +156,7 @@ class AnchorSet:
         assert _hs is not None           # only called with the wheel
         # named by the anchors themselves: the expressions and flags below are made from them (only
         # when the database is not in the cache: ~2 ms of a tiny log's run); DB_FORMAT names how
-        key = db_key(DB_FORMAT, [(a.text, a.regex, a.ignore_case) for a in self.anchors])
+        key = db_key(DB_FORMAT, [(a.text, a.regex, a.ignore_case) for a in self.anchors], self.facts)
         db = load_cached(key)
         if db is None:
             exprs: List[bytes] = []
@@ -165,6 +169,10 @@ class AnchorSet:
                 if a.ignore_case:
                     f |= _hs.HS_FLAG_CASELESS
                 flags.append(f)
+            for k, rx in enumerate(self.facts):        # (ids after the anchors': reported once a scan)
+                exprs.append(rx)
+                ids.append(len(self.anchors) + k)
+                flags.append(_hs.HS_FLAG_SINGLEMATCH)
             db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
             db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
             store_cached(key, db)
@@ -197,16 +205,25 @@ class AnchorSet:
             self._re_rxs.append((re.compile(t.encode("utf-8"), re.M | (re.I if ci else 0)), tags,
                                  [x.lower() for x in pre] if ci else pre or None, ci))
 
-    def scan(self, data: bytes, base: int = 0, buf: bytes = b"") -> Dict[int, Set[int]]:
-        """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:])."""
-        if not self.anchors or not len(data):
+    def scan(self, data: bytes, base: int = 0, buf: bytes = b"",
+             facts: Optional[Set[int]] = None) -> Dict[int, Set[int]]:
+        """Hits in `data`, keyed by the offset of their line's start in `buf` (data = buf[base:]); the facts
+        `data` may hold added to FACTS (their indices in self.facts)."""
+        if not len(data):
+            return {}
+        if not self.anchors:
+            if facts is not None:
+                facts.update(range(len(self.facts)))
             return {}
         whole = buf or data
         if self._db is not None:
-            return self._scan_hs(self._db, data, base, whole)
+            return self._scan_hs(self._db, data, base, whole, facts)
+        if facts is not None:
+            facts.update(range(len(self.facts)))
         return self._scan_re(data, base, whole)
 
-    def _scan_hs(self, db: Database, data: bytes, base: int, whole: bytes) -> Dict[int, Set[int]]:
+    def _scan_hs(self, db: Database, data: bytes, base: int, whole: bytes,
+                 facts: Optional[Set[int]] = None) -> Dict[int, Set[int]]:
         """scan() with Hyperscan: every hit's tag added to its line.  Linear in the block however
         many hits a line holds: a hit's line start is looked for only back to the previous hit
         (Hyperscan reports in order of end offset), and hits are not kept, only their lines' tags,
@@ -222,6 +239,15 @@ class AnchorSet:
             note_end(to)
         db.scan(data if _HS_BUFFERS or type(data) is bytes else bytes(data),
                 match_event_handler=on_match, scratch=self._scratch)
+        n = len(self.anchors)
+        for k in range(len(self.facts)):          # (each at most once: its report taken out of the hits')
+            try:
+                j = ids.index(n + k)
+            except ValueError:
+                continue
+            del ids[j], ends[j]
+            if facts is not None:
+                facts.add(k)
         out: Dict[int, Set[int]] = {}
         canon: Dict[FrozenSet[int], Set[int]] = {}
         tags = self._tags

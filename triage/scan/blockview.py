@@ -393,11 +393,12 @@ class BlockView(View):
         found = first_dated_in(self.buf, lo, self.year)
         return found if isinstance(found, tuple) else None
 
-    def year_changes(self, lo: int, first: Tuple[int, float, str], ahead: Optional[List[Tuple[int, float, str]]] = None
-                     ) -> List[Tuple[int, float, str]]:
+    def year_changes(self, lo: int, first: Tuple[int, float, str], ahead: Optional[List[Tuple[int, float, str]]] = None,
+                     facts: Optional[Set[int]] = None) -> List[Tuple[int, float, str]]:
         """The dated lines of the block buf[lo:] after its first (FIRST) where the year changes
-        (prepare.year_changes), in order; AHEAD: a pool worker's (offsets in the block), else looked for here."""
+        (prepare.year_changes), in order; AHEAD: a pool worker's (offsets in the block), else looked for here
+        (FACTS: prepare_block's, of the block's anchor pass; None: not known)."""
         if ahead is not None:
             return [(at + lo, ts, raw) for at, ts, raw in ahead]
-        return year_changes(self.buf, first[0], self.year)
+        return year_changes(self.buf, first[0], self.year, facts=facts)
 

@@ -297,7 +297,9 @@ class Engine:
                     head = buf[lo:lo + EDGE_BYTES]
                 last = buf
                 view.reset(buf, lo)
-                scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers))
+                found: Set[int] = set()     # (the facts of the block's anchor pass: prepare.FACTS)
+                scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers, found),
+                           found)
         finally:
             if ahead:
                 blocks.close()
@@ -409,10 +411,12 @@ def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
 
 
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,
-              batchers: Sequence[Tuple[Feeder, int]]) -> tuple:
+              batchers: Sequence[Tuple[Feeder, int]], facts: Optional[Set[int]] = None) -> tuple:
     """Anchor hits, batch records and line count of block BI (at offset START of the input): a
-    worker's, else made here."""
+    worker's, else made here (the facts it may hold added to FACTS: a worker's year changes are its own)."""
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
+    if prepared is not None and facts is not None:
+        facts.update(range(len(aset.facts)))    # (a worker's: not known here, where its year changes are not made)
     if prepared is not None and lo:      # a worker's offsets are relative to the block
         (h, r, nl_, idx, done, parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable,
          timed_rt, plain, runs) = prepared
@@ -424,7 +428,7 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: byte
     # a summary's are the records' order and lines in the block; the bodies' keys, the introducing lines', the
     # lines to pass by, the plain hit lines' and their runs', from lo; the timed lines' numbers are the block's)
     if prepared is None:
-        prepared = prepare_block(buf, lo, aset, batchers)
+        prepared = prepare_block(buf, lo, aset, batchers, facts=facts)
     return prepared
 
 

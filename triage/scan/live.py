@@ -14,7 +14,7 @@ observers' own caps (matches, error blocks, evidence) and one look-back tail per
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
 
 from ..inputs.sources import MAX_RAW, Input, _tail_of, describe_input
 from .blockscan import _InputScan
@@ -135,7 +135,8 @@ class LiveScan:
         buf = li.prev + whole
         lo = len(li.prev)
         li.view.reset(buf, lo)
-        li.scan.block(buf, lo, prepare_block(buf, lo, self.aset, li.scan.batchers))
+        facts: Set[int] = set()
+        li.scan.block(buf, lo, prepare_block(buf, lo, self.aset, li.scan.batchers, facts=facts), facts)
         li.prev = _tail_of(buf, self.tail)
         return len(whole)
 
@@ -173,7 +174,9 @@ class LiveScan:
                 buf = li.prev + whole
                 li.view.reset(buf, len(li.prev))
                 li.scan.obs = obs
-                li.scan.block(buf, len(li.prev), prepare_block(buf, len(li.prev), self.aset, li.scan.batchers))
+                facts: Set[int] = set()
+                li.scan.block(buf, len(li.prev), prepare_block(buf, len(li.prev), self.aset, li.scan.batchers,
+                                                               facts=facts), facts)
             if li.scan.lineno:
                 sources.append(label)
             lines += li.scan.lineno

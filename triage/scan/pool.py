@@ -76,7 +76,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                     raise NotPlain()
                 if added:
                     block += b"\n"
-                h, r, _ = prepare.prepare_block(block, 0, aset, batchers, ahead=True, count=False)
+                facts: Set[int] = set()         # (the year-less time forms it may hold: year_changes)
+                h, r, _ = prepare.prepare_block(block, 0, aset, batchers, ahead=True, count=False, facts=facts)
                 starts = sorted(h)
                 li = prepare.line_index(block, 0, starts)
                 nl = prepare.block_lines(block, starts, li)
@@ -105,7 +106,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 conn.send((path, bi, start, len(block),
                            (h, r, nl, li, searched,
                             parsed, timed, dated, summ, bodies,
-                            prepare.year_changes(block, dated[0], None, ahead=True)
+                            prepare.year_changes(block, dated[0], None, ahead=True, facts=facts)
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,

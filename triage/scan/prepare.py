@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tupl
 from ..inputs.sources import (
     MAX_LINE,
     MAX_RAW,
+    YEARLESS_FORMS,
     Template,
     decode_line,
     from_template,
     normalise,
+    other_digits_in,
     parse_template,
     parse_ts,
     parse_ts_ahead,
@@ -64,8 +66,9 @@ SHIP_SECONDS = 50e-6
 @functools.lru_cache(maxsize=8)
 def anchor_set(anchors: Tuple[Anchor, ...]) -> AnchorSet:
     """The compiled anchors of one observer set, built once per process (a fleet worker analyses
-    hundreds of jobs with the same catalog: the database is not rebuilt or reloaded per job)."""
-    return AnchorSet(anchors)
+    hundreds of jobs with the same catalog: the database is not rebuilt or reloaded per job).  Its facts: the
+    year-less time forms and a byte not ASCII (FACTS: year_changes)."""
+    return AnchorSet(anchors, FACTS)
 
 
 
@@ -91,7 +94,8 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
 
 
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
-                  ahead: bool = False, count: bool = True) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
+                  ahead: bool = False, count: bool = True, facts: Optional[Set[int]] = None
+                  ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
     (those leave the hits when they wake nobody else), the records of the lines an observer may
@@ -99,11 +103,12 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
     parses more of a record than the scanner would need: what the scanner then parses no more).  Offsets are
     offsets in buf.  (The scanner counts the lines before a hit itself: an index per hit line
     cost a dict entry per line of a block of dense hits.)  COUNT false: the line count is -1 (a pool worker's,
-    which counts the lines with its line index: block_lines)."""
+    which counts the lines with its line index: block_lines).  FACTS: the anchor set's facts the block may hold
+    are added to it (AnchorSet.scan; its lines with control characters looked at normalised too)."""
     # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
     data = cast(bytes, memoryview(buf)[lo:]) if lo else buf
-    hits = aset.scan(data, lo, buf)
-    _retag_normalised(hits, buf, aset)
+    hits = aset.scan(data, lo, buf, facts)
+    _retag_normalised(hits, buf, aset, facts)
     recs_all: List[Dict[int, tuple]] = []
     for o, idx in batchers:
         if not o.batch:                  # records of the lines it may follow (Feeder.records): no hit taken
@@ -168,23 +173,26 @@ def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = Fals
 YEAR_TAIL = 1 << 16        # bytes at a block's end looked at for its last date (year_changes)
 
 
-def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = False) -> List[Tuple[int, float, str]]:
+def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = False,
+                 facts: Optional[Set[int]] = None) -> List[Tuple[int, float, str]]:
     """The dated lines of BUF after the one at offset FIRST (first_dated_in's) whose date's year differs from the
     dated line's before them: (offset, time in YEAR, normalised text) each, in order (AHEAD: a pool worker's, in no
     known year -- an ISO date needs none).  The line scan learns the year from every dated line; the block scan
     only from the lines it feeds and each block's first dated line, so a year change later in a block went
     unlearnt (issue 44's fifth review: a glog `E0229` line after `[2027-..]` then `[2028-..]` read in 2027).  A
-    block whose last date (in its last YEAR_TAIL bytes) has its first's year is taken for a block of one year: one
-    look at its tail (a search of the whole block for a date of another year cost ~0.7 ms a MiB; a year that goes
-    and comes back inside one such block -- clocks that straddle a New Year's midnight -- is not looked for).
-    Else each change is one search in C for a date of another year (_other_year)."""
+    block whose last date (in its last YEAR_TAIL bytes) has its first's year ends in the year it began in; when it
+    holds no year-less time either (FACTS, its anchor pass's: none of sources.YEARLESS_FORMS, no digit of another
+    script -- _may_read_a_year) no time in it depends on a year it may change to in between: one look at its tail
+    (a search of every block for a date of another year cost ~0.5-0.7 ms a MiB).  Else each change is one search
+    in C for a date of another year (_other_year): a year that goes and comes back inside a block (clocks that
+    straddle a New Year's midnight, logs of two years interleaved) is found where a line's time depends on it."""
     d0 = _ISO_DATE_B.search(buf, first, first + 260)
     if d0 is None:
         return []
     cur = buf[d0.start() - 4:d0.start()]
     ends = [x.start() for x in _ISO_DATE_B.finditer(buf, max(d0.end(), len(buf) - YEAR_TAIL))]
-    if ends and buf[ends[-1] - 4:ends[-1]] == cur:
-        return []                   # the tail's last date has the first's year
+    if ends and buf[ends[-1] - 4:ends[-1]] == cur and not _may_read_a_year(buf, facts):
+        return []                   # the tail's last date has the first's year, no time depends on a year
     if not ends and _other_year(cur).search(buf, d0.end()) is None:
         return []                   # no date in the tail: the block is looked at, no date of another year
     out: List[Tuple[int, float, str]] = []
@@ -203,6 +211,19 @@ def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = Fals
         if ts is not None and "-" in norm[:40]:
             out.append((s, ts, norm))
             cur, last = buf[m.start() - 4:m.start()], s
+
+
+# the facts an anchor pass looks for (AnchorSet, prepare_block's FACTS): the year-less headers, and a byte not ASCII
+# (where one is, a digit of another script may be: sources.other_digits_in looks)
+FACTS = YEARLESS_FORMS + (rb"[\x80-\xff]",)
+_NOT_ASCII = len(YEARLESS_FORMS)
+
+
+def _may_read_a_year(buf: bytes, facts: Optional[Set[int]]) -> bool:
+    """Whether a time in BUF may depend on the year, by FACTS (its anchor pass's; None: not known)."""
+    if facts is None or any(f < _NOT_ASCII for f in facts):
+        return True
+    return _NOT_ASCII in facts and other_digits_in(buf)
 
 
 @functools.lru_cache(maxsize=64)
@@ -767,9 +788,10 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int],
     return out
 
 
-def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) -> None:
+def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet, facts: Optional[Set[int]] = None) -> None:
     """Lines with control characters (ANSI colours, ...) are normalised first, then searched again
-    (all of a block's such lines in one search): anchors are trusted only on normalised text."""
+    (all of a block's such lines in one search): anchors are trusted only on normalised text (and the facts
+    their normalised text may hold added to FACTS)."""
     starts = [s for s, t in hits.items() if NORM_TAG in t]
     if not starts:
         return
@@ -784,7 +806,7 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet) ->
     for t in texts:
         offs.append(o)
         o += len(t) + 1
-    found = aset.scan(joined)
+    found = aset.scan(joined, facts=facts)
     for i, s in enumerate(starts):
         new = set(found.get(offs[i], ()))     # a copy: scan() shares equal tag sets among lines
         new.discard(NORM_TAG)

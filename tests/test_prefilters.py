@@ -446,3 +446,24 @@ def test_a_block_with_a_digit_of_another_script_says_so():
     check()
     assert found
     assert not sources.other_digits_in("caf\u00e9 \u2026 \u2588 \U0001f680 12:00".encode())
+
+
+def test_a_blocks_last_date_is_the_last_of_every_date_in_its_tail(monkeypatch):
+    """prepare._last_date (the last window first, then the whole tail) is the last of all the ISO dates the tail
+    holds (what year_changes took it for): a date, or two, at every distance from the block's end, windows small
+    enough to cut one in two, and the block's start (LO) before, inside and after them."""
+    from triage.scan import prepare
+    monkeypatch.setattr(prepare, "YEAR_TAIL_FIRST", 48)
+    monkeypatch.setattr(prepare, "YEAR_TAIL", 300)
+    dates = [b"[2026-12-03 06:41:56] x", b"2025-01-01T00:00:00Z", b"2024-02-29_10:00:00"]
+    tried = 0
+    for d in dates:
+        for before in range(0, 340, 3):
+            for after in (0, 1, 7, 23, 150):
+                for other in (b"", b"2023-05-05 05:05:05 z\n"):
+                    buf = b"a" * before + other + d + b"\n" + b"y" * after
+                    for lo in (0, before // 2, len(buf) - 10):
+                        every = [m.start() for m in prepare._ISO_DATE_B.finditer(buf, max(lo, len(buf) - 300))]
+                        assert prepare._last_date(buf, lo) == (every[-1] if every else -1), (buf, lo)
+                        tried += 1
+    assert tried > 3000

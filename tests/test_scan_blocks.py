@@ -554,6 +554,45 @@ def test_random_logs_and_split_points_among_workers_are_the_line_scan(monkeypatc
     check()
 
 
+# the year family's generator (issue 44's fifteenth pass): runs of lines in one year each -- dated lines of it, and
+# year-less headers (glog's, vLLM's, in colour; a 29 February is a time in 2024 only; a failure's time is its order)
+# each with a failure wording or none -- the runs' years drawn from three: a year changes, goes and comes back
+_DATED = ["[rank0]: [{y}-02-28 23:59:58] INFO: step done", "[rank1]: [{y}-03-01 00:00:01,100] INFO: a clock",
+          "{y}-02-28T23:59:59.000000123Z rank2 ok"]
+_YEARLESS = [
+    "[rank1]:E0229 23:00:03.000000 123 x.py:1] RuntimeError: boom", "[rank2]:W0301 00:00:04.000000 9 y.py:2] warn",
+    "[rank1]:E0301 00:00:03.000000 123 x.py:1] RuntimeError: CUDA error: unspecified launch failure",
+    "[rank3]: ERROR 03-01 00:00:05 [core.py:1] RuntimeError: CUDA error: an illegal memory access was encountered",
+    "[rank1]:\x1b[31mE0301\x1b[0m 00:00:06.000000 123 x.py:1] torch.OutOfMemoryError: CUDA out of memory.",
+    "[rank0]: plain line", "[rank2]: Traceback (most recent call last):", "[rank2]: ValueError: bad",
+    "[rank0]:I0228 23:59:59.500000 1 z.py:3] NCCL INFO comm 0x1 rank 0 nranks 4 - Init COMPLETE"]
+
+
+def _years_log(rnd) -> str:
+    out = []
+    for _ in range(rnd.randint(1, 12)):
+        y = rnd.choice((2023, 2024, 2025))
+        for _ in range(rnd.randint(1, 8)):
+            out.append(rnd.choice(_DATED).format(y=y) if rnd.random() < 0.4 else rnd.choice(_YEARLESS))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_logs_of_several_years_read_their_year_less_times_as_the_line_scan(monkeypatch, tmp_path, seed):
+    """Property (issue 44): random logs of runs of lines of several years (_years_log), cut into blocks at random
+    sizes and dealt to worker processes, give the line scan's result -- a year that goes and comes back inside a
+    block was read in the block's first year (with that shortcut, a log of two of these four seeds differs)."""
+    import random
+    _with_workers(monkeypatch, 5)
+    rnd = random.Random(seed)
+    p = tmp_path / "years.log"
+    for _ in range(10):
+        p.write_text(_years_log(rnd), encoding="utf-8")
+        block = rnd.randint(80, 4000)
+        line, blk = both([str(p)], block)
+        assert blk == line, (p.read_text(), block)
+
+
 def test_a_workers_own_cut_of_a_plain_file_is_the_readers(tmp_path):
     """Property (issue 27): a worker cuts its blocks from the file's offsets alone (geometry.Geometry).
     Wherever its block has the offset and size of the reader's block, the bytes are the reader's

@@ -338,9 +338,9 @@ def _yearless_facts(aset, raw: bytes) -> bool:
     """Whether prepare.year_changes takes the block of the line RAW for one that may hold a year-less time: the
     facts of its anchor pass, or a digit of another script."""
     from triage.scan import prepare
-    facts: set = set()
+    facts = prepare.BlockFacts()
     prepare.prepare_block(raw + b"\n", 0, aset, [], facts=facts)
-    return prepare._may_read_a_year(raw + b"\n", facts)
+    return prepare._may_read_a_year(raw + b"\n", facts.found)
 
 
 def _depends_on_year(raw: bytes) -> bool:

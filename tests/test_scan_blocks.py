@@ -912,6 +912,22 @@ YEAR_AND_SCOPE_LOGS = {
                                "[rank1]: [2025-02-28 23:00:01] INFO: a log of another year",
                                "[rank1]:E\u0660\u0662\u0662\u0669 23:00:03.000000 123 x.py:1] RuntimeError: boom",
                                "[rank0]: [2024-02-28 23:00:05] INFO: step done"],
+    # (a date the raw bytes do not show: a control byte or an ANSI colour inside it, gone once normalised -- the
+    # line scan reads the line normalised; found by random mixes of fixture lines with such bytes put in)
+    "date-with-a-control-byte": ["[2025-08-0\x011 10:00:32 TP0] Memory pool end. avail mem=7.61 GB",
+                                 "[rank1]:[E1203 14:03:49.385461578 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog "
+                                 "caught collective operation timeout: WorkNCCL(SeqNum=812, OpType=ALLREDUCE, "
+                                 "NumelIn=131072, NumelOut=1048576, Timeout(ms)=600000) ran for 600057 milliseconds "
+                                 "before timing out."],
+    "year-back-in-colour": ["[rank0]: [2024-02-28 10:00:00] a", "[rank0]: [2025-\x1b[0m02-28 10:00:00] b",
+                            "[rank1]:E0301 10:00:03.000000 123 x.py:1] RuntimeError: boom",
+                            "[rank0]: [2024-02-28 10:00:05] c"],
+    # (and a dated line after more than 32 date-like strings that tell no year -- past a line's first 200 bytes, no
+    # valid time: the block's search for its first dated line gave up after 32)
+    "date-after-far-dates": ["[rank0]: " + "x" * 250 + " 2026-01-01 00:00:00"] * 40 + [
+        "[rank0]: [2025-02-28 10:00:00] hello", "[rank1]:E0301 10:00:03.000000 123 x.py:1] RuntimeError: boom"],
+    "date-after-bad-dates": ["[rank0]: 2026-13-45 99:99:99 x"] * 40 + [
+        "[rank0]: [2025-02-28 10:00:00] hello", "[rank1]:E0301 10:00:03.000000 123 x.py:1] RuntimeError: boom"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

@@ -25,12 +25,14 @@ from .observer import Feeder, Observer
 from .prepare import (
     ANCHOR_STRIDE,
     ANCHOR_TAG,
+    DATED_UNKNOWN,
     PLAIN_ASCII,
     PLAIN_DASH,
     RULE_TAG,
     RUN_DASH,
     RUN_DEP,
     RUN_MIN,
+    BlockFacts,
     Body,
     PlainRun,
     _batchers,
@@ -75,10 +77,10 @@ class _InputScan:
         self.run_mark = _NEVER
         self.plain_spec: Dict[int, Optional[_PlainSpec]] = {}   # what a run's tags wake, by id(tags) (_spec)
 
-    def block(self, buf: bytes, lo: int, prepared: tuple, facts: Optional[Set[int]] = None) -> None:  # noqa: C901
+    def block(self, buf: bytes, lo: int, prepared: tuple, facts: Optional[BlockFacts] = None) -> None:  # noqa: C901
         """Scan buf[lo:] (buf[:lo] is the previous block's tail, for walking back).  PREPARED is
-        prepare_block's (hits, batch records, line count; FACTS: its anchor pass's facts, None when not known,
-        prepare.year_changes), and from a pool worker also the line
+        prepare_block's (hits, batch records, line count; FACTS: what its anchor pass told beyond them, None when
+        not known, prepare.BlockFacts), and from a pool worker also the line
         index of the hits (prepare.line_index)."""
         hits, recs_all, block_nl = prepared[:3]
         index: Optional[Dict[int, int]] = prepared[3] if len(prepared) > 3 else None
@@ -89,10 +91,13 @@ class _InputScan:
         self._worker_view(prepared, lo)
         # the block's first dated line: its year told to the lines after it, fed or not (BlockView.first_dated)
         # (a pool worker's search for it, offsets in the block, prepared[7])
-        self.dated = self.view.first_dated(lo, *prepared[7:8]) if self.view.buf is buf else None
+        normed = facts.normed if facts is not None else ()
+        self.dated = (self.view.first_dated(lo, prepared[7] if len(prepared) > 7 else DATED_UNKNOWN, normed)
+                      if self.view.buf is buf else None)
         # ... and the dated lines after it where the year changes (a worker's: prepared[10]), in order
         self.dated_next = (self.view.year_changes(lo, self.dated, prepared[10] if len(prepared) > 10 else None,
-                                                  facts) if self.dated is not None else [])
+                                                  facts.found if facts is not None else None, normed)
+                           if self.dated is not None else [])
         inp = self.inp
         followers = self.followers
         first = self.lineno + 1      # line number of the block's first line

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from typing import Callable, Dict, Hashable, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, Hashable, List, Optional, Sequence, Set, Tuple, Union
 
 from ..inputs.sources import (
     _DOTTED_EXC,
@@ -379,26 +379,27 @@ class BlockView(View):
                 self.year = y
                 self._year_span = (timegm(y, 1, 1), timegm(y, 12, 31) + 86400)
 
-    def first_dated(self, lo: int, ahead: Union[None, int, Tuple[int, float, str]] = DATED_UNKNOWN) -> Optional[
-            Tuple[int, float, str]]:
+    def first_dated(self, lo: int, ahead: Union[None, int, Tuple[int, float, str]] = DATED_UNKNOWN,
+                    normed: Sequence[int] = ()) -> Optional[Tuple[int, float, str]]:
         """The first line of the block buf[lo:] with a dated time (prepare.first_dated_in): (its offset, its
         time, its normalised text), or None.  The scanner feeds a line only when an observer wants it, so a
         dated line no observer wants told the lines after it nothing of their year: a 2025 log's glog lines
         read as 2026's while its dated lines were 2025's (issue 44's review).  AHEAD: a pool worker's
-        first_dated_in of the block (offsets in it), unless DATED_UNKNOWN."""
+        first_dated_in of the block (offsets in it), unless DATED_UNKNOWN; NORMED: BlockFacts.normed, offsets in
+        the buffer."""
         if ahead is None:
             return None
         if isinstance(ahead, tuple):
             return ahead[0] + lo, ahead[1], ahead[2]
-        found = first_dated_in(self.buf, lo, self.year)
+        found = first_dated_in(self.buf, lo, self.year, normed=normed)
         return found if isinstance(found, tuple) else None
 
     def year_changes(self, lo: int, first: Tuple[int, float, str], ahead: Optional[List[Tuple[int, float, str]]] = None,
-                     facts: Optional[Set[int]] = None) -> List[Tuple[int, float, str]]:
+                     facts: Optional[Set[int]] = None, normed: Sequence[int] = ()) -> List[Tuple[int, float, str]]:
         """The dated lines of the block buf[lo:] after its first (FIRST) where the year changes
         (prepare.year_changes), in order; AHEAD: a pool worker's (offsets in the block), else looked for here
-        (FACTS: prepare_block's, of the block's anchor pass; None: not known)."""
+        (FACTS, NORMED: BlockFacts', of the block's anchor pass; FACTS None: not known)."""
         if ahead is not None:
             return [(at + lo, ts, raw) for at, ts, raw in ahead]
-        return year_changes(self.buf, first[0], self.year, facts=facts)
+        return year_changes(self.buf, first[0], self.year, facts=facts, normed=normed, first_ts=first[1])
 

@@ -65,6 +65,7 @@ from .prepare import (
     NORM_TAG,
     PARSE_MIN_WORKERS,
     RULE_TAG,
+    BlockFacts,
     _batchers,
     anchor_set,
     prepare_block,
@@ -297,7 +298,7 @@ class Engine:
                     head = buf[lo:lo + EDGE_BYTES]
                 last = buf
                 view.reset(buf, lo)
-                found: Set[int] = set()     # (the facts of the block's anchor pass: prepare.FACTS)
+                found = BlockFacts()        # (what the block's anchor pass tells beyond its hits)
                 scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers, found),
                            found)
         finally:
@@ -411,19 +412,22 @@ def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
 
 
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,
-              batchers: Sequence[Tuple[Feeder, int]], facts: Optional[Set[int]] = None) -> tuple:
+              batchers: Sequence[Tuple[Feeder, int]], facts: Optional[BlockFacts] = None) -> tuple:
     """Anchor hits, batch records and line count of block BI (at offset START of the input): a
-    worker's, else made here (the facts it may hold added to FACTS: a worker's year changes are its own)."""
+    worker's, else made here (what its anchor pass tells beyond them in FACTS: a worker's year changes are its
+    own, and its facts not known here; the lines it read normalised that hold a date, its)."""
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
     if prepared is not None and facts is not None:
-        facts.update(range(len(aset.facts)))    # (a worker's: not known here, where its year changes are not made)
+        facts.found.update(range(len(aset.facts)))
+        facts.normed.extend(at + lo for at in prepared[17])
     if prepared is not None and lo:      # a worker's offsets are relative to the block
         (h, r, nl_, idx, done, parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable,
-         timed_rt, plain, runs) = prepared
+         timed_rt, plain, runs, normed) = prepared
         prepared = ({k + lo: v for k, v in h.items()},
                     [x if o.batch else {k + lo: v for k, v in x.items()} for (o, _), x in zip(batchers, r)], nl_,
                     {k + lo: v for k, v in idx.items()}, {k + lo: v for k, v in done.items()},
-                    parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable, timed_rt, plain, runs)
+                    parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable, timed_rt, plain, runs,
+                    normed)
     # (offsets in the block: BlockView reads them so, and a batch observer's records, _Batch's BASE; from pre_lo;
     # a summary's are the records' order and lines in the block; the bodies' keys, the introducing lines', the
     # lines to pass by, the plain hit lines' and their runs', from lo; the timed lines' numbers are the block's)

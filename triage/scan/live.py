@@ -14,13 +14,13 @@ observers' own caps (matches, error blocks, evidence) and one look-back tail per
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from ..inputs.sources import MAX_RAW, Input, _tail_of, describe_input
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .observer import Observer
-from .prepare import _batchers, prepare_block
+from .prepare import BlockFacts, _batchers, prepare_block
 from .results import ScanResult
 from .state import InputState
 
@@ -135,7 +135,7 @@ class LiveScan:
         buf = li.prev + whole
         lo = len(li.prev)
         li.view.reset(buf, lo)
-        facts: Set[int] = set()
+        facts = BlockFacts()
         li.scan.block(buf, lo, prepare_block(buf, lo, self.aset, li.scan.batchers, facts=facts), facts)
         li.prev = _tail_of(buf, self.tail)
         return len(whole)
@@ -174,7 +174,7 @@ class LiveScan:
                 buf = li.prev + whole
                 li.view.reset(buf, len(li.prev))
                 li.scan.obs = obs
-                facts: Set[int] = set()
+                facts = BlockFacts()
                 li.scan.block(buf, len(li.prev), prepare_block(buf, len(li.prev), self.aset, li.scan.batchers,
                                                                facts=facts), facts)
             if li.scan.lineno:

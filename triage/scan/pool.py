@@ -76,7 +76,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                     raise NotPlain()
                 if added:
                     block += b"\n"
-                facts: Set[int] = set()         # (the year-less time forms it may hold: year_changes)
+                facts = prepare.BlockFacts()    # (year-less time forms, dates shown normalised: year_changes)
                 h, r, _ = prepare.prepare_block(block, 0, aset, batchers, ahead=True, count=False, facts=facts)
                 starts = sorted(h)
                 li = prepare.line_index(block, 0, starts)
@@ -92,7 +92,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                                                                                  batchers, file_rank, bi, texts)
                 else:
                     parsed, summ, bodies, intros, passes, followed = {}, None, {}, {}, {}, []
-                dated = prepare.first_dated_in(block, 0, None, ahead=True)
+                dated = prepare.first_dated_in(block, 0, None, ahead=True, normed=facts.normed)
                 ranks = prepare.timed_ranks(timed, parsed)
                 norms: Dict[int, str] = {}
                 searched = prepare.rule_searches(block, h, rules, guard, dense, norms, texts)
@@ -106,11 +106,12 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 conn.send((path, bi, start, len(block),
                            (h, r, nl, li, searched,
                             parsed, timed, dated, summ, bodies,
-                            prepare.year_changes(block, dated[0], None, ahead=True, facts=facts)
+                            prepare.year_changes(block, dated[0], None, ahead=True, facts=facts.found,
+                                                 normed=facts.normed, first_ts=dated[1])
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,
-                            intros, passes, ranks, plain, runs)), g)
+                            intros, passes, ranks, plain, runs, facts.normed)), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

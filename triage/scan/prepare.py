@@ -2,8 +2,10 @@
 worker process can do ahead of the scanner; the compiled anchor set of an observer set."""
 from __future__ import annotations
 
+import bisect
 import functools
 import re
+import time
 from array import array
 from itertools import compress
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union, cast
@@ -93,8 +95,19 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
     return out
 
 
+class BlockFacts:
+    """What a block's anchor pass tells beyond its hits (prepare_block's FACTS): FOUND, the anchor set's facts it
+    may hold (FACTS' indices); NORMED, the starts of its lines with control characters whose normalised text holds
+    an ISO date, in order (a date the raw bytes may not show: `2025-08-0\\x011`; first_dated_in, year_changes)."""
+    __slots__ = ("found", "normed")
+
+    def __init__(self) -> None:
+        self.found: Set[int] = set()
+        self.normed: List[int] = []
+
+
 def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
-                  ahead: bool = False, count: bool = True, facts: Optional[Set[int]] = None
+                  ahead: bool = False, count: bool = True, facts: Optional[BlockFacts] = None
                   ) -> Tuple[Dict[int, Set[int]], List[Dict[int, tuple]], int]:
     """The pure, C-heavy part of scanning the block buf[lo:] (a worker process can do it ahead
     of the scanner): the anchor hits per line start, the lines each batch observer parsed itself
@@ -103,11 +116,11 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
     parses more of a record than the scanner would need: what the scanner then parses no more).  Offsets are
     offsets in buf.  (The scanner counts the lines before a hit itself: an index per hit line
     cost a dict entry per line of a block of dense hits.)  COUNT false: the line count is -1 (a pool worker's,
-    which counts the lines with its line index: block_lines).  FACTS: the anchor set's facts the block may hold
-    are added to it (AnchorSet.scan; its lines with control characters looked at normalised too)."""
+    which counts the lines with its line index: block_lines).  FACTS: what the pass tells beyond the hits is added
+    to it (BlockFacts: AnchorSet.scan's facts, its lines with control characters looked at normalised too)."""
     # a zero-copy view of the block: AnchorSet.scan reads any bytes-like buffer (annotated `bytes`)
     data = cast(bytes, memoryview(buf)[lo:]) if lo else buf
-    hits = aset.scan(data, lo, buf, facts)
+    hits = aset.scan(data, lo, buf, facts.found if facts is not None else None)
     _retag_normalised(hits, buf, aset, facts)
     recs_all: List[Dict[int, tuple]] = []
     for o, idx in batchers:
@@ -134,30 +147,42 @@ def block_lines(buf: bytes, starts: Sequence[int], index: Dict[int, int]) -> int
 # year's digits looked behind from its first `-` (a literal to search for first: as fast as without them), so a
 # date-like string without a year is passed over in C (a block of them used up the looks below)
 _ISO_DATE_B = re.compile(rb"-(?<=\d{4}-)\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
-DATED_LOOKS = 32           # dates looked at for a block's first dated line, at most
+DATED_LOOKS = 256          # lines parsed for a block's first dated line, at most (a hostile block of date-like
+#                            strings that are no time: ~5 us each; one past a line's first 200 bytes is no parse)
 DATED_UNKNOWN = -1         # first_dated_in(ahead=True): a time on the way depends on the year (the scanner looks)
 
 
-def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = False) -> Union[
-        None, int, Tuple[int, float, str]]:
+def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = False,
+                   normed: Sequence[int] = ()) -> Union[None, int, Tuple[int, float, str]]:
     """The first line from buf[pos:] with a dated time (an ISO date in the first 200 characters parse_ts
-    reads): (its offset, its time in YEAR, its normalised text), or None (looked for in DATED_LOOKS
-    date-like matches at most).  AHEAD: a pool worker's, in no known year (issue 44: the scanner searched
-    each block for it, a pass over a block without a date, ~1 ms of every 2 MiB of a log of warnings):
-    DATED_UNKNOWN when a time it read on the way depends on the year, which the scanner then knows."""
-    for _ in range(DATED_LOOKS):
+    reads): (its offset, its time in YEAR, its normalised text), or None (DATED_LOOKS lines parsed at most).
+    NORMED: the starts of the lines with control characters whose normalised text holds a date (BlockFacts: one
+    the raw bytes may not show), looked at in their place.  AHEAD: a pool worker's, in no known year (issue 44:
+    the scanner searched each block for it, a pass over a block without a date, ~1 ms of every 2 MiB of a log of
+    warnings): DATED_UNKNOWN when a time it read on the way depends on the year, which the scanner then knows."""
+    k = bisect.bisect_left(normed, pos)
+    parsed = 0
+    while parsed < DATED_LOOKS:
         m = _ISO_DATE_B.search(buf, pos)
-        if m is None:
-            return None
-        if m.start() - 4 < pos:           # (its year before POS: not in the block)
-            pos = m.start() + 1
-            continue
-        s = buf.rfind(b"\n", 0, m.start()) + 1
-        nl = buf.find(b"\n", m.end())
-        e = len(buf) if nl < 0 else nl
-        pos = e + 1
-        if m.start() - s > 200:
-            continue
+        if k < len(normed) and (m is None or normed[k] < m.start()):
+            s = normed[k]                 # (a line with control characters first: read normalised)
+            k += 1
+            nl = buf.find(b"\n", s)
+            e = len(buf) if nl < 0 else nl
+            pos = max(pos, e + 1)
+        else:
+            if m is None:
+                return None
+            if m.start() - 4 < pos:           # (its year before POS: not in the block)
+                pos = m.start() + 1
+                continue
+            s = buf.rfind(b"\n", 0, m.start()) + 1
+            nl = buf.find(b"\n", m.end())
+            e = len(buf) if nl < 0 else nl
+            pos = e + 1
+            if m.start() - s > 200:
+                continue
+        parsed += 1
         norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
         if ahead:
             ts, dep = parse_ts_ahead(norm)
@@ -175,43 +200,70 @@ YEAR_TAIL_FIRST = 1 << 12  # ... these first (a log of a date on every line: ~60
 
 
 def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = False,
-                 facts: Optional[Set[int]] = None) -> List[Tuple[int, float, str]]:
-    """The dated lines of BUF after the one at offset FIRST (first_dated_in's) whose date's year differs from the
-    dated line's before them: (offset, time in YEAR, normalised text) each, in order (AHEAD: a pool worker's, in no
-    known year -- an ISO date needs none).  The line scan learns the year from every dated line; the block scan
-    only from the lines it feeds and each block's first dated line, so a year change later in a block went
-    unlearnt (issue 44's fifth review: a glog `E0229` line after `[2027-..]` then `[2028-..]` read in 2027).  A
+                 facts: Optional[Set[int]] = None, normed: Sequence[int] = (),
+                 first_ts: Optional[float] = None) -> List[Tuple[int, float, str]]:
+    """The dated lines of BUF after the one at offset FIRST (first_dated_in's; FIRST_TS its time) whose year differs
+    from the dated line's before them: (offset, time in YEAR, normalised text) each, in order (AHEAD: a pool
+    worker's, in no known year -- an ISO date needs none).  The line scan learns the year from every dated line; the
+    block scan only from the lines it feeds and each block's first dated line, so a year change later in a block
+    went unlearnt (issue 44's fifth review: a glog `E0229` line after `[2027-..]` then `[2028-..]` read in 2027).  A
     block whose last date (in its last YEAR_TAIL bytes) has its first's year ends in the year it began in; when it
     holds no year-less time either (FACTS, its anchor pass's: none of sources.YEARLESS_FORMS, no digit of another
     script -- _may_read_a_year) no time in it depends on a year it may change to in between: one look at its tail
     (a search of every block for a date of another year cost ~0.5-0.7 ms a MiB).  Else each change is one search
     in C for a date of another year (_other_year): a year that goes and comes back inside a block (clocks that
-    straddle a New Year's midnight, logs of two years interleaved) is found where a line's time depends on it."""
-    d0 = _ISO_DATE_B.search(buf, first, first + 260)
-    if d0 is None:
-        return []
-    cur = buf[d0.start() - 4:d0.start()]
-    end = _last_date(buf, d0.end())
-    if end >= 0 and buf[end - 4:end] == cur and not _may_read_a_year(buf, facts):
-        return []                   # the tail's last date has the first's year, no time depends on a year
-    if end < 0 and _other_year(cur).search(buf, d0.end()) is None:
-        return []                   # no date in the tail: the block is looked at, no date of another year
+    straddle a New Year's midnight, logs of two years interleaved) is found where a line's time depends on it.
+    NORMED (BlockFacts): the lines with control characters whose normalised text holds a date, looked at in their
+    place (their dates the raw bytes may not show: no look at the tail alone then)."""
+    nl0 = buf.find(b"\n", first)
+    e0 = len(buf) if nl0 < 0 else nl0
+    if first_ts is not None:
+        cur = b"%04d" % time.gmtime(first_ts).tm_year
+    else:
+        d0 = _ISO_DATE_B.search(buf, first, min(first + 260, e0))
+        if d0 is None:
+            return []
+        cur = buf[d0.start() - 4:d0.start()]
+    k = bisect.bisect_right(normed, first)
+    if k == len(normed):
+        end = _last_date(buf, e0)
+        if end >= 0 and buf[end - 4:end] == cur and not _may_read_a_year(buf, facts):
+            return []                   # the tail's last date has the first's year, no time depends on a year
+        if end < 0 and _other_year(cur).search(buf, e0) is None:
+            return []                   # no date in the tail: the block is looked at, no date of another year
+    return _changes(buf, first, e0, cur, year, ahead, normed[k:])
+
+
+def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], ahead: bool,
+             normed: Sequence[int]) -> List[Tuple[int, float, str]]:
+    """year_changes' dated lines where the year changes from CUR (the first's, at offset FIRST), from POS on: each
+    date of another year searched in C, each line of NORMED read in its place."""
     out: List[Tuple[int, float, str]] = []
-    rfind, find, last, pos = buf.rfind, buf.find, first, d0.end()
+    rfind, find, last, k = buf.rfind, buf.find, first, 0
     while True:
         m = _other_year(cur).search(buf, pos)
-        if m is None:
+        if k < len(normed) and (m is None or normed[k] < m.start()):
+            s = normed[k]                 # (a line with control characters: its date read normalised)
+            k += 1
+            nl = find(b"\n", s)
+            e = len(buf) if nl < 0 else nl
+            pos = max(pos, e)
+        elif m is None:
             return out
-        pos = m.end()
-        s = rfind(b"\n", 0, m.start()) + 1
-        if s == last or m.start() - s > 200:
-            continue
-        e = find(b"\n", m.end())
-        norm = normalise(decode_line(buf[s:min(len(buf) if e < 0 else e, s + MAX_RAW)]))
+        else:
+            pos = m.end()
+            s = rfind(b"\n", 0, m.start()) + 1
+            if s == last or m.start() - s > 200:
+                continue
+            nl = find(b"\n", m.end())
+            e = len(buf) if nl < 0 else nl
+        norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
         ts = parse_ts_ahead(norm)[0] if ahead else parse_ts(norm, year)
         if ts is not None and "-" in norm[:40]:
-            out.append((s, ts, norm))
-            cur, last = buf[m.start() - 4:m.start()], s
+            y = b"%04d" % time.gmtime(ts).tm_year
+            if y != cur:
+                out.append((s, ts, norm))
+                cur, last = y, s
 
 
 def _last_date(buf: bytes, lo: int) -> int:
@@ -802,10 +854,11 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int],
     return out
 
 
-def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet, facts: Optional[Set[int]] = None) -> None:
+def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet,
+                      facts: Optional[BlockFacts] = None) -> None:
     """Lines with control characters (ANSI colours, ...) are normalised first, then searched again
     (all of a block's such lines in one search): anchors are trusted only on normalised text (and the facts
-    their normalised text may hold added to FACTS)."""
+    their normalised text may hold, and those of them that hold an ISO date, added to FACTS)."""
     starts = [s for s, t in hits.items() if NORM_TAG in t]
     if not starts:
         return
@@ -820,7 +873,9 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet, fa
     for t in texts:
         offs.append(o)
         o += len(t) + 1
-    found = aset.scan(joined, facts=facts)
+    found = aset.scan(joined, facts=facts.found if facts is not None else None)
+    if facts is not None:
+        facts.normed.extend(sorted(s for s, t in zip(starts, texts) if _ISO_DATE_B.search(t)))
     for i, s in enumerate(starts):
         new = set(found.get(offs[i], ()))     # a copy: scan() shares equal tag sets among lines
         new.discard(NORM_TAG)

@@ -147,22 +147,25 @@ def block_lines(buf: bytes, starts: Sequence[int], index: Dict[int, int]) -> int
 # year's digits looked behind from its first `-` (a literal to search for first: as fast as without them), so a
 # date-like string without a year is passed over in C (a block of them used up the looks below)
 _ISO_DATE_B = re.compile(rb"-(?<=\d{4}-)\d\d-\d\d[ T_]\d\d:\d\d:\d\d")
-DATED_LOOKS = 256          # lines parsed for a block's first dated line, at most (a hostile block of date-like
-#                            strings that are no time: ~5 us each; one past a line's first 200 bytes is no parse)
+DATED_LOOKS = 128          # lines parsed for a block's first dated line, at most (a hostile block of date-like
+#                            strings that are no time: ~5 us each) ...
+DATED_SKIPS = 512          # ... and dates passed over, past their line's first 200 bytes (no parse: ~2 us each; a
+#                            log of JSON lines with a late "timestamp" field has one a line)
 DATED_UNKNOWN = -1         # first_dated_in(ahead=True): a time on the way depends on the year (the scanner looks)
 
 
 def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = False,
                    normed: Sequence[int] = ()) -> Union[None, int, Tuple[int, float, str]]:
     """The first line from buf[pos:] with a dated time (an ISO date in the first 200 characters parse_ts
-    reads): (its offset, its time in YEAR, its normalised text), or None (DATED_LOOKS lines parsed at most).
+    reads): (its offset, its time in YEAR, its normalised text), or None (DATED_LOOKS lines parsed and DATED_SKIPS
+    dates passed over at most: a bound against hostile blocks).
     NORMED: the starts of the lines with control characters whose normalised text holds a date (BlockFacts: one
     the raw bytes may not show), looked at in their place.  AHEAD: a pool worker's, in no known year (issue 44:
     the scanner searched each block for it, a pass over a block without a date, ~1 ms of every 2 MiB of a log of
     warnings): DATED_UNKNOWN when a time it read on the way depends on the year, which the scanner then knows."""
     k = bisect.bisect_left(normed, pos)
-    parsed = 0
-    while parsed < DATED_LOOKS:
+    parsed = skipped = 0
+    while parsed < DATED_LOOKS and skipped < DATED_SKIPS:
         m = _ISO_DATE_B.search(buf, pos)
         if k < len(normed) and (m is None or normed[k] < m.start()):
             s = normed[k]                 # (a line with control characters first: read normalised)
@@ -181,6 +184,7 @@ def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = Fals
             e = len(buf) if nl < 0 else nl
             pos = e + 1
             if m.start() - s > 200:
+                skipped += 1
                 continue
         parsed += 1
         norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))

@@ -928,6 +928,13 @@ YEAR_AND_SCOPE_LOGS = {
         "[rank0]: [2025-02-28 10:00:00] hello", "[rank1]:E0301 10:00:03.000000 123 x.py:1] RuntimeError: boom"],
     "date-after-bad-dates": ["[rank0]: 2026-13-45 99:99:99 x"] * 40 + [
         "[rank0]: [2025-02-28 10:00:00] hello", "[rank1]:E0301 10:00:03.000000 123 x.py:1] RuntimeError: boom"],
+    # (an observer's regex that reads more than its regex anchor: a digit of another script, a no-break space --
+    # the anchors are Hyperscan's, ASCII; found by random mixes with such characters put in)
+    "capture-seconds-in-other-digits": [
+        "INFO:megatron.core.transformer.cuda_graphs:Time spent in CUDA Graphs capture on rank 6: 7.1\u0662s",
+        "[rank0]: Rank \u0663: 12 graphable layers", "[rank0]: > built \uff12 cuda graph(s) in 3.5 sec"],
+    "torch-version-after-a-no-break-space": ["[rank0]: torch\u00a0version 2.9.0+cu\u0661\u0662\u0668",
+                                             "[rank0]: RuntimeError: CUDA error: out of memory"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from ..inputs.sources import MAX_RAW, Line, scanned_text
 from ..match.anchors import Anchor
-from ..match.rx import IGNORECASE, lazy, match, search
+from ..match.rx import ASCII, IGNORECASE, lazy, match, search
 from .defaults import apply_defaults
 from .document import parse_config_text
 from .engines import NEEDLES as ENGINE_NEEDLES
@@ -42,12 +42,14 @@ _ENV_NCCL = lazy(r"\bNCCL INFO\s+" + _ENV_KEYS_RX + r"\s+set by environment to\s
 # a line that is no launch line but still echoes a command holding a graph flag (e.g. after a log prefix)
 _CMDLINE = lazy(r"(?:^|[\s/+'\"])(?:python\d*(?:\.\d+)?|torchrun|srun|mpirun|deepspeed|accelerate|uv)\s|\.py\b|\.sh\b")
 _CMD_FLAG = lazy(r"--cuda[-_]graph[-_](?:impl|scope|modules)|--enable[-_]cuda[-_]graph|--external[-_]cuda[-_]graph")
+# (torch's and the `+cuNNN` form: ASCII, as their regex anchors -- Hyperscan's `\d`, `[ \t]` -- read them; a str
+# regex's \s and \d read a no-break space and a digit of any script, a line the block scan's anchors pass over)
 _VERSION_LINES = [
-    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:(?:==|[:=])\s*)?v?(\d+\.\d+\.\d+(?:\.?(?:dev|post)\d+|[a-z]+\d*)?(?:\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
+    ("torch_version", lazy(r"\b(?:torch|pytorch)(?:\s+version|\.__version__)?\s*(?:(?:==|[:=])\s*)?v?(\d+\.\d+\.\d+(?:\.?(?:dev|post)\d+|[a-z]+\d*)?(?:\+\w+)?)", IGNORECASE | ASCII)),  # noqa: E501 - a regex reads best on one line
     ("te_version", lazy(r"transformer[_ -]engine(?:[_-]torch|[_-]cu\d+)?(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+(?:\.\d+)?(?:\.dev\w*|\+\w+)?)", IGNORECASE)),  # noqa: E501 - a regex reads best on one line
     ("mcore_version", lazy(r"megatron[_-]core(?:\s+version)?\s*(?:==|[:=])?\s*v?(\d+\.\d+\.\d+(?:rc\d+)?)", IGNORECASE)),  # noqa: E501
     ("nccl_version", lazy(r"NCCL version:? (\d+\.\d+\.\d+[\w.+-]*)")),
-    ("cuda_version", lazy(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})")),
+    ("cuda_version", lazy(r"CUDA Version:?\s*(\d+\.\d+)|torch\.version\.cuda\s*[:=]\s*(\d+\.\d+)|\+cu(\d{3,})", ASCII)),
     ("driver_version", lazy(r"Driver Version:?\s*(\d+\.\d+(?:\.\d+)?)|cudaDriverVersion (\d+)")),
 ]
 VERSION_KEYS = tuple(k for k, _ in _VERSION_LINES)

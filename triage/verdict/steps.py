@@ -23,7 +23,7 @@ from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in, scanned
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor
-from ..match.rx import GroupsMemo, lazy, search
+from ..match.rx import ASCII, GroupsMemo, lazy, search
 from ..record import record
 
 DEFAULT_WARMUP = 3        # megatron-core's cuda_graph_warmup_steps default
@@ -157,13 +157,15 @@ _NEMO_STEP = lazy(r"global_step[=:]\s*(\d+)(?:\.\d+)?")
 # graphs on the stream. ..."
 NCCL_GRAPH_LINES = ("IPC graph register buffer", "Skipping graph registration for buffer",
                     "but the user is capturing graphs on the stream")
+# (ASCII: their anchors -- ANCHORS, Hyperscan's -- read `\d` so; a str regex's would read a digit of any script,
+# a line the block scan's anchors pass over: issue 44, random mixes with such digits put in)
 _CAPTURE = lazy(
     r"Start CUDA Graphs capture|Capture CUDA graph for (?:training|validation)|Creating \d+ CUDA graphs"
-    r"|create cuda graphs|Capturing CUDA graph"
+    r"|create cuda graphs|Capturing CUDA graph", ASCII
 )
-_BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?")  # noqa: E501 - a regex reads best on one line
-_TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s")
-_GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers")
+_BUILT = lazy(r"> built (\d+) cuda graph\(s\) in ([\d.]+) sec(?:, with total memory usage: allocated ([^,]+), reserved ([^.]+(?:\.\d+ ?\w+)?))?", ASCII)  # noqa: E501 - a regex reads best on one line
+_TIME_SPENT = lazy(r"Time spent in CUDA Graphs capture on rank (\d+): ([\d.]+)s", ASCII)
+_GRAPHABLE = lazy(r"Rank (\d+): (\d+) graphable layers", ASCII)
 _capture, _built, _time_spent, _graphable = (GroupsMemo(x) for x in (_CAPTURE, _BUILT, _TIME_SPENT, _GRAPHABLE))
 
 

@@ -467,3 +467,35 @@ def test_a_blocks_last_date_is_the_last_of_every_date_in_its_tail(monkeypatch):
                         assert prepare._last_date(buf, lo) == (every[-1] if every else -1), (buf, lo)
                         tried += 1
     assert tried > 3000
+
+
+def test_year_changes_searches_a_block_of_dates_shown_only_normalised_a_few_times(monkeypatch):
+    """A block of 2,000 lines whose dates show only once normalised (prepare.BlockFacts.normed) and a year-less
+    header (the exact walk): each line is read in its place, and the search for a raw date of another year runs
+    again only when the year changed or the scan passed its match -- a search from each such line to the block's
+    end made bench_scan.py's log (an ANSI colour on a quarter of its lines) 30 times slower."""
+    from triage.scan import prepare
+    aset, _ = _catalog_scan()
+    lines = [b"[rank0]: [2025-08-0\x011 10:00:%02d] INFO step" % (i % 60) for i in range(2000)]
+    lines[1000] = b"[rank0]: [2026-01-0\x012 10:00:00] INFO the year changes"
+    buf = b"\n".join(lines + [b"[rank1]:E0301 10:00:03.000000 1 x.py:1] RuntimeError: boom"]) + b"\n"
+    facts = prepare.BlockFacts()
+    prepare.prepare_block(buf, 0, aset, [], facts=facts)
+    assert len(facts.normed) == 2000
+    first = prepare.first_dated_in(buf, 0, None, normed=facts.normed)
+    assert first is not None and first[0] == 0
+    searches = [0]
+    real = prepare._other_year
+
+    def counting(year):
+        rx = real(year)
+
+        class Counted:
+            def search(self, *a):
+                searches[0] += 1
+                return rx.search(*a)
+        return Counted()
+    monkeypatch.setattr(prepare, "_other_year", counting)
+    got = prepare.year_changes(buf, first[0], None, facts=facts.found, normed=facts.normed, first_ts=first[1])
+    assert [buf[s:s + 40] for s, _, _ in got] == [lines[1000][:40], lines[1001][:40]]
+    assert searches[0] <= 4, searches[0]

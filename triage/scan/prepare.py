@@ -244,8 +244,11 @@ def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], 
     date of another year searched in C, each line of NORMED read in its place."""
     out: List[Tuple[int, float, str]] = []
     rfind, find, last, k = buf.rfind, buf.find, first, 0
+    m: "Optional[re.Match[bytes]]" = None
+    searched = -1                         # (M: the search from this offset, in CUR's year; else searched again)
     while True:
-        m = _other_year(cur).search(buf, pos)
+        if searched < 0 or (m is not None and m.start() < pos):
+            m, searched = _other_year(cur).search(buf, pos), pos
         if k < len(normed) and (m is None or normed[k] < m.start()):
             s = normed[k]                 # (a line with control characters: its date read normalised)
             k += 1
@@ -267,7 +270,7 @@ def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], 
             y = b"%04d" % time.gmtime(ts).tm_year
             if y != cur:
                 out.append((s, ts, norm))
-                cur, last = y, s
+                cur, last, searched = y, s, -1
 
 
 def _last_date(buf: bytes, lo: int) -> int:
@@ -858,6 +861,18 @@ def parse_hits(buf: bytes, starts: Sequence[int], file_rank: Optional[int],
     return out
 
 
+def _date_read_otherwise(buf: bytes, s: int, normed: bytes) -> bool:
+    """Whether the line at S, NORMED once normalised (UTF-8), holds a date that the raw search for dates
+    (first_dated_in, year_changes: a line's first date, its `-` in its first 200 bytes) does not read as it is: none
+    there, or another one (a control byte or an ANSI colour inside a date, or before it)."""
+    n = _ISO_DATE_B.search(normed)
+    if n is None:
+        return False
+    m = _ISO_DATE_B.search(buf, s, s + n.end() + 1024)       # (a date past a line's first 200 bytes: not read)
+    return (m is None or m.start() - s > 200 or buf[m.start() - 4:m.end()] != normed[n.start() - 4:n.end()]
+            or buf.find(b"\n", s, m.start()) >= 0)
+
+
 def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet,
                       facts: Optional[BlockFacts] = None) -> None:
     """Lines with control characters (ANSI colours, ...) are normalised first, then searched again
@@ -878,8 +893,9 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet,
         offs.append(o)
         o += len(t) + 1
     found = aset.scan(joined, facts=facts.found if facts is not None else None)
-    if facts is not None:
-        facts.normed.extend(sorted(s for s, t in zip(starts, texts) if _ISO_DATE_B.search(t)))
+    if facts is not None:                 # (the lines whose normalised text holds a date: one search of them all)
+        dated = sorted({bisect.bisect_right(offs, m.start()) - 1 for m in _ISO_DATE_B.finditer(joined)})
+        facts.normed.extend(sorted(starts[i] for i in dated if _date_read_otherwise(buf, starts[i], texts[i])))
     for i, s in enumerate(starts):
         new = set(found.get(offs[i], ()))     # a copy: scan() shares equal tag sets among lines
         new.discard(NORM_TAG)

@@ -286,10 +286,17 @@ def _last_date(buf: bytes, lo: int) -> int:
     return -1
 
 
-# the facts an anchor pass looks for (AnchorSet, prepare_block's FACTS): the year-less headers, and a byte not ASCII
-# (where one is, a digit of another script may be: sources.other_digits_in looks)
-FACTS = YEARLESS_FORMS + (rb"[\x80-\xff]",)
+# the facts an anchor pass looks for (AnchorSet, prepare_block's FACTS): the year-less headers, a byte not ASCII
+# (where one is, a digit of another script may be: sources.other_digits_in looks), and what normalising may join a
+# date of: a control byte normalising drops that is not an ANSI escape's, or ANSI escapes between two characters of
+# a date (where one of these is, the lines with control characters are looked at for a date: BlockFacts.normed)
+FACTS = YEARLESS_FORMS + (
+    rb"[\x80-\xff]",
+    rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]",
+    rb"[0-9:T_ \-](?:\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_]))+(?:[0-9:\-]|[T_ ][0-9])",
+)
 _NOT_ASCII = len(YEARLESS_FORMS)
+_JOINS_A_DATE = {_NOT_ASCII + 1, _NOT_ASCII + 2}
 
 
 def _may_read_a_year(buf: bytes, facts: Optional[Set[int]]) -> bool:
@@ -893,7 +900,7 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet,
         offs.append(o)
         o += len(t) + 1
     found = aset.scan(joined, facts=facts.found if facts is not None else None)
-    if facts is not None:                 # (the lines whose normalised text holds a date: one search of them all)
+    if facts is not None and facts.found & _JOINS_A_DATE:      # (the raw pass's: normalising may join a date)
         dated = sorted({bisect.bisect_right(offs, m.start()) - 1 for m in _ISO_DATE_B.finditer(joined)})
         facts.normed.extend(sorted(starts[i] for i in dated if _date_read_otherwise(buf, starts[i], texts[i])))
     for i, s in enumerate(starts):

@@ -68,8 +68,8 @@ SHIP_SECONDS = 50e-6
 @functools.lru_cache(maxsize=8)
 def anchor_set(anchors: Tuple[Anchor, ...]) -> AnchorSet:
     """The compiled anchors of one observer set, built once per process (a fleet worker analyses
-    hundreds of jobs with the same catalog: the database is not rebuilt or reloaded per job).  Its facts: the
-    year-less time forms and a byte not ASCII (FACTS: year_changes)."""
+    hundreds of jobs with the same catalog: the database is not rebuilt or reloaded per job).  Its facts: FACTS
+    (the year-less time forms, a byte not ASCII, what normalising may join a date of: year_changes)."""
     return AnchorSet(anchors, FACTS)
 
 
@@ -98,7 +98,8 @@ def line_index(buf: bytes, lo: int, starts: Sequence[int]) -> Dict[int, int]:
 class BlockFacts:
     """What a block's anchor pass tells beyond its hits (prepare_block's FACTS): FOUND, the anchor set's facts it
     may hold (FACTS' indices); NORMED, the starts of its lines with control characters whose normalised text holds
-    an ISO date, in order (a date the raw bytes may not show: `2025-08-0\\x011`; first_dated_in, year_changes)."""
+    a date the raw search does not read as it is (`2025-08-0\\x011`: _date_read_otherwise), in order, collected
+    where FOUND says normalising may join one (_JOINS_A_DATE); first_dated_in and year_changes read them."""
     __slots__ = ("found", "normed")
 
     def __init__(self) -> None:

@@ -496,7 +496,7 @@ def test_year_changes_searches_a_block_of_dates_shown_only_normalised_a_few_time
                 return rx.search(*a)
         return Counted()
     monkeypatch.setattr(prepare, "_other_year", counting)
-    got = prepare.year_changes(buf, first[0], None, facts=facts.found, normed=facts.normed, first_ts=first[1])
+    got = prepare.year_changes(buf, first[0], first[1], None, facts=facts.found, normed=facts.normed)
     assert [buf[s:s + 40] for s, _, _ in got] == [lines[1000][:40], lines[1001][:40]]
     assert searches[0] <= 4, searches[0]
 

@@ -211,10 +211,6 @@ class AnchorSet:
         `data` may hold added to FACTS (their indices in self.facts)."""
         if not len(data):
             return {}
-        if not self.anchors:
-            if facts is not None:
-                facts.update(range(len(self.facts)))
-            return {}
         whole = buf or data
         if self._db is not None:
             return self._scan_hs(self._db, data, base, whole, facts)

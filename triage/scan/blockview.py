@@ -401,5 +401,5 @@ class BlockView(View):
         (FACTS, NORMED: BlockFacts', of the block's anchor pass; FACTS None: not known)."""
         if ahead is not None:
             return [(at + lo, ts, raw) for at, ts, raw in ahead]
-        return year_changes(self.buf, first[0], self.year, facts=facts, normed=normed, first_ts=first[1])
+        return year_changes(self.buf, first[0], first[1], self.year, facts=facts, normed=normed)
 

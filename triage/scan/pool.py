@@ -106,8 +106,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 conn.send((path, bi, start, len(block),
                            (h, r, nl, li, searched,
                             parsed, timed, dated, summ, bodies,
-                            prepare.year_changes(block, dated[0], None, ahead=True, facts=facts.found,
-                                                 normed=facts.normed, first_ts=dated[1])
+                            prepare.year_changes(block, dated[0], dated[1], None, ahead=True, facts=facts.found,
+                                                 normed=facts.normed)
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,

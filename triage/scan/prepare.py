@@ -188,25 +188,32 @@ def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = Fals
                 skipped += 1
                 continue
         parsed += 1
-        norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
-        if ahead:
-            ts, dep = parse_ts_ahead(norm)
-            if dep:
-                return DATED_UNKNOWN
-        else:
-            ts = parse_ts(norm, year)
-        if ts is not None and "-" in norm[:40]:
+        ts, norm, dep = _read_dated(buf, s, e, year, ahead)
+        if dep:
+            return DATED_UNKNOWN
+        if ts is not None:
             return s, ts, norm
     return None
+
+
+def _read_dated(buf: bytes, s: int, e: int, year: Optional[int], ahead: bool) -> Tuple[Optional[float], str, bool]:
+    """The line buf[s:e] read as the line scan reads it: (its time if it is a dated line -- a time, a `-` in its
+    first 40 characters -- else None, its normalised text, whether AHEAD, in no known year, read a time that
+    depends on the year)."""
+    norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
+    if ahead:
+        ts, dep = parse_ts_ahead(norm)
+    else:
+        ts, dep = parse_ts(norm, year), False
+    return (ts if ts is not None and "-" in norm[:40] else None), norm, dep
 
 
 YEAR_TAIL = 1 << 16        # bytes at a block's end looked at for its last date (year_changes) ...
 YEAR_TAIL_FIRST = 1 << 12  # ... these first (a log of a date on every line: ~600 dates in YEAR_TAIL, ~0.2 ms a MiB)
 
 
-def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = False,
-                 facts: Optional[Set[int]] = None, normed: Sequence[int] = (),
-                 first_ts: Optional[float] = None) -> List[Tuple[int, float, str]]:
+def year_changes(buf: bytes, first: int, first_ts: float, year: Optional[int], ahead: bool = False,
+                 facts: Optional[Set[int]] = None, normed: Sequence[int] = ()) -> List[Tuple[int, float, str]]:
     """The dated lines of BUF after the one at offset FIRST (first_dated_in's; FIRST_TS its time) whose year differs
     from the dated line's before them: (offset, time in YEAR, normalised text) each, in order (AHEAD: a pool
     worker's, in no known year -- an ISO date needs none).  The line scan learns the year from every dated line; the
@@ -222,13 +229,7 @@ def year_changes(buf: bytes, first: int, year: Optional[int], ahead: bool = Fals
     place (their dates the raw bytes may not show: no look at the tail alone then)."""
     nl0 = buf.find(b"\n", first)
     e0 = len(buf) if nl0 < 0 else nl0
-    if first_ts is not None:
-        cur = b"%04d" % time.gmtime(first_ts).tm_year
-    else:
-        d0 = _ISO_DATE_B.search(buf, first, min(first + 260, e0))
-        if d0 is None:
-            return []
-        cur = buf[d0.start() - 4:d0.start()]
+    cur = b"%04d" % time.gmtime(first_ts).tm_year
     k = bisect.bisect_right(normed, first)
     if k == len(normed):
         end = _last_date(buf, e0)
@@ -265,9 +266,8 @@ def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], 
                 continue
             nl = find(b"\n", m.end())
             e = len(buf) if nl < 0 else nl
-        norm = normalise(decode_line(buf[s:min(e, s + MAX_RAW)]))
-        ts = parse_ts_ahead(norm)[0] if ahead else parse_ts(norm, year)
-        if ts is not None and "-" in norm[:40]:
+        ts, norm, _ = _read_dated(buf, s, e, year, ahead)
+        if ts is not None:
             y = b"%04d" % time.gmtime(ts).tm_year
             if y != cur:
                 out.append((s, ts, norm))

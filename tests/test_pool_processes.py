@@ -191,8 +191,8 @@ def test_a_worker_killed_mid_scan_leaves_its_blocks_to_the_scanner(started, monk
     monkeypatch.setattr(pool, "_worker", dying)
     from triage.scan import engine
     parent, calls = os.getpid(), []
-    real_prepare = engine.prepare_block
-    monkeypatch.setattr(engine, "prepare_block", lambda *a, **k: calls.append(os.getpid()) or real_prepare(*a, **k))
+    real_prepare = engine.prepare_gapless
+    monkeypatch.setattr(engine, "prepare_gapless", lambda *a, **k: calls.append(os.getpid()) or real_prepare(*a, **k))
     r = _scan(block_size=256)
     assert calls and set(calls) == {parent}           # the scanner prepared the dead worker's blocks (and the rest)
     monkeypatch.setenv("TRIAGE_JOBS", "1")

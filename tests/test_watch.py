@@ -17,6 +17,7 @@ import time
 
 import pytest
 from jsonschema import Draft202012Validator
+from gaplogs import GAP_LOGS
 
 from triage import schemas
 from triage.match import anchors
@@ -297,6 +298,32 @@ def test_fed_in_random_chunks_equals_scan_paths(pats, name):
             i += n
             if rnd.random() < 0.02:                  # a snapshot in between changes nothing
                 live.snapshot((seen,))
+        res, (seen2,) = live.snapshot((seen,))
+        assert _verdict(res, seen2, pats) == ref, (name, seed)
+
+
+@pytest.mark.parametrize("name", sorted(GAP_LOGS))
+def test_nul_runs_fed_in_random_chunks_equal_scan_paths(pats, tmp_path, name):
+    """SYNTHETIC logs of NUL runs (gaplogs.py: a writer's line after logrotate's copytruncate): the live scan leaves
+    them out as the block scan and the line reader do, however the bytes come (a run cut between two reads, a run
+    longer than MAX_RAW in many)."""
+    path = str(tmp_path / f"{name}.log")
+    data = GAP_LOGS[name]
+    with open(path, "wb") as f:
+        f.write(data)
+    eng = Engine(pats)
+    seen = Seen()
+    ref = _verdict(eng.scan_paths([path], extra=seen.observers()), seen, pats)
+    assert ref[6]                               # (each has a failure the scan must find)
+    for seed in range(3):
+        rnd = random.Random(seed)
+        seen = Seen()
+        live = LiveScan(eng, seen.observers())
+        i = 0
+        while i < len(data):
+            n = rnd.choice([1, 7, 100, 4096, 65536, 1 << 20])
+            live.feed(path, data[i:i + n], path)
+            i += n
         res, (seen2,) = live.snapshot((seen,))
         assert _verdict(res, seen2, pats) == ref, (name, seed)
 

@@ -850,6 +850,33 @@ def decode_line(data: bytes) -> str:
     return raw
 
 
+# a NUL run between two bytes not ASCII: decode_line leaves it out only once decoded (the bytes on its two sides are no
+# one character), so without_gaps keeps one NUL of it
+_JOINING_GAP = re.compile(rb"(?<=[\x80-\xff])\x00+(?=[\x80-\xff])")
+
+
+def without_gaps(data: bytes) -> bytes:
+    """DATA (lines, or a part of one) with its NUL runs left out, as the line reader leaves them out (_readline: a gap
+    logrotate's copytruncate or a writer past a truncation leaves, the text after it read as its line's); one NUL
+    kept of a run between two bytes not ASCII (decode_line then reads them as _readline does).  The block scan reads
+    a block with NULs so (issue 44: a line glued to a NUL run lost its rank prefix, its date in its first 200
+    bytes, and past MAX_RAW its text).  Idempotent, and of a concatenation the concatenation where no run is cut
+    between two bytes not ASCII (lines are cut at newlines)."""
+    if b"\x00" not in data:
+        return data
+    if data.isascii() or _JOINING_GAP.search(data) is None:
+        return data.translate(None, b"\x00")
+    return b"\x00".join(p.translate(None, b"\x00") for p in _JOINING_GAP.split(data))
+
+
+def without_gaps_at(buf: bytes, lo: int) -> Tuple[bytes, int]:
+    """without_gaps of a block BUF[LO:] and of its tail BUF[:LO] (whole lines), and the tail's length then."""
+    if not lo:
+        return without_gaps(buf), 0
+    tail = without_gaps(buf[:lo])
+    return tail + without_gaps(buf[lo:]), len(tail)
+
+
 def scanned_text(data: bytes) -> str:
     """The text the scanner reads of one physical line (DATA: at most MAX_RAW bytes, without its
     newline): decoded, normalised, its launcher prefix split off (sources.make_line's Line.text)."""
@@ -1325,7 +1352,8 @@ def _joined_chunks(head: List[bytes], label: str, notes: Optional[List[str]]) ->
 def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[bytes, int]]:
     """(buf, lo) blocks of whole lines from `chunks` (see iter_blocks_with_tail): a line's part
     at the end of a chunk is carried over to the next; a line longer than MAX_RAW bytes keeps
-    its first MAX_RAW bytes, the rest is skipped."""
+    its first MAX_RAW bytes, the rest is skipped (its NUL runs left out first: without_gaps, as _readline; the
+    scanner leaves out the rest's, the block's)."""
     carry = b""
     prev = b""                  # tail of the previous block
     skipping = False            # inside the over-long remainder of a line
@@ -1340,6 +1368,8 @@ def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[byt
         if cut < 0:
             carry += data
             if len(carry) > MAX_RAW:
+                carry = without_gaps(carry)     # (a NUL run is no part of the line's bytes kept: _readline's)
+            if len(carry) > MAX_RAW:
                 buf = prev + carry[:MAX_RAW] + b"\n"
                 yield buf, len(prev)
                 prev = _tail_of(buf, tail)
@@ -1348,6 +1378,8 @@ def _whole_line_blocks(chunks: Iterable[bytes], tail: int) -> Iterator[Tuple[byt
             continue
         extra = b""
         rest = data[cut + 1:]
+        if len(rest) > MAX_RAW:
+            rest = without_gaps(rest)
         if len(rest) > MAX_RAW:
             extra = rest[:MAX_RAW] + b"\n"
             rest = b""

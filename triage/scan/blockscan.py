@@ -362,6 +362,8 @@ class _InputScan:
         att = inp.attempt(ln)
         if att != self.seg_attempt:
             self._attempt_at(buf, lo, start, att)
+            if ln.rank is not None:     # (its own, or the line's before it that it continues: sources.continues,
+                self.core.ranks_seen.setdefault(att, set()).add(ln.rank)   # which ranks_in does not read)
 
     def _spec(self, tags: Set[int]) -> Optional["_PlainSpec"]:
         """What a plain hit line with the tags TAGS wakes, when no observer follows the block, if a run may

@@ -43,6 +43,8 @@ from ..inputs.sources import (
     describe_input,
     expand_paths,
     iter_blocks_with_tail,
+    without_gaps,
+    without_gaps_at,
 )
 from ..match.anchors import Anchor, AnchorSet
 
@@ -69,6 +71,7 @@ from .prepare import (
     _batchers,
     anchor_set,
     prepare_block,
+    prepare_gapless,
 )
 from .results import Match, ScanResult
 from .rules import Rules
@@ -292,15 +295,20 @@ class Engine:
         else:
             blocks = make(core.notes, progress)
         head, last = b"", b""       # the input's first and last bytes: its job facts (jobfacts)
+        at = 0                      # the input's bytes read before the block (scan.nbytes: scanned, NUL runs left out)
+        gaps = False                # (a block had NUL runs: the next one's tail may)
         try:
             for bi, (buf, lo) in enumerate(blocks):
+                n = len(buf) - lo
+                found = BlockFacts()        # (what the block's anchor pass tells beyond its hits)
+                buf, lo, prepared = _prepared(pool, path, bi, at, buf, lo, aset, scan.batchers, found, gaps)
+                at += n
+                gaps = gaps or len(buf) - lo != n
                 if bi == 0:
                     head = buf[lo:lo + EDGE_BYTES]
                 last = buf
                 view.reset(buf, lo)
-                found = BlockFacts()        # (what the block's anchor pass tells beyond its hits)
-                scan.block(buf, lo, _prepared(pool, path, bi, scan.nbytes, buf, lo, aset, scan.batchers, found),
-                           found)
+                scan.block(buf, lo, prepared, found)
         finally:
             if ahead:
                 blocks.close()
@@ -311,7 +319,7 @@ class Engine:
             # tail, and its first line, the log's last dated one, was dropped as a partial line)
             whole = len(last) <= EDGE_BYTES or last[-EDGE_BYTES - 1:-EDGE_BYTES] == b"\n"
             core.facts.merge(facts_of(head, last[-EDGE_BYTES:], view.year, whole))
-        return scan.lineno, scan.nbytes
+        return scan.lineno, at
 
 
 
@@ -412,17 +420,22 @@ def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
 
 
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,
-              batchers: Sequence[Tuple[Feeder, int]], facts: Optional[BlockFacts] = None) -> tuple:
-    """Anchor hits, batch records and line count of block BI (at offset START of the input): a
-    worker's, else made here (what its anchor pass tells beyond them in FACTS: a worker's year changes are its
-    own, and its facts not known here; the lines it read normalised that hold a date, its)."""
+              batchers: Sequence[Tuple[Feeder, int]], facts: BlockFacts, tail_gaps: bool) -> Tuple[bytes, int, tuple]:
+    """(buf, lo, anchor hits, batch records and line count) of block BI (at offset START of the input, its bytes
+    as read): a worker's, else made here (what its anchor pass tells beyond them in FACTS: a worker's year changes
+    are its own, and its facts not known here; the lines it read normalised that hold a date, its).  A block with
+    NUL runs is read without them, as the line reader reads it (prepare_gapless; a worker's says so), its tail's
+    left out too where TAIL_GAPS (an earlier block had some): BUF and LO then the block's so."""
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
-    if prepared is not None and facts is not None:
-        facts.found.update(range(len(aset.facts)))
-        facts.normed.extend(at + lo for at in prepared[17])
-    if prepared is not None and lo:      # a worker's offsets are relative to the block
+    if prepared is None:
+        return prepare_gapless(buf, lo, aset, batchers, facts=facts, tail_gaps=tail_gaps)
+    if prepared[18] or (tail_gaps and buf.find(b"\x00", 0, lo) >= 0):
+        buf, lo = without_gaps_at(buf, lo)
+    facts.found.update(range(len(aset.facts)))
+    facts.normed.extend(at + lo for at in prepared[17])
+    if lo:      # a worker's offsets are relative to the block
         (h, r, nl_, idx, done, parsed, timed, dated, deltas, bodies, changes, timed_n, intros, passable,
-         timed_rt, plain, runs, normed) = prepared
+         timed_rt, plain, runs, normed, _gapped) = prepared
         prepared = ({k + lo: v for k, v in h.items()},
                     [x if o.batch else {k + lo: v for k, v in x.items()} for (o, _), x in zip(batchers, r)], nl_,
                     {k + lo: v for k, v in idx.items()}, {k + lo: v for k, v in done.items()},
@@ -431,9 +444,7 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: byte
     # (offsets in the block: BlockView reads them so, and a batch observer's records, _Batch's BASE; from pre_lo;
     # a summary's are the records' order and lines in the block; the bodies' keys, the introducing lines', the
     # lines to pass by, the plain hit lines' and their runs', from lo; the timed lines' numbers are the block's)
-    if prepared is None:
-        prepared = prepare_block(buf, lo, aset, batchers, facts=facts)
-    return prepared
+    return buf, lo, prepared
 
 
 
@@ -458,6 +469,7 @@ def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]
         except InputError:
             continue
         for block in _safe(blocks):
+            block = without_gaps(block)     # (as the scan read it: its offsets, NUL runs left out)
             end = off + len(block)
             for i, (c_off, att) in enumerate(changes):
                 c_end = changes[i + 1][0] if i + 1 < len(changes) else end

@@ -16,11 +16,11 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
-from ..inputs.sources import MAX_RAW, Input, _tail_of, describe_input
+from ..inputs.sources import MAX_RAW, Input, _tail_of, describe_input, without_gaps
 from .blockscan import _InputScan
 from .blockview import BlockView
 from .observer import Observer
-from .prepare import BlockFacts, _batchers, prepare_block
+from .prepare import BlockFacts, _batchers, prepare_gapless
 from .results import ScanResult
 from .state import InputState
 
@@ -89,6 +89,8 @@ class LiveScan:
         cut = data.rfind(b"\n")
         if cut < 0:
             li.carry += data
+            if len(li.carry) > MAX_RAW:      # (its NUL runs are no part of it: the line reader's rule)
+                li.carry = without_gaps(li.carry)
             if len(li.carry) > MAX_RAW:      # an over-long line keeps its first MAX_RAW bytes
                 whole = li.carry[:MAX_RAW] + b"\n"
                 li.carry = b""
@@ -97,6 +99,8 @@ class LiveScan:
             return 0
         rest = data[cut + 1:]
         extra = b""
+        if len(rest) > MAX_RAW:
+            rest = without_gaps(rest)
         if len(rest) > MAX_RAW:
             extra = rest[:MAX_RAW] + b"\n"
             rest = b""
@@ -134,9 +138,10 @@ class LiveScan:
             return 0
         buf = li.prev + whole
         lo = len(li.prev)
+        facts = BlockFacts()      # (a block with NUL runs read without them, as the line reader reads it)
+        buf, lo, prepared = prepare_gapless(buf, lo, self.aset, li.scan.batchers, facts=facts)
         li.view.reset(buf, lo)
-        facts = BlockFacts()
-        li.scan.block(buf, lo, prepare_block(buf, lo, self.aset, li.scan.batchers, facts=facts), facts)
+        li.scan.block(buf, lo, prepared, facts)
         li.prev = _tail_of(buf, self.tail)
         return len(whole)
 
@@ -171,12 +176,12 @@ class LiveScan:
             li = inputs[label]
             if li.carry:                     # a partial last line is a line of its own at the end
                 whole = li.carry + b"\n"
-                buf = li.prev + whole
-                li.view.reset(buf, len(li.prev))
                 li.scan.obs = obs
                 facts = BlockFacts()
-                li.scan.block(buf, len(li.prev), prepare_block(buf, len(li.prev), self.aset, li.scan.batchers,
-                                                               facts=facts), facts)
+                buf, lo, prepared = prepare_gapless(li.prev + whole, len(li.prev), self.aset, li.scan.batchers,
+                                                    facts=facts)
+                li.view.reset(buf, lo)
+                li.scan.block(buf, lo, prepared, facts)
             if li.scan.lineno:
                 sources.append(label)
             lines += li.scan.lineno

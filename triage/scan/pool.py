@@ -76,8 +76,11 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                     raise NotPlain()
                 if added:
                     block += b"\n"
+                raw = len(block)
                 facts = prepare.BlockFacts()    # (year-less time forms, dates shown normalised: year_changes)
-                h, r, _ = prepare.prepare_block(block, 0, aset, batchers, ahead=True, count=False, facts=facts)
+                # (a block with NUL runs read without them, as the line reader reads it: the scanner's too, told so)
+                block, _, (h, r, _) = prepare.prepare_gapless(block, 0, aset, batchers, ahead=True, count=False,
+                                                              facts=facts)
                 starts = sorted(h)
                 li = prepare.line_index(block, 0, starts)
                 nl = prepare.block_lines(block, starts, li)
@@ -103,7 +106,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                 if timed is not None:
                     prepare.drop_timed(parsed, timed, ranks, set(h).union(followed))
                 prepare.strip_runs(runs, searched, parsed, plain)
-                conn.send((path, bi, start, len(block),
+                conn.send((path, bi, start, raw,
                            (h, r, nl, li, searched,
                             parsed, timed, dated, summ, bodies,
                             prepare.year_changes(block, dated[0], dated[1], None, ahead=True, facts=facts.found,
@@ -111,7 +114,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,
-                            intros, passes, ranks, plain, runs, facts.normed)), g)
+                            intros, passes, ranks, plain, runs, facts.normed, len(block) != raw)), g)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)

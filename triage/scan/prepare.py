@@ -25,6 +25,7 @@ from ..inputs.sources import (
     scanned,
     templates_ok,
     text_and_rank,
+    without_gaps_at,
 )
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts, digit_blind
@@ -137,6 +138,25 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
     return hits, recs_all, buf.count(b"\n", lo) if count else -1
 
 
+def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
+                    ahead: bool = False, count: bool = True, facts: Optional[BlockFacts] = None,
+                    tail_gaps: bool = False) -> Tuple[bytes, int, tuple]:
+    """(buf, lo, prepare_block's) of the block buf[lo:] as the line reader reads it: where its anchor pass finds a
+    control byte (a fact: _CONTROL) and it holds a NUL, its NUL runs and its tail's are left out
+    (sources.without_gaps_at) and it is prepared again (FACTS then the second pass's); TAIL_GAPS: its tail may
+    hold some (an earlier block of the input did), left out too.  A block without them is prepared once, as is."""
+    if tail_gaps and buf.find(b"\x00", 0, lo) >= 0:
+        buf, lo = without_gaps_at(buf, lo)
+    prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
+    if (facts is None or _CONTROL in facts.found) and buf.find(b"\x00", lo) >= 0:
+        buf, lo = without_gaps_at(buf, lo)
+        if facts is not None:
+            facts.found.clear()
+            facts.normed.clear()
+        prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
+    return buf, lo, prepared
+
+
 def block_lines(buf: bytes, starts: Sequence[int], index: Dict[int, int]) -> int:
     """The lines of BUF (its newlines) from its line INDEX of the sorted STARTS (line_index from 0): only the bytes
     after the last counted again (issue 44: a pool worker counted its whole block twice, ~0.3 ms a MiB of its ~2
@@ -184,7 +204,7 @@ def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = Fals
             nl = buf.find(b"\n", m.end())
             e = len(buf) if nl < 0 else nl
             pos = e + 1
-            if m.start() - s > 200:
+            if _past_reach(buf, s, m.start()):
                 skipped += 1
                 continue
         parsed += 1
@@ -194,6 +214,17 @@ def first_dated_in(buf: bytes, pos: int, year: Optional[int], ahead: bool = Fals
         if ts is not None:
             return s, ts, norm
     return None
+
+
+_UNPRINTED_B = re.compile(rb"[^\x20-\x7e]")
+
+
+def _past_reach(buf: bytes, s: int, at: int) -> bool:
+    """Whether a date at AT of the line at S is past what parse_ts reads of it (its normalised text's first 200
+    characters): over 200 bytes in, all printable ASCII -- as many characters once normalised.  Before it an ANSI
+    colour, a carriage return (the text after it kept), a control byte or a character of several bytes may bring it
+    within them: read then (issue 44: an ANSI run before a line's date hid its year from the block scan)."""
+    return at - s > 200 and _UNPRINTED_B.search(buf, s, at) is None
 
 
 def _read_dated(buf: bytes, s: int, e: int, year: Optional[int], ahead: bool) -> Tuple[Optional[float], str, bool]:
@@ -262,7 +293,7 @@ def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], 
         else:
             pos = m.end()
             s = rfind(b"\n", 0, m.start()) + 1
-            if s == last or m.start() - s > 200:
+            if s == last or _past_reach(buf, s, m.start()):
                 continue
             nl = find(b"\n", m.end())
             e = len(buf) if nl < 0 else nl
@@ -297,7 +328,8 @@ FACTS = YEARLESS_FORMS + (
     rb"[0-9:T_ \-](?:\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_]))+(?:[0-9:\-]|[T_ ][0-9])",
 )
 _NOT_ASCII = len(YEARLESS_FORMS)
-_JOINS_A_DATE = {_NOT_ASCII + 1, _NOT_ASCII + 2}
+_CONTROL = _NOT_ASCII + 1          # (a NUL among them: prepare_gapless)
+_JOINS_A_DATE = {_CONTROL, _NOT_ASCII + 2}
 
 
 def _may_read_a_year(buf: bytes, facts: Optional[Set[int]]) -> bool:

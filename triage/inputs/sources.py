@@ -977,7 +977,9 @@ def read_lines(path: str) -> Iterator[Line]:
     fb, enc = _open_binary(path)
     if enc == "utf-8":               # a small paste hard-wrapped at a fixed width: its lines joined (paste.py)
         head = fb.read(PASTE_MAX + 1)
-        u = _reshaped(head, inp.label, None) if len(head) <= PASTE_MAX else None
+        # (its lone CRs line breaks first, as the block reader's _chunks reads them: a paste's lines are those)
+        u = _reshaped(head.replace(b"\r", b"\n") if _lone_cr(head) else head, inp.label, None) \
+            if len(head) <= PASTE_MAX else None
         fb = io.BufferedReader(_Prefixed(u if u is not None else head, fb))  # type: ignore[assignment,arg-type]
     stream = io.TextIOWrapper(fb, encoding=enc, errors="replace", newline="\n")
     try:

@@ -1,8 +1,8 @@
 """The scanner's own CPU on one log, without the workers competing for the cores (issue 44's seventh pass).
 
 Each TREE runs `triage analyze LOG -j JOBS` once with every block's prepared result (a pool worker's, as the scanner
-takes it: engine._prepared) recorded to a file; then replays the log N times at `-j 1` with its results in place of
-the workers' (the trees alternating), and the thread CPU of the scanner's `_InputScan.block` is printed (best and
+takes it: engine._prepared, and what its anchor pass told) recorded to a file; then replays the log N times with the
+same plan and blocks but no worker, its results in place of the workers' (the trees alternating), and the thread CPU of the scanner's `_InputScan.block` is printed (best and
 median, ms), with whether each replay's JSON is its recorded run's.  On a machine of few cores the workers of a pooled run share them
 with the scanner, and a profile of it measures their competition; here it runs alone, on the very results it would
 take.  PYTHONHASHSEED is
@@ -37,14 +37,32 @@ def _child(mode: str, log: str, store: str, jobs: str, out: str) -> None:
 
         def record(*a, **k):
             r = real(*a, **k)
-            got.append(r)
+            facts = a[8] if len(a) > 8 else k.get("facts")     # (what the block's anchor pass told: BlockFacts)
+            got.append((r, None if facts is None else (set(facts.found), list(facts.normed))))
             return r
         engine._prepared = record
     else:
         with open(store, "rb") as f:
             it = iter(pickle.load(f))
-        engine._prepared = lambda *a, **k: next(it)
-        jobs = "1"
+
+        def replay(*a, **k):
+            r, told = next(it)
+            facts = a[8] if len(a) > 8 else k.get("facts")
+            if facts is not None and told is not None:
+                facts.found.update(told[0])
+                facts.normed.extend(told[1])
+            return r
+        engine._prepared = replay
+
+        class NoPool:               # (the recorded run's plan and blocks, ramped as a pool's, with no worker)
+            broken = False
+
+            def get(self, *a):
+                return None
+
+            def close(self):
+                pass
+        engine._start_pool = lambda *a, **k: NoPool()
         spent = [0.0]
         block = blockscan._InputScan.block
 
@@ -108,7 +126,7 @@ def main() -> None:
         for t in trees:
             store, ref = files[t]
             out = os.path.join(tmp, "replay.json")
-            r = subprocess.run([sys.executable, me, a.log, "--_child", "replay", store, out],
+            r = subprocess.run([sys.executable, me, a.log, "-j", a.jobs, "--_child", "replay", store, out],
                                env=dict(env, PYTHONPATH=os.path.abspath(t)), cwd=os.path.abspath(t),
                                capture_output=True, text=True)
             try:

@@ -24,7 +24,7 @@ from ..match.rx import ASCII, V0, _stdlib_parser, digit_blind
 from ..match.rx import _chars as _item_chars
 from ..match.rx import regex as _regex
 from .launchers import GROUP_NUMBER, INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
-from .text import normalise
+from .text import normalise, progress_updates
 
 _QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
 _QUOTE_B = rb"(?:> ?)"
@@ -387,17 +387,19 @@ class RankReader:
 
     def dirty_ranks(self, seg: bytes, file_rank: Optional[int], out: Set[int]) -> bytes:
         """Lines with ANSI codes, carriage returns or other control characters are normalised in
-        Python (their prefix may follow a colour code): their ranks go to OUT; returns SEG without
-        them (the rest stays C-level)."""
+        Python (their prefix may follow a colour code; a progress bar's updates each read as a line:
+        text.progress_updates): their ranks go to OUT; returns SEG without them (the rest stays C-level)."""
         keep, pos = [], 0
         for m in _DIRTY_LINE_B.finditer(seg):
             keep.append(seg[pos:m.start()])
             pos = m.end()
-            text, rank = self.split_prefix(normalise(m.group()[1:].decode("utf-8", "replace")))
-            if rank is None:
-                rank = file_rank if file_rank is not None else self.inner_rank(text)
-            if rank is not None:
-                out.add(rank)
+            line = m.group()[1:].decode("utf-8", "replace")
+            for part in progress_updates(line) or (line,):      # (a progress bar's updates: each a line)
+                text, rank = self.split_prefix(normalise(part))
+                if rank is None:
+                    rank = file_rank if file_rank is not None else self.inner_rank(text)
+                if rank is not None:
+                    out.add(rank)
         keep.append(seg[pos:])
         return b"".join(keep)
 

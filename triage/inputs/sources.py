@@ -44,7 +44,7 @@ from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, In
 from .paste import PASTE_MAX, reshape, undressed_note, wrapped_note
 from .ranks import RANKS, inner_rank, inner_rank_at, split_at, split_prefix
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
-from .text import MAX_LINE, clip_keeping_error, normalise
+from .text import MAX_LINE, clip_keeping_error, normalise, progress_updates
 
 if TYPE_CHECKING:
     from .digest import InputHash
@@ -955,11 +955,10 @@ def _tagged_lines(stream: io.TextIOWrapper, inp: Input) -> Iterator[Line]:
         raw = raw.rstrip("\n")
         if raw.endswith("\r") and "\r" not in raw[:-1]:
             raw = raw[:-1]               # a CRLF line end (as the block view reads it)
-        if "\r" in raw and "train_step_timing" in raw:
-            # a progress bar written to a file: every update is a step record, keep them all
-            for seg in raw.split("\r"):
-                if "train_step_timing" in seg:
-                    yield make_line(seg, inp.label, lineno, inp.file_rank, year, inp.attempt)
+        segs = progress_updates(raw)
+        if segs is not None:             # a progress bar written to a file: every update is a step record
+            for seg in segs:
+                yield make_line(seg, inp.label, lineno, inp.file_rank, year, inp.attempt)
             continue
         ln = make_line(raw, inp.label, lineno, inp.file_rank, year, inp.attempt)
         if ln.rank is None and prev_rank is not None and continues(ln.text, prev_text):

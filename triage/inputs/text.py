@@ -2,6 +2,8 @@
 characters removed, over-long lines clipped."""
 from __future__ import annotations
 
+from typing import List, Optional
+
 from ..caps import CLIP_MARK, MAX_LINE
 from ..lazyre import lazy_re
 
@@ -40,3 +42,14 @@ def normalise(text: str) -> str:
     if not text.isprintable():
         text = _CTRL.sub("", text)
     return text
+
+
+def progress_updates(raw: str) -> Optional[List[str]]:
+    """The updates of a progress bar written to a file (NeMo / Lightning's: CR-separated, each with a step record,
+    `train_step_timing`) that the scanner reads as lines of their own, the rest of the line left out; None for
+    any other line.  RAW: a physical line without its newline (a CRLF end's CR is no separator)."""
+    if "\r" not in raw or "train_step_timing" not in raw:
+        return None
+    if raw.endswith("\r") and "\r" not in raw[:-1]:
+        return None
+    return [seg for seg in raw.split("\r") if "train_step_timing" in seg]

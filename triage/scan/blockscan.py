@@ -16,6 +16,7 @@ from ..inputs.sources import (
     make_line,
     normalise,
     parse_ts,
+    progress_updates,
     reparse_in,
 )
 from .blocks import Blocks
@@ -839,9 +840,10 @@ def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Opti
     """A progress bar written to a file ("\\r"-separated updates) holds one step record per update."""
     if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
         return [ln]
-    raw = buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace")
-    return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt)
-            for seg in raw.split("\r") if "train_step_timing" in seg]
+    segs = progress_updates(buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace"))
+    if segs is None:
+        return [ln]
+    return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt) for seg in segs]
 
 
 def _copies(buf: bytes, x: bytes, start: int) -> int:

@@ -15,6 +15,7 @@ from ..inputs.sources import (
     make_line,
     normalise,
     parse_ts,
+    progress_updates,
     reparse_in,
     timegm,
 )
@@ -124,7 +125,10 @@ class BlockView(View):
             _, text, rank, ts, norm = memo
             return Line(text, inp.label, lineno, rank, ts, norm, inp.attempt)
         pre = self.pre.get(off - self.pre_lo)
-        if pre is not None:               # a worker parsed it: as make_line, but for decoding it
+        segs = progress_updates(decode_line(data)) if b"\r" in data and b"train_step_timing" in data else None
+        if segs is not None:              # a progress bar: the line driver's last line of it, its last update
+            ln = make_line(segs[-1], inp.label, lineno, inp.file_rank, year, inp.attempt)
+        elif pre is not None:             # a worker parsed it: as make_line, but for decoding it
             cut, rank, ts, dep = pre
             norm = normalise(decode_line(data))
             if reparse_in(year, dep):                # (the worker's year was none)
@@ -153,12 +157,12 @@ class BlockView(View):
                 rank = cur.rank
                 chain.append((o, cur, False))
                 break
-            if o == 0 or len(chain) > WALK_BACK:
-                chain.append((o, cur, False))
+            if o == 0 or len(chain) > WALK_BACK or self._progress_bar(o, self.buf.find(b"\n", o)):
+                chain.append((o, cur, False))     # (a progress bar's update continues nothing: the line driver's)
                 break
-            po = self.buf.rfind(b"\n", 0, o - 1) + 1
+            po, pn = self._before(o, n)
             prev = self.cache.get(po)
-            prev_line = prev if prev is not None else self._parse(po, n - 1)
+            prev_line = prev if prev is not None else self._parse(po, pn)
             cont = (prev_line.text.startswith("Last error:") or _continues(cur.text)
                     or (prev_line.text[:1] in (" ", "\t") and _dotted_exc(cur.text)))
             chain.append((o, cur, cont))
@@ -167,7 +171,7 @@ class BlockView(View):
             if prev is not None:
                 rank = prev.rank
                 break
-            o, n, cur = po, n - 1, prev_line
+            o, n, cur = po, pn, prev_line
         for o, cur, cont in chain:
             if cont and cur.rank is None and rank is not None:
                 cur.rank = rank
@@ -176,6 +180,24 @@ class BlockView(View):
         if len(self.cache) > 2 * CACHE_KEEP + self._cache_floor:
             self._prune()
         return ln
+
+    def _before(self, off: int, lineno: int) -> Tuple[int, int]:
+        """The start and number of the line the line driver read before the one at OFF (LINENO): the physical line
+        before it, a progress bar's passed over (its updates are lines of their own, which no line continues)."""
+        po, pn, pe = self.buf.rfind(b"\n", 0, off - 1) + 1, lineno - 1, off - 1
+        while po and self._progress_bar(po, pe):
+            pe, po, pn = po - 1, self.buf.rfind(b"\n", 0, po - 1) + 1, pn - 1
+        return po, pn
+
+    def _progress_bar(self, start: int, end: int) -> bool:
+        """Whether the line buf[start:end] (END -1: to the buffer's end) is a progress bar's updates
+        (text.progress_updates): the line driver reads them as lines of their own, and the line after them
+        continues the line before them."""
+        buf = self.buf
+        end = len(buf) if end < 0 else end
+        if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
+            return False
+        return progress_updates(decode_line(buf[start:min(end, start + MAX_RAW)])) is not None
 
     def _prune(self) -> None:
         """Forget the parsed lines more than CACHE_KEEP lines behind the current one (no look back

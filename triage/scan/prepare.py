@@ -22,6 +22,7 @@ from ..inputs.sources import (
     parse_template,
     parse_ts,
     parse_ts_ahead,
+    progress_updates,
     scanned,
     templates_ok,
     text_and_rank,
@@ -922,22 +923,35 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet,
     if not starts:
         return
     texts = []
-    for s in starts:
+    bars: Dict[int, List[bytes]] = {}       # (a progress bar's lines: the updates the line reader reads)
+    for i, s in enumerate(starts):
         nl = buf.find(b"\n", s)
         raw = buf[s:min(nl if nl >= 0 else len(buf), s + MAX_RAW)].decode("utf-8", "replace")
         texts.append(normalise(raw[:MAX_LINE * 4]).encode("utf-8", "replace"))
-    joined = b"\n".join(texts) + b"\n"
+        segs = progress_updates(raw)
+        if segs is not None:
+            bars[i] = [normalise(seg).encode("utf-8", "replace") for seg in segs]
+    lines = texts + [seg for i in sorted(bars) for seg in bars[i]]
+    joined = b"\n".join(lines) + b"\n"
     offs = []
     o = 0
-    for t in texts:
+    for t in lines:
         offs.append(o)
         o += len(t) + 1
     found = aset.scan(joined, facts=facts.found if facts is not None else None)
     if facts is not None and facts.found & _JOINS_A_DATE:      # (the raw pass's: normalising may join a date)
-        dated = sorted({bisect.bisect_right(offs, m.start()) - 1 for m in _ISO_DATE_B.finditer(joined)})
+        dated = sorted({bisect.bisect_right(offs, m.start()) - 1 for m in _ISO_DATE_B.finditer(joined)
+                        if m.start() < offs[len(texts) - 1] + len(texts[-1])})
         facts.normed.extend(sorted(starts[i] for i in dated if _date_read_otherwise(buf, starts[i], texts[i])))
+    k = len(texts)
     for i, s in enumerate(starts):
-        new = set(found.get(offs[i], ()))     # a copy: scan() shares equal tag sets among lines
+        if i in bars:                          # (its updates' hits, each read as a line)
+            new: Set[int] = set()
+            for _ in bars[i]:
+                new.update(found.get(offs[k], ()))
+                k += 1
+        else:
+            new = set(found.get(offs[i], ()))     # a copy: scan() shares equal tag sets among lines
         new.discard(NORM_TAG)
         if new:
             new.add(NORMED_TAG)

@@ -802,6 +802,26 @@ def test_a_lone_cr_paste_is_reshaped_by_both_readers(tmp_path):
     assert block_scan([str(p)]) == line
 
 
+@pytest.mark.parametrize("jobs", [0, 3])
+@pytest.mark.parametrize("char,n", [("\u00e9", 600_000), ("\u4e2d", 400_000), ("\U0001f600", 300_000),
+                                    ("\U0001f600", (1 << 20) + 10)])
+def test_an_over_long_line_keeps_as_many_characters_as_the_line_reader(monkeypatch, tmp_path, char, n, jobs):
+    """SYNTHETIC: a line of over a MiB of characters of several bytes, a failure at its end. The line reader keeps
+    2^20 characters of a line (sources.LONG_LINE) and finds the failure word past its head; the block scan cut the
+    line's bytes at 1 MiB (600,000 two-byte characters: the failure lost). Now it keeps the bytes of that many
+    characters (MAX_RAW), decode_line cuts the text: the same at every block size, with workers or without --
+    and past 2^20 four-byte characters the failure is lost to both."""
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    p = tmp_path / "wide.log"
+    p.write_text("[rank0]: start\n[rank1]: " + char * n + " RuntimeError: CUDA error: an illegal memory access was "
+                 "encountered\n[rank0]: end\n", encoding="utf-8")
+    line = line_scan([str(p)])
+    assert len(line["matches"]) == (n < 1 << 20)
+    for bs in (1 << 23, 1 << 21, 65536):
+        assert block_scan([str(p)], bs) == line, bs
+
+
 @pytest.mark.parametrize("jobs", [0, 2, 5])
 @pytest.mark.parametrize("name", sorted(GAP_LOGS))
 def test_nul_runs_are_left_out_as_the_line_reader_leaves_them_out(monkeypatch, tmp_path, name, jobs):

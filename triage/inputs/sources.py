@@ -838,11 +838,13 @@ def _binary(head: bytes) -> bool:
 
 def decode_line(data: bytes) -> str:
     """One physical line's bytes (at most MAX_RAW, without its newline) as the text the scanner
-    reads: decoded (a bad byte replaced), cut to MAX_LINE * 4 characters, a lone CR at its end
-    dropped (a CRLF line end)."""
+    reads: decoded (a bad byte replaced), its first LONG_LINE characters cut to MAX_LINE * 4 keeping a failure word
+    past the cut (as _readline), a lone CR at its end dropped (a CRLF line end)."""
     raw = data.decode("utf-8", "replace")
     if "\x00" in raw:     # a NUL run is a gap (logrotate copytruncate, a writer past a truncation), left out once
         raw = raw.replace("\x00", "")      # decoded, as _readline does: the bytes on its two sides are no one character
+    if len(raw) > LONG_LINE:             # (its first LONG_LINE characters, as _readline keeps)
+        raw = raw[:LONG_LINE]
     if len(raw) > MAX_LINE * 4:
         raw = clip_keeping_error(raw, MAX_LINE * 4)
     if raw.endswith("\r") and "\r" not in raw[:-1]:
@@ -1045,10 +1047,14 @@ BLOCK_SIZE = 2 << 20          # bytes read at a time (issue 44: a block that fit
 #                               anchors and counted faster: the 128 MiB production mix -j 1 0.35-0.37 -> 0.33-0.34 s,
 #                               the reader thread's CPU 59-63 -> 31-41 ms, than in 8 MiB blocks; on the 16-core
 #                               host a 256 MiB file's pread 74 ms in 8 MiB blocks, 54 ms in 2 MiB)
-# bytes (characters) of one physical line kept: an over-long line is looked through this far for a
-# failure word past its head (text.clip_keeping_error), the rest of it is skipped
+# characters of one physical line kept: an over-long line is looked through this far for a failure word past
+# its head (text.clip_keeping_error), the rest of it is skipped ...
 LONG_LINE = 1 << 20
-MAX_RAW = LONG_LINE
+# ... and the bytes kept of it, which hold that many characters however many bytes each takes (UTF-8: 4 at most;
+# an invalid byte is one; 4 more for a character the cut splits): decode_line cuts the text (issue 44: a line of
+# 1.2 MB of two-byte characters, 600,000 of them, lost the failure word at its end to the block scan, which cut
+# its bytes at 1 MiB, but not to the line reader, which kept 2^20 characters)
+MAX_RAW = 4 * LONG_LINE + 4
 
 
 @record

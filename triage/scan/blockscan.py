@@ -840,7 +840,7 @@ def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Opti
     """A progress bar written to a file ("\\r"-separated updates) holds one step record per update."""
     if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
         return [ln]
-    segs = progress_updates(buf[start:min(end, start + MAX_RAW)].decode("utf-8", "replace"))
+    segs = progress_updates(decode_line(buf[start:min(end, start + MAX_RAW)]))
     if segs is None:
         return [ln]
     return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt) for seg in segs]

@@ -300,15 +300,20 @@ class Engine:
         try:
             for bi, (buf, lo) in enumerate(blocks):
                 n = len(buf) - lo
+                last = buf                  # (the block before, and what the view parsed of it, let go first)
+                view.reset(buf, lo)
                 found = BlockFacts()        # (what the block's anchor pass tells beyond its hits)
-                buf, lo, prepared = _prepared(pool, path, bi, at, buf, lo, aset, scan.batchers, found, gaps)
+                read, lo, prepared = _prepared(pool, path, bi, at, buf, lo, aset, scan.batchers, found, gaps)
                 at += n
-                gaps = gaps or len(buf) - lo != n
+                if read is not buf:         # (its NUL runs left out)
+                    buf = last = read
+                    gaps = True
+                    view.reset(buf, lo)
+                del read
                 if bi == 0:
                     head = buf[lo:lo + EDGE_BYTES]
-                last = buf
-                view.reset(buf, lo)
                 scan.block(buf, lo, prepared, found)
+                del prepared                # (not held while the next block is read and prepared)
         finally:
             if ahead:
                 blocks.close()

@@ -926,8 +926,8 @@ def _retag_normalised(hits: Dict[int, Set[int]], buf: bytes, aset: AnchorSet,
     bars: Dict[int, List[bytes]] = {}       # (a progress bar's lines: the updates the line reader reads)
     for i, s in enumerate(starts):
         nl = buf.find(b"\n", s)
-        raw = buf[s:min(nl if nl >= 0 else len(buf), s + MAX_RAW)].decode("utf-8", "replace")
-        texts.append(normalise(raw[:MAX_LINE * 4]).encode("utf-8", "replace"))
+        raw = decode_line(buf[s:min(nl if nl >= 0 else len(buf), s + MAX_RAW)])     # (the line driver's text)
+        texts.append(normalise(raw).encode("utf-8", "replace"))
         segs = progress_updates(raw)
         if segs is not None:
             bars[i] = [normalise(seg).encode("utf-8", "replace") for seg in segs]

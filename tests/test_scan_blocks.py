@@ -555,6 +555,50 @@ def test_random_logs_and_split_points_among_workers_are_the_line_scan(monkeypatc
     check()
 
 
+# what the random mixes below put into a line (issue 44's fifteenth and sixteenth passes: each found a family where
+# the block scan read a line otherwise than the line reader): ANSI colours, control bytes, carriage returns (a
+# progress bar's, the text after the last kept), NUL runs (copytruncate's gaps, short and past a line's first 200
+# bytes), characters of several bytes and digits of other scripts, a date or a glog header mid-line, `cat -n`
+# numbers and restart banners as lines of their own
+_PUT_IN = [b"\x1b[31m", b"\x1b[0m" * 60, b"\r", b"\x00" * 40, b"\x00" * 5000, b"\x00" * 70000, "\u0662".encode(), b"\xff", b"\t",
+           b"\x01", "\u00e9".encode() * 90, b"x" * 230 + b"\r", b" 2025-01-01 00:00:00 ", b"E0229 23:00:03.000000 ",
+           b"[rank3]:", b"\r\n", b"\n    3\t", b"\nRestarting workers\n", b"\n------------ arguments ------------\n"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_logs_with_bytes_put_in_are_the_line_scan(monkeypatch, tmp_path, seed):
+    """Property (issue 44): random mixes of real log lines, a fifth of them with something put in (_PUT_IN), cut
+    into blocks at random sizes, with workers or without, give the line scan's result -- the generator that found
+    the NUL, restart and date families fixed in the sixteenth pass (2,370 examples after the fixes: none
+    differed)."""
+    import random
+    if seed % 2:
+        _with_workers(monkeypatch, 3)
+    rnd = random.Random(seed)
+    lines = []
+    for p in fixture_logs()[seed::5]:
+        if not p.endswith((".gz", ".zst", ".xz", ".bz2")):
+            with open(p, "rb") as f:
+                lines += f.read().split(b"\n")[:200]
+    p = tmp_path / "noisy.log"
+    for _ in range(12):
+        mix, big = [], 0
+        for _ in range(rnd.randint(1, 300)):
+            ln = rnd.choice(lines)
+            if ln and rnd.random() < 0.3:
+                k = rnd.choice([0, rnd.randint(0, len(ln))])       # (half at the line's start: its prefix's place)
+                put = rnd.choice(_PUT_IN)
+                if len(put) > 60000:      # (one such run a log: a look back's bytes are bounded -- TAIL_BYTES, at
+                    put = put[:5000] if big else put        # the smallest block sizes -- its lines are not)
+                    big += 1
+                ln = ln[:k] + put + ln[k:]
+            mix.append(ln)
+        p.write_bytes(b"\n".join(mix) + b"\n")
+        block = rnd.randint(64, 9000)
+        line, blk = both([str(p)], block)
+        assert blk == line, (p.read_bytes(), block)
+
+
 # the year family's generator (issue 44's fifteenth pass): runs of lines in one year each -- dated lines of it, and
 # year-less headers (glog's, vLLM's, in colour; a 29 February is a time in 2024 only; a failure's time is its order)
 # each with a failure wording or none -- the runs' years drawn from three: a year changes, goes and comes back
@@ -1209,6 +1253,16 @@ YEAR_AND_SCOPE_LOGS = {
     "date-after-a-carriage-return": ["2025-03-01 10:00:00 [rank0]: start", "x" * 250 + "\r2027-03-02 10:00:02 step 1",
                                      "[rank1]:E0302 10:00:03.000000 1 x.py:1] RuntimeError: CUDA error: an illegal "
                                      "memory access was encountered"],
+    # (a block whose last date has its first date's year ended in that year -- but the last date's line told
+    # another, its first date, or was no dated line, the one before it telling another: the next block's year-less
+    # glog time was read in the wrong year; found by random mixes with dates put in)
+    "last-line-of-two-dates": ["[2026-12-03 08:30:37] a", " 2025-01-01 00:00:00 [2026-12-03 08:30:38] b",
+                               "[rank1]:E1203 10:00:00.000000 1 x.py:1] RuntimeError: CUDA error: an illegal memory "
+                               "access was encountered"],
+    "last-date-on-no-dated-line": ["[2026-12-03 08:30:37] a", "2025-06-01 10:00:00 y",
+                                   "some text with no dash in forty characters at 2026-12-03 10:00:00",
+                                   "[rank1]:E1203 10:00:00.000000 1 x.py:1] RuntimeError: CUDA error: an illegal "
+                                   "memory access was encountered"],
     "error-scope": ["[rank0]: starting", "[rank0]: ERROR:: NCCL communicator was aborted on rank 0",
                     "[rank0]: fatal error:: cannot allocate memory", "[rank0]: RuntimeError::what(): CUDA failure",
                     "[rank0]: done"],

@@ -103,6 +103,11 @@ class BlockView(View):
             self._year_marks = [at - shift for at in self._year_marks[k:]]
             self._year_before = self._year_before[k:]
 
+    def rebase(self, buf: bytes) -> None:
+        """The buffer reset() took, its block's NUL runs left out (engine: prepare_gapless): its tail, and what was
+        resolved and marked there, the same."""
+        self.buf = buf
+
     def year_of(self, off: int) -> Optional[int]:
         """The year the line at buffer offset OFF is read in: the one the last dated line before it told (a line read
         after a later dated line told another -- a look back -- is not read in that one: the line driver read it

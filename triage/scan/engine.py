@@ -300,15 +300,16 @@ class Engine:
         try:
             for bi, (buf, lo) in enumerate(blocks):
                 n = len(buf) - lo
+                buf, lo = _tail_gapless(buf, lo, gaps)
                 last = buf                  # (the block before, and what the view parsed of it, let go first)
                 view.reset(buf, lo)
                 found = BlockFacts()        # (what the block's anchor pass tells beyond its hits)
-                read, lo, prepared = _prepared(pool, path, bi, at, buf, lo, aset, scan.batchers, found, gaps)
+                read, lo, prepared = _prepared(pool, path, bi, at, buf, lo, aset, scan.batchers, found)
                 at += n
-                if read is not buf:         # (its NUL runs left out)
+                if read is not buf:         # (its NUL runs left out: its tail as it was)
                     buf = last = read
                     gaps = True
-                    view.reset(buf, lo)
+                    view.rebase(buf)
                 del read
                 if bi == 0:
                     head = buf[lo:lo + EDGE_BYTES]
@@ -424,17 +425,26 @@ def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
     return InputsDigest(paths, all_paths)
 
 
+def _tail_gapless(buf: bytes, lo: int, gaps: bool) -> Tuple[bytes, int]:
+    """BUF (a block, its tail BUF[:LO]) with its tail's NUL runs left out where GAPS (a block before had some: the
+    view's buffer before ends without them)."""
+    if not gaps or buf.find(b"\x00", 0, lo) < 0:
+        return buf, lo
+    tail = without_gaps(buf[:lo])
+    return tail + buf[lo:], len(tail)
+
+
 def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,
-              batchers: Sequence[Tuple[Feeder, int]], facts: BlockFacts, tail_gaps: bool) -> Tuple[bytes, int, tuple]:
+              batchers: Sequence[Tuple[Feeder, int]], facts: BlockFacts) -> Tuple[bytes, int, tuple]:
     """(buf, lo, anchor hits, batch records and line count) of block BI (at offset START of the input, its bytes
     as read): a worker's, else made here (what its anchor pass tells beyond them in FACTS: a worker's year changes
     are its own, and its facts not known here; the lines it read normalised that hold a date, its).  A block with
-    NUL runs is read without them, as the line reader reads it (prepare_gapless; a worker's says so), its tail's
-    left out too where TAIL_GAPS (an earlier block had some): BUF and LO then the block's so."""
+    NUL runs is read without them, as the line reader reads it (prepare_gapless; a worker's says so): BUF then the
+    block's so (its tail BUF[:LO], whole lines, as it was)."""
     prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
     if prepared is None:
-        return prepare_gapless(buf, lo, aset, batchers, facts=facts, tail_gaps=tail_gaps)
-    if prepared[18] or (tail_gaps and buf.find(b"\x00", 0, lo) >= 0):
+        return prepare_gapless(buf, lo, aset, batchers, facts=facts)
+    if prepared[18]:
         buf, lo = without_gaps_at(buf, lo)
     facts.found.update(range(len(aset.facts)))
     facts.normed.extend(at + lo for at in prepared[17])

@@ -138,12 +138,9 @@ class LiveScan:
             return 0
         buf = li.prev + whole
         lo = len(li.prev)
-        li.view.reset(buf, lo)    # (the block before let go first)
         facts = BlockFacts()      # (a block with NUL runs read without them, as the line reader reads it)
-        read, lo, prepared = prepare_gapless(buf, lo, self.aset, li.scan.batchers, facts=facts)
-        if read is not buf:
-            buf = read
-            li.view.reset(buf, lo)
+        buf, lo, prepared = prepare_gapless(buf, lo, self.aset, li.scan.batchers, facts=facts)
+        li.view.reset(buf, lo)
         li.scan.block(buf, lo, prepared, facts)
         li.prev = _tail_of(buf, self.tail)
         return len(whole)

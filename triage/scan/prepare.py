@@ -140,14 +140,12 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
 
 
 def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
-                    ahead: bool = False, count: bool = True, facts: Optional[BlockFacts] = None,
-                    tail_gaps: bool = False) -> Tuple[bytes, int, tuple]:
+                    ahead: bool = False, count: bool = True, facts: Optional[BlockFacts] = None
+                    ) -> Tuple[bytes, int, tuple]:
     """(buf, lo, prepare_block's) of the block buf[lo:] as the line reader reads it: where its anchor pass finds a
     control byte (a fact: _CONTROL) and it holds a NUL, its NUL runs and its tail's are left out
-    (sources.without_gaps_at) and it is prepared again (FACTS then the second pass's); TAIL_GAPS: its tail may
-    hold some (an earlier block of the input did), left out too.  A block without them is prepared once, as is."""
-    if tail_gaps and buf.find(b"\x00", 0, lo) >= 0:
-        buf, lo = without_gaps_at(buf, lo)
+    (sources.without_gaps_at; the caller's tail is already without them where it had some: the tail stays as it is)
+    and it is prepared again (FACTS then the second pass's).  A block without them is prepared once, as is."""
     prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     if (facts is None or _CONTROL in facts.found) and buf.find(b"\x00", lo) >= 0:
         buf, lo = without_gaps_at(buf, lo)
@@ -265,7 +263,8 @@ def year_changes(buf: bytes, first: int, first_ts: float, year: Optional[int], a
     k = bisect.bisect_right(normed, first)
     if k == len(normed):
         end = _last_date(buf, e0)
-        if end >= 0 and buf[end - 4:end] == cur and not _may_read_a_year(buf, facts):
+        if end >= 0 and buf[end - 4:end] == cur and not _may_read_a_year(buf, facts) \
+                and _tells(buf, end, cur, year, ahead):
             return []                   # the tail's last date has the first's year, no time depends on a year
         if end < 0 and _other_year(cur).search(buf, e0) is None:
             return []                   # no date in the tail: the block is looked at, no date of another year
@@ -304,6 +303,16 @@ def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], 
             if y != cur:
                 out.append((s, ts, norm))
                 cur, last, searched = y, s, -1
+
+
+def _tells(buf: bytes, at: int, cur: bytes, year: Optional[int], ahead: bool) -> bool:
+    """Whether the line of the date at AT is a dated line (_read_dated) of the year CUR: the year the line scan
+    learns from it (its first date, if a line has several: a date of 2025 before one of 2026 told 2025, issue 44's
+    sixteenth pass; a date past its first 40 characters with no `-` before, none)."""
+    s = buf.rfind(b"\n", 0, at) + 1
+    nl = buf.find(b"\n", at)
+    ts, _, _ = _read_dated(buf, s, len(buf) if nl < 0 else nl, year, ahead)
+    return ts is not None and b"%04d" % time.gmtime(ts).tm_year == cur
 
 
 def _last_date(buf: bytes, lo: int) -> int:

@@ -567,16 +567,16 @@ _PUT_IN = [b"\x1b[31m", b"\x1b[0m" * 60, b"\r", b"\x00" * 40, b"\x00" * 5000, b"
 
 @pytest.mark.parametrize("seed", range(3))
 def test_random_logs_with_bytes_put_in_are_the_line_scan(monkeypatch, tmp_path, seed):
-    """Property (issue 44): random mixes of real log lines, a fifth of them with something put in (_PUT_IN), cut
-    into blocks at random sizes, with workers or without, give the line scan's result -- the generator that found
-    the NUL, restart and date families fixed in the sixteenth pass (2,370 examples after the fixes: none
-    differed)."""
+    """Property (issue 44): random mixes of real log lines, 30% of them with something put in (_PUT_IN; half at the
+    line's start, a launcher prefix's place), cut into blocks at random sizes, with workers or without, give the
+    line scan's result -- the generator of the NUL, restart, date and end-year families fixed in the sixteenth pass
+    (each of these seeds differed at 635208e; seeds 0-419 after the fixes, 5,040 logs: none)."""
     import random
     if seed % 2:
         _with_workers(monkeypatch, 3)
     rnd = random.Random(seed)
     lines = []
-    for p in fixture_logs()[seed::5]:
+    for p in fixture_logs()[seed % 5::5]:
         if not p.endswith((".gz", ".zst", ".xz", ".bz2")):
             with open(p, "rb") as f:
                 lines += f.read().split(b"\n")[:200]
@@ -819,7 +819,7 @@ def test_random_logs_in_every_input_shape_are_the_line_scan(monkeypatch, tmp_pat
         _with_workers(monkeypatch, 3)
     rnd = random.Random(seed)
     lines = []
-    for p in fixture_logs()[seed::7]:
+    for p in fixture_logs()[seed % 7::7]:
         if not p.endswith((".gz", ".zst", ".xz", ".bz2")):
             with open(p, "rb") as f:
                 lines += f.read().split(b"\n")[:100]

@@ -1,4 +1,5 @@
 """SYNTHETIC logs of NUL runs (issue 44), for the scans' and the live scan's tests."""
+from triage.inputs.sources import MAX_RAW
 
 _FAILURE = b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n"
 _DATED = b"[rank2]:[E1203 07:12:11.426415547 ProcessGroupNCCL.cpp:629] [Rank 2] Watchdog caught collective operation "\
@@ -9,10 +10,12 @@ _DATED = b"[rank2]:[E1203 07:12:11.426415547 ProcessGroupNCCL.cpp:629] [Rank 2] 
 # bytes to gigabytes); the line reader (_readline) leaves the NULs out and reads the text after them as the line
 GAP_LOGS = {
     # the run glued to the failure line: its rank prefix at the line's start once the NULs are out; past 16,000
-    # bytes the block scan lost the line's match, past MAX_RAW (1 MiB) its text
+    # bytes the block scan lost the line's match, past MAX_RAW its text (the reader's over-long line: its NULs left
+    # out before it is measured; and at 1 MiB, MAX_RAW before the sixteenth pass)
     "gap-before-a-failure": b"[rank0]: start\n" + b"\x00" * 70000 + _FAILURE,
     "gap-of-4000-before-a-failure": b"[rank0]: start\n" + b"\x00" * 4000 + _FAILURE,
-    "gap-longer-than-max-raw": b"[rank0]: start\n" + b"\x00" * ((1 << 20) + 4321) + _FAILURE,
+    "gap-longer-than-max-raw": b"[rank0]: start\n" + b"\x00" * (MAX_RAW + 4321) + _FAILURE,
+    "gap-of-a-mib": b"[rank0]: start\n" + b"\x00" * ((1 << 20) + 4321) + _FAILURE,
     # a truncated file: the run is its start
     "file-starting-with-a-gap": b"\x00" * 300000 + _DATED + _FAILURE,
     # a run inside a line, pushing its date past the first 200 bytes the date is read in, and its year's line

@@ -571,17 +571,13 @@ def test_random_logs_with_bytes_put_in_are_the_line_scan(monkeypatch, tmp_path, 
     line's start, a launcher prefix's place), cut into blocks at random sizes, with workers or without, give the
     line scan's result -- the generator of the NUL, restart, date and end-year families fixed in the sixteenth pass
     (each of these seeds differed at 635208e; seeds 0-419 after the fixes, 5,040 logs: none)."""
-    import random
-    if seed % 2:
-        _with_workers(monkeypatch, 3)
-    rnd = random.Random(seed)
     lines = []
     for p in fixture_logs()[seed % 5::5]:
         if not p.endswith((".gz", ".zst", ".xz", ".bz2")):
             with open(p, "rb") as f:
                 lines += f.read().split(b"\n")[:200]
-    p = tmp_path / "noisy.log"
-    for _ in range(12):
+
+    def noisy(rnd) -> bytes:
         mix, big = [], 0
         for _ in range(rnd.randint(1, 300)):
             ln = rnd.choice(lines)
@@ -593,10 +589,8 @@ def test_random_logs_with_bytes_put_in_are_the_line_scan(monkeypatch, tmp_path, 
                     big += 1
                 ln = ln[:k] + put + ln[k:]
             mix.append(ln)
-        p.write_bytes(b"\n".join(mix) + b"\n")
-        block = rnd.randint(64, 9000)
-        line, blk = both([str(p)], block)
-        assert blk == line, (p.read_bytes(), block)
+        return b"\n".join(mix) + b"\n"
+    _generated_as_the_line_scan(monkeypatch, tmp_path, seed, noisy, (64, 9000))
 
 
 # the year family's generator (issue 44's fifteenth pass): runs of lines in one year each -- dated lines of it, and
@@ -682,16 +676,24 @@ def test_random_restarts_after_continued_lines_count_the_ranks_the_line_scan_cou
     cut into blocks at random sizes, with workers or without: the ranks of each attempt (and all else) the line scan's.
     Without the rank of a restart's line that continues a line of the attempt before, two of these four seeds
     differ (seven of the first twelve; thirty pass with it)."""
+    _generated_as_the_line_scan(monkeypatch, tmp_path, seed, _restarts_log, (80, 4000))
+
+
+def _generated_as_the_line_scan(monkeypatch, tmp_path, seed: int, make, blocks) -> None:
+    """Twelve logs MAKE(rnd) makes (str or bytes), RND seeded by SEED, cut into blocks of random sizes in BLOCKS,
+    with workers on odd seeds: the block scan's result is the line scan's (the seeded properties of issue 44's
+    generators)."""
     import random
     if seed % 2:
         _with_workers(monkeypatch, 3)
     rnd = random.Random(seed)
-    p = tmp_path / "restarts.log"
+    p = tmp_path / "generated.log"
     for _ in range(12):
-        p.write_text(_restarts_log(rnd), encoding="utf-8")
-        block = rnd.randint(80, 4000)
+        data = make(rnd)
+        p.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+        block = rnd.randint(*blocks)
         line, blk = both([str(p)], block)
-        assert blk == line, (p.read_text(), block)
+        assert blk == line, (p.read_bytes(), block)
 
 
 _BEFORE_A_DATE = [
@@ -724,16 +726,7 @@ def test_random_things_before_a_date_read_as_the_line_scan_reads_them(monkeypatc
     read it (prepare._past_reach): random logs of dates after random bytes (_reach_log), with workers or without,
     at random block sizes, give the line scan's times. With every date past 200 bytes passed over, the first seed
     differs."""
-    import random
-    if seed % 2:
-        _with_workers(monkeypatch, 3)
-    rnd = random.Random(seed)
-    p = tmp_path / "reach.log"
-    for _ in range(12):
-        p.write_text(_reach_log(rnd), encoding="utf-8")
-        block = rnd.randint(300, 4000)
-        line, blk = both([str(p)], block)
-        assert blk == line, (p.read_text(), block)
+    _generated_as_the_line_scan(monkeypatch, tmp_path, seed, _reach_log, (300, 4000))
 
 
 _NEMO_OTHER = ["[NeMo I 2025-03-01 10:00:00 nemo_logging:393] Rank 0 has data parallel group : [0, 1]",
@@ -776,16 +769,7 @@ def test_random_progress_bars_are_read_as_the_line_scan_reads_them(monkeypatch, 
     the line after it continues the line before it, and read as one line (a traceback's introducing line) it is its
     last update.  Random logs of them (_progress_log), with workers or without: at 635208e, 27 of 40 such logs
     differed."""
-    import random
-    if seed % 2:
-        _with_workers(monkeypatch, 3)
-    rnd = random.Random(seed)
-    p = tmp_path / "bars.log"
-    for _ in range(12):
-        p.write_bytes(_progress_log(rnd))
-        block = rnd.randint(200, 9000)
-        line, blk = both([str(p)], block)
-        assert blk == line, (p.read_bytes(), block)
+    _generated_as_the_line_scan(monkeypatch, tmp_path, seed, _progress_log, (200, 9000))
 
 
 def _encoded(rnd, data: bytes, d) -> list:

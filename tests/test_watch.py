@@ -288,18 +288,24 @@ def test_fed_in_random_chunks_equals_scan_paths(pats, name):
     with open(path, "rb") as f:
         data = f.read()
     for seed in range(4):
-        rnd = random.Random(seed)
-        seen = Seen()
-        live = LiveScan(eng, seen.observers())
-        i = 0
-        while i < len(data):
-            n = rnd.choice([1, 7, 100, 4096, 65536])
-            live.feed(path, data[i:i + n], path)
-            i += n
-            if rnd.random() < 0.02:                  # a snapshot in between changes nothing
-                live.snapshot((seen,))
-        res, (seen2,) = live.snapshot((seen,))
-        assert _verdict(res, seen2, pats) == ref, (name, seed)
+        assert _fed(eng, pats, path, data, seed, [1, 7, 100, 4096, 65536], 0.02) == ref, (name, seed)
+
+
+def _fed(eng, pats, path, data: bytes, seed: int, sizes, snapshots: float = 0.0):
+    """_verdict of DATA (PATH's) fed to a LiveScan in chunks of random SIZES (RND seeded by SEED), a snapshot in
+    between at random with odds SNAPSHOTS (it changes nothing)."""
+    rnd = random.Random(seed)
+    seen = Seen()
+    live = LiveScan(eng, seen.observers())
+    i = 0
+    while i < len(data):
+        n = rnd.choice(sizes)
+        live.feed(path, data[i:i + n], path)
+        i += n
+        if snapshots and rnd.random() < snapshots:
+            live.snapshot((seen,))
+    res, (seen2,) = live.snapshot((seen,))
+    return _verdict(res, seen2, pats)
 
 
 @pytest.mark.parametrize("name", sorted(GAP_LOGS))
@@ -316,16 +322,7 @@ def test_nul_runs_fed_in_random_chunks_equal_scan_paths(pats, tmp_path, name):
     ref = _verdict(eng.scan_paths([path], extra=seen.observers()), seen, pats)
     assert ref[6]                               # (each has a failure the scan must find)
     for seed in range(3):
-        rnd = random.Random(seed)
-        seen = Seen()
-        live = LiveScan(eng, seen.observers())
-        i = 0
-        while i < len(data):
-            n = rnd.choice([1, 7, 100, 4096, 65536, 1 << 20])
-            live.feed(path, data[i:i + n], path)
-            i += n
-        res, (seen2,) = live.snapshot((seen,))
-        assert _verdict(res, seen2, pats) == ref, (name, seed)
+        assert _fed(eng, pats, path, data, seed, [1, 7, 100, 4096, 65536, 1 << 20]) == ref, (name, seed)
 
 
 # --- a finished log: text alerts, the store ------------------------------------------------------

@@ -871,12 +871,17 @@ def without_gaps(data: bytes) -> bytes:
     return b"\x00".join(p.translate(None, b"\x00") for p in _JOINING_GAP.split(data))
 
 
-def without_gaps_at(buf: bytes, lo: int) -> Tuple[bytes, int]:
-    """without_gaps of a block BUF[LO:] and of its tail BUF[:LO] (whole lines), and the tail's length then."""
-    if not lo:
-        return without_gaps(buf), 0
-    tail = without_gaps(buf[:lo])
-    return tail + without_gaps(buf[lo:]), len(tail)
+def block_without_gaps(buf: bytes, lo: int) -> bytes:
+    """BUF with the block BUF[LO:] without_gaps, its tail BUF[:LO] as it is (the scan's: already without them)."""
+    return buf[:lo] + without_gaps(buf[lo:]) if lo else without_gaps(buf)
+
+
+def updates_of(data: bytes) -> Optional[List[str]]:
+    """text.progress_updates of a physical line's bytes DATA (at most MAX_RAW, without its newline), read as the
+    scanner reads a line (decode_line); None, without decoding it, for a line with no CR or no step record."""
+    if b"\r" not in data or b"train_step_timing" not in data:
+        return None
+    return progress_updates(decode_line(data))
 
 
 def scanned_text(data: bytes) -> str:

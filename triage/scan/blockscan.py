@@ -16,8 +16,8 @@ from ..inputs.sources import (
     make_line,
     normalise,
     parse_ts,
-    progress_updates,
     reparse_in,
+    updates_of,
 )
 from .blocks import Blocks
 from .blockview import CACHE_KEEP, WALK_BACK, BlockView
@@ -838,9 +838,7 @@ class _Run(Sequence[Tuple[int, Any]]):
 
 def _segments(ln: Line, buf: bytes, start: int, end: int, inp: Input, year: Optional[int]) -> List[Line]:
     """A progress bar written to a file ("\\r"-separated updates) holds one step record per update."""
-    if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
-        return [ln]
-    segs = progress_updates(decode_line(buf[start:min(end, start + MAX_RAW)]))
+    segs = updates_of(buf[start:min(end, start + MAX_RAW)])
     if segs is None:
         return [ln]
     return [make_line(seg, inp.label, ln.lineno, inp.file_rank, year, inp.attempt) for seg in segs]

@@ -15,9 +15,9 @@ from ..inputs.sources import (
     make_line,
     normalise,
     parse_ts,
-    progress_updates,
     reparse_in,
     timegm,
+    updates_of,
 )
 from ..match.rx import TextMemo
 from .prepare import (
@@ -130,7 +130,7 @@ class BlockView(View):
             _, text, rank, ts, norm = memo
             return Line(text, inp.label, lineno, rank, ts, norm, inp.attempt)
         pre = self.pre.get(off - self.pre_lo)
-        segs = progress_updates(decode_line(data)) if b"\r" in data and b"train_step_timing" in data else None
+        segs = updates_of(data)
         if segs is not None:              # a progress bar: the line driver's last line of it, its last update
             ln = make_line(segs[-1], inp.label, lineno, inp.file_rank, year, inp.attempt)
         elif pre is not None:             # a worker parsed it: as make_line, but for decoding it
@@ -198,11 +198,8 @@ class BlockView(View):
         """Whether the line buf[start:end] (END -1: to the buffer's end) is a progress bar's updates
         (text.progress_updates): the line driver reads them as lines of their own, and the line after them
         continues the line before them."""
-        buf = self.buf
-        end = len(buf) if end < 0 else end
-        if buf.find(b"\r", start, end) < 0 or buf.find(b"train_step_timing", start, end) < 0:
-            return False
-        return progress_updates(decode_line(buf[start:min(end, start + MAX_RAW)])) is not None
+        end = len(self.buf) if end < 0 else end
+        return updates_of(self.buf[start:min(end, start + MAX_RAW)]) is not None
 
     def _prune(self) -> None:
         """Forget the parsed lines more than CACHE_KEEP lines behind the current one (no look back

@@ -40,11 +40,11 @@ from ..inputs.sources import (
     Input,
     InputError,
     Line,
+    block_without_gaps,
     describe_input,
     expand_paths,
     iter_blocks_with_tail,
     without_gaps,
-    without_gaps_at,
 )
 from ..match.anchors import Anchor, AnchorSet
 
@@ -445,7 +445,7 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: byte
     if prepared is None:
         return prepare_gapless(buf, lo, aset, batchers, facts=facts)
     if prepared[18]:
-        buf, lo = without_gaps_at(buf, lo)
+        buf = block_without_gaps(buf, lo)
     facts.found.update(range(len(aset.facts)))
     facts.normed.extend(at + lo for at in prepared[17])
     if lo:      # a worker's offsets are relative to the block

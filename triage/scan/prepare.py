@@ -15,6 +15,7 @@ from ..inputs.sources import (
     MAX_RAW,
     YEARLESS_FORMS,
     Template,
+    block_without_gaps,
     decode_line,
     from_template,
     normalise,
@@ -26,7 +27,6 @@ from ..inputs.sources import (
     scanned,
     templates_ok,
     text_and_rank,
-    without_gaps_at,
 )
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts, digit_blind
@@ -143,12 +143,12 @@ def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tup
                     ahead: bool = False, count: bool = True, facts: Optional[BlockFacts] = None
                     ) -> Tuple[bytes, int, tuple]:
     """(buf, lo, prepare_block's) of the block buf[lo:] as the line reader reads it: where its anchor pass finds a
-    control byte (a fact: _CONTROL) and it holds a NUL, its NUL runs and its tail's are left out
-    (sources.without_gaps_at; the caller's tail is already without them where it had some: the tail stays as it is)
-    and it is prepared again (FACTS then the second pass's).  A block without them is prepared once, as is."""
+    control byte (a fact: _CONTROL) and it holds a NUL, its NUL runs are left out (sources.block_without_gaps; its
+    tail BUF[:LO] is the caller's, already without them) and it is prepared again (FACTS then the second pass's).
+    A block without them is prepared once, as is."""
     prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     if (facts is None or _CONTROL in facts.found) and buf.find(b"\x00", lo) >= 0:
-        buf, lo = without_gaps_at(buf, lo)
+        buf = block_without_gaps(buf, lo)
         if facts is not None:
             facts.found.clear()
             facts.normed.clear()
@@ -259,7 +259,7 @@ def year_changes(buf: bytes, first: int, first_ts: float, year: Optional[int], a
     place (their dates the raw bytes may not show: no look at the tail alone then)."""
     nl0 = buf.find(b"\n", first)
     e0 = len(buf) if nl0 < 0 else nl0
-    cur = b"%04d" % time.gmtime(first_ts).tm_year
+    cur = _year_b(first_ts)
     k = bisect.bisect_right(normed, first)
     if k == len(normed):
         end = _last_date(buf, e0)
@@ -299,10 +299,15 @@ def _changes(buf: bytes, first: int, pos: int, cur: bytes, year: Optional[int], 
             e = len(buf) if nl < 0 else nl
         ts, norm, _ = _read_dated(buf, s, e, year, ahead)
         if ts is not None:
-            y = b"%04d" % time.gmtime(ts).tm_year
+            y = _year_b(ts)
             if y != cur:
                 out.append((s, ts, norm))
                 cur, last, searched = y, s, -1
+
+
+def _year_b(ts: float) -> bytes:
+    """The year of the time TS as a date writes it (four digits, bytes)."""
+    return b"%04d" % time.gmtime(ts).tm_year
 
 
 def _tells(buf: bytes, at: int, cur: bytes, year: Optional[int], ahead: bool) -> bool:
@@ -312,7 +317,7 @@ def _tells(buf: bytes, at: int, cur: bytes, year: Optional[int], ahead: bool) ->
     s = buf.rfind(b"\n", 0, at) + 1
     nl = buf.find(b"\n", at)
     ts, _, _ = _read_dated(buf, s, len(buf) if nl < 0 else nl, year, ahead)
-    return ts is not None and b"%04d" % time.gmtime(ts).tm_year == cur
+    return ts is not None and _year_b(ts) == cur
 
 
 def _last_date(buf: bytes, lo: int) -> int:

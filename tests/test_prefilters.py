@@ -535,3 +535,61 @@ def test_a_date_that_normalising_joins_sets_a_fact_of_its_block():
             assert facts.normed == [0], raw
     check()
     assert found
+
+
+def _ascii_raw_lines():
+    """The fixture logs' ASCII lines without a carriage return, as bytes: what a worker's scan_lines claims (its
+    bytes-level shortcuts read them; a line it claims is one of these)."""
+    out = []
+    for root, _, files in os.walk(LOGS):
+        for f in sorted(files):
+            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
+                continue
+            with open(os.path.join(root, f), "rb") as fh:
+                data = fh.read(4 << 20)
+            out.extend(x for x in data.split(b"\n") if x and x.isascii() and b"\r" not in x)
+    return out
+
+
+RAW = _ascii_raw_lines()
+# each time form and its neighbours: an invalid ISO date before a glog header (the first form gives no time, the
+# next one does), a `-` before the date, seconds 60 and 61, fractions of 1 and 9 digits, a date past 200 bytes,
+# ISO with a `T` or `_`, the vLLM form, digits run into the date
+_EDGES = [b"[2026-13-03 06:40:05.1] E1203 06:40:25.080183 x", b"a-b [2026-12-03 06:40:05.100050] iteration 1/ 5 |",
+          b"2026-12-03 06:40:60 x", b"2026-12-03 06:40:61 x", b"2026-12-03T06:40:05.5 x", b"2026-12-03_06:40:05,123456789 x",
+          b"ERROR 12-04 07:00:05 [core.py:1759] x", b"12026-12-03 06:40:05 x", b"x" * 190 + b" 2026-12-03 06:40:05 x",
+          b"2026-02-30 06:40:05 x", b"2026-12-03 24:00:00 x", b"- 2026-1-03 06:40:05 2026-12-03 06:40:05 x",
+          b"[rank0]:node-0:24310:24310 [0] NCCL INFO cudaDriverVersion 12080", b"2026-12-03 06:40:05.1234567890 x"]
+
+
+def test_a_plain_lines_time_read_on_its_bytes_is_parse_ts_aheads_on_real_lines():
+    """sources.parse_ts_ahead_ascii (a worker's step lines: ISO read on the bytes) gives what parse_ts_ahead gives
+    of the line's first 200 characters, on every plain fixture line and on each form's edges."""
+    tried = dated = 0
+    for raw in RAW + _EDGES:
+        e = min(len(raw), 200)
+        got = sources.parse_ts_ahead_ascii(raw, 0, e)
+        assert got == sources.parse_ts_ahead(raw[:e].decode("ascii")), raw
+        # (and inside a block: the line at an offset, its end where the next line begins)
+        block = b"2026-12-03 06:40:05 before\n" + raw + b"\n1999-01-01 00:00:00 after\n"
+        assert sources.parse_ts_ahead_ascii(block, 27, 27 + e) == got, raw
+        tried += 1
+        dated += got[0] is not None
+    assert tried > 10_000 and dated > 1_000
+
+
+def test_a_step_logs_capture_and_time_tests_on_bytes_are_their_regexes_on_real_lines():
+    """steps._capture_only's literal finds and _timed's colon-first search are the regex searches they stand for."""
+    import re
+
+    from triage.verdict import steps
+    lits = re.compile(b"|".join(re.escape(x) for x in steps._CAPTURE_LITS))
+    caps = 0
+    for raw in RAW + _EDGES + [b"x create cuda graphs 12:34:5", b"Capturing CUDA graph at 12:34:56", b"1:23:45:6"]:
+        le = len(raw)
+        assert steps._timed(raw, 0, le) == (steps._HMS_B.search(raw, 0, min(le, 200)) is not None), raw
+        want = (lits.search(raw, 0, le) is not None and steps._NOT_ONLY_CAPTURE_B.search(raw, 0, le) is None
+                and steps._HMS_B.search(raw, 0, min(le, 200)) is None)
+        assert steps._capture_only(raw, 0, le) == want, raw
+        caps += want
+    assert caps > 0

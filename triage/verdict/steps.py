@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..inputs.ranks import split_prefix
-from ..inputs.sources import Line, parse_ts, parse_ts_ahead, reparse_in, scanned_text
+from ..inputs.sources import Line, parse_ts, parse_ts_ahead, parse_ts_ahead_ascii, reparse_in, scanned_text
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor
@@ -53,13 +53,14 @@ _TF_KEY = b"throughput per GPU (TFLOP/s/GPU):"
 # a capture line that feed() would only mark (_feed_graph: a capture literal, none of the lines it reads
 # more of), on the bytes of a plain line
 _HMS_B = re.compile(rb"\d\d:\d\d:\d\d")        # (what every time parse_ts reads holds)
+_HMS_COLON_B = re.compile(rb":\d\d:\d\d")
 _CAPTURE_LITS = (b"create cuda graphs", b"Start CUDA Graphs capture", b"Capturing CUDA graph")
 _NOT_ONLY_CAPTURE = (b"NCCL", b"> built ", b"Time spent in CUDA Graphs capture", b" graphable layers",
                      b"elapsed time per iteration", b"train_step_timing")
 
 
 def _ts_ahead(buf: bytes, ls: int, le: int) -> Tuple[Optional[float], bool]:
-    return parse_ts_ahead(buf[ls:min(le, ls + 200)].decode("ascii"))
+    return parse_ts_ahead_ascii(buf, ls, min(le, ls + 200))
 
 
 def _rec_ts(rec: tuple, buf: bytes, ls: int, length: int, year: Optional[int]) -> Optional[float]:
@@ -70,21 +71,26 @@ def _rec_ts(rec: tuple, buf: bytes, ls: int, length: int, year: Optional[int]) -
     return parse_ts(buf[ls:ls + min(length, 200)].decode("ascii"), year)
 
 
-# (each tuple as one search: a line of a dense log met a generator of finds per literal, ~1 us a line)
-_CAPTURE_LITS_B = re.compile(b"|".join(re.escape(x) for x in _CAPTURE_LITS))
+# (as one search: a line of a dense log met a generator of finds per literal, ~1 us a line)
 _NOT_ONLY_CAPTURE_B = re.compile(b"|".join(re.escape(x) for x in _NOT_ONLY_CAPTURE))
 
 
 def _capture_only(buf: bytes, ls: int, le: int) -> bool:
     """A capture line feed() would only mark, with no time of its own (megatron-core's progress lines
     have none): a timed one goes through feed(), which tells the scan its year and its stream's time."""
-    return (_CAPTURE_LITS_B.search(buf, ls, le) is not None and _NOT_ONLY_CAPTURE_B.search(buf, ls, le) is None
-            and not _timed(buf, ls, le))
+    find = buf.find
+    for lit_ in _CAPTURE_LITS:          # (a find each: the three as one `re` search cost twice as much)
+        if find(lit_, ls, le) >= 0:
+            return _NOT_ONLY_CAPTURE_B.search(buf, ls, le) is None and not _timed(buf, ls, le)
+    return False
 
 
 def _timed(buf: bytes, ls: int, le: int) -> bool:
-    """The plain line buf[ls:le] may carry a time (what parse_ts reads: hh:mm:ss in its first 200 bytes)."""
-    return _HMS_B.search(buf, ls, min(le, ls + 200)) is not None
+    """The plain line buf[ls:le] may carry a time (what parse_ts reads: hh:mm:ss in its first 200 bytes).  (What
+    _HMS_B matches _HMS_COLON_B does, two bytes on: `re` finds its leading colon by a literal scan, ~3x faster on a
+    line with none.)"""
+    e = min(le, ls + 200)
+    return _HMS_COLON_B.search(buf, ls, e) is not None and _HMS_B.search(buf, ls, e) is not None
 
 
 # megatron-core's "> built N cuda graph(s) in S sec[, with total memory usage: allocated A, reserved R]." with

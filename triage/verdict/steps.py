@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union, cast, overload
 
 from ..inputs.ranks import split_prefix
-from ..inputs.sources import Line, parse_ts, parse_ts_ahead, parse_ts_ahead_ascii, reparse_in, scanned_text
+from ..inputs.sources import Line, parse_ts, parse_ts_ahead_ascii, reparse_in, scanned_text
 from ..inputs.text import MAX_LINE, normalise
 from ..lazyre import lazy_re
 from ..match.anchors import Anchor

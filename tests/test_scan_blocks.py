@@ -1298,6 +1298,81 @@ def test_the_lines_before_a_hit_after_a_line_longer_than_a_tail(tmp_path):
         assert block_scan([str(p)], bs) == line, bs
 
 
+# PyTorch's destructor warning (ProcessGroupNCCL.cpp, TORCH_WARN) and megatron-core's capture progress line: the
+# pattern graph-cleanup-missing counts the first only with the second within its window of 1,000 lines before it
+_DESTROY_LINE = (b"[rank0]:[W1203 07:12:01.123456789 ProcessGroupNCCL.cpp:1250] Warning: WARNING: destroy_process_group() "
+            b"was not called before program exit, which can leak resources.\n")
+_CAPTURE_LINE = (b"[rank0]:INFO:megatron.core.transformer.cuda_graphs:0/96. create cuda graphs | mem: alloc 20.1 gb, "
+            b"res 22.0 gb\n")
+
+
+@pytest.mark.parametrize("jobs", [0, 3])
+@pytest.mark.parametrize("between, width", [(420, 100), (900, 400), (999, 60), (1000, 60), (120, 3000)])
+def test_a_rules_context_anywhere_in_its_window_is_the_line_scans(monkeypatch, tmp_path, jobs, between, width):
+    """SYNTHETIC layout, real wordings (issue 44's seventeenth pass): a rule's context window (graph-cleanup-missing:
+    1,000 lines) looked back 400 lines at most (WALK_BACK) and only through the 256 KiB before a block: a capture line
+    420 to 999 lines before the warning, or 120 lines of 3 KB before it, left the finding out at any block size, the
+    line scan keeping it (1,000 lines back is outside the window: neither has it).  The warning is put at a block's
+    start, right after a block's end, and in the middle of one."""
+    if jobs:
+        _with_workers(monkeypatch, jobs)
+    mid = b"".join(b"[rank0]: line %04d " % i + b"x" * width + b"\n" for i in range(between))
+    for where in (1 << 20, (1 << 20) + 5, 3 << 19):
+        fill_n = where - len(_CAPTURE_LINE) - len(mid) - 5
+        fill = b"".join(b"[rank0]: f%06d " % i + b"y" * 300 + b"\n" for i in range(fill_n // 318))
+        fill += b"z" * (fill_n - len(fill) - 1) + b"\n"
+        p = tmp_path / "ctx.log"
+        p.write_bytes(fill + _CAPTURE_LINE + mid + _DESTROY_LINE)
+        line = line_scan([str(p)])
+        assert any("destroy_process_group" in str(m) for m in line["matches"]) == (between < 1000)
+        for bs in (1 << 20, 2 << 20, 8 << 20):
+            assert block_scan([str(p)], bs) == line, (where, bs)
+
+
+@pytest.mark.parametrize("n, width", [(3, 200_000), (5, 120_000), (40, 20_000)])
+def test_the_lines_before_a_blocks_first_hit_past_the_tails_bytes_are_the_line_scans(tmp_path, n, width):
+    """SYNTHETIC log (issue 44's seventeenth pass): N lines of WIDTH bytes, then an error as a block's first line.
+    The tail before a block was the whole lines within its last 256 KiB (and its last line whole): three lines of 200 KB
+    left the error one line before it of the line scan's three.  The tail now holds at least MAX_WINDOW lines whole
+    within TAIL_MAX bytes (sources.block_tail)."""
+    error = b"RuntimeError: CUDA error: out of memory\n"
+    longs = b"".join(b"L%02d " % i + b"x" * width + b"\n" for i in range(n))
+    for bs in (1 << 20, 2 << 20):
+        size = 2 * bs - len(longs) - 5
+        fill = b"".join(b"a%05d " % i + b"a" * 600 + b"\n" for i in range(size // 608))
+        fill += b"b" * (size - len(fill) - 1) + b"\n"
+        p = tmp_path / "long.log"
+        p.write_bytes(fill + longs + error)
+        line = line_scan([str(p)])
+        assert line["matches"] and line["matches"][0][-2][0].startswith("L%02d" % (n - 3))
+        for b in (1 << 20, 2 << 20, 8 << 20):
+            assert block_scan([str(p)], b) == line, (bs, b)
+
+
+def test_a_blocks_tail_holds_its_last_lines_as_the_caps_say():
+    """sources.block_tail on random blocks: a line's start; every whole line within TAIL bytes, the last line whole,
+    and at least the last MAX_WINDOW lines whole where they lie within TAIL_MAX bytes (the rest of it: what fits)."""
+    import random
+
+    from triage.caps import MAX_WINDOW, TAIL_MAX
+    from triage.inputs.sources import block_tail
+    rnd = random.Random(17)
+    for _ in range(300):
+        widths = [rnd.choice([0, 5, 80, 300, 3000, 70_000]) for _ in range(rnd.randint(1, 2500))]
+        buf = b"".join(b"x" * w + b"\n" for w in widths)
+        tail = rnd.choice([0, 1 << 10, 256 << 10])
+        if not tail:
+            continue
+        at = block_tail(buf, tail)
+        assert at == 0 or buf[at - 1:at] == b"\n"
+        kept = buf[at:].count(b"\n")
+        first_within = buf.find(b"\n", len(buf) - tail - 1) + 1 if len(buf) > tail else 0
+        assert at <= first_within                                   # every whole line within TAIL bytes
+        assert at <= len(buf) - widths[-1] - 1                      # the last line whole
+        within = sum(1 for k in range(1, len(widths) + 1) if sum(w + 1 for w in widths[-k:]) <= TAIL_MAX)
+        assert kept >= min(MAX_WINDOW, within), (kept, within)
+
+
 def _step_grid_log(path, seed):
     """A log of step lines drawn from a grid (seeded): Megatron-LM's iteration line (its wording in
     tests/fixtures/logs), from one rank or from every rank, with or without megatron-core's capture
@@ -1958,9 +2033,10 @@ def test_no_look_back_reaches_a_taken_runs_lines_past_what_it_keeps(monkeypatch,
     """A run taken whole keeps its last RUN_SEEN lines in the view's cache (blockscan.RUN_SEEN, WALK_BACK + 2), the
     ones a later look back may read, as they were read then.  A storm of eight ranks' watchdog timeouts, each run of
     it followed by PyTorch's warning that the process group was not destroyed, whose rule looks for a capture line
-    up to 1,000 lines back (graph-cleanup-missing: BlockView.newest_before, WALK_BACK at most): with workers, every
-    line a look back reads (BlockView.line_at) of a taken run is at most RUN_SEEN - 1 lines before the line looking,
-    look backs do reach that deep, and the scan is the line scan.  Synthetic layout, real wordings
+    up to 1,000 lines back (graph-cleanup-missing: BlockView.newest_before): with workers, every line a look back for
+    a time, a rank or a stream reads (BlockView.line_at) of a taken run is at most RUN_SEEN - 1 lines before the line
+    looking, the rule's context look back reads a taken run's lines up to 1,000 back (their text; 400 before the
+    seventeenth pass), and the scan is the line scan.  Synthetic layout, real wordings
     (ProcessGroupNCCL's watchdog and destructor warning)."""
     from triage.scan import blockscan, blockview, rules
     monkeypatch.setattr(rules, "CONTEXT_MATCHES", 400)
@@ -1993,19 +2069,35 @@ def test_no_look_back_reaches_a_taken_runs_lines_past_what_it_keeps(monkeypatch,
         taken.update(linenos)
         return linenos
     far = [0, 0]                            # the deepest read of a taken run's line, and how many reads
-    real_line_at = blockview.BlockView.line_at
+    deep = [0, 0]                           # ... by a rule's context look back (its text only: newest_before)
+    in_context = [False]
+    real_line_at, real_newest = blockview.BlockView.line_at, blockview.BlockView.newest_before
 
     def line_at(self, off, lineno):
         if lineno in taken and lineno < self.cur_lineno:
-            far[0] = max(far[0], self.cur_lineno - lineno)
-            far[1] += 1
+            if in_context[0]:
+                deep[0] = max(deep[0], self.cur_lineno - lineno)
+                deep[1] += 1
+            else:
+                far[0] = max(far[0], self.cur_lineno - lineno)
+                far[1] += 1
         return real_line_at(self, off, lineno)
+
+    def newest_before(self, *a, **k):
+        in_context[0] = True
+        try:
+            return real_newest(self, *a, **k)
+        finally:
+            in_context[0] = False
     monkeypatch.setattr(blockscan._InputScan, "_bulk_times", bulk_times)
     monkeypatch.setattr(blockview.BlockView, "line_at", line_at)
+    monkeypatch.setattr(blockview.BlockView, "newest_before", newest_before)
     for bs in (1 << 16, 1 << 20):
         assert block_scan([str(p)], bs) == line, bs
-    assert len(taken) > 2000 and far[1] > 1000, (len(taken), far)
-    assert blockview.WALK_BACK - 10 < far[0] < blockscan.RUN_SEEN, far
+    # (the look backs for a time, a rank or a stream read none of a taken run's lines past what it keeps; a rule's
+    # context look back reads up to its 1,000 lines, for their text: nothing there is read in a year)
+    assert len(taken) > 2000 and deep[1] > 1000, (len(taken), deep)
+    assert far[0] < blockscan.RUN_SEEN and blockscan.RUN_SEEN < deep[0] <= 1000, (far, deep)
 
 
 def _dropped_one_by_one(runs, most):

@@ -28,6 +28,12 @@ MAX_LINE = 4000            # characters kept of one log line; the rest is clippe
 CLIP_MARK = " …[clipped]"  # what a clipped line ends with
 LINE_CLIP = MAX_LINE + len(CLIP_MARK)   # a log line in HTML and JUnit: in full, as the reader kept it
 
+# -- look back: how far before a line a rule's context may be (patterns.py, scan/) ----------------
+MAX_WINDOW = 1000          # lines a rule's `context` window reaches at most (the catalog refuses more); the block
+#                            scan's tail before a block keeps that many whole lines (sources.block_tail) ...
+TAIL_MAX = 16 << 20        # ... within at most this many bytes (lines of 16 KiB on average: the only look back
+#                            the block scan bounds where the line scan does not)
+
 # -- analysis: what the findings keep (findings.py, scan/blocks.py) ------------------------------
 EVIDENCE_MAX = 6           # evidence lines kept per finding (the first ones, each with its context);
 #                            the JSON writes them all (LEVELS[0]) and the view shows them all

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, TypeVar, Uni
 
 from . import __version__, cachefiles
 from . import hashing as hashlib
+from .caps import MAX_WINDOW
 from .config.operators import OPERATORS
 from .errors import TriageError
 from .kinds import KINDS, ROLES, SEVERITIES, Kind, Role, Severity
@@ -244,8 +245,8 @@ def _parse_match(m: Any, where: str, user: bool = False) -> MatchRule:
         if not isinstance(c, dict):
             raise PatternError(f"{cw}: must be a mapping")
         window = c.get("window", 50)
-        if not isinstance(window, int) or window < 1 or window > 1000:
-            raise PatternError(f"{cw}: window must be an integer 1..1000")
+        if not isinstance(window, int) or window < 1 or window > MAX_WINDOW:
+            raise PatternError(f"{cw}: window must be an integer 1..{MAX_WINDOW}")
         csrc = expand_macros(_req(c, "regex", str, cw), cw + " regex")
         ctx.append(ContextReq(_compile(csrc, cw + " regex", ic, user),
                               _literals(c, csrc, cw, ic, context=True, user=user), window))

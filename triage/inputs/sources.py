@@ -33,6 +33,7 @@ from typing import (
     cast,
 )
 
+from ..caps import MAX_WINDOW, TAIL_MAX
 from ..lazyre import lazy_re
 from ..match.rx import DIGITS, IGNORECASE, digit_blind, lazy
 from ..match.rx import search as _search
@@ -1113,7 +1114,9 @@ def block_tail(buf: bytes, tail: int) -> int:
     last line is longer than `tail` (up to MAX_RAW: the reader clips longer ones), within the last `tail`
     bytes before that line and the line (issue 44's review: a block ending on a line of a few MiB left the
     next block no line to look back on, so a hit right after it lost the lines before it, as 2 MiB blocks
-    made likelier)."""
+    made likelier); and at least its last MAX_WINDOW lines, within TAIL_MAX bytes (caps.py: a rule's context
+    window looks back that many lines, as the line scan does: lines of a few KiB before a block's first hit left
+    its context out, issue 44's seventeenth pass)."""
     if len(buf) <= tail:
         return 0
     last = len(buf) - 1 - buf.rfind(b"\n", 0, len(buf) - 1)       # the last line's bytes, its newline included
@@ -1122,7 +1125,17 @@ def block_tail(buf: bytes, tail: int) -> int:
         if len(buf) <= tail:
             return 0
     nl = buf.find(b"\n", len(buf) - tail - 1)
-    return nl + 1 if nl >= 0 else len(buf)
+    at = nl + 1 if nl >= 0 else len(buf)
+    if buf.count(b"\n", at) >= MAX_WINDOW:           # (enough lines there: a log of short lines, told at once)
+        return at
+    floor = max(0, len(buf) - TAIL_MAX)
+    end = len(buf) - 1                                  # (the last line's newline; END + 1: the start of a line)
+    for _ in range(MAX_WINDOW):
+        nl = buf.rfind(b"\n", floor, end)
+        if nl < 0:
+            return min(at, end + 1) if floor else 0     # (the first whole line within TAIL_MAX, or the buffer's)
+        end = nl
+    return min(at, end + 1)
 
 
 def _tail_of(buf: bytes, tail: int) -> bytes:

@@ -674,7 +674,8 @@ class _InputScan:
 # only through lines of no rank of their own (line_at) -- a run's lines each have one, so such a search stops at
 # the run's last line.  Its lines further back than WALK_BACK + 1 from the line after it are never read again (the
 # view keeps CACHE_KEEP lines for the ranks of lines of no rank; a storm's runs made ~860 Lines each, ~460 read by
-# nothing: issue 44, the scanner's work a run).
+# nothing: issue 44, the scanner's work a run).  A rule's context look back (BlockView.newest_before) reads up to its
+# window, caps.MAX_WINDOW lines, but only their text, which a line read again has as it had: it reads them anew.
 RUN_SEEN = WALK_BACK + 2
 _NEVER = 1 << 62      # (an offset no block reaches: no run's line to make again)
 # what a run of plain hit lines with one set of tags wakes (_InputScan._spec): the `tail` form tried on them and the

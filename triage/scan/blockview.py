@@ -363,12 +363,13 @@ class BlockView(View):
         return super().intro_of(line, n)
 
     def newest_before(self, line: Line, n: int, key: Hashable, test: Callable[[Line], bool]) -> Optional[Line]:
-        """As View.newest_before, within WALK_BACK lines, amortised O(1) a call per key: a look back
-        stops at the line of the previous call with KEY (the lines before it were looked at then,
-        and the newest that passed is remembered)."""
+        """As View.newest_before, within N lines (its window, as the line scan's; WALK_BACK before the seventeenth
+        pass of issue 44: a rule's context 400 to 1,000 lines back was missed), amortised O(1) a call per key: a look
+        back stops at the line of the previous call with KEY (the lines before it were looked at then, and the
+        newest that passed is remembered)."""
         if line.source != self.inp.label:
             return None
-        limit = min(n, WALK_BACK)
+        limit = n               # (a rule's context window, caps.MAX_WINDOW at most: the buffer's tail holds that many)
         frontier, hit = self._newest.get(key, (0, None))
         found = next((x for x in self._back(frontier, limit) if test(x)), None)
         if found is None and hit is not None and self.cur_lineno - hit.lineno <= limit:

@@ -19,7 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 LOGS = os.path.join(HERE, "fixtures", "logs")
 
 
-def _real_lines():
+def _raw_fixture_lines():
+    """Every line of the plain fixture logs (their first 4 MiB each), as bytes."""
     out = []
     for root, _, files in os.walk(LOGS):
         for f in sorted(files):
@@ -27,11 +28,12 @@ def _real_lines():
                 continue
             with open(os.path.join(root, f), "rb") as fh:
                 data = fh.read(4 << 20)
-            out.extend(sources.normalise(sources.decode_line(x)) for x in data.split(b"\n") if x)
+            out.extend(x for x in data.split(b"\n") if x)
     return out
 
 
-LINES = _real_lines()
+RAW_ALL = _raw_fixture_lines()
+LINES = [sources.normalise(sources.decode_line(x)) for x in RAW_ALL]
 
 
 def _parse_ts_every_form(text, year):
@@ -537,21 +539,9 @@ def test_a_date_that_normalising_joins_sets_a_fact_of_its_block():
     assert found
 
 
-def _ascii_raw_lines():
-    """The fixture logs' ASCII lines without a carriage return, as bytes: what a worker's scan_lines claims (its
-    bytes-level shortcuts read them; a line it claims is one of these)."""
-    out = []
-    for root, _, files in os.walk(LOGS):
-        for f in sorted(files):
-            if f.endswith((".gz", ".zst", ".xz", ".bz2")):
-                continue
-            with open(os.path.join(root, f), "rb") as fh:
-                data = fh.read(4 << 20)
-            out.extend(x for x in data.split(b"\n") if x and x.isascii() and b"\r" not in x)
-    return out
-
-
-RAW = _ascii_raw_lines()
+# the fixture logs' ASCII lines without a carriage return: what a worker's scan_lines claims (its bytes-level
+# shortcuts read them; a line it claims is one of these)
+RAW = [x for x in RAW_ALL if x.isascii() and b"\r" not in x]
 # each time form and its neighbours: an invalid ISO date before a glog header (the first form gives no time, the
 # next one does), a `-` before the date, seconds 60 and 61, fractions of 1 and 9 digits, a date past 200 bytes,
 # ISO with a `T` or `_`, the vLLM form, digits run into the date

@@ -1128,7 +1128,7 @@ def block_tail(buf: bytes, tail: int) -> int:
     at = nl + 1 if nl >= 0 else len(buf)
     if buf.count(b"\n", at) >= MAX_WINDOW:           # (enough lines there: a log of short lines, told at once)
         return at
-    floor = max(0, len(buf) - TAIL_MAX)
+    floor = max(0, len(buf) - TAIL_MAX - 1)             # (the newline before a line that starts TAIL_MAX back)
     end = len(buf) - 1                                  # (the last line's newline; END + 1: the start of a line)
     for _ in range(MAX_WINDOW):
         nl = buf.rfind(b"\n", floor, end)

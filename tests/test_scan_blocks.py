@@ -1329,6 +1329,43 @@ def test_a_rules_context_anywhere_in_its_window_is_the_line_scans(monkeypatch, t
             assert block_scan([str(p)], bs) == line, (where, bs)
 
 
+def _context_log(rnd) -> bytes:
+    """A random log of runs of lines of random widths (10 bytes to 20 KB, runs of 1 to 1,300 lines, eight ranks)
+    between capture lines and the lines whose rules want one in their window (PyTorch's exit warnings, a capture's
+    OOM traceback).  Synthetic layout, real wordings."""
+    caps = [b"[rank%d]:INFO:megatron.core.transformer.cuda_graphs:0/96. create cuda graphs | mem: alloc 20.1 gb, res "
+            b"22.0 gb", b"[rank%d]:Time spent in CUDA Graphs capture on rank %d: 12.5s", b"> built 96 cuda graph(s) in 3.21 sec"]
+    trig = [_DESTROY_LINE.rstrip(b"\n").replace(b"[rank0]", b"[rank%d]"),
+            b"[rank%d]:[W1203 07:12:01.1 ProcessGroupNCCL.cpp:1250] Warning: WARNING: process group has NOT been destroyed "
+            b"before we destruct ProcessGroupNCCL. On normal program exit, the application should call destroy_process_group",
+            b"[rank%d]: Traceback (most recent call last):\n[rank%d]:   File \"/usr/lib/python3/dist-packages/torch/cuda/"
+            b"graphs.py\", line 88, in capture_end\n[rank%d]: RuntimeError: CUDA error: out of memory"]
+    out = []
+    for _ in range(rnd.randint(3, 12)):
+        k, r = rnd.choice([0, 0, 1, 2]), rnd.randint(0, 7)
+        if k == 0:
+            w = rnd.choice([10, 100, 300, 1000, 3000, 20000])
+            for i in range(rnd.choice([1, 50, 300, 450, 700, 950, 1001, 1300])):
+                out.append(b"[rank%d]: l%06d " % (rnd.randint(0, 7), i) + b"x" * rnd.randint(1, w))
+        else:
+            t = rnd.choice(caps if k == 1 else trig)
+            out.append(t % tuple([r] * t.count(b"%d")))
+    return b"\n".join(out) + b"\n"
+
+
+@pytest.mark.parametrize("seed", [27, 227, 233])
+def test_random_context_distances_are_the_line_scans(tmp_path, seed):
+    """Issue 44's seventeenth pass: the generator that checked the fix of a rule's window (100 seeds: none differ, but
+    where 1 MiB of lines lies between a block's start and the context line, caps.TAIL_MAX); these seeds differ at
+    b940b76 (a context line 400-1,000 lines back)."""
+    import random
+    p = tmp_path / "ctx.log"
+    p.write_bytes(_context_log(random.Random(seed)))
+    line = line_scan([str(p)])
+    for bs in (1 << 16, 1 << 18, 1 << 20, 8 << 20):
+        assert block_scan([str(p)], bs) == line, bs
+
+
 @pytest.mark.parametrize("n, width", [(3, 200_000), (5, 120_000), (40, 20_000)])
 def test_the_lines_before_a_blocks_first_hit_past_the_tails_bytes_are_the_line_scans(tmp_path, n, width):
     """SYNTHETIC log (issue 44's seventeenth pass): N lines of WIDTH bytes, then an error as a block's first line.

@@ -1366,6 +1366,69 @@ def test_random_context_distances_are_the_line_scans(tmp_path, seed):
         assert block_scan([str(p)], bs) == line, bs
 
 
+_TB = ['Traceback (most recent call last):',
+       '  File "/opt/megatron/pretrain_gpt.py", line 312, in <module>',
+       '    pretrain(',
+       '  File "/opt/megatron/megatron/training/training.py", line 1408, in train_step',
+       '    loss_reduced[key] = numerator / denominator',
+       'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.10 GiB '
+       'of which 1.20 GiB is free.']
+
+
+def _interleaved(ranks: int) -> str:
+    """SYNTHETIC layout, real wordings: RANKS ranks writing the same traceback line by line (torchrun's --tee
+    interleaving), each line of a rank RANKS lines after its line before."""
+    return "\n".join(f"[rank{r}]:{t}" for t in _TB for r in range(ranks)) + "\n"
+
+
+@pytest.mark.parametrize("ranks", [8, 133])
+def test_interleaved_ranks_keep_their_lines_before_a_match(tmp_path, ranks):
+    """Up to 133 ranks interleaved, a match's three lines before it of its rank are within the 400 lines the block
+    scan looks back (WALK_BACK) for them: the line scan's."""
+    p = tmp_path / "tb.log"
+    p.write_text(_interleaved(ranks))
+    line = line_scan([str(p)])
+    assert len(line["matches"]) == ranks and len(line["matches"][0][-2]) == 3
+    assert block_scan([str(p)]) == line
+
+
+@pytest.mark.xfail(strict=True, reason="issue 44, seventeenth pass: a known bound -- the block scan looks for a "
+                   "match's own rank's lines before it 400 lines back (WALK_BACK), the line scan at any distance")
+@pytest.mark.parametrize("ranks", [134, 300, 1024])
+def test_interleaved_ranks_past_the_look_back_keep_their_lines_before_a_match(tmp_path, ranks):
+    """The bound written down in bench/README.md (seventeenth pass): past 133 interleaved ranks a match's lines
+    before it are fewer than the line scan's (300 ranks: 1 of 3; 420 and more: none); the findings are the same."""
+    p = tmp_path / "tb.log"
+    p.write_text(_interleaved(ranks))
+    line, block = line_scan([str(p)]), block_scan([str(p)])
+    assert [m[:4] for m in block["matches"]] == [m[:4] for m in line["matches"]]      # (the findings: the same)
+    assert block == line
+
+
+def _stale_time_log(gap: int) -> bytes:
+    """SYNTHETIC layout, real wordings: rank 1's one dated line, GAP lines of rank 0, then rank 1's undated error."""
+    return (b"[rank1]:[2026-12-03 06:40:05,100] INFO: rank 1 starting\n"
+            + b"".join(b"[rank0]: chatter %05d\n" % i for i in range(gap))
+            + b"[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered\n")
+
+
+def test_a_matchs_time_is_its_ranks_last_within_the_look_back(tmp_path):
+    """An undated match takes its rank's last time (View.last_ts): within 400 lines (WALK_BACK), the line scan's."""
+    p = tmp_path / "t.log"
+    p.write_bytes(_stale_time_log(390))
+    line = line_scan([str(p)])
+    assert line["matches"][0][7] is not None and block_scan([str(p)]) == line
+
+
+@pytest.mark.xfail(strict=True, reason="issue 44, seventeenth pass: a known bound -- the block scan looks for a "
+                   "match's rank's last time 400 lines back (WALK_BACK), the line scan at any distance")
+def test_a_matchs_time_past_the_look_back_is_its_ranks_last(tmp_path):
+    """The bound written down in bench/README.md (seventeenth pass): past it, the block scan gives the match no time."""
+    p = tmp_path / "t.log"
+    p.write_bytes(_stale_time_log(410))
+    assert block_scan([str(p)]) == line_scan([str(p)])
+
+
 @pytest.mark.parametrize("n, width", [(3, 200_000), (5, 120_000), (40, 20_000)])
 def test_the_lines_before_a_blocks_first_hit_past_the_tails_bytes_are_the_line_scans(tmp_path, n, width):
     """SYNTHETIC log (issue 44's seventeenth pass): N lines of WIDTH bytes, then an error as a block's first line.

@@ -184,12 +184,12 @@ def parse_ts_ahead_ascii(buf: bytes, s: int, e: int) -> Tuple[Optional[float], b
     line took ~6 us each in decoding and _parse_ts's str searches, more than their step parse)."""
     q = buf.find(b"-", s, e)            # (a match holds one 4 bytes in: none starts before the first less 4)
     m = _ISO_B.search(buf, max(s, q - 4), e) if q >= 0 else None
-    if m is not None:
+    if m is not None:                   # (_ts_of's reading, on the bytes: int() reads digits as bytes)
         g = m.groups()
-        minute = _MINUTES.get(("iso", 0, buf[m.start(1):m.end(5)].decode("ascii")), g)   # type: ignore[arg-type]
-        sec, frac = int(g[5]), g[6]
-        if minute is not None and sec < 61:
-            return minute + min(sec, 59) + (float(b"0." + frac) if frac else 0.0), False
+        t = _time(_MINUTES.get(("iso", 0, buf[m.start(1):m.end(5)].decode("ascii")), g),   # type: ignore[arg-type]
+                  g[5], g[6].decode("ascii") if g[6] else None)                             # type: ignore[arg-type]
+        if t is not None:
+            return t, False
     return _parse_ts(buf[s:e].decode("ascii"), None)
 
 

@@ -209,19 +209,69 @@ def test_regex_named_lists_and_locale_are_not_kept(rx_cache):
 
 
 def test_regex_entries_that_are_not_the_caches_are_ignored(rx_cache):
+    """The file is read whole and an entry is checked when a compile takes it (a run takes a few of ~260): one
+    that is not the cache's is dropped and its pattern compiled as regex does (and kept again, right)."""
     rx = regex.compile(r"(ab|cd)+e", regex.V0)
     recache._rx_save()
     _rx_fresh()
-    main = recache._rx_main
-    entries = recache._rx_load(main)
+    entries = recache._rx_load()
     (key, e), = entries.items()
+    assert recache._rx_valid(key, e) and type(e[1]) is bytes
     bad = {key: e[:4] + ({"x": ["y"]},) + e[5:],                          # named lists: never kept
-           (key[0] + "x", key[1], key[2]): e[:1] + (["1"],) + e[2:],      # code that is not ints
+           (key[0] + "x", key[1], key[2]): e[:1] + ([1, 2],) + e[2:],      # code that is not its words' bytes
+           (key[0] + "y", key[1], key[2]): e[:1] + (e[1][:-1],) + e[2:],   # code cut inside a word
+           (key[0] + "z", key[1], key[2]): e[:1] + (b"",) + e[2:],         # no code
            ("y", 0, 0): "not a tuple"}
-    cachefiles.write(recache._rx_name(main), marshal.dumps(bad))
+    assert not any(recache._rx_valid(k, v) for k, v in bad.items())
+    cachefiles.write(recache._rx_name(), marshal.dumps(bad))
     _rx_fresh()
-    assert recache._rx_load(main) == {}
-    assert _behaviour(regex.compile(r"(ab|cd)+e", regex.V0)) == _behaviour(rx)
+    pats = [r"(ab|cd)+e", r"(ab|cd)+ex", r"(ab|cd)+ey", r"(ab|cd)+ez"]
+    got = [regex.compile(p, regex.V0) for p in pats]
+    assert not recache._rx_live                                            # none made from the file
+    kept = {k[0]: v for k, v in recache._rx_entries.items() if recache._rx_valid(k, v)}
+    assert sorted(kept) == sorted(pats)                                    # each kept again, right
+    recache._rx_uninstall()
+    regex.purge()
+    own = [regex.compile(p, regex.V0) for p in pats]
+    recache.regex_imported()
+    assert [_behaviour(g) for g in got] == [_behaviour(o) for o in own]
+    assert _behaviour(got[0]) == _behaviour(rx)
+
+
+def test_regex_patterns_are_made_from_the_cache_by_the_c_engine_before_the_package_is_imported(cache):
+    """rx_cached (match/rx.py's LazyRx) makes a kept pattern with regex's C engine loaded by itself, as the import
+    system loads it: the package imported afterwards takes that module, and its compile the same pattern."""
+    probe = r"""
+import sys
+import triage.recache as R
+R.install()
+from triage.match import rx
+pats = [(r"(?P<kind>CUDA|NCCL) error: (\w+) at (\d+)", rx.V0), (r"watchdog (?:caught|thread)", rx.V0 | rx.IGNORECASE)]
+if sys.argv[1] == "keep":
+    for p, f in pats:
+        rx.LazyRx(p, f).compiled()
+    R._rx_save()
+    print("kept", len(R._rx_entries))
+else:
+    got = [rx.LazyRx(p, f).compiled() for p, f in pats]
+    before = sorted(m for m in sys.modules if m.split(".")[0] == "regex")
+    m = got[0].search("x NCCL error: unhandled at 12", timeout=0.05)
+    out = [before, m.groups(), m.group("kind"), m.span(3), bool(got[1].search("WATCHDOG Thread"))]
+    import regex
+    out += [rx.regex.compile(*pats[0]) is got[0], sys.modules["regex._main"]._regex is sys.modules["regex._regex"],
+            got[0].sub(r"<\1>", "CUDA error: a at 1 q")]
+    print(repr(out))
+"""
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(cache), PYTHONPATH=ROOT)
+    run = [subprocess.run([sys.executable, "-c", probe, a], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=120) for a in ("keep", "use")]
+    assert run[0].stdout.strip() == "kept 2", run[0].stderr
+    assert run[1].stdout.strip() == repr([["regex._regex"], ("NCCL", "unhandled", "12"), "NCCL", (27, 29), True,
+                                          True, True, "<CUDA> q"]), run[1].stderr
+
+
+def test_the_regex_default_version_is_the_packages(cache):
+    assert recache.RX_DEFAULT_VERSION == regex.DEFAULT_VERSION == regex.V0
 
 
 def test_a_run_writes_the_regex_cache_and_the_next_compiles_none(tmp_path):

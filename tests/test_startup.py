@@ -82,6 +82,26 @@ def test_text_analyze_of_a_tiny_log_imports_no_heavy_module(tmp_path):
     assert "regex" not in mods          # no rule regex met: the `regex` engine is never imported (scan/rx.py)
 
 
+
+def test_a_logs_rule_regexes_are_made_from_the_cache_without_the_regex_packages_parser(tmp_path):
+    """A log whose lines meet rule regexes (the sample: a dozen of them, the verdict's and the report's) compiles
+    them with `regex` the first time; the next run makes each from the cache by regex's C engine alone: the
+    package's Python parser (~90 M instructions of a ~450 M tiny run) is not imported, and the report is the same."""
+    sample = os.path.join(ROOT, "examples", "sample_job.log")
+    args = ["analyze", sample, "--format", "json"]
+    first, r1 = _modules(args, tmp_path)
+    assert "regex._regex_core" in first and "regex" in first, r1.stderr       # (a cold cache: regex compiles)
+    again, r2 = _modules(args, tmp_path)
+    assert "regex._regex" in again, r2.stderr                                  # the C engine, by itself
+    assert _loaded(again, ["regex._regex_core", "regex._main"]) == [] and "regex" not in again
+
+    def report(r):
+        out = json.loads(r.stdout[:r.stdout.rindex("\nMODULES ")])
+        return out
+    assert report(r1) == report(r2)
+    assert report(r2)["primary"] == "moe-scope-conflict" and len(report(r2)["findings"]) == 2
+
+
 GC_PROBE = """
 import gc
 import json

@@ -323,36 +323,149 @@ def capture_compile(*args: Any) -> Any:
     return _regex.compile(*args)  # type: ignore[attr-defined,unused-ignore]
 
 
-def _rx_name(main: Any) -> str:
+def _rx_name() -> str:
+    """The `regex` cache's file name: the Python build, and the files of the `regex` package that make and run a
+    pattern's code -- its parser (_regex_core.py, _main.py) and its C engine (place, size and time each) -- found
+    without importing the package (rx_cached makes patterns before it is imported: the same name either way)."""
     import os
-    real = main._regex.real if isinstance(main._regex, _Capture) else main._regex
-    # (its C engine's build too -- its file's place, size and time: the code it is handed is not checked by it)
-    try:
-        so = getattr(real, "__file__", "") or ""
-        st = os.stat(so)
-        engine = f"{so}|{st.st_size}|{st.st_mtime_ns}"
-    except (OSError, TypeError, ValueError):
-        engine = ""
-    return _file_name(REGEX_PREFIX, f"{sys.version}|{getattr(sys.modules.get('regex'), '__version__', '')}|"
-                                    f"{getattr(real, 'MAGIC', '')}|{engine}")
+    parts = [sys.version]
+    engine = _rx_engine_spec()
+    where = [engine.origin] if engine is not None and engine.origin else []
+    pkg = _rx_package_dir()
+    if pkg is not None:
+        where += [os.path.join(pkg, "_regex_core.py"), os.path.join(pkg, "_main.py")]
+    for f in where:
+        try:
+            st = os.stat(f)
+            parts.append(f"{f}|{st.st_size}|{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f)
+    return _file_name(REGEX_PREFIX, "|".join(parts) + f"|code as {_CODE} bytes")
+
+
+_rx_where: Optional[list] = None           # [the package's folder, its C engine's spec], once found
+
+
+def _rx_find() -> list:
+    global _rx_where
+    if _rx_where is None:
+        pkg, spec = None, None
+        try:
+            import importlib.machinery
+            import importlib.util
+            import os
+            top = importlib.util.find_spec("regex")
+            locs = list(top.submodule_search_locations or []) if top is not None else []
+            if len(locs) == 1:
+                pkg = locs[0]
+                spec = importlib.machinery.PathFinder.find_spec("regex._regex", locs)
+                if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader) \
+                        or not os.path.dirname(spec.origin or "") == pkg:
+                    spec = None
+        except (ImportError, ValueError, OSError, AttributeError):  # pragma: no cover - another layout
+            pkg, spec = None, None
+        _rx_where = [pkg, spec]
+    return _rx_where
+
+
+def _rx_package_dir() -> Optional[str]:
+    """The `regex` package's folder (None: not installed, or not one folder)."""
+    return _rx_find()[0]
+
+
+def _rx_engine_spec() -> Any:
+    """The module spec of regex's C engine (`regex._regex`, an extension module in the package's folder), or None."""
+    return _rx_find()[1]
+
+
+def _rx_engine() -> Any:
+    """regex's C engine (`regex._regex`): the one imported, or loaded by itself as the import system would load it
+    -- under its own name, so that the package imported later takes this module -- without the package's Python
+    parser (~90 M instructions, ~10 ms: most of a tiny log's run's own work).  None where it is not found."""
+    mod = sys.modules.get("regex._regex")
+    if mod is not None:
+        return mod
+    spec = _rx_engine_spec()
+    if spec is None:
+        return None
+    import importlib.util
+    with _rx_lock:
+        mod = sys.modules.get("regex._regex")
+        if mod is None:
+            try:
+                mod = importlib.util.module_from_spec(spec)
+                sys.modules["regex._regex"] = mod
+                spec.loader.exec_module(mod)
+            except Exception:  # noqa: BLE001 - pragma: no cover - an engine that does not load: the package's import
+                sys.modules.pop("regex._regex", None)
+                return None
+    return mod
 
 
 # the C engine's arguments after the pattern: flags, code, group index, index group, named lists (none), their
-# indexes (none), the required string's offset, characters (or None) and flags, the group count
-_INTS = {int}
-_RX_SHAPES = ((int, list, dict, dict, dict, list, int, tuple, int, int),
-              (int, list, dict, dict, dict, list, int, type(None), int, int))
+# indexes (none), the required string's offset, characters (or None) and flags, the group count.  The code is kept
+# as the bytes of its 32-bit words (regex's RE_CODE; array "I"): a file of ~260 patterns read back as a few hundred
+# objects, not ~60,000 ints (its read and the check of every entry were ~3-4 ms of each process that compiled one)
+_CODE = "I"
+_RX_SHAPES = ((int, bytes, dict, dict, dict, list, int, tuple, int, int),
+              (int, bytes, dict, dict, dict, list, int, type(None), int, int))
 
 
 def _rx_valid(k: Any, v: Any) -> bool:
-    """An entry as _rx_compile keeps it: (pattern, flags, version) -> the C engine's arguments (_RX_SHAPES)."""
+    """An entry as _rx_keep keeps it: (pattern, flags, version) -> the C engine's arguments (_RX_SHAPES); checked
+    when it is used (_rx_made), so a run reads the file whole and looks at the few entries it takes."""
     return (type(k) is tuple and tuple(map(type, k)) in ((str, int, int), (bytes, int, int))
             and type(v) is tuple and tuple(map(type, v)) in _RX_SHAPES and not v[4] and not v[5]
-            and set(map(type, v[1])) == _INTS)       # (its code: ints, at least one; looked at in C, ~10x a loop)
+            and len(v[1]) > 0 and len(v[1]) % 4 == 0)
 
 
-def _rx_load(main: Any) -> Dict[tuple, tuple]:
-    return _read(_rx_name(main), _rx_valid)
+def _rx_load() -> Dict[tuple, tuple]:
+    from array import array
+
+    from . import cachefiles
+    if array(_CODE).itemsize != 4:  # pragma: no cover - a platform whose unsigned int is not 32 bits: no cache
+        return {}
+    got = cachefiles.read_marshal_dict(_rx_name(), MAX_BYTES)
+    return got if got is not None else {}
+
+
+def _rx_loaded() -> Dict[tuple, tuple]:
+    """The `regex` cache's entries, read once (threads compiling at once keep theirs in one dict)."""
+    global _rx_entries
+    if _rx_entries is None:
+        with _rx_lock:
+            if _rx_entries is None:
+                _rx_entries = _rx_load()
+    return _rx_entries
+
+
+RX_DEFAULT_VERSION = 0x2000        # regex.DEFAULT_VERSION (regex.VERSION0) as the package sets it (a test checks)
+
+
+def _rx_version() -> int:
+    return int(getattr(sys.modules.get("regex"), "DEFAULT_VERSION", RX_DEFAULT_VERSION))
+
+
+def rx_ready() -> None:
+    """Load regex's C engine and read the cache's entries now (a scan with workers: the scanner's while they make
+    their first results), where this module is installed and holds some."""
+    if _depth and _rx_engine_spec() is not None and _rx_loaded():
+        _rx_engine()
+
+
+def rx_cached(pattern: Any, flags: int) -> Any:
+    """`regex.compile(PATTERN, FLAGS)` made by regex's C engine from the cache, without importing the package
+    (_rx_engine), while this module is installed; None where the cache does not hold it (regex.compile then, which
+    imports the package and keeps what it compiles: the next run takes it here)."""
+    if _depth == 0 or not _rx_plain(pattern, flags, None):
+        return None
+    key = (pattern, int(flags), _rx_version())
+    rx = _rx_live.get(key)
+    if rx is not None:
+        return rx
+    if _rx_loaded().get(key) is None:
+        return None
+    return _rx_made(key)
 
 
 def _rx_save() -> bool:
@@ -362,29 +475,25 @@ def _rx_save() -> bool:
     if not _rx_changed or not _rx_entries or main is None:
         return False
     from . import cachefiles
-    ok = cachefiles.write_marshal(_rx_name(main), _rx_entries, REGEX_PREFIX)
+    ok = cachefiles.write_marshal(_rx_name(), _rx_entries, REGEX_PREFIX)
     _rx_changed = not ok and _rx_changed
     return ok
 
 
 def _rx_compile(pattern: Any, flags: Any, ignore_unused: Any, kwargs: Any, cache_it: Any) -> Any:
     """regex._main._compile, its C engine's arguments from the cache when it holds them (see the module doc)."""
-    global _rx_entries
     orig, main = _rx_original, _rx_main
     if orig is None or main is None or not _rx_plain(pattern, flags, kwargs):
         return (orig or sys.modules["regex._main"]._compile)(pattern, flags, ignore_unused, kwargs, cache_it)
-    key = (pattern, int(flags), int(getattr(sys.modules.get("regex"), "DEFAULT_VERSION", 0)))
+    key = (pattern, int(flags), _rx_version())
     rx = _rx_live.get(key)
     if rx is not None:
         return rx
-    if _rx_entries is None:
-        with _rx_lock:                         # (read once: threads compiling at once kept theirs in one dict)
-            if _rx_entries is None:
-                _rx_entries = _rx_load(main)
-    rx = _rx_made(main, key)
+    entries = _rx_loaded()
+    rx = _rx_made(key)
     if rx is not None:
         return rx
-    if len(_rx_entries) >= MAX_ENTRIES:
+    if len(entries) >= MAX_ENTRIES:
         return orig(pattern, flags, ignore_unused, kwargs, cache_it)
     return _rx_miss(main, orig, key, (pattern, flags, ignore_unused, kwargs, cache_it))
 
@@ -411,16 +520,22 @@ def _rx_plain(pattern: Any, flags: Any, kwargs: Any) -> bool:
         _RX_DEBUG | _RX_LOCALE)
 
 
-def _rx_made(main: Any, key: tuple) -> Any:
+def _rx_made(key: tuple) -> Any:
     """The pattern KEY made by regex's C engine from the cache's entry, or None (none, or one it refuses)."""
+    from array import array
     assert _rx_entries is not None
     e = _rx_entries.get(key)
-    if e is None:
+    engine = _rx_real or _rx_engine()
+    if e is None or engine is None:
         return None
     try:
+        if not _rx_valid(key, e):
+            raise ValueError(key)
+        code = array(_CODE)
+        code.frombytes(e[1])
         # (the code is regex's own as it was kept: its C engine does not check it, a bad one could crash it; the
         # file is trusted as the cache directory's others are -- cachefiles.py -- and named by the engine's build)
-        rx = _rx_real.compile(key[0], *e)
+        rx = engine.compile(key[0], e[0], code.tolist(), *e[2:])
     except Exception:  # noqa: BLE001 - arguments of another layout: compiled again
         _rx_entries.pop(key, None)
         return None
@@ -433,11 +548,13 @@ def _rx_made(main: Any, key: tuple) -> Any:
 def _rx_keep(key: tuple, args: tuple) -> None:
     """Keep what regex's compile of KEY handed its C engine (ARGS, the pattern first), as plain data."""
     global _rx_changed
+    from array import array
     assert _rx_entries is not None
     try:
-        e = (int(args[1]), [int(c) for c in args[2]], dict(args[3]), dict(args[4]), args[5], args[6], int(args[7]),
-             None if args[8] is None else tuple(int(c) for c in args[8]), int(args[9]), int(args[10]))
-    except (TypeError, ValueError):  # pragma: no cover - another layout of its arguments
+        e = (int(args[1]), array(_CODE, [int(c) for c in args[2]]).tobytes(), dict(args[3]), dict(args[4]), args[5],
+             args[6], int(args[7]), None if args[8] is None else tuple(int(c) for c in args[8]), int(args[9]),
+             int(args[10]))
+    except (TypeError, ValueError, OverflowError):  # pragma: no cover - another layout of its arguments
         return
     if _rx_valid(key, e) and not e[0] & _RX_LOCALE:
         _rx_entries[key] = e

@@ -68,15 +68,16 @@ def _read() -> List[Tuple[str, str, int, bool]]:
 def _compile_all(items: List[Tuple[str, str, int, bool]], stop: threading.Event) -> None:
     import re
 
-    import regex  # (the `regex` package: imported by the scan already, before its workers are forked)
+    from . import recache
     for engine, source, flags, is_bytes in items:
         if stop.is_set():
             return
         try:
-            if engine == "regex" and is_bytes:
-                regex.compile(source.encode("latin-1"), flags)
-            elif engine == "regex":
-                regex.compile(source, flags)
+            if engine == "regex":
+                pattern = source.encode("latin-1") if is_bytes else source
+                if recache.rx_cached(pattern, flags) is None:   # (kept: made by regex's C engine, no package import)
+                    import regex
+                    regex.compile(pattern, flags)
             elif is_bytes:
                 re.compile(source.encode("latin-1"), flags)
             else:

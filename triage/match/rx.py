@@ -13,7 +13,7 @@ from time import thread_time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union, cast
 
 from .. import hashing as hashlib
-from .. import regexwarm
+from .. import recache, regexwarm
 from ..cachefiles import Memo
 
 if TYPE_CHECKING:
@@ -77,7 +77,8 @@ class LazyRx:
 
     def compiled(self) -> "regex.Pattern[str]":
         if self._rx is None:
-            self._rx = regex.compile(self.pattern, self.flags)
+            rx = recache.rx_cached(self.pattern, self.flags)   # (kept by an earlier run: no `regex` import)
+            self._rx = rx if rx is not None else regex.compile(self.pattern, self.flags)
             regexwarm.note("regex", self.pattern, self.flags)      # (a big input's next run compiles it ahead)
         return self._rx
 

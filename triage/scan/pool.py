@@ -7,11 +7,10 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, cast
 
-from .. import procs
+from .. import procs, recache
 from ..inputs.ranks import RANKS
 from ..inputs.sources import describe_input
 from ..match.anchors import AnchorSet
-from ..match.rx import regex
 from . import prepare
 from .geometry import NotPlain, Span
 
@@ -454,10 +453,11 @@ class _Pool:
         self.pids: List[int] = []
         # what every worker needs for a big input's first lines, made once before the fork (each worker
         # made it again before its first block, which the scanner waits for): both sides of the rank
-        # matchers (~1 ms, their regexes from triage's cache: recache.py).  The `regex` engine's import
-        # (~10 ms) is the scanner's after the fork, while the workers prepare their first blocks: a worker
-        # imports it when a block's hit lines are to be searched, which a block of a production log mostly
-        # has none of (imported before the fork, it held every worker's start back ~10 ms)
+        # matchers (~1 ms, their regexes from triage's cache: recache.py).  regex's C engine and the patterns
+        # kept (recache.rx_ready, ~2 ms; the `regex` package's import was ~10 ms) are the scanner's after the
+        # fork, while the workers prepare their first blocks: a worker loads them when a block's hit lines are
+        # to be searched, which a block of a production log mostly has none of (made before the fork, they
+        # held every worker's start back)
         RANKS.starts, RANKS.kinds      # noqa: B018 - (looking them up builds them)
         prepare.warm_workers(batchers, k >= prepare.PARSE_MIN_WORKERS)
         # Ctrl-C and SIGTERM are held while forking: a forked child that got one before it reached
@@ -490,7 +490,7 @@ class _Pool:
                 self.poller.register(c.fileno(), select.POLLIN)
             self._hand_out(0)
             _adopt(pid)
-            regex.compile                  # noqa: B018 - (the `regex` engine's import, the workers at work)
+            recache.rx_ready()             # (regex's C engine and the kept patterns, the workers at work)
         except BaseException:               # the workers started so far are stopped and collected
             self.close()
             raise

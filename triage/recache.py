@@ -190,16 +190,18 @@ def _may_warn(p: Union[str, bytes], flags: int = 0) -> bool:
         return True
     if not any(w in text for w in _WARNS):
         return False
-    # (a verbose pattern's comments may hold brackets: taken as they are; issue 44: "\[[0-9]" -- an escaped bracket
-    # before a set -- held "[[", and the launcher rows' rank matchers, ~14 ms of compiles here, were never kept)
-    return bool(flags & 64) or "(?x" in text or _set_warns(text)
+    # (issue 44: "\[[0-9]" -- an escaped bracket before a set -- held "[[", and the launcher rows' rank matchers,
+    # ~14 ms of compiles here, were never kept)
+    return "(?x" in text or _set_warns(text, bool(flags & 64))
 
 
-def _set_warns(t: str) -> bool:
+def _set_warns(t: str, verbose: bool = False) -> bool:
     """Where re's parser may warn in the sets of the pattern T (re/_parser.py, 3.9-3.13): a set that opens with
     "[", or two of one of "-&~|" in a row within a set (wider than re's tests: a pattern it says may warn is
     compiled by re each time, never wrongly kept).  An escape is two characters; a set's "]" right after its "["
-    (or "[^") is a member."""
+    (or "[^") is a member.  A VERBOSE pattern's comments -- from a "#" outside a set to the line's end, read as re
+    reads them: an escape two characters -- are skipped as re skips them (redact's secret names, ~1 ms a run, were
+    compiled each time); a pattern verbose by an inline flag is not read here (_may_warn)."""
     i, n = 0, len(t)
     while i < n:
         c = t[i]
@@ -207,6 +209,10 @@ def _set_warns(t: str) -> bool:
             i += 2
             continue
         i += 1
+        if c == "#" and verbose:
+            while i < n and t[i] != "\n":
+                i += 2 if t[i] == "\\" else 1
+            continue
         if c != "[":
             continue
         if t[i:i + 1] == "[":

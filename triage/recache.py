@@ -212,27 +212,30 @@ def _set_warns(t: str, verbose: bool = False) -> bool:
         if c == "#" and verbose:
             while i < n and t[i] != "\n":
                 i += 2 if t[i] == "\\" else 1
-            continue
-        if c != "[":
-            continue
-        if t[i:i + 1] == "[":
-            return True
-        if t[i:i + 1] == "^":
-            i += 1
-        first = True
-        while i < n:
-            c = t[i]
-            if c == "\\":
-                i += 2
-            elif c == "]" and not first:
-                i += 1
-                break
-            elif c in "-&~|" and t[i + 1:i + 2] == c:
+        elif c == "[":
+            if t[i:i + 1] == "[":
                 return True
-            else:
-                i += 1
-            first = False
+            i = _set_end(t, i + (t[i:i + 1] == "^"))
+            if i < 0:
+                return True
     return False
+
+
+def _set_end(t: str, i: int) -> int:
+    """Where the set whose members start at I in T ends (past its "]"), or -1 where two of "-&~|" in a row are in it."""
+    n, first = len(t), True
+    while i < n:
+        c = t[i]
+        if c == "\\":
+            i += 2
+        elif c == "]" and not first:
+            return i + 1
+        elif c in "-&~|" and t[i + 1:i + 2] == c:
+            return -1
+        else:
+            i += 1
+        first = False
+    return i
 
 
 def _entry(p: Union[str, bytes], flags: int, comp: Any, parse: Any) -> _Entry:

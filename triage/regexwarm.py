@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 from . import cachefiles
 
@@ -68,22 +68,27 @@ def _read() -> List[Tuple[str, str, int, bool]]:
 def _compile_all(items: List[Tuple[str, str, int, bool]], stop: threading.Event) -> None:
     import re
 
-    from . import recache
     for engine, source, flags, is_bytes in items:
         if stop.is_set():
             return
         try:
             if engine == "regex":
-                pattern = source.encode("latin-1") if is_bytes else source
-                if recache.rx_cached(pattern, flags) is None:   # (kept: made by regex's C engine, no package import)
-                    import regex
-                    regex.compile(pattern, flags)
+                _regex_compile(source.encode("latin-1") if is_bytes else source, flags)
             elif is_bytes:
                 re.compile(source.encode("latin-1"), flags)
             else:
                 re.compile(source, flags)
         except Exception:  # noqa: BLE001 - a source that no longer compiles (another version): skipped
             continue
+
+
+def _regex_compile(pattern: Any, flags: int) -> None:
+    """`regex.compile(PATTERN, FLAGS)`: made from triage's cache by regex's C engine where it holds it
+    (recache.rx_cached: no import of the package), else by the package."""
+    from . import recache
+    if recache.rx_cached(pattern, flags) is None:
+        import regex
+        regex.compile(pattern, flags)
 
 
 class Warmer:

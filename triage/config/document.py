@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Tuple
 
 from .. import hashing as hashlib
-from ..match.rx import regex
+from ..match.rx import lazy
 from ..unicode import utf8_safe
 from .keys import ConfigError, int_or_text
 
@@ -148,6 +148,9 @@ def _yaml_depth_ok(text: str) -> bool:
     return True
 
 
+_TOML_AT = lazy(r"\(at line (\d+), column (\d+)\)")     # (tomllib's error's place)
+
+
 def _toml(text: str, where: str) -> Any:
     """A TOML document (Python 3.11's tomllib), bounded as YAML is; PATH:LINE:COL where it is not valid."""
     try:
@@ -160,7 +163,7 @@ def _toml(text: str, where: str) -> Any:
         _expansion(data)
         return _clipped(data)
     except ValueError as e:          # TOMLDecodeError, and a 5,000-digit integer (int's str limit)
-        m = regex.search(r"\(at line (\d+), column (\d+)\)", str(e))
+        m = _TOML_AT.search(str(e))
         at = f"{where}:{m.group(1)}:{m.group(2)}" if m else where
         what = str(e)[:m.start()].strip() if m else str(e)
         raise ConfigError(f"{at}: not valid TOML: {what}") from None

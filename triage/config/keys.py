@@ -8,7 +8,7 @@ import ast
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import TriageError
-from ..match.rx import finditer, lazy, regex
+from ..match.rx import finditer, lazy
 from .engines import ENGINE_GRAPH_KEYS, ENGINE_KEYS
 from .enums import Unknown, decode
 
@@ -92,6 +92,14 @@ def int_or_text(text: str) -> Any:
         return text
 
 
+# (module-level: made from triage's cache without the `regex` package's import, match/rx.py; a call of
+# regex.fullmatch(PATTERN, s) imported it, ~10 ms of a run that reads a config)
+_INT = lazy(r"[+-]?\d+")
+_FLOAT = lazy(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?")
+_LIST_SEP = lazy(r"[,\s]+")
+_EXPANDABLE = lazy(r"expandable_segments\s*:\s*True")
+
+
 def parse_scalar(v: Any) -> Any:
     """'True' -> True, '3' -> 3, 'None' -> None, "['attn']" -> ['attn'] (without eval)."""
     if not isinstance(v, str) or isinstance(v, Unknown):
@@ -104,9 +112,9 @@ def parse_scalar(v: Any) -> Any:
         return False
     if s in ("None", "null", "Null", "NULL", "~", ""):   # lower-case "none" is a value (cuda_graph_impl)
         return None
-    if regex.fullmatch(r"[+-]?\d+", s):
+    if _INT.fullmatch(s):
         return int_or_text(s)
-    if regex.fullmatch(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?", s):
+    if _FLOAT.fullmatch(s):
         return float(s)
     return _parse_text(s)
 
@@ -193,7 +201,7 @@ def norm_scope(v: Any) -> List[str]:
         found = [m.group(1) for m in finditer(_SCOPE_RX, it)]
         if not found and it.strip(" '\"[]"):
             # an unknown name: keep it
-            found = [x.strip(" '\"[]") for x in regex.split(r"[,\s]+", it) if x.strip(" '\"[]")]
+            found = [x.strip(" '\"[]") for x in _LIST_SEP.split(it) if x and x.strip(" '\"[]")]
         for f in found:
             if f not in out:
                 out.append(f)
@@ -254,7 +262,7 @@ def canonical(flat: Dict[str, Any]) -> Config:
     _derived(out, lasts)
     alloc = out.get("env.PYTORCH_CUDA_ALLOC_CONF")
     if alloc is not None:
-        out["expandable_segments"] = bool(regex.search(r"expandable_segments\s*:\s*True", alloc))
+        out["expandable_segments"] = bool(_EXPANDABLE.search(alloc))
     return out
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..match.anchors import Anchor
-from ..match.rx import lazy, match, regex, search
+from ..match.rx import lazy, match, search
 
 # What may stand before the command on an echoed line: (name, regex of the lead, an anchor literal).
 LEADS: List[Tuple[str, str, Optional[str]]] = [
@@ -82,9 +82,12 @@ def is_launch_line(text: str) -> bool:
     return bool(match(LAUNCH_LINE, text)) and not search(NOT_A_COMMAND, text)
 
 
+_LEAD_RX = [lazy(lead) for _, lead, _ in LEADS]      # (made from triage's cache: no `regex` import, match/rx.py)
+
+
 def _strip_lead(text: str) -> str:
-    for _, lead, _ in LEADS:
-        m = regex.match(lead, text)
+    for lead in _LEAD_RX:
+        m = lead.match(text)
         if m and m.end() > 0:
             return text[m.end():]
     return text

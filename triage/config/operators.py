@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from ..match.rx import regex
+from ..match.rx import lazy
 
 # A condition is {key: K, OP: ARG}; an operator sees the key's value (None when the key is absent
 # or null) and ARG.  An absent key differs from any value: ne / not_in / not_contains hold for it,
@@ -28,8 +28,11 @@ def _listed(a: Any) -> List[Any]:
     return a if isinstance(a, list) else [a]
 
 
+_DIGITS = lazy(r"\d+")      # (made from triage's cache: no `regex` import, match/rx.py)
+
+
 def _version(v: Any) -> Tuple[int, ...]:
-    nums = regex.findall(r"\d+", str(v))[:3]
+    nums = _DIGITS.findall(str(v))[:3]
     return tuple(int(n) for n in nums) + (0,) * (3 - len(nums))
 
 

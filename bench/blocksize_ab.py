@@ -1,4 +1,5 @@
-"""A pooled scan's wall by the block size's cap (sources.BLOCK_SIZE, 2 MiB): the scanner's work per block (taking a
+"""A pooled scan's wall by the block size's cap (pool.MAX_POOL_BLOCK and sources.BLOCK_SIZE, both set; before the
+eighteenth pass the pool's cap was BLOCK_SIZE, 2 MiB): the scanner's work per block (taking a
 worker's result, its reader's tail) against the workers' cache, on big inputs.  Alternating, each a fresh process,
 this tree, `-j J`; prints the wall of each run and the best and median per cap (numbers only, not a test).
 
@@ -12,7 +13,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CHILD = ("import sys, triage.inputs.sources as S; S.BLOCK_SIZE = int(sys.argv[1]) << 20; import triage.cli; "
+CHILD = ("import sys, triage.inputs.sources as S, triage.scan.pool as P; S.BLOCK_SIZE = int(sys.argv[1]) << 20; "
+         "P.MAX_POOL_BLOCK = S.BLOCK_SIZE; import triage.cli; "
          "sys.argv = ['triage'] + sys.argv[2:]; triage.cli.main()")
 
 

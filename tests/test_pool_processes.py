@@ -631,3 +631,20 @@ def test_the_scanner_adopts_its_workers_orphans_once_they_have_tickets(started, 
     was = ctypes.c_int(0)
     ctypes.CDLL(None).prctl(37, ctypes.byref(was), 0, 0, 0)
     assert was.value == 0
+
+
+def test_a_pools_blocks_are_bigger_where_the_scanner_only_takes_results():
+    """With workers to spare (prepare.PARSE_MIN_WORKERS: the scanner prepares no block) a block is up to
+    MAX_POOL_BLOCK (the scanner's work is per block); with fewer, up to sources.BLOCK_SIZE; never under
+    MIN_POOL_BLOCK, and every process has BLOCKS_PER_PROCESS blocks at least where the size allows."""
+    from triage.inputs.sources import BLOCK_SIZE
+    from triage.scan import prepare
+    assert pool.MAX_POOL_BLOCK > BLOCK_SIZE
+    for total in (16 << 20, 64 << 20, 256 << 20, 1 << 30, 8 << 30):
+        for k in range(1, 16):
+            bs = pool.pool_block_size(total, k)
+            most = pool.MAX_POOL_BLOCK if k >= prepare.PARSE_MIN_WORKERS else BLOCK_SIZE
+            assert pool.MIN_POOL_BLOCK <= bs <= most and bs % (64 << 10) == 0
+            assert bs == pool.MIN_POOL_BLOCK or total // bs >= pool.BLOCKS_PER_PROCESS * (k + 1)
+    assert pool.pool_block_size(1 << 30, 15) == pool.MAX_POOL_BLOCK
+    assert pool.pool_block_size(1 << 30, 1) == BLOCK_SIZE

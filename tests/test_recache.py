@@ -161,6 +161,7 @@ def rx_cache(cache, monkeypatch):
     monkeypatch.setattr(recache, "_rx_entries", None)
     monkeypatch.setattr(recache, "_rx_changed", False)
     recache._rx_live.clear()
+    recache._rx_added.clear()
     regex.purge()
     recache.regex_imported()
     assert recache._rx_main is not None
@@ -172,6 +173,7 @@ def _rx_fresh():
     recache._rx_entries = None
     recache._rx_changed = False
     recache._rx_live.clear()
+    recache._rx_added.clear()
     regex.purge()
 
 
@@ -268,6 +270,25 @@ else:
     assert run[0].stdout.strip() == "kept 2", run[0].stderr
     assert run[1].stdout.strip() == repr([["regex._regex"], ("NCCL", "unhandled", "12"), "NCCL", (27, 29), True,
                                           True, True, "<CUDA> q"]), run[1].stderr
+
+
+def test_a_pool_workers_compiles_are_kept_by_the_scanner(rx_cache):
+    """A worker exits without writing the cache: what it compiled (rx_taken, sent with its results) the scanner keeps
+    (rx_merge) and writes at exit, so the next run's workers make those patterns from the file."""
+    got = [regex.compile(p, f) for p, f in RX_PATTERNS[:3]]
+    sent = recache.rx_taken()
+    assert len(sent) == 3 and recache.rx_taken() == {}          # (taken once)
+    _rx_fresh()                                                  # the scanner's process: none of them
+    recache.rx_merge(sent)
+    bad = {("x", 0, 0): "not an entry", **{(k[0] + "zz", k[1], k[2]): v[:1] + (b"",) + v[2:] for k, v in sent.items()}}
+    recache.rx_merge(bad)
+    assert recache._rx_changed and all(recache._rx_entries[k] == v for k, v in sent.items())
+    assert not set(bad) & set(recache._rx_entries)                     # (entries that are not the cache's: refused)
+    assert recache._rx_save()
+    _rx_fresh()
+    again = [regex.compile(p, f) for p, f in RX_PATTERNS[:3]]
+    assert len(recache._rx_live) == 3 and not recache._rx_changed     # made from the file
+    assert [_behaviour(a) for a in again] == [_behaviour(g) for g in got]
 
 
 def test_the_regex_default_version_is_the_packages(cache):

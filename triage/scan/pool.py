@@ -34,16 +34,24 @@ MAIN_EVERY = 2             # with one worker, the scanner prepares every other b
 #                            feeding of a production log is a tenth of a block's preparing since issue 44; 128 MiB
 #                            production mix on 2 cores 0.37 s with every 4th, 0.33 s with every other)
 BLOCKS_PER_PROCESS = 4     # a pooled scan cuts its inputs into at least this many blocks per process ...
-MIN_POOL_BLOCK = 1 << 20   # ... of at least this many bytes (and at most sources.BLOCK_SIZE)
+MIN_POOL_BLOCK = 1 << 20   # ... of at least this many bytes ...
+MAX_POOL_BLOCK = 4 << 20   # ... and at most this many where the scanner only takes the workers' results (as many
+#                            as prepare.PARSE_MIN_WORKERS), else sources.BLOCK_SIZE: its work a block (taking a
+#                            result, its reader's tail) is per block, the workers' per byte (issue 44's eighteenth
+#                            pass, the 16-core H100 host, -j 16, 5 runs alternating: the 1 GiB production mix
+#                            0.638-0.756 s in 2 MiB blocks, 0.558-0.754 in 4 MiB, medians 0.665 / 0.610; 256 MiB
+#                            0.278 / 0.257)
 
 
 def pool_block_size(total: int, k: int) -> int:
     """The block size of a scan of TOTAL bytes with K workers: several blocks for each process, so that
     none waits long on the last one (issue 44: 256 MiB in 8 MiB blocks was 32 blocks for 16 processes,
-    three rounds where 2.1 would do), from MIN_POOL_BLOCK to sources.BLOCK_SIZE, in 64 KiB steps."""
+    three rounds where 2.1 would do), from MIN_POOL_BLOCK to MAX_POOL_BLOCK (sources.BLOCK_SIZE with fewer workers
+    than prepare.PARSE_MIN_WORKERS: the scanner prepares blocks too, or waits on their parse), in 64 KiB steps."""
     from ..inputs.sources import BLOCK_SIZE
     want = total // (BLOCKS_PER_PROCESS * (k + 1))
-    return max(MIN_POOL_BLOCK, min(BLOCK_SIZE, want >> 16 << 16))
+    most = MAX_POOL_BLOCK if k >= prepare.PARSE_MIN_WORKERS else BLOCK_SIZE
+    return max(MIN_POOL_BLOCK, min(most, want >> 16 << 16))
 
 
 def _owner(g: int, k: int) -> int:
@@ -113,7 +121,8 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
                             if isinstance(dated, tuple) else None,
                             # (the timed lines' numbers in the block, in their order)
                             list(prepare.line_index(block, 0, timed).values()) if timed is not None else None,
-                            intros, passes, ranks, plain, runs, facts.normed, len(block) != raw)), g)
+                            intros, passes, ranks, plain, runs, facts.normed, len(block) != raw),
+                           recache.rx_taken()), g)         # (its regexes' code not in the cache: the scanner keeps it)
         finally:
             for fd, _ in fds.values():
                 os.close(fd)
@@ -533,6 +542,8 @@ class _Pool:
         if not isinstance(msg, tuple) or msg[:4] != (path, bi, start, nbytes):     # a clipped line, a file that
             self.broken = True                                                      # changed under us
             return None
+        if len(msg) > 5 and msg[5]:
+            recache.rx_merge(msg[5])
         return msg[4]
 
     def _hand_out(self, g: int) -> None:

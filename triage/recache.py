@@ -210,8 +210,7 @@ def _set_warns(t: str, verbose: bool = False) -> bool:
             continue
         i += 1
         if c == "#" and verbose:
-            while i < n and t[i] != "\n":
-                i += 2 if t[i] == "\\" else 1
+            i = _comment_end(t, i)
         elif c == "[":
             if t[i:i + 1] == "[":
                 return True
@@ -219,6 +218,14 @@ def _set_warns(t: str, verbose: bool = False) -> bool:
             if i < 0:
                 return True
     return False
+
+
+def _comment_end(t: str, i: int) -> int:
+    """Where a verbose pattern's comment that goes on at I in T ends (its newline; an escape is two characters)."""
+    n = len(t)
+    while i < n and t[i] != "\n":
+        i += 2 if t[i] == "\\" else 1
+    return i
 
 
 def _set_end(t: str, i: int) -> int:

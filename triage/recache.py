@@ -18,16 +18,17 @@ the process); the cache is written back once at exit when it grew.  The file is 
 MAX_ENTRIES patterns of at most MAX_PATTERN characters (patterns built from a log's content fill it at most that
 far).  Where re's internals are not those this reads (another Python), nothing is installed.
 
-The `regex` package's patterns (the catalog's rules, the verdict's and the report's: ~37 compiles, ~12 ms of a
-tiny log's run, its parser and compiler being Python too) are kept the same way: what its compile hands its C
-engine (`regex._regex.compile`) is kept by (pattern, flags, default version) in a file named by the `regex`
-version, its C engine's file (place, size, time) and the Python build, for the patterns without named lists nor a
-locale.  Its C engine does not check the code it is given: the file is trusted as the cache directory's other
-files are (the records' compiled code among them).  Its hook is installed when triage first imports `regex`
-(match/rx.py: a run that needs no rule regex never imports it) while this module is installed; what a miss hands
-the C engine is captured by a stand-in put in its place only while that miss compiles (a pattern pickled
-meanwhile by another thread names triage's capture_compile).  A pattern re's parser may warn of is re's own
-each time (_may_warn)."""
+The `regex` package's patterns (the catalog's rules, the verdict's and the report's: ~37 compiles, ~12 ms of a tiny
+log's run, its parser and compiler being Python too) are kept the same way: what its compile hands its C engine
+(`regex._regex.compile`) is kept by (pattern, flags, default version) in a file named by the `regex` package's files
+(its parser's and its C engine's: place, size, time) and the Python build, for the patterns without named lists nor
+a locale; a kept pattern is made by the C engine loaded by itself, without the package (rx_cached: its parser's
+import was most of a tiny log's run's own work), and a pool worker's compiles are kept by the scanner (rx_taken,
+rx_merge). Its C engine does not check the code it is given: the file is trusted as the cache directory's other
+files are (the records' compiled code among them). Its hook is installed when triage first imports `regex`
+(match/rx.py: a run that needs no rule regex never imports it) while this module is installed; what a miss hands the
+C engine is captured by a stand-in put in its place only while that miss compiles (a pattern pickled meanwhile by
+another thread names triage's capture_compile). A pattern re's parser may warn of is re's own each time (_may_warn)."""
 from __future__ import annotations
 
 import sys
@@ -192,7 +193,21 @@ def _may_warn(p: Union[str, bytes], flags: int = 0) -> bool:
         return False
     # (issue 44: "\[[0-9]" -- an escaped bracket before a set -- held "[[", and the launcher rows' rank matchers,
     # ~14 ms of compiles here, were never kept)
-    return "(?x" in text or _set_warns(text, bool(flags & 64))
+    return "(?#" in text or _inline_verbose(text) or _set_warns(text, bool(flags & 64))
+
+
+def _inline_verbose(t: str) -> bool:
+    """T sets or clears VERBOSE inline -- "(?x)", "(?ix:", "(?-x:", "(?i-x:" -- (where a "#" is a comment or not is
+    then not read here: may warn)."""
+    i = t.find("(?")
+    while i >= 0:
+        j = i + 2
+        while j < len(t) and t[j] in "aiLmsux-":
+            if t[j] == "x":
+                return True
+            j += 1
+        i = t.find("(?", i + 2)
+    return False
 
 
 def _set_warns(t: str, verbose: bool = False) -> bool:
@@ -488,9 +503,8 @@ def rx_cached(pattern: Any, flags: int) -> Any:
 def _rx_save() -> bool:
     """Write the `regex` cache when this process added to it (at exit; best effort, silent)."""
     global _rx_changed
-    main = sys.modules.get("regex._main")
-    if not _rx_changed or not _rx_entries or main is None:
-        return False
+    if not _rx_changed or not _rx_entries:     # (the package need not be imported: a scanner that made all its own
+        return False                           # patterns from the file keeps its workers' compiles, rx_merge)
     from . import cachefiles
     ok = cachefiles.write_marshal(_rx_name(), _rx_entries, REGEX_PREFIX)
     _rx_changed = not ok and _rx_changed
@@ -522,7 +536,7 @@ def _rx_miss(main: Any, orig: Callable[..., Any], key: tuple, call: tuple) -> An
         main._regex = _Capture(real)
         _rx_seen.args = None
         try:
-            rx = orig(*call)
+            rx = orig(*call[:4], False)     # (not from regex's own cache: one compiled before the hook, not kept)
         finally:
             main._regex = real
         args, _rx_seen.args = getattr(_rx_seen, "args", None), None
@@ -620,6 +634,9 @@ def regex_imported() -> None:
     if not callable(getattr(main, "_compile", None)) or not callable(getattr(getattr(main, "_regex", None),
                                                                              "compile", None)):
         return  # pragma: no cover - another `regex`
+    import os
+    if os.path.dirname(getattr(main, "__file__", "") or "") != _rx_package_dir():
+        return  # pragma: no cover - a package of another place than the one the cache's file is named by
     with _rx_lock:
         if _rx_main is not None:
             return

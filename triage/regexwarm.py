@@ -87,7 +87,7 @@ def _regex_compile(pattern: Any, flags: int) -> None:
     (recache.rx_cached: no import of the package), else by the package."""
     from . import recache
     if recache.rx_cached(pattern, flags) is None:
-        import regex
+        from .match.rx import regex  # (the stand-in: its import installs the cache's hook, recache.py)
         regex.compile(pattern, flags)
 
 

@@ -67,6 +67,7 @@ def _worker(conn, plan: Sequence[Tuple[str, List[Span]]], aset: AnchorSet, batch
     its blocks) it takes from the scanner's TICKETS (the pipe's read and write ends: _claimed), in order; it
     reads only those."""
     procs.as_worker()
+    recache.rx_taken()              # (what the scanner kept before the fork is its own: not sent back)
     try:
         guard = prepare.WorkerBudget(rules)
         # every block of the scan by its number: (input, its number in the input, its span)

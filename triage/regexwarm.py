@@ -87,7 +87,8 @@ def _regex_compile(pattern: Any, flags: int) -> None:
     (recache.rx_cached: no import of the package), else by the package."""
     from . import recache
     if recache.rx_cached(pattern, flags) is None:
-        from .match.rx import regex  # (the stand-in: its import installs the cache's hook, recache.py)
+        import regex
+        recache.regex_imported()        # (the cache's hook, as match/rx.py's stand-in installs it: the miss kept)
         regex.compile(pattern, flags)
 
 

@@ -648,3 +648,32 @@ def test_a_pools_blocks_are_bigger_where_the_scanner_only_takes_results():
             assert bs == pool.MIN_POOL_BLOCK or total // bs >= pool.BLOCKS_PER_PROCESS * (k + 1)
     assert pool.pool_block_size(1 << 30, 15) == pool.MAX_POOL_BLOCK
     assert pool.pool_block_size(1 << 30, 1) == BLOCK_SIZE
+
+
+def test_a_worker_sends_back_only_the_regex_code_it_kept_itself(tmp_path):
+    """What the scanner kept before the fork (a cold cache: the catalog's validation keeps ~200 patterns) is its own:
+    a worker sends back only what it compiled itself (recache.rx_taken at its start), not ~180 KB each."""
+    probe = (
+        "import os, sys\n"
+        "import triage.recache as R\nR.install()\n"
+        "from triage.scan import pool\n"
+        "pool.POOL_MIN_BYTES = 0\n"
+        "os.environ['TRIAGE_JOBS'] = '4'\n"
+        "sent, before = [], []\n"
+        "real_merge, real_start = R.rx_merge, pool._start_tree\n"
+        "def merge(entries):\n"
+        "    sent.append(set(entries))\n"
+        "    real_merge(entries)\n"
+        "def start(*a, **kw):\n"
+        "    before.append(set(R._rx_added))\n"
+        "    return real_start(*a, **kw)\n"
+        "R.rx_merge, pool._start_tree = merge, start\n"
+        "from triage.scan.engine import Engine\n"
+        "from triage.patterns import load_all\n"
+        "pats = load_all()\n"
+        f"Engine(pats).scan_paths([{LOG!r}], block_size=256)\n"
+        "print(len(before[0]), sum(len(s & before[0]) for s in sent))\n")
+    env = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    kept, resent = map(int, r.stdout.split())
+    assert kept >= 100 and resent == 0, r.stdout + r.stderr

@@ -375,29 +375,41 @@ def _rx_name() -> str:
     return _file_name(REGEX_PREFIX, "|".join(parts) + f"|code as {_CODE} bytes")
 
 
-_rx_where: Optional[list] = None           # [the package's folder, its C engine's spec], once found
+_rx_where: Optional[list] = None           # [the package's folder, its C engine's spec, its file], once found
 
 
 def _rx_find() -> list:
     global _rx_where
     if _rx_where is None:
-        pkg, spec = None, None
+        pkg, spec, origin = None, None, None
         try:
-            import importlib.machinery
             import importlib.util
-            import os
             top = importlib.util.find_spec("regex")
-            locs = list(top.submodule_search_locations or []) if top is not None else []
-            if len(locs) == 1:
-                pkg = locs[0]
-                spec = importlib.machinery.PathFinder.find_spec("regex._regex", locs)
-                if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader) \
-                        or not os.path.dirname(spec.origin or "") == pkg:
-                    spec = None
+            if top is not None:
+                origin = top.origin or None
+                locs = list(top.submodule_search_locations or [])
+                pkg = locs[0] if len(locs) == 1 else None
+                spec = _rx_engine_in(pkg) if pkg is not None else None
         except (ImportError, ValueError, OSError, AttributeError):  # pragma: no cover - another layout
             pkg, spec = None, None
-        _rx_where = [pkg, spec]
+        _rx_where = [pkg, spec, origin]
     return _rx_where
+
+
+def _rx_engine_in(pkg: str) -> Any:
+    """The spec of `regex._regex` in the package's folder PKG, as the import system finds it: an extension module
+    there, or None."""
+    import importlib.machinery
+    import os
+    spec = importlib.machinery.PathFinder.find_spec("regex._regex", [pkg])
+    ok = (spec is not None and isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+          and os.path.dirname(spec.origin or "") == pkg)
+    return spec if ok else None
+
+
+def rx_origin() -> Optional[str]:
+    """The file of the installed `regex` package (its __init__), found without importing it (None: not installed)."""
+    return _rx_find()[2]
 
 
 def _rx_package_dir() -> Optional[str]:
@@ -578,23 +590,29 @@ def _rx_made(key: tuple) -> Any:
 
 def _rx_keep(key: tuple, args: tuple) -> None:
     """Keep what regex's compile of KEY handed its C engine (ARGS, the pattern first), as plain data."""
-    global _rx_changed
     from array import array
-    assert _rx_entries is not None
     try:
         e = (int(args[1]), array(_CODE, [int(c) for c in args[2]]).tobytes(), dict(args[3]), dict(args[4]), args[5],
              args[6], int(args[7]), None if args[8] is None else tuple(int(c) for c in args[8]), int(args[9]),
              int(args[10]))
     except (TypeError, ValueError, OverflowError):  # pragma: no cover - another layout of its arguments
         return
-    if _rx_valid(key, e) and not e[0] & _RX_LOCALE:
-        _rx_entries[key] = e
-        if len(_rx_added) < MAX_ENTRIES:
-            _rx_added[key] = e
-        if not _rx_changed:
-            _rx_changed = True
-            import atexit
-            atexit.register(_rx_save)
+    if _rx_add(key, e) and len(_rx_added) < MAX_ENTRIES:
+        _rx_added[key] = e
+
+
+def _rx_add(key: Any, e: Any) -> bool:
+    """Entry E of KEY kept (written at exit) where it is one the cache keeps; whether it was."""
+    global _rx_changed
+    assert _rx_entries is not None
+    if not _rx_valid(key, e) or e[0] & _RX_LOCALE:
+        return False
+    _rx_entries[key] = e
+    if not _rx_changed:
+        _rx_changed = True
+        import atexit
+        atexit.register(_rx_save)
+    return True
 
 
 def rx_taken() -> Dict[tuple, tuple]:
@@ -611,17 +629,12 @@ def rx_merge(entries: Any) -> None:
     """Keep a pool worker's ENTRIES (rx_taken's) as this process's own, written at exit: a pattern only workers
     compile (a rule's, searched on their hit lines) was compiled by the package in every worker of every run, the
     scanner never compiling it (issue 44: megatron-dense at `-j 16` 0.17 -> 0.21 s when the cache held none)."""
-    global _rx_changed
     if _depth == 0 or type(entries) is not dict or not entries:
         return
     have = _rx_loaded()
     for k, v in entries.items():
-        if k not in have and len(have) < MAX_ENTRIES and _rx_valid(k, v) and not v[0] & _RX_LOCALE:
-            have[k] = v
-            if not _rx_changed:
-                _rx_changed = True
-                import atexit
-                atexit.register(_rx_save)
+        if k not in have and len(have) < MAX_ENTRIES:
+            _rx_add(k, v)
 
 
 def regex_imported() -> None:

@@ -236,10 +236,9 @@ def _cache_name() -> str:
 
 
 def regex_origin() -> Optional[str]:
-    """The file of the installed `regex` package, found without importing it (None: not installed)."""
-    import importlib.util
-    spec = importlib.util.find_spec("regex")
-    return spec.origin if spec is not None and spec.origin else None
+    """The file of the installed `regex` package, found without importing it (None: not installed; looked up once,
+    recache.rx_origin: the regex cache's name needs it too)."""
+    return recache.rx_origin()
 
 
 def _regex_install() -> str:

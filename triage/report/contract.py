@@ -14,6 +14,7 @@ from ..verdict.analysis import Analysis
 from ..verdict.fingerprint import signature_id
 from ..verdict.hangs import FR_ANALYSE, FR_DUMPS
 from ..verdict.types import Evidence, Finding
+from .jsontext import indented
 from .parts import registered
 
 SCHEMA_VERSION = 1
@@ -330,7 +331,7 @@ def to_dict(a: Analysis, caps: Caps = LEVELS[0]) -> Dict[str, Any]:
 
 def json_text(d: Dict[str, Any]) -> str:
     """A report dict as the JSON report's text."""
-    return json.dumps(d, indent=2, ensure_ascii=False, default=str) + "\n"
+    return indented(d, default=str) + "\n"
 
 
 def _compact(d: Dict[str, Any]) -> str:

@@ -773,11 +773,16 @@ class StepLog:
             self._order = sorted(self.times)
         return self._order
 
-    def steady(self, warmup: Optional[int] = None) -> List[Tuple[int, float]]:
+    def steady_its(self, warmup: Optional[int] = None) -> List[int]:
+        """The steady steps' iterations, in order: after the warmup and the capture steps."""
         w = DEFAULT_WARMUP if warmup is None else max(int(warmup), 0)
         first = max([w, 1] + self.capture_iters)
         its = self.iterations()
-        steady = its[bisect.bisect_right(its, first):]
+        return its[bisect.bisect_right(its, first):]
+
+    def steady(self, warmup: Optional[int] = None) -> List[Tuple[int, float]]:
+        """The steady steps (steady_its) with their times."""
+        steady = self.steady_its(warmup)
         return list(zip(steady, map(self.times.__getitem__, steady)))
 
     def pre_capture(self) -> List[Tuple[int, float]]:
@@ -1086,21 +1091,25 @@ def _warmup(v: object) -> Optional[int]:
     return None
 
 
-def summary(s: StepLog, warmup: Optional[int], st: Optional[List[Tuple[int, float]]] = None) -> Dict[str, object]:
-    """The numbers of a run's steps; ST: its steady steps when the caller has them (s.steady(warmup)).
-    Its "series" is a StepSeries, a sequence made when read (`.tolist()` for JSON): the JSON report
+def _steady_of(s: StepLog, warmup: Optional[int]) -> Tuple[List[int], List[float]]:
+    """S's steady steps: their iterations (StepLog.steady_its) and times, in order."""
+    its = s.steady_its(warmup)
+    return its, list(map(s.times.__getitem__, its))
+
+
+def summary(s: StepLog, warmup: Optional[int], st: Optional[Tuple[List[int], List[float]]] = None) -> Dict[str, object]:
+    """The numbers of a run's steps; ST: its steady steps' iterations and times when the caller has them
+    (_steady_of).  Its "series" is a StepSeries, a sequence made when read (`.tolist()` for JSON): the JSON report
     takes at most SERIES_MAX of its pairs (report/contract.py)."""
-    from operator import itemgetter
-    if st is None:
-        st = s.steady(warmup)
+    steady_its, steady_ms = st if st is not None else _steady_of(s, warmup)
     times = s.times
     its = s.iterations()
-    # (C-level passes: a million-step run's lists took a tenth of a second in comprehensions)
-    steady_its = list(map(itemgetter(0), st))
+    # (C-level passes: a million-step run's lists took a tenth of a second in comprehensions; no list of pairs:
+    # 41,596 steps' pairs were ~5 ms of a 256 MiB log's verdict)
     d: Dict[str, object] = {
         "iterations": s.count(),
         "steady_iterations": steady_its,
-        "steady_median_ms": round(_median(list(map(itemgetter(1), st))), 3) if st else None,
+        "steady_median_ms": round(_median(steady_ms), 3) if steady_ms else None,
         "capture_iterations": s.capture_iters,
         "warmup_steps": DEFAULT_WARMUP if warmup is None else warmup,
         "series": StepSeries(its, times),
@@ -1206,16 +1215,16 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
         return verdicts, info
     w_cur = _warmup(cur_cfg.get("cuda_graph_warmup_steps"))
     verdicts += _numerics_verdict(cur, base)
-    cur_steady = cur.steady(w_cur)  # type: ignore[arg-type]
+    cur_steady = _steady_of(cur, w_cur)  # type: ignore[arg-type]
     info["current"] = summary(cur, w_cur, cur_steady)  # type: ignore[arg-type]
-    ev = [cur.evidence_of(i) for i, _ in cur_steady[:2] if i in cur.evidence] + [
+    ev = [cur.evidence_of(i) for i in cur_steady[0][:2] if i in cur.evidence] + [
         cur.evidence_of(i) for i in cur.capture_iters[:1] if i in cur.evidence]
     on_cur = _graphs_on(cur_cfg, cur)
     if base is not None and base.times:
         w_base = _warmup(base_cfg.get("cuda_graph_warmup_steps"))
-        base_steady = base.steady(w_base)  # type: ignore[arg-type]
+        base_steady = _steady_of(base, w_base)  # type: ignore[arg-type]
         info["baseline"] = summary(base, w_base, base_steady)  # type: ignore[arg-type]
-        c = compare([t for _, t in base_steady], [t for _, t in cur_steady])
+        c = compare(base_steady[1], cur_steady[1])
         if c is not None:
             info["run_vs_run"] = c.as_dict()
             on_base = _graphs_on(base_cfg, base)
@@ -1240,8 +1249,8 @@ def assess(cur: StepLog, cur_cfg: Dict[str, object], base: Optional[StepLog] = N
                                             "triage: steady-state step time regression with no CUDA-graph change: "
                                             f"{nums}", ev))
     pre = cur.pre_capture()
-    if len(pre) >= 3 and cur_steady:
-        c2 = compare([t for _, t in pre], [t for _, t in cur_steady], seed=1)
+    if len(pre) >= 3 and cur_steady[0]:
+        c2 = compare([t for _, t in pre], cur_steady[1], seed=1)
         if c2 is not None:
             info["before_vs_after_capture"] = c2.as_dict()
             if not verdicts and base is None and not c2.faster:

@@ -1,0 +1,25 @@
+#!/bin/bash
+# Issue 44, nineteenth pass: one device call.  The tiny log under 7a762e8, .ab/s17 (3970885), .ab/s18 (aa4dcfe, the
+# pass's start) and this tree; this tree against .ab/$BASE (s18) at -j 16 alternating on LOGS (RUNS each); the
+# phases (scan_phases.py -n 2 -j 16) of PHASES under this tree; the grid A/B against .ab/old on SHAPES (NO_GRID=1:
+# none) within GRID_BUDGET.  Prints numbers.
+. bench/device_venv.sh triage .ab/old/triage .ab/s17/triage .ab/s18/triage
+mkdir -p /tmp/g
+[ -n "$NO_TINY" ] || python bench/tiny_ab.py .ab/old .ab/s17 .ab/s18 . -n ${TINY_N:-20}
+for spec in ${LOGS:-megatron-dense:64M prod:256M}; do
+  shape=${spec%%:*}; size=${spec##*:}; f=/tmp/g/$shape-$size.log
+  [ -f $f ] || python bench/gen_grid.py --size $size $shape $f >/dev/null
+  a=""; b=""
+  for i in $(seq ${RUNS:-4}); do
+    a="$a $(PYTHONPATH=.ab/${BASE:-s18} TRIAGE_CACHE_DIR=/tmp/tc-${BASE:-s18} /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
+    b="$b $(PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main /usr/bin/time -f "%e" python -P -m triage analyze $f --format json -j 16 2>&1 >/dev/null | tail -1)"
+  done
+  echo "== $shape $size -j 16 alternating: ${BASE:-s18}$a | main$b"
+done
+for spec in $PHASES; do
+  shape=${spec%%:*}; size=${spec##*:}; f=/tmp/g/$shape-$size.log
+  [ -f $f ] || python bench/gen_grid.py --size $size $shape $f >/dev/null
+  echo "== phases $shape $size"; TRIAGE_CACHE_DIR=/tmp/tc-main python bench/scan_phases.py $f -n 2 -j 16 2>&1 | tail -8
+done
+[ -n "$NO_GRID" ] || BUDGET=${GRID_BUDGET:-200} MODE=grid SHAPES=${SHAPES:-prod,hex-heavy,prod-srun,storm} \
+  BIG=${BIG:-} bash bench/device_session12.sh 2>&1 | tail -14

@@ -102,3 +102,64 @@ def test_the_report_of_a_small_dense_input_is_the_one_without_workers(tmp_path):
         out[jobs] = d
     assert out["1"] == out["4"]
     assert out["4"]["findings"], out["4"].keys()
+
+
+def _production(n):
+    """A production log's mix: NCCL INFO lines and, every 27th, a step line."""
+    return [INFO.format(r=n % 8, n=n)] + ([STEP.format(s=n % 60, n=n, c=n * 1024)] if n % 27 == 0 else [])
+
+
+def _with_storm_in_middle(n):
+    """The production mix with a storm of watchdog timeouts in its middle (the sample at DENSE_AT 0.5 is dense)."""
+    return _storm(n) if 28_000 <= n < 36_000 else _production(n)
+
+
+@pytest.mark.parametrize("shape,jobs,want", [
+    (_production, 16, 14),                 # light: the reader's core left (pool.READER_CORES)
+    (_with_storm_in_middle, 16, 14),       # (one dense sample: still light, the middle one decides)
+    (_production, 8, 7),                   # (under READER_CORES: every core but the scanner's)
+    (_storm, 16, 15),                      # dense in work: every worker
+    (_tracebacks, 16, 15),
+    (_steps, 16, 15),                      # (a step line on every line)
+])
+def test_a_big_input_light_in_work_leaves_the_readers_core(monkeypatch, tmp_path, shape, jobs, want):
+    """Issue 44's nineteenth pass: from READER_CORES cores on, a big input light in work (engine._light) gets one
+    worker fewer, its core the scanner's reader thread's; one dense in work gets every worker."""
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 4 << 20)
+    p = _write(tmp_path / "a.log", 12 << 20, shape)
+    assert _jobs(monkeypatch, [p], jobs) == want
+    if shape is _with_storm_in_middle:          # (its middle sample is the storm's: the other two tell)
+        eng = engine.Engine(load_all())
+        from triage.pipeline import Seen
+        _, obs, _ = eng.wire(Seen().observers())
+        got = engine._samples([p], eng.anchor_set_of(obs), engine._batchers(obs))
+        assert got[1] * (1 << 20) > engine.LIGHT_WORK * 10 > max(got[0], got[2]) * (1 << 20) * 10
+
+
+def test_light_is_told_by_the_biggest_inputs_middle_sample(tmp_path):
+    eng = engine.Engine(load_all())
+    from triage.pipeline import Seen
+    _, obs, _ = eng.wire(Seen().observers())
+    aset, batchers = eng.anchor_set_of(obs), engine._batchers(obs)
+    prod = _write(tmp_path / "prod.log", 2 << 20, _production)
+    storm = _write(tmp_path / "storm.log", 1 << 20, _storm)
+    assert engine._light([prod], aset, batchers)
+    assert not engine._light([storm], aset, batchers)
+    assert not engine._light([str(tmp_path / "missing.log")], aset, batchers)     # (nothing read: not light)
+
+
+def test_the_report_with_the_readers_core_left_is_the_one_without_workers(tmp_path):
+    """-j 16 on a light input (14 workers) and -j 1: the same JSON report."""
+    p = _write(tmp_path / "prod.log", 6 << 20, lambda n: _production(n) + (_storm(n) if n % 997 == 0 else []))
+    out = {}
+    for jobs in ("1", "16"):
+        env = dict(os.environ, TRIAGE_JOBS=jobs, TRIAGE_CACHE_DIR=str(tmp_path / "cache"),
+                   TRIAGE_POOL_MIN_BYTES=str(1 << 20))
+        r = subprocess.run([sys.executable, "-m", "triage", "analyze", p, "--format", "json", "-o",
+                            str(tmp_path / f"r{jobs}.json"), "--force"], env=env, capture_output=True, text=True)
+        assert r.returncode in (0, 1, 2, 3), r.stderr
+        d = json.loads((tmp_path / f"r{jobs}.json").read_text())
+        d.get("job", {}).pop("analysed_at", None)
+        out[jobs] = d
+    assert out["1"] == out["16"]
+    assert out["1"]["findings"]

@@ -280,7 +280,8 @@ def cli() -> None:
 @click.option("--env", "env", multiple=True, metavar="KEY=VAL", help="Environment of the failed run (repeatable).")
 @click.option("-j", "--workers", "jobs", type=click.IntRange(min=0, max=256), default=None, metavar="N",
               help=WORKERS_HELP.format(what="they scan one big input (32 MiB and more) in parts; 1 = this "
-                                            "process only; the report is the same whatever N",
+                                            "process only; from 12 on, a production log's N - 2 leave a core to "
+                                            "this process's reader; the report is the same whatever N",
                                        default="default: TRIAGE_JOBS, else", cap=", at most 16"))
 @click.option("--jobs", "jobs_old", type=click.IntRange(min=0, max=256), default=None, hidden=True,
               help="Old spelling of --workers.")

@@ -59,7 +59,7 @@ from .followups import Followups
 from .geometry import open_plain, plain_inputs
 from .jobfacts import EDGE_BYTES, facts_of
 from .observer import Feeder, Observer, registered
-from .pool import _Pool, _size, pool_block_size
+from .pool import READER_CORES, _Pool, _size, pool_block_size
 from .prepare import (
     _CTRL_RX,
     ANCHOR_STRIDE,
@@ -364,16 +364,19 @@ def _plan(all_paths: List[str], block_size: int, max_bytes: int, aset: Optional[
     get workers when dense in hits (_dense, with the anchor set ASET and the batch observers BATCHERS)."""
     from ..inputs.sources import BLOCK_SIZE
     k0 = _Pool.jobs(all_paths)
-    dense = False
+    dense = light = False
     if not k0 and aset is not None:
         kd = _Pool.jobs(all_paths, dense=True)
         dense = kd > 0 and _dense(all_paths, aset, batchers)
         k0 = kd if dense else 0
     if not k0:
         return [], 0, block_size
+    if aset is not None and _Pool.cores() >= READER_CORES and _light(all_paths, aset, batchers):
+        light = True
+        k0 = _Pool.jobs(all_paths, light=True)
     bs = block_size or pool_block_size(sum(_size(p) for p in all_paths), k0)
     plan = plain_inputs(all_paths, bs or BLOCK_SIZE, max_bytes, ramp=True)
-    k = _Pool.jobs([p for p, _ in plan], dense=dense)
+    k = _Pool.jobs([p for p, _ in plan], dense=dense, light=light)
     return plan, k, (bs if k else block_size)
 
 
@@ -387,13 +390,33 @@ DENSE_POOL_WORK = 16_000    # the work an input's densest sample promises in all
 DENSE_HIT_WORK = 8
 
 
+LIGHT_WORK = 600            # the most work a MiB of an input light in work promises, its middle sample's (_light; the
+#                             grid's shapes, 32 MiB each: the production mixes 0-303 -- a failure section in one sample
+#                             1,157 --, the dense ones 1,235 (iteration lines of every rank) to 32,760 (a storm))
+LIGHT_SAMPLED = 4           # the biggest inputs sampled to tell it (a directory of a job's rank files: a few tell)
+
+
 def _dense(paths: Sequence[str], aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]) -> bool:
     """Whether inputs too small for the pool's size hold enough work to be worth workers: samples of each
-    (DENSE_SAMPLE bytes at DENSE_AT of it, from a line's start) searched as a block is, the work the densest
-    promises in all (its hit lines and batch records, DENSE_POOL_WORK) enough.  An input that cannot be read is
+    (_samples), the work the densest promises in all (DENSE_POOL_WORK) enough.  An input that cannot be read is
     not."""
-    total = sum(_size(p) for p in paths)
-    best = 0.0
+    got = _samples(paths, aset, batchers)
+    return bool(got) and max(got) * sum(_size(p) for p in paths) >= DENSE_POOL_WORK
+
+
+def _light(paths: Sequence[str], aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]) -> bool:
+    """Whether big inputs are light in work (the scanner's reader thread then wants a core of its own,
+    pool.READER_CORES): the middle of the samples (_samples) of the LIGHT_SAMPLED biggest under LIGHT_WORK a MiB
+    (the middle one: a failure's lines in one sample do not make a production log dense)."""
+    got = sorted(_samples(sorted(paths, key=_size, reverse=True)[:LIGHT_SAMPLED], aset, batchers))
+    return bool(got) and got[len(got) // 2] * (1 << 20) < LIGHT_WORK
+
+
+def _samples(paths: Sequence[str], aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]]) -> List[float]:
+    """The work per byte of samples of each of PATHS (DENSE_SAMPLE bytes at DENSE_AT of it, from a line's start)
+    searched as a block is: its hit lines (DENSE_HIT_WORK each) and batch records (1 each).  An input that cannot be
+    read gives none."""
+    out: List[float] = []
     for path in paths:
         size = _size(path)
         if size <= 0:
@@ -411,12 +434,12 @@ def _dense(paths: Sequence[str], aset: AnchorSet, batchers: Sequence[Tuple[Feede
                 data = data[:data.rfind(b"\n") + 1]
                 if data:
                     hits, recs, _ = prepare_block(data, 0, aset, batchers)
-                    best = max(best, (len(hits) * DENSE_HIT_WORK + sum(map(len, recs))) / len(data))
+                    out.append((len(hits) * DENSE_HIT_WORK + sum(map(len, recs))) / len(data))
         except OSError:
             continue
         finally:
             os.close(fd)
-    return best * total >= DENSE_POOL_WORK
+    return out
 
 
 def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":

@@ -30,6 +30,16 @@ DENSE_POOL_MIN_BYTES = 4 << 20      # ... inputs dense in work: from this size (
 MAX_WORKERS = 15           # worker processes at most (the default is the cores, up to this cap)
 
 
+READER_CORES = 12         # from this many cores on, a scan of inputs light in work (engine._light: a production log's
+#                            mix) leaves a core to the scanner's reader thread (prefetch.py): it reads every byte the
+#                            workers do, ~0.4 ms a MiB, so fifteen workers' pace of a production log kept it busy ~90%
+#                            of a core beside the scanner's own work, whose results then waited at the end (issue 44's
+#                            nineteenth pass, the 16-core H100 host, 4 runs each alternating, seconds: the 1 GiB
+#                            production mix -j 16 0.81-0.89, with 14 workers 0.73-0.80; 256 MiB 0.28-0.36 / 0.28-0.30;
+#                            a storm's or megatron's dense mix, their workers the critical path, 0.75-0.83 / 0.76-0.88
+#                            and 0.37-0.47 / 0.42-0.47: dense inputs keep every worker)
+
+
 MAIN_EVERY = 2             # with one worker, the scanner prepares every other block itself (balance: its own
 #                            feeding of a production log is a tenth of a block's preparing since issue 44; 128 MiB
 #                            production mix on 2 cores 0.37 s with every 4th, 0.33 s with every other)
@@ -506,15 +516,23 @@ class _Pool:
             raise
 
     @staticmethod
-    def jobs(paths: Sequence[str], dense: bool = False) -> int:
+    def cores() -> int:
+        """The cores a scan may use: TRIAGE_JOBS (-j), else this process's (procs.cores), at most MAX_WORKERS + 1."""
+        env = os.environ.get("TRIAGE_JOBS", "")
+        return int(env) if env.isdigit() and int(env) > 0 else min(procs.cores(), MAX_WORKERS + 1)
+
+    @staticmethod
+    def jobs(paths: Sequence[str], dense: bool = False, light: bool = False) -> int:
         """Workers to start: one per core beyond the scanner's own, none for small inputs (DENSE: inputs dense in
-        hits, engine._dense: none under DENSE_POOL_MIN_BYTES)."""
+        hits, engine._dense: none under DENSE_POOL_MIN_BYTES); LIGHT (inputs light in work, engine._light): one
+        fewer from READER_CORES cores on, its core the scanner's reader thread's."""
         least = min(POOL_MIN_BYTES, DENSE_POOL_MIN_BYTES) if dense else POOL_MIN_BYTES
         if not paths or not hasattr(os, "fork") or sum(_size(p) for p in paths) < least:
             return 0
-        env = os.environ.get("TRIAGE_JOBS", "")
-        cores = int(env) if env.isdigit() and int(env) > 0 else min(procs.cores(), MAX_WORKERS + 1)
+        cores = _Pool.cores()
         k = cores - 1 if cores >= 2 else 0
+        if light and cores >= READER_CORES:
+            k -= 1
         # (a dense input gains from workers that parse its hit lines too: with fewer, one worker's blocks
         # cost the scanner as much as its own, here a 4 MiB storm 0.70 -> 0.81 s)
         return 0 if dense and k < prepare.PARSE_MIN_WORKERS else k

@@ -361,7 +361,8 @@ def _plan(all_paths: List[str], block_size: int, max_bytes: int, aset: Optional[
     """The plain inputs a pool's workers prepare, with their blocks (geometry.plain_inputs), the
     workers to start, and the block size: the one given (0: sources.BLOCK_SIZE), or for a pool
     one that gives every process several blocks (pool.pool_block_size).  Inputs under the pool's size
-    get workers when dense in hits (_dense, with the anchor set ASET and the batch observers BATCHERS)."""
+    get workers when dense in hits (_dense, with the anchor set ASET and the batch observers BATCHERS); big ones
+    light in work one fewer from pool.READER_CORES cores on (_light: the scanner's reader thread's core)."""
     from ..inputs.sources import BLOCK_SIZE
     k0 = _Pool.jobs(all_paths)
     dense = light = False
@@ -371,7 +372,7 @@ def _plan(all_paths: List[str], block_size: int, max_bytes: int, aset: Optional[
         k0 = kd if dense else 0
     if not k0:
         return [], 0, block_size
-    if aset is not None and _Pool.cores() >= READER_CORES and _light(all_paths, aset, batchers):
+    if not dense and aset is not None and _Pool.cores() >= READER_CORES and _light(all_paths, aset, batchers):
         light = True
         k0 = _Pool.jobs(all_paths, light=True)
     bs = block_size or pool_block_size(sum(_size(p) for p in all_paths), k0)

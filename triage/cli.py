@@ -43,6 +43,7 @@ try:
         format_for,
         load_patterns,
         output_options,
+        stdin_hashing,
         write_output,
     )
     from .errors import EXIT_SIGINT, EXIT_SIGTERM, Terminated
@@ -348,21 +349,20 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
     if fmt is None:
         fmt = format_for(output, SUFFIX_FORMAT)
     pats = load_patterns(pattern_dirs)
-    from .fleet.store import hashing_stdin
+    from .fleet.given import store_given
     from .pipeline import Options, triage
     from .report.formats import render
     from .term import for_terminal, use_color
     startup_over()
     record = record or bool(db) or require_store
     prior, prior_note = _prior_attempt(list(logs), db, job_id, attempt)    # issue 43: no progress across attempts
-    with hashing_stdin(record and (not logs or "-" in logs)) as stdin_hash:
+    with stdin_hashing(record and (not logs or "-" in logs)) as stdin_hash:
         a = triage(logs, Options(pats=tuple(pats), config_files=tuple(config_files),
                                  baseline_files=tuple(baseline_files), baseline_logs=tuple(baseline_logs),
                                  env=tuple(env), progress=not quiet, max_bytes=max_bytes, content_hash=record,
                                  prior=prior))
     if prior_note:
         a.notes.append(prior_note)
-    from .fleet.store import store_given
     identity = _identify(a, logs, job_id, attempt, stdin_hash[0])
     warning = None
     if store_given(db, record):

@@ -148,6 +148,16 @@ def _store_verdict(a, logs: List[str], db: Optional[str], record: bool, identity
     return None
 
 
+def stdin_hashing(on: bool) -> Any:
+    """A context whose value is a one-element list: the hex digest of stdin's bytes read within it when ON (store.py's
+    hashing_stdin, for a stored verdict's input), else None (store.py not loaded: most runs store nothing)."""
+    if on:
+        from .fleet.store import hashing_stdin
+        return hashing_stdin(True)
+    from contextlib import nullcontext
+    return nullcontext([None])
+
+
 def _prior_attempt(logs: List[str], db: Optional[str], job_id: Optional[str], attempt: Optional[int]) -> Tuple[
         Optional[Any], Optional[str]]:
     """Issue 43: the attempt before this one, from the verdict store (its signature) and its own logs (the
@@ -155,10 +165,11 @@ def _prior_attempt(logs: List[str], db: Optional[str], job_id: Optional[str], at
     when there is no store, no earlier attempt stored, or its logs cannot be read again (then a note)."""
     import json
 
-    from .fleet.store import Store, StoreError, store_given
-    from .jobid import JobIdError, identify
+    from .fleet.given import store_given
     if not logs or "-" in logs or not store_given(db):
         return None, None
+    from .fleet.store import Store, StoreError
+    from .jobid import JobIdError, identify
     try:
         ident = identify(list(logs), job_id, attempt)
     except JobIdError:

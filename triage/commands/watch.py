@@ -174,7 +174,7 @@ def _watch_store(paths: List[str], record: bool, db: Optional[str], job_id: Opti
                  holder: List[Any]) -> Any:
     """watch's store callback (None: no store asked for): records the verdict as analyze --record does;
     a store that fails is a warning line on stderr, never watch's failure.  HOLDER[0] is the Watch."""
-    from ..fleet.store import store_given
+    from ..fleet.given import store_given
     if not store_given(db, record):
         return None
     from ..jobid import JobIdError, identify

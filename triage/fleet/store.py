@@ -33,6 +33,7 @@ from ..errors import TriageError
 from ..kinds import HEALTHY, UNEXPLAINED
 from ..lazyre import lazy_re
 from ..record import record
+from .given import store_given  # noqa: F401 - (here before given.py: its callers import it from here too)
 
 SCHEMA_VERSION = 3
 DEFAULT_TIMEOUT_S = 5.0        # TRIAGE_DB_TIMEOUT: all the waiting one transaction may do, in seconds
@@ -167,11 +168,6 @@ def db_timeout(env: Optional[Mapping[str, str]] = None) -> float:
         raise StoreError(f"TRIAGE_DB_TIMEOUT={raw[:40]!r} is not a number of seconds (more than 0, at most "
                          f"{MAX_TIMEOUT_S:g})")
     return v
-
-
-def store_given(db: Optional[str], record: bool = False) -> bool:
-    """Whether the user asked for a store (--db, --record, or TRIAGE_DB in the environment)."""
-    return bool(db or record or os.environ.get("TRIAGE_DB"))
 
 
 # --- what is stored ------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 # Issue 44, nineteenth pass: one device call.  The tiny log under 7a762e8, .ab/s17 (3970885), .ab/s18 (aa4dcfe, the
 # pass's start) and this tree; this tree against .ab/$BASE (s18) at -j 16 alternating on LOGS (RUNS each); with
 # JJ (e.g. 17: 16 workers), this tree at -j 16 against -j $JJ on the same logs; the phases (scan_phases.py -n 2 -j 16)
-# of PHASES under this tree; the grid A/B against .ab/old on SHAPES (NO_GRID=1: none) within GRID_BUDGET.  Numbers.
+# of PHASES under this tree; blocksize_ab.py (caps 4 and 8 MiB) on BS; the grid A/B against .ab/old on SHAPES (NO_GRID=1: none) within GRID_BUDGET.  Numbers.
 . bench/device_venv.sh triage .ab/old/triage .ab/s17/triage .ab/s18/triage
 mkdir -p /tmp/g
 [ -n "$NO_TINY" ] || python bench/tiny_ab.py .ab/old .ab/s17 .ab/s18 . -n ${TINY_N:-20}
@@ -17,6 +17,10 @@ for spec in ${LOGS:-megatron-dense:64M prod:256M}; do
     [ -z "$JJ" ] || c="$c $(PYTHONPATH=. TRIAGE_CACHE_DIR=/tmp/tc-main t $f -j $JJ)"
   done
   echo "== $shape $size -j 16 alternating: ${BASE:-s18}$a | main$b${JJ:+ | main -j $JJ$c}"
+done
+for spec in $BS; do                  # (blocksize_ab.py: the pool's block cap 4 against 8 MiB, -j 16)
+  f=/tmp/g/${spec%%:*}-${spec##*:}.log; [ -f $f ] || python bench/gen_grid.py --size ${spec##*:} ${spec%%:*} $f >/dev/null
+  TRIAGE_CACHE_DIR=/tmp/tc-main python bench/blocksize_ab.py $f --caps 4,8 -n ${BS_N:-3} -j 16 | sed 's/^/== /'
 done
 for spec in $PHASES; do
   shape=${spec%%:*}; size=${spec##*:}; f=/tmp/g/$shape-$size.log

@@ -68,18 +68,23 @@ class _Writer:
         self.value(obj, "\n")
         return "".join(self.parts)
 
-    def value(self, o: Any, ind: str) -> None:     # noqa: C901 - json's order of tests, one frame
-        add = self.parts.append
+    def value(self, o: Any, ind: str) -> None:
         t = type(o)
         if t is str:
-            add(encode_basestring(o))
+            self.parts.append(encode_basestring(o))
         elif t is int:
-            add(int.__repr__(o))
+            self.parts.append(int.__repr__(o))
         elif t is float:
-            add(_float(o))
+            self.parts.append(_float(o))
         elif t is list or t is tuple or t is dict:
             self.container(o, ind)
-        elif isinstance(o, str):
+        else:
+            self._other(o, ind)
+
+    def _other(self, o: Any, ind: str) -> None:
+        """A value of no exact type of value's: json's tests, in json's order (a bool is an int)."""
+        add = self.parts.append
+        if isinstance(o, str):
             add(encode_basestring(o))
         elif o is None:
             add("null")
@@ -93,9 +98,9 @@ class _Writer:
             add(_float(o))
         elif isinstance(o, (list, tuple, dict)):
             self.container(o, ind)
+        elif self.default is None:
+            raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
         else:
-            if self.default is None:
-                raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
             key = id(o)
             if key in self.open:
                 raise _Circular()

@@ -530,9 +530,8 @@ class _Pool:
         if not paths or not hasattr(os, "fork") or sum(_size(p) for p in paths) < least:
             return 0
         cores = _Pool.cores()
-        k = cores - 1 if cores >= 2 else 0
-        if light and cores >= READER_CORES:
-            k -= 1
+        # (every core but the scanner's; a light input's reader thread takes one more from READER_CORES on)
+        k = max(0, cores - 1 - (light and cores >= READER_CORES))
         # (a dense input gains from workers that parse its hit lines too: with fewer, one worker's blocks
         # cost the scanner as much as its own, here a 4 MiB storm 0.70 -> 0.81 s)
         return 0 if dense and k < prepare.PARSE_MIN_WORKERS else k

@@ -54,3 +54,29 @@ def test_caps_module_imports_nothing_of_triage_but_record():
     from triage import record
     rsrc = open(record.__file__, encoding="utf-8").read()
     assert not re.findall(r"^(?:from \.|import triage)", rsrc, re.M)
+
+
+def test_spread_keeps_the_first_then_spreads_the_rest_evenly():
+    """report.contract._spread: at most LIMIT indexes of N, FIRST's (up to half of LIMIT) then the rest evenly spread
+    -- made without a list of N where FIRST is empty (a 1 GiB log's 85,226 steps), the same indexes either way."""
+    import random
+
+    from triage.report.contract import _spread
+
+    def by_list(n, limit, first=()):
+        if n <= limit:
+            return list(range(n))
+        chosen = set(list(first)[:limit // 2])
+        rest = [i for i in range(n) if i not in chosen]
+        room = limit - len(chosen)
+        chosen.update(rest[(k * len(rest)) // room] for k in range(room))
+        return sorted(chosen)
+
+    rng = random.Random(44)
+    for _ in range(2000):
+        n, limit = rng.randrange(0, 5000), rng.randrange(1, 300)
+        first = [rng.randrange(max(n, 1)) for _ in range(rng.choice([0, 0, 3, 50]))]
+        got = _spread(n, limit, first)
+        assert got == by_list(n, limit, first)
+        assert len(got) <= limit and got == sorted(set(got)) and all(0 <= i < max(n, 1) for i in got)
+    assert _spread(85_226, 1000) == by_list(85_226, 1000) and _spread(85_226, 1000)[:2] == [0, 85]

@@ -75,8 +75,10 @@ def _spread(n: int, limit: int, first: Sequence[int] = ()) -> List[int]:
     if n <= limit:
         return list(range(n))
     chosen = set(list(first)[:limit // 2])
-    rest = [i for i in range(n) if i not in chosen]
     room = limit - len(chosen)
+    if not chosen:          # (every index the rest: the same indexes without a list of N, 85,226 steps ~3 ms)
+        return sorted({(k * n) // room for k in range(room)})
+    rest = [i for i in range(n) if i not in chosen]
     chosen.update(rest[(k * len(rest)) // room] for k in range(room))
     return sorted(chosen)
 

@@ -294,32 +294,3 @@ def test_step_lines_of_every_layout_read_as_the_long_way_reads_them():
         assert (r is None) == (ls not in want) and (r is None or r == want[ls][:3]), buf[ls:le]
         assert prog._parse(buf, ls, le, None) == (None if r is None else (7, r[0], str(r[1]).encode()))
 
-
-def test_a_long_runs_median_by_counts_is_the_sorts():
-    """_median of 4,096 values or more is first tried by the counts of the distinct values (steps._by_count): the
-    very value the sort gives -- the same float, its sign, its type -- on step times logged to 0.1 ms, few values,
-    many, infinities; zeros, NaNs and ints are left to the sort."""
-    import math
-    import random
-
-    from triage.verdict.steps import MEDIAN_BY_COUNT, _by_count, _median
-
-    def by_sort(xs):
-        d = sorted(xs)
-        n = len(d)
-        return d[n // 2] if n % 2 else (d[n // 2 - 1] + d[n // 2]) / 2
-
-    rng = random.Random(44)
-    kinds = [lambda: round(5100 + rng.gauss(0, 20), 1), lambda: float(rng.randrange(1, 4)), rng.random,
-             lambda: rng.choice([1.5, -2.25, 3.0, math.inf, -math.inf]), lambda: rng.choice([0.0, -0.0, 1.0]),
-             lambda: rng.choice([1, 2.0, 3])]
-    counted = 0
-    for trial in range(600):
-        n = rng.choice([MEDIAN_BY_COUNT - 1, MEDIAN_BY_COUNT, MEDIAN_BY_COUNT + 1, 9_999, 10_000])
-        draw = kinds[trial % len(kinds)]
-        xs = [draw() for _ in range(n)]
-        got, want = _median(xs), by_sort(xs)
-        assert got == want and type(got) is type(want) and math.copysign(1, got) == math.copysign(1, want)
-        counted += n >= MEDIAN_BY_COUNT and _by_count(xs, n) is not None
-    assert counted > 200                                # (the counted way was taken, where it may be)
-    assert _by_count([0.0, -0.0, 1.0] * 2000, 6000) is None and _by_count([float("nan")] * 5000, 5000) is None

@@ -983,48 +983,13 @@ def mann_whitney(base: List[float], cur: List[float]) -> Tuple[float, float]:
     return p_slower, p_faster
 
 
-MEDIAN_BY_COUNT = 4096      # values from which a median is first tried by the counts of the distinct ones (_by_count)
-
-
 def _median(xs: Sequence[float]) -> float:
     """The median, as statistics.median computes it (statistics' import costs a start-up 5 ms)."""
-    n = len(xs)
-    if n >= MEDIAN_BY_COUNT:
-        got = _by_count(xs, n)
-        if got is not None:
-            return got
     data = sorted(xs)
+    n = len(data)
     if n == 0:
         raise ValueError("no median for empty data")
     return data[n // 2] if n % 2 else (data[n // 2 - 1] + data[n // 2]) / 2
-
-
-def _by_count(xs: Sequence[float], n: int) -> Optional[float]:
-    """The median of the N values XS from the counts of its distinct values (counted in C, the few of them sorted),
-    the very value the sort gives: where they are a quarter of XS or fewer (step times are logged to 0.1 ms: the 1 GiB
-    mix's 85,226 steps hold 1,356 and 150, their two medians 19.4-19.8 ms sorted here, 13.2-13.9 counted), all floats
-    and none a NaN (no order) nor a zero (its sign: the sort keeps each one's); else None, told first by a sample
-    where nearly all are distinct (times of many digits: 131,072 such ~18 ms either way, with the sample)."""
-    sample = xs[::max(1, n // 2048)]
-    if len(set(sample)) * 10 > len(sample) * 9:
-        return None         # (a sample of 2,048 nearly all distinct: times of many digits, no count made, ~0.1 ms)
-    from collections import Counter
-    counts = Counter(xs)
-    if len(counts) * 4 > n:
-        return None
-    keys = sorted(counts)
-    if not all(type(k) is float and k == k and k != 0.0 for k in keys):
-        return None
-    lo, hi = (n - 1) // 2, n // 2         # (the places of the middle values in the sorted values)
-    seen = 0
-    first: Optional[float] = None
-    for k in keys:
-        seen += counts[k]
-        if first is None and seen > lo:
-            first = k
-        if seen > hi:
-            return k if n % 2 else (cast(float, first) + k) / 2
-    return None     # pragma: no cover - the counts add up to N
 
 
 # Samples larger than this are bootstrapped without drawing each resample: sorting BOOTSTRAP resamples

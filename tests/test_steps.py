@@ -293,4 +293,3 @@ def test_step_lines_of_every_layout_read_as_the_long_way_reads_them():
         r = step_of(buf, ls, le)
         assert (r is None) == (ls not in want) and (r is None or r == want[ls][:3]), buf[ls:le]
         assert prog._parse(buf, ls, le, None) == (None if r is None else (7, r[0], str(r[1]).encode()))
-

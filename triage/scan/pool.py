@@ -517,7 +517,7 @@ class _Pool:
 
     @staticmethod
     def cores() -> int:
-        """The cores a scan may use: TRIAGE_JOBS (-j), else this process's (procs.cores), at most MAX_WORKERS + 1."""
+        """The cores a scan may use: TRIAGE_JOBS (-j) as given, else procs.cores() up to MAX_WORKERS + 1."""
         env = os.environ.get("TRIAGE_JOBS", "")
         return int(env) if env.isdigit() and int(env) > 0 else min(procs.cores(), MAX_WORKERS + 1)
 

@@ -1,5 +1,6 @@
 """The bench's log generator as a grid (issue 44): one Shape = line mix x rank prefix x timestamps x
-line length x where the failure sits; every shape of `bench/grid.py` is a row of SHAPES here.
+line length x where the failure sits x how the log was captured (DRESSES); every shape of `bench/grid.py` is a row
+of SHAPES here.
 
     python bench/gen_grid.py SHAPE OUT [--size 256M] [--seed 0]
     python bench/gen_grid.py --list
@@ -84,8 +85,18 @@ class Shape:
     length: str = "normal"       # short | normal | long (line length: NCCL init lines / collectives / long warnings)
     failure: str = "end"         # end | middle | start | none
     scale: float = 1.0           # its size is the grid's size times this (dense shapes: a quarter)
+    dress: str = "none"          # none | crlf | ansi | tty | utf8: how the log was captured (DRESSES)
     legacy: str = ""             # a mix of bench/gen_biglog.py itself: default | dense | storm
 
+
+# how a log was captured, beside what the job printed (issue 44's twentieth pass: shapes of logs the grid had never
+# made ran 1.2-3.7x slower than their plain twins): crlf -- every line end CRLF, as a terminal's line discipline
+# (ONLCR) writes it: `docker run -t`, `script`, a pod with `tty: true`, `kubectl logs` of one; ansi -- a colour
+# formatter's SGR codes around the message of a third of the lines (Python logging / loguru / rich colours on a tty);
+# tty -- both, as `docker run -t` of a colouring job gives; utf8 -- non-ASCII text on 2% of the lines (a
+# checkmark, an em dash, CJK text: a log's own messages, tqdm's bar blocks)
+DRESSES = ("none", "crlf", "ansi", "tty", "utf8")
+UTF8_TAILS = (" \u2713 done", " \u2014 ok", " \u8bad\u7ec3\u6b65\u9aa4\u5b8c\u6210", " |\u2588\u2588\u2588\u258c      | 35%")
 
 PROD = {"nccl": 0.55, "iter_one": 0.03, "debug": 0.25, "warn": 0.10, "hex": 0.07}
 SHAPES: List[Shape] = [
@@ -117,6 +128,12 @@ SHAPES: List[Shape] = [
           failure="middle"),
     Shape("fail-start", "the production mix, the failure section right after start-up", PROD, failure="start"),
     Shape("healthy", "the production mix, no failure at all", PROD, failure="none"),
+    Shape("prod-crlf", "the production mix with CRLF line ends (a terminal's: docker run -t, script)", PROD,
+          dress="crlf"),
+    Shape("prod-ansi", "the production mix, a colour formatter's SGR codes on a third of the lines", PROD,
+          dress="ansi"),
+    Shape("prod-tty", "the production mix as a tty gives it: CRLF line ends and colours", PROD, dress="tty"),
+    Shape("prod-utf8", "the production mix, non-ASCII text on 2% of the lines", PROD, dress="utf8"),
 ]
 BY_NAME = {s.name: s for s in SHAPES}
 
@@ -140,12 +157,18 @@ class Writer(gb.Log):
             "none": [""] * RANKS,
         }[shape.prefix]
         self.t = START
+        self.dress = random.Random(1)       # (the dress's own draws: the job's lines are the plain shape's)
 
     def line(self, r: int, text: str) -> None:
+        dress = self.shape.dress
+        if dress in ("ansi", "tty") and self.dress.random() < 1 / 3:
+            text = f"\x1b[{self.dress.choice((32, 33, 36, '1;31'))}m{text}\x1b[0m"
+        elif dress == "utf8" and self.dress.random() < 0.02:
+            text += self.dress.choice(UTF8_TAILS)
         s = self.pre[r] + text
         if self.shape.ts == "k8s":
             s = self.t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{self.t.microsecond:06d}123Z " + s
-        self.raw(s)
+        self.raw(s + "\r" if dress in ("crlf", "tty") else s)
 
 
 class GridJob:
@@ -294,7 +317,8 @@ def generate(shape: Shape, out: str, size: int, seed: int = 0) -> int:
     """Write SHAPE's log of about SIZE bytes to OUT; its size in bytes."""
     if shape.legacy:
         return gb.generate(out, size, dense=shape.legacy == "dense", seed=seed, storm=shape.legacy == "storm")
-    with open(out, "w", encoding="ascii", newline="\n", buffering=FLUSH_BYTES) as f:
+    with open(out, "w", encoding="utf-8" if shape.dress == "utf8" else "ascii", newline="\n",
+              buffering=FLUSH_BYTES) as f:
         w = Writer(f, shape)
         job = GridJob(w, random.Random(seed))
         job.startup()

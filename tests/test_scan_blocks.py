@@ -5,6 +5,7 @@ carriage returns, UTF-16, gzip, lines longer than a block, no final newline)."""
 import gzip
 import math
 import os
+import re
 
 import pytest
 from gaplogs import GAP_LOGS
@@ -864,26 +865,44 @@ def test_nul_runs_are_left_out_as_the_line_reader_leaves_them_out(monkeypatch, t
 
 
 def test_without_gaps_is_the_line_readers_rule():
-    """Property: a line's text read by the block scan (sources.without_gaps, then decode_line) is the line
-    reader's (its NUL runs left out once decoded), for lines of ASCII, bytes not ASCII and NUL runs; the rule is
-    idempotent and cuts at newlines."""
-    from hypothesis import given, settings
+    """Property: a line's text read by the block scan (sources.without_gaps, then decode_line and normalise) is the
+    line reader's (its NUL runs left out once decoded, a lone CR at its end dropped, ANSI escapes taken out), for
+    lines of ASCII, bytes not ASCII, NUL runs, CRs, escapes (whole and cut, OSC's that no line end closes) and lines
+    past MAX_LINE * 4 bytes; the rule is idempotent and cuts at newlines (each line with its newline: a CR is left out
+    only before one); a line it leaves an escape in is as it was."""
+    from hypothesis import example, given, settings
     from hypothesis import strategies as hs
 
     from triage.inputs.sources import decode_line, without_gaps
+    from triage.inputs.text import normalise
     piece = hs.sampled_from([b"a", b"[rank1]: ", b"\x00", b"\x00" * 7, b"\xc3", b"\xa9", b"\xc3\xa9", b"\xe2\x82",
-                             b"\xac", b"\xff", b"\r", b"\n"])
+                             b"\xac", b"\xff", b"\r", b"\n", b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b", b"[",
+                             b"m", b"\x1b]0;title\x07", b"\x1b]0;", b"\x07", b"\x1b\\", b"\x1bM", b"2025-03-01 ",
+                             b"y" * 9000])
 
-    @settings(max_examples=400, deadline=None)
-    @given(hs.lists(piece, max_size=30).map(b"".join))
+    # (and the traps of taking an escape out of a line's bytes, close together: a character cut by one, an error
+    # word past what decode_line keeps of a long line, a CR or NUL beside one)
+    trap = hs.sampled_from([b"\xe2\x82", b"\xac", b"\xc3", b"\x1b[0m", b"\x1b]0;t\x07", b"\x1b", b"\r", b"\x00",
+                            b"y" * 5000, (b"0123456789" * 500), b" Error: x", b"a", b"\n"])
+
+    @settings(max_examples=600, deadline=None)
+    @given(hs.one_of(hs.lists(piece, max_size=30), hs.lists(trap, max_size=14)).map(b"".join))
+    @example(b"\xe2\x82\x1b[0m\xac\n")
+    @example(b"0123" + b"\x1b[0m" + (b"0123456789" * 1600)[4:15990] + b" Error: x\n")     # (past MAX_LINE * 4: kept)
+    @example(b"\x1b\x1b[0m[31m\n")
+    @example(b"a\rb\r\nx\r\r\nc\r\n")                   # (a CR left where its line has another)
     def check(data):
         out = without_gaps(data)
         assert without_gaps(out) == out
-        assert out.split(b"\n") == [without_gaps(x) for x in data.split(b"\n")]
+        assert out == b"".join(without_gaps(x) for x in re.split(b"(?<=\n)", data))
+        assert out.count(b"\n") == data.count(b"\n")
         for raw, mine in zip(data.split(b"\n"), out.split(b"\n")):
-            assert decode_line(mine) == decode_line(raw)
-            assert decode_line(mine) == raw.decode("utf-8", "replace").replace("\x00", "").removesuffix("\r") \
-                or "\r" in raw[:-1].decode("utf-8", "replace")
+            assert normalise(decode_line(mine)) == normalise(decode_line(raw))
+            if b"\x1b" in mine or b"\x1b" not in raw:       # (escapes left in a line: none taken out of it)
+                assert decode_line(mine) == decode_line(raw)
+            if b"\x1b" not in raw:
+                assert decode_line(mine) == raw.decode("utf-8", "replace").replace("\x00", "").removesuffix("\r") \
+                    or "\r" in raw[:-1].decode("utf-8", "replace") or len(raw) > 4 * 4000
     check()
 
 

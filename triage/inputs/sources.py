@@ -44,8 +44,8 @@ from .frdump import looks_like_dump
 from .names import COMPRESSED, MAX_DIR_DEPTH, MAX_DIR_ENTRIES, MAX_DIR_FILES, InputError, log_name
 from .paste import PASTE_MAX, reshape, undressed_note, wrapped_note
 from .ranks import RANKS, inner_rank, inner_rank_at, split_at, split_prefix
+from .text import ANSI_RX, CSI_RX, MAX_LINE, clip_keeping_error, normalise, progress_updates
 from .text import CLIP_MARK as CLIP_MARK  # noqa: F401 - read here by older code
-from .text import MAX_LINE, clip_keeping_error, normalise, progress_updates
 
 if TYPE_CHECKING:
     from .digest import InputHash
@@ -879,22 +879,85 @@ _JOINING_GAP = re.compile(rb"(?<=[\x80-\xff])\x00+(?=[\x80-\xff])")
 
 
 def without_gaps(data: bytes) -> bytes:
-    """DATA (lines, or a part of one) with its NUL runs left out, as the line reader leaves them out (_readline: a gap
-    logrotate's copytruncate or a writer past a truncation leaves, the text after it read as its line's); one NUL
-    kept of a run between two bytes not ASCII (decode_line then reads them as _readline does).  The block scan reads
-    a block with NULs so (issue 44: a line glued to a NUL run lost its rank prefix, its date in its first 200
-    bytes, and past MAX_RAW its text).  Idempotent, and of a concatenation the concatenation where no run is cut
-    between two bytes not ASCII (lines are cut at newlines)."""
-    if b"\x00" not in data:
+    """DATA (lines, or a part of one) as the line reader reads its bytes: its NUL runs left out (_readline: a gap
+    logrotate's copytruncate or a writer past a truncation leaves, the text after it read as its line's), one NUL
+    kept of a run between two bytes not ASCII (decode_line then reads them as _readline does); and the CR that ends
+    a line with no other CR left out (decode_line drops it: a CRLF line end); and the ANSI escapes of a line that
+    normalise() reads the same without them (_without_colours).  The block scan reads a block with NULs so (issue
+    44: a line glued to a NUL run lost its rank prefix, its date in its first 200 bytes, and past MAX_RAW its text),
+    and a terminal's (issue 44's twentieth pass: every line of a CRLF file took the scanner's slowest path, ~40x a
+    LF file's scanner work -- a log a tty wrote: `docker run -t`, `script`, a pod with `tty: true`).
+    Idempotent, and of a concatenation the concatenation where no run is cut between two bytes not ASCII (lines
+    are cut at newlines).  DATA starts at a line's start or holds no newline (a CR is left out only before one)."""
+    if b"\x00" in data:
+        if data.isascii() or _JOINING_GAP.search(data) is None:
+            data = data.translate(None, b"\x00")
+        else:
+            data = b"\x00".join(p.translate(None, b"\x00") for p in _JOINING_GAP.split(data))
+    if b"\r" in data:
+        if _NOT_LINE_END_CR.search(data) is None:
+            data = data.translate(None, b"\r")          # (every CR before a newline, its line's only one: in C)
+        elif b"\r\n" in data:
+            data = _LONE_END_CR.sub(rb"\1", data)
+    return _without_colours(data) if b"\x1b" in data else data
+
+
+# a CR no newline follows; a line's CR before its newline, the only CR of the line (decode_line's lone CR at its end);
+# normalise's ANSI escapes, and the first kind of them (a CSI's: a colour's) in bytes
+_NOT_LINE_END_CR = lazy_re(rb"\r(?!\n)")
+_LONE_END_CR = lazy_re(rb"(?m)^([^\r\n]*)\r(?=\n)")
+_ANSI_B = lazy_re(ANSI_RX.encode("ascii"))
+_CSI_B = lazy_re(CSI_RX.encode("ascii"))
+
+
+def _without_colours(data: bytes) -> bytes:
+    """DATA with the ANSI escapes left out of each line that normalise() would read the same without them: a line
+    of DATA's (its newline in DATA) of ASCII, no longer than MAX_LINE * 4 bytes (not clipped by decode_line before
+    normalise() takes them out), with no CR nor NUL, none left once text._ANSI's are taken out (normalise's one pass
+    then finds none: the same text).  Issue 44's twentieth pass: a line with a colour was normalised and searched
+    again by a pool worker, and its step record parsed by the scanner line by line -- a log a third of whose lines a
+    colour formatter wrapped ran ~4x slower (a tty's: `docker run -t`, rich, loguru).  Where every escape of DATA is
+    a CSI's (a colour's, text._ANSI's first kind: none holds a newline) and every line is one such, in one pass."""
+    if data.endswith(b"\n") and data.isascii() and b"\r" not in data and b"\x00" not in data and _short_lines(data):
+        new = _CSI_B.sub(b"", data)
+        if b"\x1b" not in new:          # (each escape a CSI's: _ANSI's first alternative, as normalise's would take it)
+            return new
+    sub = _ANSI_B.sub
+    find = data.find
+    out: List[bytes] = []
+    at = 0
+    i = find(b"\x1b")
+    while i >= 0:
+        s = data.rfind(b"\n", at, i) + 1 or at
+        e = find(b"\n", i)
+        if e < 0:
+            break
+        line = data[s:e]
+        if e - s <= MAX_LINE * 4 and line.isascii() and b"\r" not in line and b"\x00" not in line:
+            new = sub(b"", line)
+            if b"\x1b" not in new:
+                out.append(data[at:s])
+                out.append(new)
+                at = e
+        i = find(b"\x1b", e)
+    if not out:
         return data
-    if data.isascii() or _JOINING_GAP.search(data) is None:
-        return data.translate(None, b"\x00")
-    return b"\x00".join(p.translate(None, b"\x00") for p in _JOINING_GAP.split(data))
+    out.append(data[at:])
+    return b"".join(out)
+
+
+def _short_lines(data: bytes) -> bool:
+    """No line of DATA is longer than MAX_LINE * 4 bytes: a newline in every window of MAX_LINE * 3 bytes from each
+    multiple of MAX_LINE (a run of MAX_LINE * 4 bytes without one holds such a window; a false no: a line of over
+    MAX_LINE * 3 bytes)."""
+    find, w = data.find, MAX_LINE * 3
+    return all(find(b"\n", p, p + w) >= 0 for p in range(0, len(data) - w + 1, MAX_LINE))
 
 
 def block_without_gaps(buf: bytes, lo: int) -> bytes:
-    """BUF with the block BUF[LO:] without_gaps, its tail BUF[:LO] as it is (the scan's: already without them)."""
-    return buf[:lo] + without_gaps(buf[lo:]) if lo else without_gaps(buf)
+    """BUF with the block BUF[LO:] without_gaps, its tail BUF[:LO] as it is (the scan's: already without them, whole
+    lines, each read by itself: BUF without_gaps in one pass, no slice of the block copied and joined)."""
+    return without_gaps(buf)
 
 
 def updates_of(data: bytes) -> Optional[List[str]]:

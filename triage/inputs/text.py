@@ -10,7 +10,9 @@ from ..lazyre import lazy_re
 __all__ = ["CLIP_MARK", "MAX_LINE", "clip_keeping_error", "normalise"]
 
 # anchored or linear: the stdlib `re` (pattern-catalog regexes always run with rx's timeout)
-_ANSI = lazy_re(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+CSI_RX = r"\x1b\[[0-9;?]*[ -/]*[@-~]"                   # (sources.without_gaps' too)
+ANSI_RX = CSI_RX + r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+_ANSI = lazy_re(ANSI_RX)
 _CTRL = lazy_re(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 # a word of a failure, looked for past the part of an over-long line that is kept anyway (issue 40:
 # an error at character 200,000 of a line was cut off unseen)

@@ -70,7 +70,6 @@ from .prepare import (
     BlockFacts,
     _batchers,
     anchor_set,
-    prepare_block,
     prepare_gapless,
 )
 from .results import Match, ScanResult
@@ -295,16 +294,16 @@ class Engine:
         else:
             blocks = make(core.notes, progress)
         head, last = b"", b""       # the input's first and last bytes: its job facts (jobfacts)
-        at = 0                      # the input's bytes read before the block (scan.nbytes: scanned, NUL runs left out)
-        gaps = False                # (a block had NUL runs: the next one's tail may)
+        at = 0                      # the input's bytes read before the block (scan.nbytes: scanned, as read)
+        gaps = False                # (a block was read without_gaps: the next one's tail is, and it likely)
         try:
             for bi, (buf, lo) in enumerate(blocks):
                 n = len(buf) - lo
-                buf, lo = _tail_gapless(buf, lo, gaps)
+                buf, lo = _gapless(buf, lo, gaps)
                 last = buf                  # (the block before, and what the view parsed of it, let go first)
                 view.reset(buf, lo)
                 found = BlockFacts()        # (what the block's anchor pass tells beyond its hits)
-                read, lo, prepared = _prepared(pool, path, bi, at, buf, lo, aset, scan.batchers, found)
+                read, lo, prepared = _prepared(pool, path, bi, at, n, buf, lo, aset, scan.batchers, found, gaps)
                 at += n
                 if read is not buf:         # (its NUL runs left out: its tail as it was)
                     buf = last = read
@@ -434,7 +433,7 @@ def _samples(paths: Sequence[str], aset: AnchorSet, batchers: Sequence[Tuple[Fee
                     data = data[data.find(b"\n") + 1:]
                 data = data[:data.rfind(b"\n") + 1]
                 if data:
-                    hits, recs, _ = prepare_block(data, 0, aset, batchers)
+                    _, _, (hits, recs, _) = prepare_gapless(data, 0, aset, batchers)   # (as the scan reads it)
                     out.append((len(hits) * DENSE_HIT_WORK + sum(map(len, recs))) / len(data))
         except OSError:
             continue
@@ -449,26 +448,28 @@ def _digest(paths: Sequence[str], all_paths: List[str]) -> "InputsDigest":
     return InputsDigest(paths, all_paths)
 
 
-def _tail_gapless(buf: bytes, lo: int, gaps: bool) -> Tuple[bytes, int]:
-    """BUF (a block, its tail BUF[:LO]) with its tail's NUL runs left out where GAPS (a block before had some: the
-    view's buffer before ends without them)."""
-    if not gaps or buf.find(b"\x00", 0, lo) < 0:
+def _gapless(buf: bytes, lo: int, gaps: bool) -> Tuple[bytes, int]:
+    """BUF (a block, its tail BUF[:LO] as read) read without_gaps, and its tail's length so, where GAPS (a block before
+    was: the view's buffer before ends so; its lines are whole, each read by itself: one pass over the buffer, not a
+    tail and a block joined); else BUF and LO."""
+    if not gaps:
         return buf, lo
-    tail = without_gaps(buf[:lo])
-    return tail + buf[lo:], len(tail)
+    return without_gaps(buf), len(without_gaps(buf[:lo])) if lo else 0
 
 
-def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, buf: bytes, lo: int, aset: AnchorSet,
-              batchers: Sequence[Tuple[Feeder, int]], facts: BlockFacts) -> Tuple[bytes, int, tuple]:
+def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, nbytes: int, buf: bytes, lo: int,
+              aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]], facts: BlockFacts,
+              gapless: bool = False) -> Tuple[bytes, int, tuple]:
     """(buf, lo, anchor hits, batch records and line count) of block BI (at offset START of the input, its bytes
     as read): a worker's, else made here (what its anchor pass tells beyond them in FACTS: a worker's year changes
     are its own, and its facts not known here; the lines it read normalised that hold a date, its).  A block with
-    NUL runs is read without them, as the line reader reads it (prepare_gapless; a worker's says so): BUF then the
-    block's so (its tail BUF[:LO], whole lines, as it was)."""
-    prepared = pool.get(path, bi, start, len(buf) - lo) if pool is not None else None
+    NUL runs, CRLF line ends or escapes is read without them (sources.without_gaps: prepare_gapless; a worker's says
+    so): BUF then the block's so (its tail BUF[:LO], whole lines, as it was).  NBYTES: the block's length as read;
+    GAPLESS: BUF is so already (_gapless)."""
+    prepared = pool.get(path, bi, start, nbytes) if pool is not None else None
     if prepared is None:
         return prepare_gapless(buf, lo, aset, batchers, facts=facts)
-    if prepared[18]:
+    if prepared[18] and not gapless:
         buf = block_without_gaps(buf, lo)
     facts.found.update(range(len(aset.facts)))
     facts.normed.extend(at + lo for at in prepared[17])

@@ -142,18 +142,38 @@ def prepare_block(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple
 def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tuple[Feeder, int]],
                     ahead: bool = False, count: bool = True, facts: Optional[BlockFacts] = None
                     ) -> Tuple[bytes, int, tuple]:
-    """(buf, lo, prepare_block's) of the block buf[lo:] as the line reader reads it: where its anchor pass finds a
-    control byte (a fact: _CONTROL) and it holds a NUL, its NUL runs are left out (sources.block_without_gaps; its
-    tail BUF[:LO] is the caller's, already without them) and it is prepared again (FACTS then the second pass's).
-    A block without them is prepared once, as is."""
-    prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
-    if (facts is None or _CONTROL in facts.found) and buf.find(b"\x00", lo) >= 0:
+    """(buf, lo, prepare_block's) of the block buf[lo:] as the line reader reads its bytes (sources.without_gaps:
+    its NUL runs, its CRLF line ends' CRs and its lines' ANSI escapes that no line's text holds left out; its tail
+    BUF[:LO] is the caller's, already so): where its anchor pass finds a control byte (a fact: _CONTROL) and it holds
+    a NUL, or a CRLF line end (_CRLF) or an escape (_ESC), it is read so and prepared again (FACTS then the second
+    pass's).  A block whose first line ends in CRLF or with an escape in its first DRESS_PROBE bytes (a terminal's
+    log) is read so before its one pass; one without any of them is prepared once, as is."""
+    if _dressed(buf, lo):
         buf = block_without_gaps(buf, lo)
-        if facts is not None:
-            facts.found.clear()
-            facts.normed.clear()
-        prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
+        return buf, lo, prepare_block(buf, lo, aset, batchers, ahead, count, facts)
+    prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
+    found = facts.found if facts is not None else None
+    if (((found is None or _CONTROL in found) and buf.find(b"\x00", lo) >= 0)
+            or ((found is None or _CRLF in found) and buf.find(b"\r\n", lo) >= 0)
+            or ((found is None or _ESC in found) and buf.find(b"\x1b", lo) >= 0)):
+        read = block_without_gaps(buf, lo)
+        if len(read) != len(buf):
+            buf = read
+            if facts is not None:
+                facts.found.clear()
+                facts.normed.clear()
+            prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     return buf, lo, prepared
+
+
+DRESS_PROBE = 1 << 16     # bytes of a block looked at for an escape before its anchor pass (prepare_gapless)
+
+
+def _dressed(buf: bytes, lo: int) -> bool:
+    """The block buf[lo:] looks like a terminal's: its first line ends in CRLF, or an ANSI escape is in its first
+    DRESS_PROBE bytes (read without them before its anchor pass: one pass, not two)."""
+    nl = buf.find(b"\n", lo)
+    return (nl > lo and buf[nl - 1] == 13) or buf.find(b"\x1b", lo, lo + DRESS_PROBE) >= 0
 
 
 def block_lines(buf: bytes, starts: Sequence[int], index: Dict[int, int]) -> int:
@@ -341,9 +361,13 @@ FACTS = YEARLESS_FORMS + (
     rb"[\x80-\xff]",
     rb"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]",
     rb"[0-9:T_ \-](?:\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[@-Z\\-_]))+(?:[0-9:\-]|[T_ ][0-9])",
+    rb"\r\n",
+    rb"\x1b",
 )
 _NOT_ASCII = len(YEARLESS_FORMS)
 _CONTROL = _NOT_ASCII + 1          # (a NUL among them: prepare_gapless)
+_CRLF = _NOT_ASCII + 3             # (a CRLF line end: prepare_gapless) ...
+_ESC = _NOT_ASCII + 4              # (... an ANSI escape's first byte)
 _JOINS_A_DATE = {_CONTROL, _NOT_ASCII + 2}
 
 

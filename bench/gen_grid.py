@@ -83,7 +83,7 @@ class Shape:
     prefix: str = "torchrun"     # torchrun | tee | srun | mpirun | none
     ts: str = "none"             # none | k8s (RFC3339Nano before each line)
     length: str = "normal"       # short | normal | long (line length: NCCL init lines / collectives / long warnings)
-    failure: str = "end"         # end | middle | start | none
+    failure: str = "end"         # end | middle | start | none | hang (every rank but one times out: a hang's ranks)
     scale: float = 1.0           # its size is the grid's size times this (dense shapes: a quarter)
     dress: str = "none"          # none | crlf | ansi | tty | utf8: how the log was captured (DRESSES)
     legacy: str = ""             # a mix of bench/gen_biglog.py itself: default | dense | storm
@@ -128,6 +128,8 @@ SHAPES: List[Shape] = [
           failure="middle"),
     Shape("fail-start", "the production mix, the failure section right after start-up", PROD, failure="start"),
     Shape("healthy", "the production mix, no failure at all", PROD, failure="none"),
+    Shape("prod-hang", "the production mix ending in a hang: every rank but one times out, no error before",
+          PROD, failure="hang"),
     Shape("prod-crlf", "the production mix with CRLF line ends (a terminal's: docker run -t, script)", PROD,
           dress="crlf"),
     Shape("prod-ansi", "the production mix, a colour formatter's SGR codes on a third of the lines", PROD,
@@ -281,8 +283,18 @@ class GridJob:
                            "0x6d2c8f1a9b3e4a77 - Init COMPLETE")
 
     def failure(self) -> None:
-        """The failure section of bench/gen_biglog.py (real wording), with this shape's prefixes."""
+        """The failure section of bench/gen_biglog.py (real wording), with this shape's prefixes; a hang's (failure
+        "hang"): every rank but one times out in the same collective, and nothing else (the rank that did not reach
+        it says nothing: tests/fixtures/logs/real/gpu/nccl_rank_hang_timeout.log's story)."""
         t0 = self.w.t
+        if self.w.shape.failure == "hang":
+            work = ("WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
+                    "ran for 600020 milliseconds before timing out.")
+            for i, r in enumerate(r for r in range(RANKS) if r != FAILED_RANK):
+                t = t0 + timedelta(seconds=600.02, microseconds=173 * i)
+                self.w.line(r, f"{gb.glog('E', t, 'ProcessGroupNCCL.cpp:689')} [Rank {r}] Watchdog caught "
+                               f"collective operation timeout: {work}")
+            return
         fail = [
             "Traceback (most recent call last):",
             f'  File "{gb.MEGATRON}/pretrain_gpt.py", line 318, in <module>',
@@ -322,7 +334,8 @@ def generate(shape: Shape, out: str, size: int, seed: int = 0) -> int:
         w = Writer(f, shape)
         job = GridJob(w, random.Random(seed))
         job.startup()
-        at = {"start": 0, "middle": size // 2, "end": size - TAIL_RESERVE}.get(shape.failure, -1)
+        at = {"start": 0, "middle": size // 2, "end": size - TAIL_RESERVE, "hang": size - TAIL_RESERVE}.get(
+            shape.failure, -1)
         done = False
         while w.size < size - TAIL_RESERVE:
             if not done and 0 <= at <= w.size:

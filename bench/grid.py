@@ -62,13 +62,19 @@ class Row:
     verdict: str = ""
     rg: Optional[float] = None
     note: str = ""
+    stdin: List[float] = field(default_factory=list)
 
 
-def run(cmd: List[str], env: Dict[str, str], timeout: float, cwd: str = REPO) -> Run:
-    """CMD to its end (killed after TIMEOUT s) in CWD: wall, peak RSS of one process, exit code, stdout."""
+def run(cmd: List[str], env: Dict[str, str], timeout: float, cwd: str = REPO, piped: str = "") -> Run:
+    """CMD to its end (killed after TIMEOUT s) in CWD: wall, peak RSS of one process, exit code, stdout.  PIPED: a
+    file `cat` pipes to CMD's stdin (a pipe, as `kubectl logs ... | triage analyze` gives it: not a file)."""
     with tempfile.TemporaryFile() as out:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+        cat = subprocess.Popen(["cat", piped], stdout=subprocess.PIPE) if piped else None
+        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd,
+                             stdin=cat.stdout if cat is not None else None)
+        if cat is not None and cat.stdout is not None:
+            cat.stdout.close()
         deadline = t0 + timeout
         while True:
             pid, status, ru = os.wait4(p.pid, os.WNOHANG)
@@ -80,6 +86,9 @@ def run(cmd: List[str], env: Dict[str, str], timeout: float, cwd: str = REPO) ->
                 break
             time.sleep(0.002)
         wall = time.perf_counter() - t0
+        if cat is not None:
+            cat.kill()
+            cat.wait()
         p.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         return Run(wall, ru.ru_maxrss / 1024, p.returncode, out.read())
@@ -137,8 +146,9 @@ def fmt_row(r: Row, jobs: int) -> str:
     mbs = f"{r.size / MB / bn:,.0f}" if bn else ""
     same = "" if r.same is None else ("yes" if r.same else "**NO**")
     rg = f"{r.rg:.3f} ({bn / r.rg:.1f}x)" if r.rg and bn else ""
+    pipe = f" {min(r.stdin):.2f} |" if r.stdin else ""
     return (f"| {r.shape} | {r.tree} | {r.size / (1 << 20):,.0f} MiB | {b1 and f'{b1:.2f}' or r.note or '-'} | "
-            f"{bn and f'{bn:.2f}' or '-'} | {sp} | {mbs} | {r.rss:.0f} | {r.json_b:,} | {same} | {r.verdict} | {rg} |")
+            f"{bn and f'{bn:.2f}' or '-'} | {sp} | {mbs} | {r.rss:.0f} | {r.json_b:,} | {same} | {r.verdict} | {rg} |{pipe}")
 
 
 def _args() -> argparse.Namespace:
@@ -153,6 +163,8 @@ def _args() -> argparse.Namespace:
     ap.add_argument("--runs-j1", type=int, default=1, help="runs of -j 1 (default 1; 0: not run)")
     ap.add_argument("--tree", action="append", default=[], help="a tree to run (PYTHONPATH); repeat to A/B")
     ap.add_argument("--rg", action="store_true", help="also rg -c -f with 20 signatures (when rg is on PATH)")
+    ap.add_argument("--stdin", action="store_true",
+                    help="also -j N with the log piped to stdin (`cat LOG | triage analyze`), the JSON checked too")
     ap.add_argument("--tmp", default="", help="directory for the logs (kept; reused when the same size)")
     ap.add_argument("--out", default="", help="also write the table here (default $OUT/grid.md when $OUT is set)")
     ap.add_argument("--budget", type=float, default=0, help="start no run after this many seconds")
@@ -212,6 +224,14 @@ def _measure(a: argparse.Namespace, row: Row, tree: str, cache: str, path: str, 
             row.rss = max(row.rss, r.rss_mb)
             row.json_b = len(r.out)
             outs.append(r.out)
+    for _ in range(a.runs if a.stdin else 0):
+        cmd, env = triage_cmd(tree, "-", jobs, cache)
+        r = run(cmd, env, a.timeout, cwd=os.path.abspath(tree), piped=path)
+        if r.rc not in (0, 1):
+            row.note = f"stdin rc {r.rc}"
+            return outs
+        row.stdin.append(r.wall)
+        outs.append(r.out.replace(json.dumps("<stdin>").encode(), json.dumps(path).encode()))
     return outs
 
 
@@ -248,7 +268,8 @@ def main() -> None:
     _prepare_trees(trees, tmp, a.timeout)
     rows: List[Row] = []
     head = (f"| shape | tree | size | -j 1 s | -j {jobs} s | speed-up | MB/s (-j {jobs}) | peak RSS MB (one process) | "
-            f"JSON B | same for every -j | verdict | rg -c -f 20 sigs s (triage/rg) |")
+            f"JSON B | same for every -j | verdict | rg -c -f 20 sigs s (triage/rg) |"
+            + (f" stdin -j {jobs} s |" if a.stdin else ""))
     sep = "|" + "---|" * (head.count("|") - 1)
     about = (f"{os.cpu_count()} cores, Python {sys.version.split()[0]}; -j {jobs}; best of {a.runs} "
              f"(-j 1: {a.runs_j1})")

@@ -135,3 +135,42 @@ def test_a_terminals_dress_changes_no_pooled_report(tmp_path):
     assert base["step_times"]["current"]["iterations"] > 1000
     for key, rep in out.items():
         assert rep == base, key
+
+
+def test_a_hangs_ranks_read_by_parts_are_the_serial_reads(tmp_path, monkeypatch):
+    """Issue 44's twentieth pass (scan/reread.py): the ranks of an input of one attempt read again by processes side
+    by side, each its part cut at newlines and read in pieces of whole lines, are the serial read's -- launcher
+    prefixes of several kinds, a per-rank file's own rank, ranks named inside lines, lines a terminal dressed, NUL
+    runs; a file with a line longer than a piece, and a compressed one, are left to the serial read (None)."""
+    import gzip
+
+    from triage.scan import engine, reread
+    monkeypatch.setattr(reread, "PARALLEL_MIN", 0)
+    monkeypatch.setattr(reread, "PART_READ", 4096)
+    rnd = random.Random(5)
+    kinds = ["[rank{r}]:x step", "{r}: srun line", "[1,{r}]<stdout>:mpi", "plain line", "NCCL Rank {r} said",
+             "\x1b[32m[rank{r}]: coloured\x1b[0m", "[default{r}]: tee'd", "(VllmWorker rank={r} pid=1) INFO x"]
+    # (each line a rank of its own: a line cut or read twice shows in the set)
+    lines = [rnd.choice(kinds).format(r=i) + " " + "x" * rnd.randrange(200) for i in range(3000)]
+    lines[1500] += "\x00" * 40
+    data = "\n".join(lines).encode() + b"\n"
+
+    def serial(path, fr):
+        monkeypatch.setenv("TRIAGE_JOBS", "1")
+        got = engine._ranks_by_attempt([(str(path), fr, [(0, 0)], [path.stat().st_size])], {})
+        monkeypatch.delenv("TRIAGE_JOBS")
+        return got.get(0, set())
+
+    for name, body, fr in (("a.log", data, None), ("rank_3.log", data, 3), ("crlf.log", _dress(data, "tty"), None)):
+        p = tmp_path / name
+        p.write_bytes(body)
+        want = serial(p, fr)
+        assert len(want) > 1500, len(want)
+        for k in (2, 3, 7):
+            assert reread.ranks_parallel(str(p), fr, p.stat().st_size, k) == want, (name, k)
+    long = tmp_path / "long.log"
+    long.write_bytes(data[:20000] + b"[rank9]: " + b"y" * 9000 + b"\n" + data[20000:])
+    assert reread.ranks_parallel(str(long), None, long.stat().st_size, 4) is None
+    gz = tmp_path / "b.log.gz"
+    gz.write_bytes(gzip.compress(data))
+    assert reread.ranks_parallel(str(gz), None, gz.stat().st_size, 4) is None

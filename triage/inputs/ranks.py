@@ -16,7 +16,7 @@ on every line; tests/test_launchers.py checks each row's example and random vari
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from ..cachefiles import Memo
 from ..lazyre import lazy_re
@@ -25,6 +25,9 @@ from ..match.rx import _chars as _item_chars
 from ..match.rx import regex as _regex
 from .launchers import GROUP_NUMBER, INNER_RANKS, LAUNCHERS, RANK_GROUP, InnerRank, Launcher
 from .text import normalise, progress_updates
+
+if TYPE_CHECKING:
+    from ..match.anchors import Presence
 
 _QUOTE = lazy_re(r"^(?:> ?)+")            # a log pasted as a quote in an issue / e-mail: "> line", "> > line"
 _QUOTE_B = rb"(?:> ?)"
@@ -375,15 +378,26 @@ class RankReader:
             seg = self.dirty_ranks(seg, file_rank, out)
             if seg in (b"", b"\n"):
                 return out
-        nested = self.has_outer(seg)
-        out |= self.prefixed_ranks(seg, nested)
+        has = self._presence()(seg).__contains__ if len(seg) >= PRESENCE_MIN else seg.__contains__
+        nested = self.has_outer(seg, has)
+        out |= self.prefixed_ranks(seg, nested, has)
         if file_rank is not None:             # a launcher prefix beats the file name; other lines are its
             unprefixed = self.outer_unprefixed_b if nested else self.unprefixed_b
             if not out or unprefixed.search(seg[:-1] if seg.endswith(b"\n") else seg):
                 out.add(file_rank)
             return out
-        out |= self.inner_ranks(seg)
+        out |= self.inner_ranks(seg, has)
         return out
+
+    def _presence(self) -> "Presence":
+        """Every probe ranks_in looks for, looked for in one pass (anchors.Presence; made once)."""
+        got = self.__dict__.get("_probes")
+        if got is None:
+            from ..match.anchors import Presence
+            probes = [p for p, _, _ in self.kinds] + [p for p, _, _ in self.outer_kinds] + list(self.outer_probes_b)
+            got = self.__dict__["_probes"] = Presence([p for p in probes + list(self.inner_probes_b) + [b"\n>"]
+                                                       if p is not None])
+        return got
 
     def dirty_ranks(self, seg: bytes, file_rank: Optional[int], out: Set[int]) -> bytes:
         """Lines with ANSI codes, carriage returns or other control characters are normalised in
@@ -403,26 +417,31 @@ class RankReader:
         keep.append(seg[pos:])
         return b"".join(keep)
 
-    def has_outer(self, seg: bytes) -> bool:
-        """Whether SEG may hold a rank-less prefix another one follows (the slower nested searches)."""
-        return any(p is None or p in seg for p in self.outer_probes_b)
+    def has_outer(self, seg: bytes, has: Optional[Callable[[bytes], bool]] = None) -> bool:
+        """Whether SEG may hold a rank-less prefix another one follows (the slower nested searches); HAS: whether
+        SEG holds a probe (default: `in`)."""
+        has = has or seg.__contains__
+        return any(p is None or has(p) for p in self.outer_probes_b)
 
-    def prefixed_ranks(self, seg: bytes, nested: bool = False) -> Set[int]:
+    def prefixed_ranks(self, seg: bytes, nested: bool = False, has: Optional[Callable[[bytes], bool]] = None
+                       ) -> Set[int]:
         """The ranks of the launcher prefixes (quoted ones too) at the line starts of SEG; NESTED:
-        behind any run of rank-less prefixes (has_outer)."""
+        behind any run of rank-less prefixes (has_outer); HAS as has_outer's."""
+        has = has or seg.__contains__
         out: Set[int] = set()
         for probe, head, tail in (self.outer_kinds if nested else self.kinds):
-            if probe is None or probe in seg:
+            if probe is None or has(probe):
                 out |= distinct_ranks(seg, head, tail)
-        if b"\n>" in seg:
+        if has(b"\n>"):
             for m in (self.outer_quoted_b if nested else self.quoted_b).finditer(seg):
                 out.add(_one_of(m.groups()))
         return out
 
-    def inner_ranks(self, seg: bytes) -> Set[int]:
+    def inner_ranks(self, seg: bytes, has: Optional[Callable[[bytes], bool]] = None) -> Set[int]:
         """The ranks that lines without a prefix name in their text (inner_rank: the first a line
         names), line by line as make_line tags them; only lines that name one are decoded."""
-        if not any(p in seg for p in self.inner_probes_b):
+        has = has or seg.__contains__
+        if not any(has(p) for p in self.inner_probes_b):
             return set()
         out: Set[int] = set()
         done = -1
@@ -464,6 +483,7 @@ def distinct_ranks(seg: bytes, head: bytes, tail: bytes) -> Set[int]:
 # ELIMINATE_MIN_BYTES (a watched log's poll, a small block) takes one findall; a bigger one its searches, their
 # patterns kept by the known ranks sorted)
 ELIMINATE_MIN_BYTES = 1 << 20
+PRESENCE_MIN = 1 << 16     # a segment from this size has its probes looked for in one pass (RankReader._presence)
 _EXCLUDING: Dict[Tuple[bytes, bytes, Tuple[bytes, ...]], "re.Pattern[bytes]"] = {}
 EXCLUDING_KEPT = 1024     # patterns kept (a dict: emptied when full)
 

@@ -498,12 +498,19 @@ def _safe(blocks):
 
 def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]]:
     """Ranks per attempt of re-readable inputs: read them again (only as far as they were scanned:
-    a file still being written has grown since), split at the attempt changes."""
+    a file still being written has grown since), split at the attempt changes; a big input of one attempt by
+    processes side by side (reread.py)."""
     out = {k: set(v) for k, v in seen.items()}
     for path, file_rank, changes, scanned in segments:
         off = 0
         if not scanned[0]:
             continue
+        if len(changes) == 1 and changes[0][0] == 0 and "://" not in path:    # (one attempt: by parts, side by side)
+            from .reread import ranks_parallel
+            got = ranks_parallel(path, file_rank, scanned[0], _Pool.cores())
+            if got is not None:
+                out.setdefault(changes[0][1], set()).update(got)
+                continue
         try:       # (as the scan read them: a paste's dressing taken off, its wrapped lines joined)
             blocks = (buf for buf, _ in iter_blocks_with_tail(path, max_bytes=scanned[0], paste=True))
         except InputError:

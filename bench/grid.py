@@ -231,7 +231,8 @@ def _measure(a: argparse.Namespace, row: Row, tree: str, cache: str, path: str, 
             row.note = f"stdin rc {r.rc}"
             return outs
         row.stdin.append(r.wall)
-        outs.append(r.out.replace(json.dumps("<stdin>").encode(), json.dumps(path).encode()))
+        outs.append(r.out.replace(json.dumps("<stdin>").encode(), json.dumps(path).encode())       # (its name, and
+                    .replace(b'"id_source": "stdin"', b'"id_source": "path"'))                     # where it is from)
     return outs
 
 

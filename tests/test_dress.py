@@ -174,3 +174,84 @@ def test_a_hangs_ranks_read_by_parts_are_the_serial_reads(tmp_path, monkeypatch)
     gz = tmp_path / "b.log.gz"
     gz.write_bytes(gzip.compress(data))
     assert reread.ranks_parallel(str(gz), None, gz.stat().st_size, 4) is None
+
+
+def _cli(args, env, stdin=None):
+    return subprocess.run([sys.executable, "-m", "triage", "analyze", *args], env=env, capture_output=True,
+                          stdin=stdin)
+
+
+def test_a_big_log_on_a_pipe_is_read_as_its_file(tmp_path):
+    """inputs/spool.py: a log piped to `triage analyze` past TRIAGE_SPOOL_MIN_BYTES is copied to a file of its own
+    and read as one (by the pool: -j 4), labelled <stdin>: the JSON report of the file (but for the input's name and
+    where the job id came from), and of the pipe read as a pipe (a smaller threshold than the log: not copied); the
+    copy is gone after; with --max-bytes, the same note of where reading stopped."""
+    data = _big(3 << 20)
+    p = tmp_path / "train.log"
+    p.write_bytes(data)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    base = dict(os.environ, TRIAGE_CACHE_DIR=str(tmp_path / "cache"), TRIAGE_POOL_MIN_BYTES=str(1 << 20),
+                TRIAGE_JOBS="4", TMPDIR=str(tmpdir))
+
+    def rep(r):
+        assert r.returncode == 1, r.stderr
+        d = json.loads(r.stdout)
+        d.get("job", {}).pop("analysed_at", None)
+        return json.loads(json.dumps(d).replace(str(p), "<stdin>").replace('"id_source": "path"',
+                                                                            '"id_source": "stdin"'))
+
+    file_ = rep(_cli([str(p), "--format", "json"], base))
+    for spool in (str(1 << 20), str(64 << 20)):
+        env = dict(base, TRIAGE_SPOOL_MIN_BYTES=spool)
+        with open(p, "rb") as f:
+            piped = subprocess.Popen(["cat"], stdin=f, stdout=subprocess.PIPE)
+            r = _cli(["--format", "json"], env, stdin=piped.stdout)
+            piped.stdout.close()
+            piped.wait()
+        assert rep(r) == file_, spool
+        assert list(tmpdir.iterdir()) == []
+    notes = []
+    for spool in (str(1 << 20), str(64 << 20)):
+        env = dict(base, TRIAGE_SPOOL_MIN_BYTES=spool)
+        with open(p, "rb") as f:
+            piped = subprocess.Popen(["cat"], stdin=f, stdout=subprocess.PIPE)
+            r = _cli(["--format", "json", "--max-bytes", str(2 << 20)], env, stdin=piped.stdout)
+            piped.stdout.close()          # (cat then stops: the pipe's last reader gone)
+            piped.wait()
+        d = json.loads(r.stdout)
+        notes.append([n for n in d.get("notes", []) + d.get("stats", {}).get("notes", []) if "max-bytes" in n])
+    assert notes[0] == notes[1] and notes[0], notes
+
+
+def test_a_pipe_that_cannot_be_copied_is_read_as_a_pipe(monkeypatch, tmp_path):
+    """spooled_stdin: a pipe under SPOOL_MIN is put back whole (stdin reads it from its start); one whose copy
+    fails (a full disk, after its first write) too: the bytes copied, then those read and not written, then the
+    rest of the pipe."""
+    import errno
+    import io
+
+    from triage.inputs import spool
+    data = bytes(range(256)) * 20000 + b"\n"
+    monkeypatch.setattr(spool, "SPOOL_MIN", 1 << 16)
+    monkeypatch.setattr(spool, "COPY", 1 << 14)
+    monkeypatch.setattr(spool.tempfile, "tempdir", str(tmp_path))
+
+    def stdin(b):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(b)), encoding="utf-8"))
+
+    stdin(data[:1000])
+    assert spool.spooled_stdin() is None and sys.stdin.buffer.read() == data[:1000]
+    writes = []
+    real = os.write
+
+    def full(fd, b):
+        writes.append(len(b))
+        if len(writes) > 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, b[:1000]) if len(writes) == 2 else real(fd, b)
+    monkeypatch.setattr(spool.os, "write", full)
+    stdin(data)
+    assert spool.spooled_stdin() is None
+    assert sys.stdin.buffer.read() == data
+    assert list(tmp_path.iterdir()) == [] or all(not any(d.iterdir()) for d in tmp_path.iterdir())

@@ -360,7 +360,7 @@ def analyze(logs: List[str], fmt: Optional[str], output: Optional[str], force: b
         a = triage(logs, Options(pats=tuple(pats), config_files=tuple(config_files),
                                  baseline_files=tuple(baseline_files), baseline_logs=tuple(baseline_logs),
                                  env=tuple(env), progress=not quiet, max_bytes=max_bytes, content_hash=record,
-                                 prior=prior))
+                                 prior=prior, spool=True))
     if prior_note:
         a.notes.append(prior_note)
     identity = _identify(a, logs, job_id, attempt, stdin_hash[0])

@@ -64,6 +64,7 @@ class Options:
     max_bytes: int = 0                  # read at most that many bytes of each input (0: all)
     content_hash: bool = False          # hash the inputs' bytes in the same read (the store's key)
     prior: Optional[PriorAttempt] = None  # the job's attempt before, from its own files (issue 43: stop on no progress)
+    spool: bool = False                 # a big pipe on stdin copied to a file first, read as one (inputs/spool.py)
 
     def patterns(self) -> List[Pattern]:
         return list(self.pats) if self.pats is not None else load_all(self.pattern_dirs)
@@ -119,6 +120,11 @@ def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Option
         raise InputError("only Flight Recorder dumps were given: pass the job's logs with them (or the directory "
                          "that holds both)")
     seen.dumps = read_dumps(dumps)
+    if options.spool and "-" in paths and not options.content_hash:
+        from .inputs.spool import spooled_stdin
+        copy = spooled_stdin(options.max_bytes)
+        if copy is not None:
+            paths = [copy if p == "-" else p for p in paths]
     if options.progress:
         slow_search_note(paths, max_bytes=options.max_bytes)
     bar = for_inputs(paths, max_bytes=options.max_bytes) if options.progress else None

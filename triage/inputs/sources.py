@@ -752,7 +752,7 @@ def _open_binary(path: str, sink: "Optional[InputHash]" = None) -> Tuple[_Binary
     decompression-bomb bound); also return the text encoding (UTF-16 when a byte-order mark says
     so, as PowerShell writes, else UTF-8).  SINK: where the input's bytes as stored go as they are
     read (a _Tap under the decompressor or decoder; a plain UTF-8 input's blocks are hashed by _chunks)."""
-    label = "<stdin>" if path == "-" else repr(path)
+    label = "<stdin>" if path == "-" else repr(path) if path not in _ALIASES else _ALIASES[path].label
     if path == "-":
         f, head = _with_head(sys.stdin.buffer)
         _no_report(head, label)           # (a file is looked at when the inputs are listed: expand_paths)
@@ -1155,9 +1155,21 @@ class Input:
     attempt: Optional[int]
 
 
+# inputs read from a file of another name: stdin copied to a file (spool.py), its label `<stdin>`
+_ALIASES: Dict[str, Input] = {}
+
+
+def alias_input(path: str, inp: Input) -> None:
+    """PATH is read as INP says (describe_input): a pipe's copy, labelled as the pipe."""
+    _ALIASES[path] = inp
+
+
 def describe_input(path: str) -> Input:
     if path == "-":
         return Input(path, "<stdin>", None, None)
+    got = _ALIASES.get(path)
+    if got is not None:
+        return got
     return Input(path, path, rank_from_filename(path), attempt_from_path(path))
 
 
@@ -1512,7 +1524,7 @@ def iter_blocks_with_tail(path: str, block_size: int = BLOCK_SIZE, progress: Opt
     `sink` (digest.InputHash): gets the input's bytes as stored, as they are read (the content
     hash of `analyze --record`, folded into this one read), then whether all were read.  `paste`: a
     small input that is a hard-wrapped paste has its lines joined (paste.py; the scanner asks)."""
-    label = "<stdin>" if path == "-" else path
+    label = "<stdin>" if path == "-" else _ALIASES[path].label if path in _ALIASES else path
     fb, enc = _open_binary(path, sink)
     try:
         chunks = _chunks(fb, enc, label, block_size, progress, max_bytes, notes, consumed, sink)

@@ -8,7 +8,17 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..inputs.dcgm import flatten as dcgm_flatten
 from ..inputs.paste import PASTE_MAX, reshape
-from ..inputs.sources import _MAGIC, BINARY_PROBE, LONE_CR_PROBE, MAX_RAW, InputError, _binary, _lone_cr, block_tail
+from ..inputs.sources import (
+    _MAGIC,
+    BINARY_PROBE,
+    LONE_CR_PROBE,
+    MAX_RAW,
+    InputError,
+    _binary,
+    _lone_cr,
+    block_tail,
+    describe_input,
+)
 
 
 class NotPlain(Exception):
@@ -151,7 +161,7 @@ def open_plain(path: str, block_size: int, max_bytes: int, ramp: bool = False) -
                 raise
             geo = Geometry(fd, block_size, max_bytes, False)      # (a ramped chunk with no newline: cut evenly)
             spans = list(geo.blocks())
-        return PlainFile(fd, path, geo, spans)
+        return PlainFile(fd, describe_input(path).label, geo, spans)      # (a pipe's copy: labelled <stdin>)
     except (OSError, NotPlain):
         os.close(fd)
         return None

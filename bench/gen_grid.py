@@ -288,12 +288,7 @@ class GridJob:
         it says nothing: tests/fixtures/logs/real/gpu/nccl_rank_hang_timeout.log's story)."""
         t0 = self.w.t
         if self.w.shape.failure == "hang":
-            work = ("WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=600000) "
-                    "ran for 600020 milliseconds before timing out.")
-            for i, r in enumerate(r for r in range(RANKS) if r != FAILED_RANK):
-                t = t0 + timedelta(seconds=600.02, microseconds=173 * i)
-                self.w.line(r, f"{gb.glog('E', t, 'ProcessGroupNCCL.cpp:689')} [Rank {r}] Watchdog caught "
-                               f"collective operation timeout: {work}")
+            self.timeouts(t0, 600000)
             return
         fail = [
             "Traceback (most recent call last):",
@@ -310,16 +305,22 @@ class GridJob:
         ]
         for x in fail:
             self.w.line(FAILED_RANK, f" {x}" if x else "")
-        work = ("WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)=15000) "
-                "ran for 15020 milliseconds before timing out.")
-        for i, r in enumerate(r for r in range(RANKS) if r != FAILED_RANK):
-            t = t0 + timedelta(seconds=15.02, microseconds=173 * i)
-            self.w.line(r, f"{gb.glog('E', t, 'ProcessGroupNCCL.cpp:689')} [Rank {r}] Watchdog caught "
-                           f"collective operation timeout: {work}")
+        self.timeouts(t0, 15000)
         for i, r in enumerate(r for r in range(RANKS) if r != FAILED_RANK):
             t = t0 + timedelta(seconds=75.8, microseconds=211 * i)
             self.w.line(r, f"{gb.glog('E', t, 'ProcessGroupNCCL.cpp:764')} [Rank {r}] To avoid data "
                            "inconsistency, we are taking the entire process down.")
+
+
+    def timeouts(self, t0: datetime, ms: int) -> None:
+        """Every rank but FAILED_RANK's watchdog timeout of the same collective, after MS (ProcessGroupNCCL's glog
+        header and wording)."""
+        work = (f"WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1048576, NumelOut=1048576, Timeout(ms)={ms}) "
+                f"ran for {ms + 20} milliseconds before timing out.")
+        for i, r in enumerate(r for r in range(RANKS) if r != FAILED_RANK):
+            t = t0 + timedelta(seconds=(ms + 20) / 1000, microseconds=173 * i)
+            self.w.line(r, f"{gb.glog('E', t, 'ProcessGroupNCCL.cpp:689')} [Rank {r}] Watchdog caught "
+                           f"collective operation timeout: {work}")
 
 
 TAIL_RESERVE = 16 << 10

@@ -120,11 +120,7 @@ def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Option
         raise InputError("only Flight Recorder dumps were given: pass the job's logs with them (or the directory "
                          "that holds both)")
     seen.dumps = read_dumps(dumps)
-    if options.spool and "-" in paths and not options.content_hash:
-        from .inputs.spool import spooled_stdin
-        copy = spooled_stdin(options.max_bytes)
-        if copy is not None:
-            paths = [copy if p == "-" else p for p in paths]
+    paths = _spooled(paths, options)
     if options.progress:
         slow_search_note(paths, max_bytes=options.max_bytes)
     bar = for_inputs(paths, max_bytes=options.max_bytes) if options.progress else None
@@ -141,6 +137,16 @@ def scan_logs(logs: Sequence[str], pats: List[Pattern], options: Optional[Option
         raise InputError(f"the input is empty: nothing to triage ({', '.join(paths)[:200]})")
     _one_job_by_summaries(paths, scan.launcher_summaries)
     return scan, seen
+
+
+def _spooled(paths: List[str], options: Options) -> List[str]:
+    """PATHS with a big pipe on stdin ("-") copied to a file first, where OPTIONS ask (inputs/spool.py; not when
+    the inputs' bytes are hashed: a stored verdict's digest is the pipe's)."""
+    if not options.spool or "-" not in paths or options.content_hash:
+        return paths
+    from .inputs.spool import spooled_stdin
+    copy = spooled_stdin(options.max_bytes)
+    return paths if copy is None else [copy if p == "-" else p for p in paths]
 
 
 def assemble(scan: ScanResult, seen: Seen, pats: List[Pattern], options: Optional[Options] = None) -> Analysis:

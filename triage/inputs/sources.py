@@ -922,6 +922,11 @@ def _without_colours(data: bytes) -> bytes:
         new = _CSI_B.sub(b"", data)
         if b"\x1b" not in new:          # (each escape a CSI's: _ANSI's first alternative, as normalise's would take it)
             return new
+    return _lines_without_colours(data)
+
+
+def _lines_without_colours(data: bytes) -> bytes:
+    """_without_colours line by line (each line holding an escape looked at by itself)."""
     sub = _ANSI_B.sub
     find = data.find
     out: List[bytes] = []

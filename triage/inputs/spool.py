@@ -50,24 +50,39 @@ def spooled_stdin(max_bytes: int = 0) -> Optional[str]:
         shutil.rmtree(where, True)
         _put_back([head], src)
         return None
-    piece, total = head, 0
     try:
-        try:
-            while piece:
-                view = memoryview(piece)
-                while view:
-                    view = view[os.write(fd, view):]
-                total += len(piece)
-                if max_bytes and total > max_bytes:
-                    break
-                piece = src.read(COPY if not max_bytes else min(COPY, max_bytes + 1 - total))
-        finally:
-            os.close(fd)
-    except OSError:                   # (a full disk): the pipe read as before, what was copied first
-        _put_back_file(path, piece[len(piece) - len(view):] if piece else b"", src)
+        _copy(src, fd, head, max_bytes)
+    except _CopyFailed as e:          # (a full disk): the pipe read as before, what was copied first
+        _put_back_file(path, e.rest, src)
         return None
     alias_input(path, Input(path, "<stdin>", None, None))
     return path
+
+
+class _CopyFailed(Exception):
+    def __init__(self, rest: bytes):
+        super().__init__()
+        self.rest = rest              # (read of the pipe, not written)
+
+
+def _copy(src, fd: int, head: bytes, max_bytes: int) -> None:
+    """HEAD, then SRC to its end (or MAX_BYTES + 1 bytes in all), written to FD (closed after); _CopyFailed with
+    what was read and not written when a write fails."""
+    piece, total = head, 0
+    try:
+        while piece:
+            view = memoryview(piece)
+            try:
+                while view:
+                    view = view[os.write(fd, view):]
+            except OSError:
+                raise _CopyFailed(bytes(view)) from None
+            total += len(piece)
+            if max_bytes and total > max_bytes:
+                break
+            piece = src.read(COPY if not max_bytes else min(COPY, max_bytes + 1 - total))
+    finally:
+        os.close(fd)
 
 
 def _read_up_to(f, n: int) -> bytes:

@@ -201,9 +201,7 @@ class AnchorSet:
                 if a.ignore_case:
                     f |= _hs.HS_FLAG_CASELESS
                 flags.append(f)
-            for k, rx in enumerate(self.facts):        # (ids after the anchors': reported once a scan)
-                if rx in C_FACTS:
-                    continue
+            for k, rx in self._compiled_facts():      # (ids after the anchors': reported once a scan)
                 exprs.append(rx)
                 ids.append(len(self.anchors) + k)
                 flags.append(_hs.HS_FLAG_SINGLEMATCH)
@@ -212,9 +210,13 @@ class AnchorSet:
             store_cached(key, db)
         self._scratch: Scratch = _hs.Scratch(db)
         self._tags: List[int] = [a.tag for a in self.anchors]
-        self._hs_facts = [k for k, rx in enumerate(self.facts) if rx not in C_FACTS]
+        self._hs_facts = [k for k, _ in self._compiled_facts()]
         self._c_facts = [(k, C_FACTS[rx]) for k, rx in enumerate(self.facts) if rx in C_FACTS]
         return db
+
+    def _compiled_facts(self) -> List[Tuple[int, bytes]]:
+        """(index, regex) of the facts the Hyperscan database holds: all but C_FACTS'."""
+        return [(k, rx) for k, rx in enumerate(self.facts) if rx not in C_FACTS]
 
     # --- stdlib fallback ---------------------------------------------------------------
     def _compile_re(self) -> None:

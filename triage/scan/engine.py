@@ -496,33 +496,45 @@ def _safe(blocks):
         return
 
 
+def _by_parts(path: str, file_rank: Optional[int], changes: List[Tuple[int, int]], upto: int,
+              out: Dict[int, Set[int]]) -> bool:
+    """The ranks of an input of one attempt (CHANGES: its attempt from its start) read by processes side by side
+    (reread.py), added to OUT's; False where the serial read must read them."""
+    if len(changes) != 1 or changes[0][0] != 0 or "://" in path:
+        return False
+    from .reread import ranks_parallel
+    got = ranks_parallel(path, file_rank, upto, _Pool.cores())
+    if got is None:
+        return False
+    out.setdefault(changes[0][1], set()).update(got)
+    return True
+
+
 def _ranks_by_attempt(segments, seen: Dict[int, Set[int]]) -> Dict[int, Set[int]]:
     """Ranks per attempt of re-readable inputs: read them again (only as far as they were scanned:
     a file still being written has grown since), split at the attempt changes; a big input of one attempt by
     processes side by side (reread.py)."""
     out = {k: set(v) for k, v in seen.items()}
     for path, file_rank, changes, scanned in segments:
-        off = 0
-        if not scanned[0]:
-            continue
-        if len(changes) == 1 and changes[0][0] == 0 and "://" not in path:    # (one attempt: by parts, side by side)
-            from .reread import ranks_parallel
-            got = ranks_parallel(path, file_rank, scanned[0], _Pool.cores())
-            if got is not None:
-                out.setdefault(changes[0][1], set()).update(got)
-                continue
-        try:       # (as the scan read them: a paste's dressing taken off, its wrapped lines joined)
-            blocks = (buf for buf, _ in iter_blocks_with_tail(path, max_bytes=scanned[0], paste=True))
-        except InputError:
-            continue
-        for block in _safe(blocks):
-            block = without_gaps(block)     # (as the scan read it: its offsets, NUL runs left out)
-            end = off + len(block)
-            for i, (c_off, att) in enumerate(changes):
-                c_end = changes[i + 1][0] if i + 1 < len(changes) else end
-                lo, hi = max(c_off, off), min(c_end, end)
-                if lo < hi:
-                    out.setdefault(att, set()).update(ranks_in(block, lo - off, hi - off, file_rank))
-            off = end
+        if scanned[0] and not _by_parts(path, file_rank, changes, scanned[0], out):
+            _serial_ranks(path, file_rank, changes, scanned[0], out)
     return out
 
+
+def _serial_ranks(path: str, file_rank: Optional[int], changes: List[Tuple[int, int]], upto: int,
+                  out: Dict[int, Set[int]]) -> None:
+    """The ranks of PATH's first UPTO bytes (as read) read again in blocks, each attempt's (CHANGES) added to OUT's."""
+    off = 0
+    try:       # (as the scan read them: a paste's dressing taken off, its wrapped lines joined)
+        blocks = (buf for buf, _ in iter_blocks_with_tail(path, max_bytes=upto, paste=True))
+    except InputError:
+        return
+    for block in _safe(blocks):
+        block = without_gaps(block)     # (as the scan read it: its offsets, NUL runs, CRs, colours left out)
+        end = off + len(block)
+        for i, (c_off, att) in enumerate(changes):
+            c_end = changes[i + 1][0] if i + 1 < len(changes) else end
+            lo, hi = max(c_off, off), min(c_end, end)
+            if lo < hi:
+                out.setdefault(att, set()).update(ranks_in(block, lo - off, hi - off, file_rank))
+        off = end

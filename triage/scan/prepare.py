@@ -152,10 +152,7 @@ def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tup
         buf = block_without_gaps(buf, lo)
         return buf, lo, prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
-    found = facts.found if facts is not None else None
-    if (((found is None or _CONTROL in found) and buf.find(b"\x00", lo) >= 0)
-            or ((found is None or _CRLF in found) and buf.find(b"\r\n", lo) >= 0)
-            or ((found is None or _ESC in found) and buf.find(b"\x1b", lo) >= 0)):
+    if _gapped(buf, lo, facts.found if facts is not None else None):
         read = block_without_gaps(buf, lo)
         if len(read) != len(buf):
             buf = read
@@ -164,6 +161,14 @@ def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tup
                 facts.normed.clear()
             prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     return buf, lo, prepared
+
+
+def _gapped(buf: bytes, lo: int, found: Optional[Set[int]]) -> bool:
+    """The block buf[lo:] holds what sources.without_gaps leaves out, as its anchor pass's facts FOUND (None: not
+    known) and a search tell: a NUL, a CRLF line end, an escape."""
+    return (((found is None or _CONTROL in found) and buf.find(b"\x00", lo) >= 0)
+            or ((found is None or _CRLF in found) and buf.find(b"\r\n", lo) >= 0)
+            or ((found is None or _ESC in found) and buf.find(b"\x1b", lo) >= 0))
 
 
 DRESS_PROBE = 1 << 16     # bytes of a block looked at for an escape before its anchor pass (prepare_gapless)

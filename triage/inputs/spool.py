@@ -80,17 +80,23 @@ def _copy(src, fd: int, head: bytes, max_bytes: int) -> None:
             total += len(piece)
             if max_bytes and total > max_bytes:
                 break
-            piece = src.read(COPY if not max_bytes else min(COPY, max_bytes + 1 - total))
+            try:
+                piece = src.read(COPY if not max_bytes else min(COPY, max_bytes + 1 - total))
+            except OSError as e:
+                raise InputError(f"cannot read <stdin>: {e.strerror or e}") from None
     finally:
         os.close(fd)
 
 
 def _read_up_to(f, n: int) -> bytes:
-    """The first N bytes of F (fewer: its end), however the pipe delivers them."""
+    """The first N bytes of F (fewer: its end, or an error reading it), however the pipe delivers them."""
     parts: List[bytes] = []
     got = 0
     while got < n:
-        piece = f.read(min(COPY, n - got))
+        try:
+            piece = f.read(min(COPY, n - got))
+        except OSError:               # (the pipe read as a pipe: its reader says so)
+            break
         if not piece:
             break
         parts.append(piece)

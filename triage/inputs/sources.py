@@ -959,12 +959,6 @@ def _short_lines(data: bytes) -> bool:
     return all(find(b"\n", p, p + w) >= 0 for p in range(0, len(data) - w + 1, MAX_LINE))
 
 
-def block_without_gaps(buf: bytes, lo: int) -> bytes:
-    """BUF with the block BUF[LO:] without_gaps, its tail BUF[:LO] as it is (the scan's: already without them, whole
-    lines, each read by itself: BUF without_gaps in one pass, no slice of the block copied and joined)."""
-    return without_gaps(buf)
-
-
 def updates_of(data: bytes) -> Optional[List[str]]:
     """text.progress_updates of a physical line's bytes DATA (at most MAX_RAW, without its newline), read as the
     scanner reads a line (decode_line); None, without decoding it, for a line with no CR or no step record."""

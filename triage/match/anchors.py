@@ -106,7 +106,7 @@ class Presence:
         if _hs is not None and self.literals:
             try:
                 db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-                db.compile(expressions=[b"".join(b"\\x%02x" % c for c in x) for x in self.literals],
+                db.compile(expressions=[_literal_rx(x) for x in self.literals],
                            ids=list(range(len(self.literals))), elements=len(self.literals),
                            flags=[_hs.HS_FLAG_SINGLEMATCH] * len(self.literals))
                 self._scratch = _hs.Scratch(db)

@@ -40,7 +40,6 @@ from ..inputs.sources import (
     Input,
     InputError,
     Line,
-    block_without_gaps,
     describe_input,
     expand_paths,
     iter_blocks_with_tail,
@@ -470,7 +469,7 @@ def _prepared(pool: Optional["_Pool"], path: str, bi: int, start: int, nbytes: i
     if prepared is None:
         return prepare_gapless(buf, lo, aset, batchers, facts=facts)
     if prepared[18] and not gapless:
-        buf = block_without_gaps(buf, lo)
+        buf = without_gaps(buf)       # (its tail is so already, whole lines: the rule is a line's)
     facts.found.update(range(len(aset.facts)))
     facts.normed.extend(at + lo for at in prepared[17])
     if lo:      # a worker's offsets are relative to the block

@@ -15,7 +15,6 @@ from ..inputs.sources import (
     MAX_RAW,
     YEARLESS_FORMS,
     Template,
-    block_without_gaps,
     decode_line,
     from_template,
     normalise,
@@ -27,6 +26,7 @@ from ..inputs.sources import (
     scanned,
     templates_ok,
     text_and_rank,
+    without_gaps,
 )
 from ..match.anchors import Anchor, AnchorSet
 from ..match.rx import Timeouts, digit_blind
@@ -149,11 +149,11 @@ def prepare_gapless(buf: bytes, lo: int, aset: AnchorSet, batchers: Sequence[Tup
     pass's).  A block whose first line ends in CRLF or with an escape in its first DRESS_PROBE bytes (a terminal's
     log) is read so before its one pass; one without any of them is prepared once, as is."""
     if _dressed(buf, lo):
-        buf = block_without_gaps(buf, lo)
+        buf = without_gaps(buf)       # (its tail BUF[:LO] is so already, whole lines: the rule is a line's)
         return buf, lo, prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     prepared = prepare_block(buf, lo, aset, batchers, ahead, count, facts)
     if _gapped(buf, lo, facts.found if facts is not None else None):
-        read = block_without_gaps(buf, lo)
+        read = without_gaps(buf)
         if len(read) != len(buf):
             buf = read
             if facts is not None:
